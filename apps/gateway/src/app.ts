@@ -1,0 +1,91 @@
+import express, { type NextFunction, type Request, type Response } from 'express';
+import { AppError, parseOrThrow, type Logger, type Metrics } from '@secsvc/shared';
+import type { GatewayConfig } from './config';
+import type { ServiceClients } from './context';
+import { authenticate } from './middleware/auth';
+import { errorHandler, notFound } from './middleware/errors';
+import { observe } from './middleware/observe';
+import { requestId } from './middleware/request-id';
+import { buildOpenApi } from './openapi';
+import type { Route } from './routes/route';
+import { userRoutes } from './routes/users';
+
+export const routes: Route[] = [...userRoutes];
+
+export const BODY_LIMIT = '1mb';
+
+export interface GatewayDeps {
+  config: Pick<GatewayConfig, 'GRPC_DEADLINE_MS' | 'TRUST_PROXY_HOPS' | 'HOST' | 'PORT'>;
+  clients: ServiceClients;
+  logger: Logger;
+  metrics: Metrics;
+  /** Dependencies reachable (for /readyz). */
+  ready: () => Promise<boolean>;
+}
+
+const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH']);
+
+/** A body-carrying request must be JSON; an empty body is validated as missing fields. */
+function requireJson(req: Request, _res: Response, next: NextFunction): void {
+  const length = Number(req.get('content-length') ?? 0);
+  const chunked = req.get('transfer-encoding') !== undefined;
+  if (BODY_METHODS.has(req.method) && (length > 0 || chunked) && !req.is('application/json')) {
+    return next(new AppError('unsupported_media_type', 'Request bodies must be application/json'));
+  }
+  next();
+}
+
+function mount(router: express.Router, route: Route, deps: GatewayDeps): void {
+  router[route.method](route.path, async (req: Request, res: Response, next: NextFunction) => {
+    try {
+      const principal = req.principal!;
+      const input = {
+        params: route.params ? parseOrThrow(route.params, req.params) : {},
+        query: route.query ? parseOrThrow(route.query, req.query ?? {}) : {},
+        body: route.body ? parseOrThrow(route.body, req.body ?? undefined) : undefined,
+      };
+      const call = {
+        requestId: req.requestId,
+        deadlineMs: deps.config.GRPC_DEADLINE_MS,
+        headers: {
+          'x-actor-id': principal.id,
+          'x-actor-type': principal.type,
+          'x-client-ip': req.ip ?? '',
+          'x-user-agent': (req.get('user-agent') ?? '').slice(0, 512),
+        },
+      };
+      const out = await route.handle(input, { requestId: req.requestId, principal, clients: deps.clients, call });
+      if (out.body === undefined) res.status(out.status).end();
+      else res.status(out.status).json(out.body);
+    } catch (err) {
+      next(err);
+    }
+  });
+}
+
+export function createApp(deps: GatewayDeps): express.Express {
+  const app = express();
+  app.disable('x-powered-by');
+  app.set('etag', false);
+  app.set('trust proxy', deps.config.TRUST_PROXY_HOPS);
+  app.use(requestId);
+  app.use(observe(deps.metrics, deps.logger));
+
+  app.get('/healthz', (_req, res) => void res.json({ status: 'ok' }));
+  app.get('/readyz', (_req, res, next) => {
+    deps.ready().then((ok) => void res.status(ok ? 200 : 503).json({ status: ok ? 'ready' : 'not ready' }), next);
+  });
+
+  const openapi = buildOpenApi(routes, `http://${deps.config.HOST}:${deps.config.PORT}/v1`);
+  const v1 = express.Router();
+  v1.get('/openapi.json', (_req, res) => void res.json(openapi));
+  v1.use(authenticate(deps.clients, deps.config.GRPC_DEADLINE_MS));
+  v1.use(requireJson);
+  v1.use(express.json({ limit: BODY_LIMIT, strict: true, type: 'application/json' }));
+  for (const route of routes) mount(v1, route, deps);
+  app.use('/v1', v1);
+
+  app.use(notFound);
+  app.use(errorHandler(deps.logger));
+  return app;
+}

@@ -1,0 +1,21 @@
+import { commonConfig, env, loadConfig } from '@secsvc/shared';
+
+export const gatewayConfigShape = {
+  ...commonConfig,
+  HOST: env.host('127.0.0.1'),
+  PORT: env.port(8080),
+  ADMIN_PORT: env.port(9100),
+  IDENTITY_ADDR: env.address('127.0.0.1:50051'),
+  POLICY_ADDR: env.address('127.0.0.1:50052'),
+  AUDIT_ADDR: env.address('127.0.0.1:50053'),
+  /** Deadline of every call from the gateway to a service. */
+  GRPC_DEADLINE_MS: env.int(5000, 50, 120_000),
+  /** Express "trust proxy" hops, for the client ip behind a load balancer (0 = use the socket address). */
+  TRUST_PROXY_HOPS: env.int(0, 0, 10),
+};
+
+export type GatewayConfig = ReturnType<typeof loadGatewayConfig>;
+
+export function loadGatewayConfig(source: Record<string, string | undefined> = process.env) {
+  return loadConfig(gatewayConfigShape, source);
+}

@@ -1,0 +1,38 @@
+import { identity } from '@secsvc/proto';
+import { checkHealth, createClient, promiseClient, runProcess } from '@secsvc/shared';
+import type { AddressInfo } from 'node:net';
+import { createApp } from './app';
+import { loadGatewayConfig } from './config';
+
+void runProcess('gateway', () => loadGatewayConfig(), async ({ config, logger, metrics }) => {
+  const identityClient = createClient(identity.IdentityServiceClient, config.IDENTITY_ADDR);
+  const clients = { identity: promiseClient(identityClient, { deadlineMs: config.GRPC_DEADLINE_MS }) };
+  const ready = async () => {
+    const checks = await Promise.all([config.IDENTITY_ADDR, config.POLICY_ADDR, config.AUDIT_ADDR].map((a) => checkHealth(a)));
+    return checks.every(Boolean);
+  };
+  const app = createApp({ config, clients, logger, metrics, ready });
+  const server = app.listen(config.PORT, config.HOST);
+  await new Promise<void>((resolve, reject) => {
+    server.once('listening', resolve);
+    server.once('error', reject);
+  });
+  server.keepAliveTimeout = 65_000;
+  server.headersTimeout = 66_000;
+  server.requestTimeout = 30_000;
+  logger.info({ port: (server.address() as AddressInfo).port }, 'gateway listening');
+  return {
+    closers: [
+      {
+        name: 'http',
+        close: () =>
+          new Promise<void>((resolve) => {
+            server.close(() => resolve());
+            server.closeIdleConnections();
+          }),
+      },
+      { name: 'grpc-clients', close: async () => identityClient.close() },
+    ],
+    ready,
+  };
+});

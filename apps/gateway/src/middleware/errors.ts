@@ -1,0 +1,37 @@
+import type { NextFunction, Request, Response } from 'express';
+import { AppError, errorBody, toAppError, type Logger } from '@secsvc/shared';
+
+/** body-parser errors carry a `type`; map them to the API's codes. */
+function fromBodyParser(err: { type?: string; status?: number }): AppError | undefined {
+  switch (err.type) {
+    case 'entity.parse.failed':
+      return AppError.invalid([{ field: '(body)', message: 'malformed JSON' }], 'Request body is not valid JSON');
+    case 'entity.too.large':
+      return new AppError('payload_too_large', 'Request body is larger than 1 MiB');
+    case 'encoding.unsupported':
+    case 'charset.unsupported':
+      return new AppError('unsupported_media_type', 'Unsupported body encoding or charset');
+    case 'request.aborted':
+    case 'request.size.invalid':
+    case 'stream.encoding.set':
+      return AppError.invalid([], 'Request body could not be read');
+    default:
+      return undefined;
+  }
+}
+
+/** The one place errors become HTTP responses; a 500 never carries internal text. */
+export function errorHandler(logger: Logger) {
+  return (err: unknown, req: Request, res: Response, _next: NextFunction): void => {
+    const appErr = fromBodyParser(err as { type?: string }) ?? toAppError(err);
+    if (appErr.code === 'internal_error') {
+      logger.error({ err: { message: (err as Error)?.message, stack: (err as Error)?.stack }, requestId: req.requestId }, 'unhandled error');
+    }
+    if (res.headersSent) return void res.end();
+    res.status(appErr.httpStatus).json(errorBody(appErr, req.requestId));
+  };
+}
+
+export function notFound(req: Request, _res: Response, next: NextFunction): void {
+  next(new AppError('not_found', `No route for ${req.method} ${req.path}`));
+}

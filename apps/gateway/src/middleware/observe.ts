@@ -1,0 +1,19 @@
+import type { NextFunction, Request, Response } from 'express';
+import type { Logger, Metrics } from '@secsvc/shared';
+
+/** Metrics by route template/method/status, and one access log line per request. */
+export function observe(metrics: Metrics, logger: Logger) {
+  return (req: Request, res: Response, next: NextFunction): void => {
+    const started = process.hrtime.bigint();
+    res.on('finish', () => {
+      const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+      const route = req.route?.path ? `${req.baseUrl}${String(req.route.path)}` : 'unmatched';
+      metrics.observeHttp(route, req.method, res.statusCode, seconds);
+      logger.info(
+        { requestId: req.requestId, method: req.method, route, status: res.statusCode, ms: Math.round(seconds * 1e4) / 10 },
+        'request',
+      );
+    });
+    next();
+  };
+}

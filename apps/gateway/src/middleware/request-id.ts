@@ -1,0 +1,16 @@
+import type { NextFunction, Request, Response } from 'express';
+import { isValidRequestId, newId, requestContext } from '@secsvc/shared';
+
+declare module 'express-serve-static-core' {
+  interface Request {
+    requestId: string;
+  }
+}
+
+/** Reuses a well-formed incoming X-Request-Id (req_...), otherwise makes one; echoes it on the response. */
+export function requestId(req: Request, res: Response, next: NextFunction): void {
+  const incoming = req.get('x-request-id');
+  req.requestId = isValidRequestId(incoming) ? incoming : newId('req');
+  res.setHeader('X-Request-Id', req.requestId);
+  requestContext.run({ requestId: req.requestId }, next);
+}

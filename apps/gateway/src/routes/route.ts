@@ -1,0 +1,65 @@
+import { z } from 'zod';
+import type { RouteContext } from '../context';
+
+export interface RouteResponse {
+  status: number;
+  body?: unknown;
+}
+
+export interface ResponseDoc {
+  description: string;
+  schema?: z.ZodType;
+}
+
+/** One route: its input schemas (validation + OpenAPI), documented responses and handler. */
+export interface Route<P extends z.ZodType = z.ZodType, Q extends z.ZodType = z.ZodType, B extends z.ZodType = z.ZodType> {
+  method: 'get' | 'post' | 'patch' | 'delete';
+  /** Express path relative to /v1, e.g. /users/:id */
+  path: string;
+  operationId: string;
+  summary: string;
+  tags: string[];
+  params?: P;
+  query?: Q;
+  body?: B;
+  responses: Record<number, ResponseDoc>;
+  handle: (
+    input: { params: z.infer<P>; query: z.infer<Q>; body: z.infer<B> },
+    ctx: RouteContext,
+  ) => Promise<RouteResponse>;
+}
+
+export function defineRoute<P extends z.ZodType, Q extends z.ZodType, B extends z.ZodType>(route: Route<P, Q, B>): Route {
+  return route as unknown as Route;
+}
+
+/** `{ data }` envelope of single-resource responses. */
+export const dataOf = <T extends z.ZodType>(schema: T) => z.object({ data: schema });
+
+export const paginationSchema = z.object({
+  hasMore: z.boolean(),
+  nextCursor: z.string().optional().describe('cur_...; present when hasMore is true'),
+});
+
+/** `{ data: [...], pagination }` envelope of list responses. */
+export const listOf = <T extends z.ZodType>(schema: T) => z.object({ data: z.array(schema), pagination: paginationSchema });
+
+export const errorSchema = z.object({
+  error: z.object({
+    code: z.string(),
+    message: z.string(),
+    details: z.array(z.object({ field: z.string(), message: z.string() })).optional(),
+  }),
+  meta: z.object({ requestId: z.string() }),
+});
+
+/** limit query parameter: integer 1..100, default 20. */
+export const limitParam = z
+  .string({ error: 'must be an integer from 1 to 100' })
+  .regex(/^\d{1,3}$/, 'must be an integer from 1 to 100')
+  .transform(Number)
+  .pipe(z.number().min(1, 'must be an integer from 1 to 100').max(100, 'must be an integer from 1 to 100'))
+  .optional()
+  .default(20);
+
+export const cursorParam = z.string({ error: 'must be a single string' }).max(512, 'invalid or expired cursor').optional();

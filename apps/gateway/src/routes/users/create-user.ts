@@ -1,0 +1,29 @@
+import { dataOf, defineRoute, errorSchema } from '../route';
+import { createUserBody, userCreated, userForms } from './schemas';
+
+export const createUserRoute = defineRoute({
+  method: 'post',
+  path: '/users',
+  operationId: 'createUser',
+  summary: 'Create a user',
+  tags: ['users'],
+  body: createUserBody,
+  responses: {
+    201: { description: 'Created', schema: dataOf(userCreated) },
+    400: { description: 'Invalid body; details name each field', schema: errorSchema },
+    409: { description: 'Email already in use (case-insensitive)', schema: errorSchema },
+  },
+  async handle({ body }, ctx) {
+    const user = await ctx.clients.identity.createUser(
+      {
+        environment: ctx.principal.environment,
+        email: body.email,
+        name: body.name,
+        roles: body.roles,
+        metadataJson: body.metadata ? JSON.stringify(body.metadata) : '',
+      },
+      ctx.call,
+    );
+    return { status: 201, body: { data: userForms.created(user) } };
+  },
+});

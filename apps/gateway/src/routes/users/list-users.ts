@@ -1,0 +1,29 @@
+import { z } from 'zod';
+import { cursorParam, defineRoute, errorSchema, limitParam, listOf } from '../route';
+import { userForms, userListItem } from './schemas';
+
+export const listUsersRoute = defineRoute({
+  method: 'get',
+  path: '/users',
+  operationId: 'listUsers',
+  summary: 'List users, newest first, with cursor pagination',
+  tags: ['users'],
+  query: z.strictObject({ limit: limitParam, cursor: cursorParam }),
+  responses: {
+    200: { description: 'A page of users', schema: listOf(userListItem) },
+    400: { description: 'limit outside 1..100, or an invalid cursor', schema: errorSchema },
+  },
+  async handle({ query }, ctx) {
+    const page = await ctx.clients.identity.listUsers(
+      { environment: ctx.principal.environment, limit: query.limit, cursor: query.cursor ?? '' },
+      ctx.call,
+    );
+    return {
+      status: 200,
+      body: {
+        data: page.users.map(userForms.listItem),
+        pagination: { hasMore: page.hasMore, ...(page.hasMore ? { nextCursor: page.nextCursor } : {}) },
+      },
+    };
+  },
+});

@@ -1,0 +1,34 @@
+import { AppError, isId } from '@secsvc/shared';
+import { dataOf, defineRoute, errorSchema } from '../route';
+import { updateUserBody, userForms, userIdParams, userUpdated } from './schemas';
+
+export const updateUserRoute = defineRoute({
+  method: 'patch',
+  path: '/users/:id',
+  operationId: 'updateUser',
+  summary: 'Update name and/or metadata (metadata is replaced as a whole)',
+  tags: ['users'],
+  params: userIdParams,
+  body: updateUserBody,
+  responses: {
+    200: { description: 'The updated fields', schema: dataOf(userUpdated) },
+    400: { description: 'Invalid body', schema: errorSchema },
+    404: { description: 'No such user', schema: errorSchema },
+  },
+  async handle({ params, body }, ctx) {
+    if (body.name === undefined && body.metadata === undefined) {
+      throw AppError.invalid([{ field: '(body)', message: 'give at least one of name, metadata' }]);
+    }
+    if (!isId('user', params.id)) throw AppError.notFound('User');
+    const user = await ctx.clients.identity.updateUser(
+      {
+        environment: ctx.principal.environment,
+        id: params.id,
+        name: body.name,
+        metadataJson: body.metadata === undefined ? undefined : JSON.stringify(body.metadata),
+      },
+      ctx.call,
+    );
+    return { status: 200, body: { data: userForms.updated(user) } };
+  },
+});

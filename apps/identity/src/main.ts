@@ -1,0 +1,52 @@
+import { identity, protoFiles, protoRoot, serviceNames } from '@secsvc/proto';
+import { createPool, migrate, pingDatabase, readMigrations, runProcess, startGrpcServer } from '@secsvc/shared';
+import path from 'node:path';
+import { loadIdentityConfig } from './config';
+import type { IdentityContext } from './context';
+import { ensureBootstrapKey } from './domain/bootstrap';
+import { authenticateApiKey } from './rpc/authenticate-api-key';
+import { createUser } from './rpc/create-user';
+import { deleteUser } from './rpc/delete-user';
+import { getUser } from './rpc/get-user';
+import { listUsers } from './rpc/list-users';
+import { updateUser } from './rpc/update-user';
+
+export const migrationsDir = path.join(__dirname, '..', 'migrations');
+
+void runProcess('identity', () => loadIdentityConfig(), async ({ config, logger, metrics }) => {
+  const pool = createPool(config.DATABASE_URL, config.DATABASE_POOL_MAX, logger, 'identity');
+  await migrate(pool, 'identity', await readMigrations(migrationsDir), logger);
+  await ensureBootstrapKey(pool, config.SERVER_SECRET, config.BOOTSTRAP_API_KEY, logger, (line) =>
+    process.stdout.write(line + '\n'),
+  );
+  const ctx: IdentityContext = { pool, config, logger };
+  const grpcServer = await startGrpcServer({
+    host: config.GRPC_HOST,
+    port: config.GRPC_PORT,
+    logger,
+    metrics,
+    reflection: { protoRoot, files: [protoFiles.identity] },
+    services: [
+      {
+        name: serviceNames.identity,
+        definition: identity.IdentityServiceService,
+        implementation: {
+          createUser: createUser(ctx),
+          getUser: getUser(ctx),
+          updateUser: updateUser(ctx),
+          deleteUser: deleteUser(ctx),
+          listUsers: listUsers(ctx),
+          authenticateApiKey: authenticateApiKey(ctx),
+        },
+      },
+    ],
+  });
+  logger.info({ grpcPort: grpcServer.port }, 'identity gRPC listening');
+  return {
+    closers: [
+      { name: 'grpc', close: () => grpcServer.close() },
+      { name: 'postgres', close: () => pool.end() },
+    ],
+    ready: () => pingDatabase(pool),
+  };
+});

@@ -1,0 +1,24 @@
+import path from 'node:path';
+
+export * as identity from './gen/secsvc/identity/v1/identity';
+export * as policy from './gen/secsvc/policy/v1/policy';
+export * as audit from './gen/secsvc/audit/v1/audit';
+export * as events from './gen/secsvc/events/v1/events';
+
+/** Folder holding the .proto sources (used at run time by server reflection). Same from src/ and dist/. */
+export const protoRoot = path.join(__dirname, '..', 'proto');
+
+/** The .proto file of each service, relative to protoRoot. */
+export const protoFiles = {
+  identity: 'secsvc/identity/v1/identity.proto',
+  policy: 'secsvc/policy/v1/policy.proto',
+  audit: 'secsvc/audit/v1/audit.proto',
+  events: 'secsvc/events/v1/events.proto',
+} as const;
+
+/** Fully qualified gRPC service names, as health checks and reflection know them. */
+export const serviceNames = {
+  identity: 'secsvc.identity.v1.IdentityService',
+  policy: 'secsvc.policy.v1.PolicyService',
+  audit: 'secsvc.audit.v1.AuditService',
+} as const;

@@ -1,0 +1,68 @@
+import { z } from 'zod';
+
+export class ConfigError extends Error {
+  constructor(readonly problems: string[]) {
+    super(`Invalid configuration:\n  ${problems.join('\n  ')}`);
+    this.name = 'ConfigError';
+  }
+}
+
+/**
+ * Reads the environment once into a typed object. Keys of `shape` are the variable names; a bad value throws
+ * a ConfigError naming every faulty variable. Tests pass their own `env` object instead of touching process.env.
+ */
+export function loadConfig<S extends z.ZodRawShape>(
+  shape: S,
+  env: Record<string, string | undefined> = process.env,
+): z.infer<z.ZodObject<S>> {
+  const input: Record<string, string> = {};
+  for (const key of Object.keys(shape)) {
+    const value = env[key];
+    if (value !== undefined && value !== '') input[key] = value;
+  }
+  const result = z.object(shape).safeParse(input);
+  if (result.success) return result.data;
+  throw new ConfigError(
+    result.error.issues.map((issue) => {
+      const name = String(issue.path[0] ?? '?');
+      const got = input[name];
+      const shown = got === undefined ? 'not set' : /SECRET|PASSWORD|KEY|DATABASE_URL/.test(name) ? 'value hidden' : `got "${got}"`;
+      return `${name}: ${issue.message} (${shown})`;
+    }),
+  );
+}
+
+/** Reusable variable types. */
+export const env = {
+  port: (def: number) => z.coerce.number().int().min(0).max(65535).default(def),
+  int: (def: number, min: number, max: number) => z.coerce.number().int().min(min).max(max).default(def),
+  host: (def: string) => z.string().min(1).default(def),
+  address: (def: string) =>
+    z
+      .string()
+      .regex(/^[^\s:]+:\d{1,5}$/, 'must be host:port')
+      .default(def),
+  logLevel: () => z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  postgresUrl: () => z.string().regex(/^postgres(ql)?:\/\//, 'must be a postgres:// URL'),
+  secret: () => z.string().min(32, 'must be at least 32 characters'),
+  bool: (def: boolean) =>
+    z
+      .enum(['true', 'false', '1', '0'])
+      .default(def ? 'true' : 'false')
+      .transform((v) => v === 'true' || v === '1'),
+  profile: () => z.enum(['local', 'distributed']).default('local'),
+};
+
+/** Variables every service process reads. */
+export const commonConfig = {
+  LOG_LEVEL: env.logLevel(),
+  PROFILE: env.profile(),
+  ADMIN_HOST: env.host('127.0.0.1'),
+};
+
+/** Variables of a service that owns a Postgres schema. */
+export const databaseConfig = {
+  DATABASE_URL: env.postgresUrl(),
+  DATABASE_POOL_MAX: env.int(10, 1, 200),
+  SERVER_SECRET: env.secret(),
+};

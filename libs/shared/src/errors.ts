@@ -1,0 +1,124 @@
+import { Metadata, status as GrpcStatus, type ServiceError } from '@grpc/grpc-js';
+
+/** The error codes of the API (DESIGN.md "Conventions" 4), each with its one HTTP status and gRPC status. */
+export const errorCodes = {
+  invalid_request: { http: 400, grpc: GrpcStatus.INVALID_ARGUMENT },
+  unauthorized: { http: 401, grpc: GrpcStatus.UNAUTHENTICATED },
+  forbidden: { http: 403, grpc: GrpcStatus.PERMISSION_DENIED },
+  not_found: { http: 404, grpc: GrpcStatus.NOT_FOUND },
+  conflict: { http: 409, grpc: GrpcStatus.ALREADY_EXISTS },
+  payload_too_large: { http: 413, grpc: GrpcStatus.INVALID_ARGUMENT },
+  unsupported_media_type: { http: 415, grpc: GrpcStatus.INVALID_ARGUMENT },
+  rate_limited: { http: 429, grpc: GrpcStatus.RESOURCE_EXHAUSTED },
+  internal_error: { http: 500, grpc: GrpcStatus.INTERNAL },
+  unavailable: { http: 503, grpc: GrpcStatus.UNAVAILABLE },
+} as const;
+
+export type ErrorCode = keyof typeof errorCodes;
+
+export interface FieldError {
+  field: string;
+  message: string;
+}
+
+/** The one error type of the project: a code from the table above, a safe message, optional field details. */
+export class AppError extends Error {
+  constructor(
+    readonly code: ErrorCode,
+    message: string,
+    readonly details: FieldError[] = [],
+  ) {
+    super(message);
+    this.name = 'AppError';
+  }
+
+  get httpStatus(): number {
+    return errorCodes[this.code].http;
+  }
+
+  static invalid(details: FieldError[], message = 'The request is invalid'): AppError {
+    return new AppError('invalid_request', message, details);
+  }
+
+  static field(field: string, message: string): AppError {
+    return AppError.invalid([{ field, message }]);
+  }
+
+  static notFound(what: string): AppError {
+    return new AppError('not_found', `${what} not found`);
+  }
+}
+
+export function isAppError(err: unknown): err is AppError {
+  return err instanceof AppError;
+}
+
+/** Anything thrown that is not an AppError is an internal error; its text never reaches a client. */
+export function toAppError(err: unknown): AppError {
+  return isAppError(err) ? err : new AppError('internal_error', 'An internal error occurred');
+}
+
+/** The JSON body of an error response (SPEC "Errors"). */
+export function errorBody(err: AppError, requestId: string) {
+  return {
+    error: {
+      code: err.code,
+      message: err.message,
+      ...(err.details.length ? { details: err.details } : {}),
+    },
+    meta: { requestId },
+  };
+}
+
+const CODE_KEY = 'secsvc-error-code';
+const DETAILS_KEY = 'secsvc-error-details-bin';
+
+/** AppError -> gRPC error (status code + our code and details in trailing metadata). */
+export function toGrpcError(err: AppError): Partial<ServiceError> {
+  const metadata = new Metadata();
+  metadata.set(CODE_KEY, err.code);
+  if (err.details.length) metadata.set(DETAILS_KEY, Buffer.from(JSON.stringify(err.details)));
+  return { code: errorCodes[err.code].grpc, details: err.message, metadata };
+}
+
+const grpcFallback: Partial<Record<number, ErrorCode>> = {
+  [GrpcStatus.INVALID_ARGUMENT]: 'invalid_request',
+  [GrpcStatus.UNAUTHENTICATED]: 'unauthorized',
+  [GrpcStatus.PERMISSION_DENIED]: 'forbidden',
+  [GrpcStatus.NOT_FOUND]: 'not_found',
+  [GrpcStatus.ALREADY_EXISTS]: 'conflict',
+  [GrpcStatus.RESOURCE_EXHAUSTED]: 'rate_limited',
+  [GrpcStatus.UNAVAILABLE]: 'unavailable',
+  [GrpcStatus.DEADLINE_EXCEEDED]: 'unavailable',
+  [GrpcStatus.UNIMPLEMENTED]: 'not_found',
+};
+
+function isServiceError(err: unknown): err is ServiceError {
+  return typeof err === 'object' && err !== null && 'code' in err && 'metadata' in err;
+}
+
+/** gRPC error from a service -> AppError, keeping the service's code, message and field details. */
+export function fromGrpcError(err: unknown): AppError {
+  if (!isServiceError(err)) return toAppError(err);
+  const code = err.metadata?.get(CODE_KEY)[0]?.toString();
+  if (code && code in errorCodes) {
+    const raw = err.metadata.get(DETAILS_KEY)[0];
+    let details: FieldError[] = [];
+    if (raw) {
+      try {
+        details = JSON.parse(raw.toString()) as FieldError[];
+      } catch {
+        details = [];
+      }
+    }
+    return new AppError(code as ErrorCode, err.details || 'Request failed', details);
+  }
+  const mapped = grpcFallback[err.code] ?? 'internal_error';
+  const message =
+    mapped === 'unavailable'
+      ? 'A backing service is unavailable'
+      : mapped === 'internal_error'
+        ? 'An internal error occurred'
+        : err.details || 'Request failed';
+  return new AppError(mapped, message);
+}

@@ -1,0 +1,121 @@
+import * as grpc from '@grpc/grpc-js';
+import * as protoLoader from '@grpc/proto-loader';
+import { ReflectionService } from '@grpc/reflection';
+import { HealthImplementation, protoPath as healthProtoPath } from 'grpc-health-check';
+import { isValidRequestId, requestContext } from '../context';
+import { toAppError, toGrpcError } from '../errors';
+import { newId } from '../ids';
+import type { Logger } from '../logger';
+import type { Metrics } from '../metrics';
+
+export interface CallContext {
+  requestId: string;
+  metadata: grpc.Metadata;
+}
+
+type UnaryOf<H> = H extends grpc.handleUnaryCall<infer Req, infer Res> ? (req: Req, ctx: CallContext) => Promise<Res> : never;
+
+/** A service implemented as plain async functions: (request, context) => response. */
+export type AsyncService<S> = { [K in keyof S]: UnaryOf<S[K]> };
+
+export interface ServiceRegistration {
+  /** Fully qualified name, e.g. secsvc.identity.v1.IdentityService (for health status). */
+  name: string;
+  definition: grpc.ServiceDefinition;
+  implementation: Record<string, (req: never, ctx: CallContext) => Promise<unknown>>;
+}
+
+export interface GrpcServerOptions {
+  host: string;
+  port: number;
+  logger: Logger;
+  metrics: Metrics;
+  /** .proto files (relative to protoRoot) published through server reflection. */
+  reflection: { protoRoot: string; files: string[] };
+  services: ServiceRegistration[];
+  /** Services whose RPCs are defined but not implemented yet: listed by reflection, health SERVING. */
+  declaredOnly?: string[];
+}
+
+export interface RunningGrpcServer {
+  port: number;
+  health: HealthImplementation;
+  /** Marks every service NOT_SERVING, lets in-flight calls finish, then stops. */
+  close: (graceMs?: number) => Promise<void>;
+}
+
+function wrapUnary(
+  method: string,
+  fn: (req: never, ctx: CallContext) => Promise<unknown>,
+  logger: Logger,
+  metrics: Metrics,
+): grpc.handleUnaryCall<unknown, unknown> {
+  return (call, callback) => {
+    const incoming = call.metadata.get('x-request-id')[0]?.toString();
+    const requestId = isValidRequestId(incoming) ? incoming : newId('req');
+    const started = process.hrtime.bigint();
+    const done = (code: grpc.status) =>
+      metrics.observeGrpc(method, grpc.status[code] ?? String(code), Number(process.hrtime.bigint() - started) / 1e9);
+    requestContext.run({ requestId }, () => {
+      fn(call.request as never, { requestId, metadata: call.metadata }).then(
+        (res) => {
+          done(grpc.status.OK);
+          callback(null, res);
+        },
+        (err: unknown) => {
+          const appErr = toAppError(err);
+          if (appErr.code === 'internal_error') {
+            logger.error({ err: { message: (err as Error)?.message, stack: (err as Error)?.stack }, method }, 'rpc failed');
+          }
+          const grpcErr = toGrpcError(appErr);
+          done(grpcErr.code ?? grpc.status.UNKNOWN);
+          callback(grpcErr as grpc.ServiceError);
+        },
+      );
+    });
+  };
+}
+
+/** A gRPC server with grpc.health.v1, server reflection, error mapping, request ids and metrics. */
+export async function startGrpcServer(opts: GrpcServerOptions): Promise<RunningGrpcServer> {
+  const server = new grpc.Server({ 'grpc.max_receive_message_length': 4 * 1024 * 1024 });
+  for (const svc of opts.services) {
+    const handlers: grpc.UntypedServiceImplementation = {};
+    for (const [key, def] of Object.entries(svc.definition)) {
+      const fn = svc.implementation[key];
+      if (!fn) throw new Error(`${svc.name}: no implementation for ${key}`);
+      handlers[key] = wrapUnary(def.path, fn, opts.logger, opts.metrics);
+    }
+    server.addService(svc.definition, handlers);
+  }
+  const names = [...opts.services.map((s) => s.name), ...(opts.declaredOnly ?? [])];
+  const health = new HealthImplementation(Object.fromEntries([['', 'SERVING'], ...names.map((n) => [n, 'SERVING'])]));
+  health.addToServer(server);
+  const packageDefinition = protoLoader.loadSync([...opts.reflection.files, healthProtoPath], {
+    includeDirs: [opts.reflection.protoRoot],
+    keepCase: true,
+  });
+  new ReflectionService(packageDefinition).addToServer(server);
+
+  const port = await new Promise<number>((resolve, reject) =>
+    server.bindAsync(`${opts.host}:${opts.port}`, grpc.ServerCredentials.createInsecure(), (err, p) =>
+      err ? reject(err) : resolve(p),
+    ),
+  );
+  return {
+    port,
+    health,
+    close: (graceMs = 10_000) =>
+      new Promise<void>((resolve) => {
+        for (const n of ['', ...names]) health.setStatus(n, 'NOT_SERVING');
+        const timer = setTimeout(() => {
+          server.forceShutdown();
+          resolve();
+        }, graceMs);
+        server.tryShutdown(() => {
+          clearTimeout(timer);
+          resolve();
+        });
+      }),
+  };
+}

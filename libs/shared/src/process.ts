@@ -1,0 +1,56 @@
+import { startAdminServer } from './admin';
+import { ConfigError } from './config';
+import { createLogger, type Logger } from './logger';
+import { Metrics } from './metrics';
+import { installShutdown, type Closable } from './shutdown';
+
+export interface ProcessContext<C> {
+  config: C;
+  logger: Logger;
+  metrics: Metrics;
+}
+
+export interface StartedProcess {
+  /** Closed in order on SIGTERM/SIGINT: stop accepting first, then drain, then pools. */
+  closers: Closable[];
+  /** Dependencies reachable (for /readyz). */
+  ready: () => Promise<boolean>;
+}
+
+interface BaseConfig {
+  LOG_LEVEL: string;
+  ADMIN_HOST: string;
+  ADMIN_PORT: number;
+}
+
+/**
+ * The start-up of every service process: validated config (a bad value exits 1 naming the variable), JSON
+ * logger, metrics, the admin HTTP server (/healthz, /readyz, /metrics) and graceful shutdown.
+ */
+export async function runProcess<C extends BaseConfig>(
+  service: string,
+  loadConfig: () => C,
+  start: (ctx: ProcessContext<C>) => Promise<StartedProcess>,
+): Promise<void> {
+  let config: C;
+  try {
+    config = loadConfig();
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      process.stderr.write(`${service}: ${err.message}\n`);
+      process.exit(1);
+    }
+    throw err;
+  }
+  const logger = createLogger(service, config.LOG_LEVEL);
+  const metrics = new Metrics(service);
+  try {
+    const started = await start({ config, logger, metrics });
+    const admin = await startAdminServer({ host: config.ADMIN_HOST, port: config.ADMIN_PORT, metrics, ready: started.ready });
+    installShutdown(logger, [{ name: 'admin', close: admin.close }, ...started.closers]);
+    logger.info({ adminPort: admin.port }, `${service} started`);
+  } catch (err) {
+    logger.fatal({ err: { message: (err as Error).message } }, `${service} failed to start`);
+    process.exit(1);
+  }
+}

@@ -1,0 +1,3 @@
+export * from './local-stack';
+export * from './ports';
+export * from './postgres';

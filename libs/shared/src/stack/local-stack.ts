@@ -1,0 +1,191 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { chmod, mkdir, readFile, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { createInterface } from 'node:readline';
+import { checkHealth } from '../grpc/client';
+import { freePort } from './ports';
+import { startEmbeddedPostgres, type EmbeddedPostgresServer } from './postgres';
+
+import { BOOTSTRAP_MARKER } from '../constants';
+
+export type AppName = 'identity' | 'policy' | 'audit' | 'export-worker' | 'gateway';
+
+export interface LocalStackOptions {
+  /** Repository root: apps are started from apps/<name>/dist/main.js. */
+  rootDir: string;
+  dataDir: string;
+  host: string;
+  /** Gateway port; 0 picks a free one. */
+  port: number;
+  /** Ports of everything else; 0 picks a free one. */
+  ports: { postgres: number; identity: number; policy: number; audit: number; admin: Record<AppName, number> };
+  /** Extra environment for every app (LOG_LEVEL, BOOTSTRAP_API_KEY, ...). */
+  env?: Record<string, string | undefined>;
+  /** Every output line of every app, and of PostgreSQL. */
+  onOutput?: (app: AppName | 'postgres', line: string) => void;
+  /** Called when an app exits on its own after start-up. */
+  onExit?: (app: AppName, code: number | null) => void;
+  startTimeoutMs?: number;
+}
+
+export interface LocalStack {
+  baseUrl: string;
+  port: number;
+  databaseUrl: string;
+  grpc: { identity: string; policy: string; audit: string };
+  admin: Record<AppName, string>;
+  /** The generated admin key, when this start created one. */
+  bootstrapKey?: string;
+  stop: () => Promise<void>;
+}
+
+interface Secrets {
+  serverSecret: string;
+  postgresPassword: string;
+}
+
+/** Secrets of a local data directory: made once (mode 0600), reused on every restart so keys stay valid. */
+async function loadSecrets(dataDir: string): Promise<Secrets> {
+  const file = path.join(dataDir, 'secrets.json');
+  if (existsSync(file)) return JSON.parse(await readFile(file, 'utf8')) as Secrets;
+  const secrets = { serverSecret: randomBytes(32).toString('base64url'), postgresPassword: randomBytes(18).toString('base64url') };
+  await writeFile(file, JSON.stringify(secrets), { mode: 0o600 });
+  return secrets;
+}
+
+const pick = async (port: number) => (port === 0 ? freePort() : port);
+
+async function waitFor(what: string, check: () => Promise<boolean>, deadline: number, failed: () => string | undefined) {
+  for (;;) {
+    const failure = failed();
+    if (failure) throw new Error(failure);
+    if (await check().catch(() => false)) return;
+    if (Date.now() > deadline) throw new Error(`${what} did not become healthy in time`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+async function httpOk(url: string): Promise<boolean> {
+  const res = await fetch(url, { signal: AbortSignal.timeout(1000) });
+  return res.ok;
+}
+
+/**
+ * The local profile as separate processes: embedded PostgreSQL, then identity, policy, audit and the export
+ * worker (each applies its migrations), then the gateway once they are healthy. stop() ends them in reverse.
+ */
+export async function startLocalStack(opts: LocalStackOptions): Promise<LocalStack> {
+  const deadline = Date.now() + (opts.startTimeoutMs ?? 60_000);
+  // 0711: other users (the postgres user, when we run as root) may pass through but not list it.
+  await mkdir(opts.dataDir, { recursive: true, mode: 0o711 });
+  await chmod(opts.dataDir, 0o711);
+  const secrets = await loadSecrets(opts.dataDir);
+  const out = opts.onOutput ?? (() => undefined);
+
+  const pgPort = await pick(opts.ports.postgres);
+  const pg: EmbeddedPostgresServer = await startEmbeddedPostgres({
+    dataDir: path.join(opts.dataDir, 'postgres'),
+    port: pgPort,
+    password: secrets.postgresPassword,
+    onLog: (line) => out('postgres', line),
+  });
+  const children = new Map<AppName, ChildProcess>();
+  let stopping = false;
+  let startupFailure: string | undefined;
+  const lastLines = new Map<AppName, string[]>();
+  let bootstrapKey: string | undefined;
+
+  const stop = async () => {
+    stopping = true;
+    for (const name of ['gateway', 'export-worker', 'audit', 'policy', 'identity'] as AppName[]) {
+      const child = children.get(name);
+      if (!child || child.exitCode !== null || child.signalCode !== null) continue;
+      const exited = new Promise((r) => child.once('exit', r));
+      child.kill('SIGTERM');
+      const timer = setTimeout(() => child.kill('SIGKILL'), 15_000);
+      await exited;
+      clearTimeout(timer);
+    }
+    await pg.stop();
+  };
+
+  try {
+    const databaseUrl = await pg.ensureDatabase('secsvc');
+    const grpcPorts = { identity: await pick(opts.ports.identity), policy: await pick(opts.ports.policy), audit: await pick(opts.ports.audit) };
+    const adminPorts = {} as Record<AppName, number>;
+    for (const name of Object.keys(opts.ports.admin) as AppName[]) adminPorts[name] = await pick(opts.ports.admin[name]);
+    const gatewayPort = await pick(opts.port);
+    const grpc = {
+      identity: `127.0.0.1:${grpcPorts.identity}`,
+      policy: `127.0.0.1:${grpcPorts.policy}`,
+      audit: `127.0.0.1:${grpcPorts.audit}`,
+    };
+    const common = {
+      PATH: process.env.PATH,
+      NODE_ENV: process.env.NODE_ENV ?? 'production',
+      PROFILE: 'local',
+      DATABASE_URL: databaseUrl,
+      SERVER_SECRET: secrets.serverSecret,
+      ADMIN_HOST: '127.0.0.1',
+      GRPC_HOST: '127.0.0.1',
+      ...opts.env,
+    };
+    const launch = (name: AppName, env: Record<string, string | undefined>) => {
+      const child = spawn(process.execPath, [path.join(opts.rootDir, 'apps', name, 'dist', 'main.js')], {
+        cwd: opts.rootDir,
+        env: { ...common, ...env, ADMIN_PORT: String(adminPorts[name]) },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      children.set(name, child);
+      lastLines.set(name, []);
+      for (const stream of [child.stdout!, child.stderr!]) {
+        createInterface({ input: stream }).on('line', (line) => {
+          if (line.startsWith(BOOTSTRAP_MARKER + ' ')) {
+            bootstrapKey = line.slice(BOOTSTRAP_MARKER.length + 1).trim();
+            return;
+          }
+          const tail = lastLines.get(name)!;
+          tail.push(line);
+          if (tail.length > 20) tail.shift();
+          out(name, line);
+        });
+      }
+      child.once('exit', (code, signal) => {
+        if (stopping) return;
+        const reason = `${name} exited (${signal ?? `code ${code}`}) during start-up:\n${lastLines.get(name)!.join('\n')}`;
+        startupFailure ??= reason;
+        opts.onExit?.(name, code);
+      });
+    };
+
+    launch('identity', { GRPC_PORT: String(grpcPorts.identity) });
+    launch('policy', { GRPC_PORT: String(grpcPorts.policy) });
+    launch('audit', { GRPC_PORT: String(grpcPorts.audit) });
+    launch('export-worker', {});
+    const failed = () => startupFailure;
+    await Promise.all([
+      waitFor('identity', () => checkHealth(grpc.identity), deadline, failed),
+      waitFor('policy', () => checkHealth(grpc.policy), deadline, failed),
+      waitFor('audit', () => checkHealth(grpc.audit), deadline, failed),
+      waitFor('export-worker', () => httpOk(`http://127.0.0.1:${adminPorts['export-worker']}/readyz`), deadline, failed),
+    ]);
+    launch('gateway', {
+      HOST: opts.host,
+      PORT: String(gatewayPort),
+      IDENTITY_ADDR: grpc.identity,
+      POLICY_ADDR: grpc.policy,
+      AUDIT_ADDR: grpc.audit,
+    });
+    const baseUrl = `http://${opts.host}:${gatewayPort}`;
+    await waitFor('gateway', () => httpOk(`${baseUrl}/readyz`), deadline, failed);
+    const admin = Object.fromEntries(
+      (Object.keys(adminPorts) as AppName[]).map((n) => [n, `http://127.0.0.1:${adminPorts[n]}`]),
+    ) as Record<AppName, string>;
+    return { baseUrl: `${baseUrl}/v1`, port: gatewayPort, databaseUrl, grpc, admin, bootstrapKey, stop };
+  } catch (err) {
+    await stop().catch(() => undefined);
+    throw err;
+  }
+}

@@ -1,0 +1,75 @@
+import { z } from 'zod';
+import { AppError, type FieldError } from './errors';
+
+/** Documented limits of user fields (README "Limits"). */
+export const userLimits = {
+  emailMaxLength: 254,
+  nameMaxLength: 200,
+  maxRoles: 50,
+  metadataMaxBytes: 16 * 1024,
+  metadataMaxDepth: 10,
+} as const;
+
+export const ROLE_PATTERN = /^role_[a-z0-9][a-z0-9_-]{0,62}$/;
+
+export const emailSchema = z
+  .string({ error: (i) => (i.input === undefined ? 'is required' : 'must be a string') })
+  .max(userLimits.emailMaxLength, `must be at most ${userLimits.emailMaxLength} characters`)
+  .pipe(z.email({ error: 'invalid email format' }));
+
+export const nameSchema = z
+  .string({ error: (i) => (i.input === undefined ? 'is required' : 'must be a string') })
+  .max(userLimits.nameMaxLength, `must be at most ${userLimits.nameMaxLength} characters`)
+  .refine((v) => v.trim().length > 0, 'must not be empty');
+
+export const rolesSchema = z
+  .array(z.string({ error: 'must be a string' }).regex(ROLE_PATTERN, 'must look like role_<name> (a-z, 0-9, _ and -)'), {
+    error: 'must be an array of strings',
+  })
+  .max(userLimits.maxRoles, `at most ${userLimits.maxRoles} roles`)
+  .refine((roles) => new Set(roles).size === roles.length, 'must not contain duplicates');
+
+function depth(value: unknown): number {
+  if (value === null || typeof value !== 'object') return 0;
+  const children = Array.isArray(value) ? value : Object.values(value);
+  return 1 + children.reduce<number>((max, child) => Math.max(max, depth(child)), 0);
+}
+
+export const metadataSchema = z
+  .record(z.string(), z.unknown(), { error: 'must be an object' })
+  .refine(
+    (m) => Buffer.byteLength(JSON.stringify(m)) <= userLimits.metadataMaxBytes,
+    `must be at most ${userLimits.metadataMaxBytes} bytes as JSON`,
+  )
+  .refine((m) => depth(m) <= userLimits.metadataMaxDepth, `must be nested at most ${userLimits.metadataMaxDepth} levels`);
+
+export const environmentSchema = z.enum(['live', 'test']);
+export type Environment = z.infer<typeof environmentSchema>;
+
+/** Zod issues -> field errors naming each faulty field (dotted paths, array indexes in brackets). */
+export function fieldErrors(error: z.ZodError, prefix = ''): FieldError[] {
+  const out: FieldError[] = [];
+  for (const issue of error.issues) {
+    const base = formatPath([...(prefix ? [prefix] : []), ...issue.path]);
+    if (issue.code === 'unrecognized_keys') {
+      for (const key of issue.keys) out.push({ field: formatPath([...(prefix ? [prefix] : []), ...issue.path, key]), message: 'unknown field' });
+    } else {
+      out.push({ field: base || '(body)', message: issue.message });
+    }
+  }
+  return out;
+}
+
+function formatPath(path: PropertyKey[]): string {
+  return path.reduce<string>((acc, part) => {
+    if (typeof part === 'number') return `${acc}[${part}]`;
+    return acc ? `${acc}.${String(part)}` : String(part);
+  }, '');
+}
+
+/** Parses with `schema` or throws a 400 naming every faulty field. */
+export function parseOrThrow<T extends z.ZodType>(schema: T, value: unknown, prefix = ''): z.infer<T> {
+  const result = schema.safeParse(value);
+  if (!result.success) throw AppError.invalid(fieldErrors(result.error, prefix));
+  return result.data;
+}

@@ -1,0 +1,93 @@
+#!/usr/bin/env node
+// `npm start`: the whole service on one machine (local profile). Run after `nx run-many -t build`.
+const path = require('node:path');
+const { loadConfig, env, ConfigError } = require('@secsvc/shared');
+const { startLocalStack } = require('@secsvc/shared/stack');
+const { z } = require('zod');
+
+const rootDir = path.resolve(__dirname, '..');
+let config;
+try {
+  config = loadConfig({
+    HOST: env.host('127.0.0.1'),
+    PORT: env.port(8080),
+    DATA_DIR: z.string().min(1).default(path.join(rootDir, '.data')),
+    PG_PORT: env.port(54329),
+    IDENTITY_GRPC_PORT: env.port(50051),
+    POLICY_GRPC_PORT: env.port(50052),
+    AUDIT_GRPC_PORT: env.port(50053),
+    ADMIN_PORT_BASE: env.port(9100),
+    LOG_LEVEL: env.logLevel(),
+    BOOTSTRAP_API_KEY: z.string().optional(),
+    GRPC_DEADLINE_MS: z.string().optional(),
+  });
+} catch (err) {
+  if (err instanceof ConfigError) {
+    console.error(err.message);
+    process.exit(1);
+  }
+  throw err;
+}
+
+const base = config.ADMIN_PORT_BASE;
+const adminPort = (offset) => (base === 0 ? 0 : base + offset);
+
+async function main() {
+  const stack = await startLocalStack({
+    rootDir,
+    dataDir: path.resolve(config.DATA_DIR),
+    host: config.HOST,
+    port: config.PORT,
+    ports: {
+      postgres: config.PG_PORT,
+      identity: config.IDENTITY_GRPC_PORT,
+      policy: config.POLICY_GRPC_PORT,
+      audit: config.AUDIT_GRPC_PORT,
+      admin: { gateway: adminPort(0), identity: adminPort(1), policy: adminPort(2), audit: adminPort(3), 'export-worker': adminPort(4) },
+    },
+    env: { LOG_LEVEL: config.LOG_LEVEL, BOOTSTRAP_API_KEY: config.BOOTSTRAP_API_KEY, GRPC_DEADLINE_MS: config.GRPC_DEADLINE_MS },
+    onOutput: (app, line) => {
+      if (app !== 'postgres') process.stdout.write(line + '\n');
+    },
+    onExit: (app, code) => {
+      console.error(`${app} exited unexpectedly (code ${code}); stopping everything`);
+      void stack.stop().finally(() => process.exit(1));
+    },
+  });
+  const lines = [
+    '',
+    `Security service is running: ${stack.baseUrl}`,
+    `  gRPC: identity ${stack.grpc.identity}, policy ${stack.grpc.policy}, audit ${stack.grpc.audit}`,
+    `  data: ${path.resolve(config.DATA_DIR)}`,
+  ];
+  if (stack.bootstrapKey) {
+    lines.push(
+      '',
+      'Bootstrap admin API key (shown once; it is stored only as a hash):',
+      `  ${stack.bootstrapKey}`,
+      '',
+      `Try: curl -H "Authorization: Bearer ${stack.bootstrapKey}" ${stack.baseUrl}/users`,
+    );
+  }
+  console.log(lines.join('\n') + '\n');
+  let stopping = false;
+  for (const signal of ['SIGINT', 'SIGTERM']) {
+    process.on(signal, () => {
+      if (stopping) return;
+      stopping = true;
+      console.log('stopping...');
+      stack.stop().then(
+        () => process.exit(0),
+        (err) => {
+          console.error(err);
+          process.exit(1);
+        },
+      );
+    });
+  }
+}
+
+main().catch((err) => {
+  console.error(`start failed: ${err.message}`);
+  process.exit(1);
+});
