@@ -1,7 +1,7 @@
 import { identity, protoFiles, protoRoot, serviceNames } from '@secsvc/proto';
 import { createPool, migrate, pingDatabase, readMigrations, runProcess, startGrpcServer } from '@secsvc/shared';
-import path from 'node:path';
 import { loadIdentityConfig } from './config';
+import { migrationsDir } from './migrations';
 import type { IdentityContext } from './context';
 import { ensureBootstrapKey } from './domain/bootstrap';
 import { authenticateApiKey } from './rpc/authenticate-api-key';
@@ -10,8 +10,6 @@ import { deleteUser } from './rpc/delete-user';
 import { getUser } from './rpc/get-user';
 import { listUsers } from './rpc/list-users';
 import { updateUser } from './rpc/update-user';
-
-export const migrationsDir = path.join(__dirname, '..', 'migrations');
 
 void runProcess('identity', () => loadIdentityConfig(), async ({ config, logger, metrics }) => {
   const pool = createPool(config.DATABASE_URL, config.DATABASE_POOL_MAX, logger, 'identity');

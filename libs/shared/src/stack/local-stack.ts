@@ -38,7 +38,8 @@ export interface LocalStack {
   admin: Record<AppName, string>;
   /** The generated admin key, when this start created one. */
   bootstrapKey?: string;
-  stop: () => Promise<void>;
+  /** Stops every app (SIGTERM, in reverse start order) and PostgreSQL; resolves to each app's exit code. */
+  stop: () => Promise<Partial<Record<AppName, number | null>>>;
 }
 
 interface Secrets {
@@ -99,16 +100,22 @@ export async function startLocalStack(opts: LocalStackOptions): Promise<LocalSta
 
   const stop = async () => {
     stopping = true;
+    const codes: Partial<Record<AppName, number | null>> = {};
     for (const name of ['gateway', 'export-worker', 'audit', 'policy', 'identity'] as AppName[]) {
       const child = children.get(name);
-      if (!child || child.exitCode !== null || child.signalCode !== null) continue;
-      const exited = new Promise((r) => child.once('exit', r));
+      if (!child) continue;
+      if (child.exitCode !== null || child.signalCode !== null) {
+        codes[name] = child.exitCode;
+        continue;
+      }
+      const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
       child.kill('SIGTERM');
       const timer = setTimeout(() => child.kill('SIGKILL'), 15_000);
-      await exited;
+      codes[name] = await exited;
       clearTimeout(timer);
     }
     await pg.stop();
+    return codes;
   };
 
   try {

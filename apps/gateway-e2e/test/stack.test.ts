@@ -1,0 +1,250 @@
+/**
+ * End to end: the whole local stack as separate processes (embedded PostgreSQL, identity, policy, audit,
+ * export-worker, gateway) on free ports, driven only through HTTP and gRPC.
+ */
+import * as grpc from '@grpc/grpc-js';
+import { identity, serviceNames } from '@secsvc/proto';
+import { checkHealth, createClient, promiseClient, AppError } from '@secsvc/shared';
+import { startLocalStack, type LocalStack, type LocalStackOptions } from '@secsvc/shared/stack';
+import { chmod, mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { apiClient, listServices, type Api } from './support';
+
+jest.setTimeout(120_000);
+
+const rootDir = path.resolve(__dirname, '../../..');
+const KEY = 'svc_sk_' + 'e2eTestKey_'.repeat(4);
+const output: string[] = [];
+
+function options(dataDir: string, env: Record<string, string> = {}): LocalStackOptions {
+  return {
+    rootDir,
+    dataDir,
+    host: '127.0.0.1',
+    port: 0,
+    ports: { postgres: 0, identity: 0, policy: 0, audit: 0, admin: { gateway: 0, identity: 0, policy: 0, audit: 0, 'export-worker': 0 } },
+    env: { LOG_LEVEL: 'warn', ...env },
+    onOutput: (app, line) => {
+      output.push(`${app}: ${line}`);
+      if (output.length > 200) output.shift();
+    },
+  };
+}
+
+let tmp: string;
+let dataDir: string;
+let stack: LocalStack;
+let api: Api;
+
+beforeAll(async () => {
+  tmp = await mkdtemp(path.join(os.tmpdir(), 'secsvc-e2e-'));
+  await chmod(tmp, 0o711);
+  dataDir = path.join(tmp, 'data');
+  stack = await startLocalStack(options(dataDir, { BOOTSTRAP_API_KEY: KEY }));
+  api = apiClient(stack.baseUrl, KEY);
+});
+
+afterAll(async () => {
+  await stack?.stop();
+  await rm(tmp, { recursive: true, force: true });
+});
+
+describe('users over HTTP', () => {
+  it('runs the whole lifecycle with the SPEC shapes', async () => {
+    const created = await api('POST', '/users', { email: 'e2e.user@example.com', name: 'E2E User', roles: ['role_admin'] });
+    expect(created.status).toBe(201);
+    const user = created.body.data;
+    expect(Object.keys(user).sort()).toEqual(['createdAt', 'email', 'emailVerified', 'id', 'name', 'roles']);
+    expect(user).toMatchObject({ email: 'e2e.user@example.com', name: 'E2E User', emailVerified: false, roles: ['role_admin'] });
+    expect(user.id).toMatch(/^user_/);
+    expect(user.createdAt).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
+
+    const got = await api('GET', `/users/${user.id}`);
+    expect(got.status).toBe(200);
+    expect(got.body.data).toEqual({ ...user, metadata: {}, updatedAt: user.createdAt });
+
+    const metadata = { plan: { tier: 'gold', seats: 5 }, tags: ['a', null, 3.5], nothing: null };
+    const patched = await api('PATCH', `/users/${user.id}`, { metadata, name: 'Renamed' });
+    expect(patched.status).toBe(200);
+    expect(Object.keys(patched.body.data).sort()).toEqual(['email', 'id', 'metadata', 'name', 'updatedAt']);
+    expect(patched.body.data.metadata).toEqual(metadata);
+    expect(patched.body.data.name).toBe('Renamed');
+
+    const del = await api('DELETE', `/users/${user.id}`);
+    expect(del.status).toBe(204);
+    expect(del.body).toBeUndefined();
+    const after = await api('GET', `/users/${user.id}`);
+    expect(after.status).toBe(404);
+    expect(after.body.error.code).toBe('not_found');
+  });
+
+  it('maps service errors to HTTP with their field details (409 conflict from identity)', async () => {
+    expect((await api('POST', '/users', { email: 'Case@Example.com', name: 'One' })).status).toBe(201);
+    const dup = await api('POST', '/users', { email: 'case@example.COM', name: 'Two' });
+    expect(dup.status).toBe(409);
+    expect(dup.body.error).toEqual({
+      code: 'conflict',
+      message: 'A user with this email already exists',
+      details: [{ field: 'email', message: 'already in use' }],
+    });
+    expect(dup.body.meta.requestId).toMatch(/^req_/);
+  });
+
+  it('refuses bad input with 400 naming the field', async () => {
+    const bad = await api('POST', '/users', { email: 'not-an-email', name: 'X' });
+    expect(bad.status).toBe(400);
+    expect(bad.body.error.code).toBe('invalid_request');
+    expect(bad.body.error.details).toEqual([{ field: 'email', message: 'invalid email format' }]);
+    const tampered = await api('GET', '/users?limit=1&cursor=cur_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA');
+    expect(tampered.status).toBe(400);
+    expect(tampered.body.error.details[0].field).toBe('cursor');
+    expect((await api('GET', '/users?limit=101')).status).toBe(400);
+    const json = await api('POST', '/users', '{"email":');
+    expect(json.status).toBe(400);
+  });
+
+  it('pages through users without skips or repeats while users come and go', async () => {
+    const ids: string[] = [];
+    for (let i = 0; i < 12; i++) {
+      const res = await api('POST', '/users', { email: `pager${i}@example.com`, name: `Pager ${i}` });
+      ids.push(res.body.data.id);
+    }
+    const seen: string[] = [];
+    let cursor: string | undefined;
+    let page = 0;
+    do {
+      const res = await api('GET', `/users?limit=5${cursor ? `&cursor=${cursor}` : ''}`);
+      expect(res.status).toBe(200);
+      expect(res.body.data.length).toBeLessThanOrEqual(5);
+      for (const item of res.body.data) expect(Object.keys(item).sort()).toEqual(['createdAt', 'email', 'id', 'name', 'roles']);
+      seen.push(...res.body.data.map((u: { id: string }) => u.id));
+      expect(typeof res.body.pagination.hasMore).toBe('boolean');
+      cursor = res.body.pagination.hasMore ? res.body.pagination.nextCursor : undefined;
+      if (cursor) expect(cursor).toMatch(/^cur_/);
+      else expect(res.body.pagination.nextCursor).toBeUndefined();
+      if (page === 0) {
+        await api('POST', '/users', { email: 'newcomer@example.com', name: 'Newcomer' });
+        await api('DELETE', `/users/${ids[2]}`);
+      }
+      page++;
+    } while (cursor);
+    expect(new Set(seen).size).toBe(seen.length);
+    for (const id of ids.filter((_, i) => i !== 2)) expect(seen).toContain(id);
+    expect(seen).not.toContain(ids[2]);
+    const defaultPage = await api('GET', '/users');
+    expect(defaultPage.body.data.length).toBeLessThanOrEqual(20);
+  });
+});
+
+describe('authentication and operational endpoints', () => {
+  it('requires an API key on /v1 and not on health endpoints', async () => {
+    const none = await fetch(`${stack.baseUrl}/users`);
+    expect(none.status).toBe(401);
+    expect((await none.json()).error.code).toBe('unauthorized');
+    const wrong = await apiClient(stack.baseUrl, 'svc_sk_' + 'x'.repeat(40))('GET', '/users');
+    expect(wrong.status).toBe(401);
+    const origin = stack.baseUrl.replace(/\/v1$/, '');
+    expect((await fetch(`${origin}/healthz`)).status).toBe(200);
+    expect((await fetch(`${origin}/readyz`)).status).toBe(200);
+  });
+
+  it('reuses a well-formed X-Request-Id and answers unknown routes with 404', async () => {
+    const requestId = 'req_e2e0000000000000000000000';
+    const res = await api('GET', '/no-such-route', undefined, { 'x-request-id': requestId });
+    expect(res.status).toBe(404);
+    expect(res.headers.get('x-request-id')).toBe(requestId);
+    expect(res.body).toEqual({ error: { code: 'not_found', message: expect.any(String) }, meta: { requestId } });
+  });
+
+  it('serves the OpenAPI 3.1 document', async () => {
+    const res = await fetch(`${stack.baseUrl}/openapi.json`);
+    const doc = await res.json();
+    expect(doc.openapi).toBe('3.1.0');
+    expect(Object.keys(doc.paths)).toEqual(expect.arrayContaining(['/users', '/users/{id}']));
+  });
+
+  it('exposes Prometheus metrics on every process admin port', async () => {
+    for (const [app, url] of Object.entries(stack.admin)) {
+      const res = await fetch(`${url}/metrics`);
+      expect(res.status).toBe(200);
+      const text = await res.text();
+      expect(text).toContain(`service="${app}"`);
+    }
+    const gateway = await (await fetch(`${stack.admin.gateway}/metrics`)).text();
+    expect(gateway).toMatch(/http_requests_total\{[^}]*route="\/v1\/users\/:id"/);
+    const identityMetrics = await (await fetch(`${stack.admin.identity}/metrics`)).text();
+    expect(identityMetrics).toMatch(/grpc_server_handled_total\{[^}]*method="\/secsvc.identity.v1.IdentityService\/CreateUser"/);
+  });
+});
+
+describe('gRPC surfaces', () => {
+  it('every service answers grpc.health.v1 and lists itself through reflection', async () => {
+    for (const [name, address] of Object.entries(stack.grpc) as [keyof typeof serviceNames, string][]) {
+      expect(await checkHealth(address)).toBe(true);
+      expect(await checkHealth(address, serviceNames[name])).toBe(true);
+      const services = await listServices(address);
+      expect(services).toEqual(expect.arrayContaining([serviceNames[name], 'grpc.health.v1.Health']));
+    }
+  });
+
+  it('calls identity directly with a deadline and gets typed errors back', async () => {
+    const raw = createClient(identity.IdentityServiceClient, stack.grpc.identity);
+    const client = promiseClient(raw, { deadlineMs: 3000 });
+    try {
+      const user = await client.createUser({ environment: 'live', email: 'grpc@example.com', name: 'Via gRPC', roles: [], metadataJson: '' });
+      expect((await client.getUser({ environment: 'live', id: user.id })).email).toBe('grpc@example.com');
+      const err = await client.getUser({ environment: 'live', id: 'user_missing' }).catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(AppError);
+      expect((err as AppError).code).toBe('not_found');
+      const invalid = await client.createUser({ environment: 'live', email: 'x', name: '', roles: ['bad'], metadataJson: '' }).catch((e: unknown) => e);
+      expect((invalid as AppError).details.map((d) => d.field)).toEqual(['email', 'name', 'roles[0]']);
+    } finally {
+      raw.close();
+    }
+  });
+
+  it('policy and audit declare their RPCs and answer UNIMPLEMENTED until their issues land', async () => {
+    const raw = new grpc.Client(stack.grpc.policy, grpc.credentials.createInsecure());
+    const code = await new Promise<number>((resolve) =>
+      raw.makeUnaryRequest(
+        '/secsvc.policy.v1.PolicyService/GetPolicy',
+        (b: Buffer) => b,
+        (b: Buffer) => b,
+        Buffer.alloc(0),
+        new grpc.Metadata(),
+        { deadline: new Date(Date.now() + 2000) },
+        (err) => resolve(err?.code ?? 0),
+      ),
+    );
+    raw.close();
+    expect(code).toBe(grpc.status.UNIMPLEMENTED);
+  });
+});
+
+describe('lifecycle', () => {
+  it('stops every process cleanly with SIGTERM and keeps the data across a restart', async () => {
+    const created = await api('POST', '/users', { email: 'persist@example.com', name: 'Persist' });
+    const codes = await stack.stop();
+    expect(codes).toEqual({ gateway: 0, 'export-worker': 0, audit: 0, policy: 0, identity: 0 });
+    stack = await startLocalStack(options(dataDir));
+    expect(stack.bootstrapKey).toBeUndefined();
+    api = apiClient(stack.baseUrl, KEY);
+    const got = await api('GET', `/users/${created.body.data.id}`);
+    expect(got.status).toBe(200);
+    expect(got.body.data.email).toBe('persist@example.com');
+  });
+
+  it('generates and reports a bootstrap key on a fresh data directory when none is configured', async () => {
+    const fresh = await startLocalStack(options(path.join(tmp, 'fresh')));
+    try {
+      expect(fresh.bootstrapKey).toMatch(/^svc_sk_[A-Za-z0-9_-]{40,}$/);
+      const res = await apiClient(fresh.baseUrl, fresh.bootstrapKey!)('GET', '/users');
+      expect(res.status).toBe(200);
+      expect(res.body).toEqual({ data: [], pagination: { hasMore: false } });
+      expect(output.join('\n')).not.toContain(fresh.bootstrapKey!);
+    } finally {
+      await fresh.stop();
+    }
+  });
+});

@@ -1,0 +1,56 @@
+import * as grpc from '@grpc/grpc-js';
+import * as protoLoader from '@grpc/proto-loader';
+import path from 'node:path';
+
+const reflectionProto = path.join(
+  path.dirname(require.resolve('@grpc/reflection/package.json')),
+  'build/proto/grpc/reflection/v1/reflection.proto',
+);
+
+/** Lists a server's services through gRPC server reflection (what `grpcurl list` does). */
+export function listServices(address: string): Promise<string[]> {
+  const def = protoLoader.loadSync(reflectionProto, { keepCase: true });
+  const pkg = grpc.loadPackageDefinition(def) as unknown as {
+    grpc: { reflection: { v1: { ServerReflection: grpc.ServiceClientConstructor } } };
+  };
+  const client = new pkg.grpc.reflection.v1.ServerReflection(address, grpc.credentials.createInsecure());
+  return new Promise((resolve, reject) => {
+    const stream = client.ServerReflectionInfo({ deadline: new Date(Date.now() + 5000) });
+    stream.on('data', (msg: { list_services_response?: { service: { name: string }[] }; error_response?: { error_message: string } }) => {
+      stream.end();
+      client.close();
+      if (msg.error_response) reject(new Error(msg.error_response.error_message));
+      else resolve((msg.list_services_response?.service ?? []).map((s) => s.name));
+    });
+    stream.on('error', (err: Error) => {
+      client.close();
+      reject(err);
+    });
+    stream.write({ list_services: '' });
+  });
+}
+
+export interface Api {
+  (method: string, path: string, body?: unknown, headers?: Record<string, string>): Promise<{
+    status: number;
+    headers: Headers;
+    body: any; // eslint-disable-line @typescript-eslint/no-explicit-any -- JSON of varying shapes, asserted field by field
+  }>;
+}
+
+/** A tiny JSON client for the gateway, sending the API key on every call. */
+export function apiClient(baseUrl: string, key: string): Api {
+  return async (method, path, body, headers = {}) => {
+    const res = await fetch(`${baseUrl}${path}`, {
+      method,
+      headers: {
+        authorization: `Bearer ${key}`,
+        ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+        ...headers,
+      },
+      body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body),
+    });
+    const text = await res.text();
+    return { status: res.status, headers: res.headers, body: text ? JSON.parse(text) : undefined };
+  };
+}

@@ -1,0 +1,94 @@
+import type { AddressInfo } from 'node:net';
+import type { Server } from 'node:http';
+import { createLogger, Metrics } from '@secsvc/shared';
+import { createApp, type GatewayDeps } from '../../src/app';
+import { FakeIdentity, VALID_KEY } from './fake-identity';
+
+export interface TestGateway {
+  url: string;
+  fake: FakeIdentity;
+  deps: GatewayDeps;
+  close: () => Promise<void>;
+}
+
+/** The gateway over an in-memory identity fake, listening on an ephemeral port of 127.0.0.1. */
+export async function startGateway(options: { fake?: FakeIdentity; ready?: () => Promise<boolean> } = {}): Promise<TestGateway> {
+  const fake = options.fake ?? new FakeIdentity();
+  const deps: GatewayDeps = {
+    config: { GRPC_DEADLINE_MS: 1000, TRUST_PROXY_HOPS: 0, HOST: '127.0.0.1', PORT: 0 },
+    clients: { identity: fake },
+    logger: createLogger('test', 'silent'),
+    metrics: new Metrics('test'),
+    ready: options.ready ?? (async () => true),
+  };
+  const app = createApp(deps);
+  const server = await new Promise<Server>((resolve, reject) => {
+    const s = app.listen(0, '127.0.0.1', (err?: Error) => (err ? reject(err) : resolve(s)));
+  });
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    fake,
+    deps,
+    close: () =>
+      new Promise<void>((resolve, reject) => {
+        server.close((err) => (err ? reject(err) : resolve()));
+        server.closeAllConnections();
+      }),
+  };
+}
+
+export interface Reply {
+  status: number;
+  headers: Headers;
+  text: string;
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- test assertions walk arbitrary JSON
+  body: any;
+}
+
+export interface CallInit {
+  /** A value to send as JSON (application/json), unless `raw` is given. */
+  json?: unknown;
+  /** A raw body, sent as is with the given headers. */
+  raw?: string | Uint8Array;
+  headers?: Record<string, string>;
+  /** Send `Authorization: Bearer <VALID_KEY>` (default true). */
+  auth?: boolean;
+}
+
+export async function call(gw: TestGateway, method: string, path: string, init: CallInit = {}): Promise<Reply> {
+  const headers: Record<string, string> = {};
+  if (init.auth !== false) headers.authorization = `Bearer ${VALID_KEY}`;
+  let body: string | Uint8Array | undefined;
+  if (init.raw !== undefined) body = init.raw;
+  else if (init.json !== undefined) {
+    body = JSON.stringify(init.json);
+    headers['content-type'] = 'application/json';
+  }
+  Object.assign(headers, init.headers);
+  const res = await fetch(`${gw.url}${path}`, { method, headers, body });
+  const text = await res.text();
+  let parsed: unknown = undefined;
+  if ((res.headers.get('content-type') ?? '').startsWith('application/json')) parsed = JSON.parse(text);
+  return { status: res.status, headers: res.headers, text, body: parsed };
+}
+
+export const REQUEST_ID = /^req_[0-9a-z]{26}$/;
+
+/** Asserts the one error shape: status, code, a message, meta.requestId (req_...) echoed as X-Request-Id. */
+export function expectError(reply: Reply, status: number, code: string): void {
+  expect({ status: reply.status, code: reply.body?.error?.code }).toEqual({ status, code });
+  expect(reply.headers.get('content-type')).toMatch(/^application\/json/);
+  expect(Object.keys(reply.body).sort()).toEqual(['error', 'meta']);
+  expect(typeof reply.body.error.message).toBe('string');
+  expect(reply.body.error.message.length).toBeGreaterThan(0);
+  expect(reply.body.meta.requestId).toMatch(/^req_/);
+  expect(reply.headers.get('x-request-id')).toBe(reply.body.meta.requestId);
+}
+
+/** The details of an invalid_request reply, sorted by field. */
+export function detailsOf(reply: Reply): { field: string; message: string }[] {
+  expectError(reply, 400, 'invalid_request');
+  const details = reply.body.error.details as { field: string; message: string }[];
+  return [...details].sort((a, b) => a.field.localeCompare(b.field));
+}

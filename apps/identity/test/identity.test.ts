@@ -1,0 +1,232 @@
+import { Metadata } from '@grpc/grpc-js';
+import type { identity } from '@secsvc/proto';
+import { AppError, createLogger, createPool, migrate, readMigrations, type CallContext, type Pool } from '@secsvc/shared';
+import { stopTestPostgres, testDatabase, type TestDatabase } from '@secsvc/shared/testing';
+import type { IdentityConfig } from '../src/config';
+import type { IdentityContext } from '../src/context';
+import { generateKey } from '../src/domain/api-keys';
+import { ensureBootstrapKey } from '../src/domain/bootstrap';
+import { migrationsDir } from '../src/migrations';
+import { authenticateApiKey } from '../src/rpc/authenticate-api-key';
+import { createUser } from '../src/rpc/create-user';
+import { deleteUser } from '../src/rpc/delete-user';
+import { getUser } from '../src/rpc/get-user';
+import { listUsers } from '../src/rpc/list-users';
+import { updateUser } from '../src/rpc/update-user';
+
+const SECRET = 's'.repeat(40);
+const logger = createLogger('test', 'silent');
+
+let db: TestDatabase;
+let pool: Pool;
+let rpc: ReturnType<typeof makeRpc>;
+
+function makeRpc(ctx: IdentityContext) {
+  return {
+    create: createUser(ctx),
+    get: getUser(ctx),
+    update: updateUser(ctx),
+    delete: deleteUser(ctx),
+    list: listUsers(ctx),
+    auth: authenticateApiKey(ctx),
+  };
+}
+
+function call(actor = 'key_test'): CallContext {
+  const metadata = new Metadata();
+  metadata.set('x-actor-id', actor);
+  metadata.set('x-client-ip', '203.0.113.7');
+  return { requestId: 'req_0123456789abcdef', metadata };
+}
+
+async function rejected(p: Promise<unknown>): Promise<AppError> {
+  const err = await p.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  expect(err).toBeInstanceOf(AppError);
+  return err as AppError;
+}
+
+const newUser = (email: string, environment = 'live'): identity.CreateUserRequest => ({
+  environment,
+  email,
+  name: 'Test User',
+  roles: ['role_member'],
+  metadataJson: '',
+});
+
+beforeAll(async () => {
+  db = await testDatabase();
+  pool = createPool(db.url, 5, logger, 'identity');
+  await migrate(pool, 'identity', await readMigrations(migrationsDir), logger);
+  rpc = makeRpc({ pool, logger, config: { SERVER_SECRET: SECRET } as IdentityConfig });
+});
+
+afterAll(async () => {
+  await pool.end();
+  await db.drop();
+  await stopTestPostgres();
+});
+
+describe('users', () => {
+  it('creates a user with defaults and writes a user.created event in the same transaction', async () => {
+    const user = await rpc.create(newUser('create@example.com'), call('key_abc'));
+    expect(user.id).toMatch(/^user_[0-9a-z]{26}$/);
+    expect(user.emailVerified).toBe(false);
+    expect(user.metadataJson).toBe('{}');
+    expect(user.createdAt).toBe(user.updatedAt);
+    const { rows } = await pool.query(`SELECT event_type, environment, payload FROM outbox WHERE payload->'target'->>'id' = $1`, [user.id]);
+    expect(rows).toHaveLength(1);
+    expect(rows[0].event_type).toBe('user.created');
+    expect(rows[0].environment).toBe('live');
+    expect(rows[0].payload.actor).toEqual({ id: 'key_abc', type: 'api_key' });
+    expect(rows[0].payload.context).toEqual({ ip: '203.0.113.7' });
+    expect(rows[0].payload.id).toMatch(/^log_/);
+  });
+
+  it('treats emails as unique case-insensitively, with nothing written on conflict', async () => {
+    await rpc.create(newUser('Dup@Example.com'), call());
+    const before = await pool.query('SELECT count(*)::int AS n FROM outbox');
+    const err = await rejected(rpc.create(newUser('dup@example.COM'), call()));
+    expect(err.code).toBe('conflict');
+    expect(err.details).toEqual([{ field: 'email', message: 'already in use' }]);
+    const after = await pool.query('SELECT count(*)::int AS n FROM outbox');
+    expect(after.rows[0].n).toBe(before.rows[0].n);
+  });
+
+  it('keeps live and test environments apart', async () => {
+    const live = await rpc.create(newUser('env@example.com', 'live'), call());
+    const test = await rpc.create(newUser('env@example.com', 'test'), call());
+    expect((await rejected(rpc.get({ environment: 'test', id: live.id }))).code).toBe('not_found');
+    expect((await rpc.get({ environment: 'test', id: test.id })).id).toBe(test.id);
+    const testList = await rpc.list({ environment: 'test', limit: 100, cursor: '' });
+    expect(testList.users.every((u) => u.environment === 'test')).toBe(true);
+    expect((await rejected(rpc.get({ environment: 'staging', id: live.id }))).details[0]!.field).toBe('environment');
+  });
+
+  it('returns metadata exactly as given and replaces it on update', async () => {
+    const user = await rpc.create(newUser('meta@example.com'), call());
+    const metadata = '{"z":1,"a":{"nested":[1,2.5,null,{"deep":true}]},"n":null,"s":"text","big":12345678901234}';
+    const updated = await rpc.update({ environment: 'live', id: user.id, metadataJson: metadata }, call());
+    expect(updated.metadataJson).toBe(metadata);
+    expect(updated.name).toBe('Test User');
+    expect(Date.parse(updated.updatedAt!)).toBeGreaterThanOrEqual(Date.parse(user.updatedAt!));
+    const renamed = await rpc.update({ environment: 'live', id: user.id, name: 'Renamed' }, call());
+    expect(renamed.metadataJson).toBe(metadata);
+    expect((await rpc.get({ environment: 'live', id: user.id })).name).toBe('Renamed');
+  });
+
+  it('updates and deletes only existing users', async () => {
+    expect((await rejected(rpc.update({ environment: 'live', id: 'user_none', name: 'x' }, call()))).code).toBe('not_found');
+    expect((await rejected(rpc.delete({ environment: 'live', id: 'user_none' }, call()))).code).toBe('not_found');
+  });
+
+  it('deletes the user and their data', async () => {
+    const user = await rpc.create(newUser('gone@example.com'), call());
+    await rpc.delete({ environment: 'live', id: user.id }, call());
+    expect((await rejected(rpc.get({ environment: 'live', id: user.id }))).code).toBe('not_found');
+    const { rows } = await pool.query('SELECT count(*)::int AS n FROM users WHERE id = $1', [user.id]);
+    expect(rows[0].n).toBe(0);
+    const events = await pool.query(`SELECT event_type FROM outbox WHERE payload->'target'->>'id' = $1 ORDER BY seq`, [user.id]);
+    expect(events.rows.map((r) => r.event_type)).toEqual(['user.created', 'user.deleted']);
+    // the email is free again
+    await rpc.create(newUser('gone@example.com'), call());
+  });
+});
+
+describe('listing', () => {
+  it('pages newest first without skipping or repeating while users are created and deleted', async () => {
+    const environment = 'test';
+    const created: string[] = [];
+    for (let i = 0; i < 25; i++) created.push((await rpc.create(newUser(`page${i}@example.com`, environment), call())).id);
+    const seen: string[] = [];
+    let cursor = '';
+    let page = 0;
+    const deleted = new Set<string>();
+    do {
+      const res = await rpc.list({ environment, limit: 4, cursor });
+      seen.push(...res.users.map((u) => u.id));
+      expect(res.users.length).toBeLessThanOrEqual(4);
+      if (res.hasMore) expect(res.nextCursor).toMatch(/^cur_/);
+      else expect(res.nextCursor).toBe('');
+      cursor = res.nextCursor;
+      if (page === 1) {
+        // churn between pages: a new user (sorts before the cursor, so not on later pages) and a deletion ahead
+        await rpc.create(newUser(`late${page}@example.com`, environment), call());
+        const victim = created[5]!;
+        await rpc.delete({ environment, id: victim }, call());
+        deleted.add(victim);
+      }
+      page++;
+    } while (cursor);
+    expect(new Set(seen).size).toBe(seen.length);
+    const sorted = [...seen].sort().reverse();
+    expect(seen).toEqual(sorted);
+    const expected = created.filter((id) => !deleted.has(id));
+    for (const id of expected) expect(seen).toContain(id);
+  });
+
+  it('refuses limits outside 1..100 and foreign or tampered cursors', async () => {
+    for (const limit of [0, 101, -1]) {
+      expect((await rejected(rpc.list({ environment: 'live', limit, cursor: '' }))).details[0]!.field).toBe('limit');
+    }
+    const first = await rpc.list({ environment: 'test', limit: 1, cursor: '' });
+    expect(first.hasMore).toBe(true);
+    const tampered = first.nextCursor.slice(0, -2) + (first.nextCursor.endsWith('AA') ? 'BB' : 'AA');
+    for (const cursor of [tampered, 'cur_garbage', 'garbage']) {
+      const err = await rejected(rpc.list({ environment: 'test', limit: 1, cursor }));
+      expect(err.code).toBe('invalid_request');
+      expect(err.details[0]!.field).toBe('cursor');
+    }
+    // a cursor of the test environment is not valid in live
+    expect((await rejected(rpc.list({ environment: 'live', limit: 1, cursor: first.nextCursor }))).code).toBe('invalid_request');
+  });
+});
+
+describe('API key bootstrap and authentication', () => {
+  it('creates exactly one bootstrap key even when replicas race, and authenticates it', async () => {
+    const lines: string[] = [];
+    const results = await Promise.all(
+      [0, 1, 2].map(() => ensureBootstrapKey(pool, SECRET, undefined, logger, (l) => lines.push(l))),
+    );
+    expect(results.filter((r) => r === 'created')).toHaveLength(1);
+    expect(lines).toHaveLength(1);
+    const key = lines[0]!.split(' ')[1]!;
+    expect(key).toMatch(/^svc_sk_/);
+    const principal = await rpc.auth({ key });
+    expect(principal).toMatchObject({ keyType: 'secret', environment: 'live', plan: 'enterprise' });
+    expect(principal.keyId).toMatch(/^key_/);
+    const { rows } = await pool.query('SELECT key_hash, prefix, last4 FROM api_keys');
+    expect(rows).toHaveLength(1);
+    expect(rows[0].prefix).toBe('svc_sk_');
+    expect(rows[0].last4).toBe(key.slice(-4));
+    expect(Buffer.from(rows[0].key_hash).toString('utf8')).not.toContain(key.slice(7, 20));
+    expect(await ensureBootstrapKey(pool, SECRET, undefined, logger, (l) => lines.push(l))).toBe('exists');
+  });
+
+  it('refuses unknown, malformed and revoked keys', async () => {
+    expect((await rejected(rpc.auth({ key: generateKey('secret') }))).code).toBe('unauthorized');
+    expect((await rejected(rpc.auth({ key: 'nope' }))).code).toBe('unauthorized');
+    await pool.query('UPDATE api_keys SET revoked_at = now()');
+    const { rows } = await pool.query('SELECT count(*)::int AS n FROM api_keys');
+    expect(rows[0].n).toBe(1);
+  });
+
+  it('uses BOOTSTRAP_API_KEY when given and prints nothing', async () => {
+    const fresh = await testDatabase();
+    const p = createPool(fresh.url, 2, logger, 'identity');
+    try {
+      await migrate(p, 'identity', await readMigrations(migrationsDir), logger);
+      const configured = 'svc_sk_' + 'k'.repeat(40);
+      const lines: string[] = [];
+      expect(await ensureBootstrapKey(p, SECRET, configured, logger, (l) => lines.push(l))).toBe('created');
+      expect(lines).toEqual([]);
+      const auth = authenticateApiKey({ pool: p, logger, config: { SERVER_SECRET: SECRET } as IdentityConfig });
+      expect((await auth({ key: configured })).keyType).toBe('secret');
+    } finally {
+      await p.end();
+      await fresh.drop();
+    }
+  });
+});
