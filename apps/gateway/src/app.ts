@@ -36,13 +36,16 @@ function requireJson(req: Request, _res: Response, next: NextFunction): void {
 }
 
 function mount(router: express.Router, route: Route, deps: GatewayDeps): void {
+  const template = `/v1${route.path}`;
   router[route.method](route.path, async (req: Request, res: Response, next: NextFunction) => {
+    res.locals.route = template;
     try {
       const principal = req.principal!;
       const input = {
         params: route.params ? parseOrThrow(route.params, req.params) : {},
         query: route.query ? parseOrThrow(route.query, req.query ?? {}) : {},
-        body: route.body ? parseOrThrow(route.body, req.body ?? undefined) : undefined,
+        // No body at all is validated as an empty object, so each missing field is named.
+        body: route.body ? parseOrThrow(route.body, req.body ?? {}) : undefined,
       };
       const call = {
         requestId: req.requestId,

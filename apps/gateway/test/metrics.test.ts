@@ -33,10 +33,7 @@ describe('request metrics', () => {
     expect(samples.join('\n')).not.toContain(id);
   });
 
-  // Source bug (reported): when a route handler fails (next(err)), the router has already restored
-  // req.baseUrl to '' by the time 'finish' fires, so observe() labels the sample route="/users/:id"
-  // instead of "/v1/users/:id". `it.failing` keeps the suite green until it is fixed.
-  it.failing('labels an error answered by a route handler with the same /v1 route template', async () => {
+  it('labels an error answered by a route handler with the same /v1 route template', async () => {
     expect((await call(gw, 'GET', '/v1/users/user_nope')).status).toBe(404);
     const samples = await requestSamples();
     expect(samples).toEqual(

@@ -46,10 +46,7 @@ describe('POST /v1/users body', () => {
     ]);
   });
 
-  // Source bug (reported): with no body at all, req.body is undefined and the only detail is
-  // {field: '(body)'}, although app.ts documents "an empty body is validated as missing fields".
-  // `it.failing` keeps the suite green until it is fixed; then this turns red and should become `it`.
-  it.failing('names missing email and name when the request has no body at all', async () => {
+  it('names missing email and name when the request has no body at all', async () => {
     const res = await call(gw, 'POST', '/v1/users');
     expect(fields(detailsOf(res))).toEqual(['email', 'name']);
   });
@@ -117,20 +114,15 @@ describe('body edge cases', () => {
     expect(gw.fake.callsOf('createUser')).toHaveLength(0);
   });
 
-  // Source bug (reported): metadataSchema (a Zod record) silently drops an own "__proto__" key, so the
-  // PATCH answers 200 with metadata missing that key instead of returning it as given or rejecting it.
-  it.failing('never silently drops a "__proto__" metadata key on PATCH (returns it as given, or 400 naming metadata)', async () => {
+  it('refuses a "__proto__" metadata key with 400 naming metadata instead of dropping it', async () => {
     const created = await call(gw, 'POST', '/v1/users', { json: valid });
     expect(created.status).toBe(201);
     const res = await call(gw, 'PATCH', `/v1/users/${created.body.data.id}`, {
       raw: '{"metadata":{"__proto__":{"admin":true},"a":1}}',
       headers: { 'content-type': 'application/json' },
     });
-    if (res.status === 200) {
-      expect(JSON.parse(res.text).data.metadata).toEqual(JSON.parse('{"__proto__":{"admin":true},"a":1}'));
-    } else {
-      expect(fields(detailsOf(res))).toEqual(['metadata']);
-    }
+    expect(res.status).toBe(400);
+    expect(fields(detailsOf(res))).toEqual(['metadata']);
   });
 });
 

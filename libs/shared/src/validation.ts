@@ -35,13 +35,30 @@ function depth(value: unknown): number {
   return 1 + children.reduce<number>((max, child) => Math.max(max, depth(child)), 0);
 }
 
+const FORBIDDEN_KEYS = new Set(['__proto__']);
+
+function hasForbiddenKey(value: unknown): boolean {
+  if (value === null || typeof value !== 'object') return false;
+  if (Array.isArray(value)) return value.some(hasForbiddenKey);
+  return Object.keys(value).some((k) => FORBIDDEN_KEYS.has(k) || hasForbiddenKey((value as Record<string, unknown>)[k]));
+}
+
+const isPlainObject = (v: unknown): v is Record<string, unknown> =>
+  typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/**
+ * Free-form metadata: a JSON object passed through untouched (same keys, order and values), bounded in size
+ * and depth. A "__proto__" key is refused rather than silently dropped (prototype pollution guard).
+ */
 export const metadataSchema = z
-  .record(z.string(), z.unknown(), { error: 'must be an object' })
+  .custom<Record<string, unknown>>(isPlainObject, { error: 'must be an object' })
+  .refine((m) => !hasForbiddenKey(m), 'must not contain the key "__proto__"')
   .refine(
     (m) => Buffer.byteLength(JSON.stringify(m)) <= userLimits.metadataMaxBytes,
     `must be at most ${userLimits.metadataMaxBytes} bytes as JSON`,
   )
-  .refine((m) => depth(m) <= userLimits.metadataMaxDepth, `must be nested at most ${userLimits.metadataMaxDepth} levels`);
+  .refine((m) => depth(m) <= userLimits.metadataMaxDepth, `must be nested at most ${userLimits.metadataMaxDepth} levels`)
+  .meta({ type: 'object', additionalProperties: true, description: 'Free-form JSON object, at most 16 KiB and 10 levels deep' });
 
 export const environmentSchema = z.enum(['live', 'test']);
 export type Environment = z.infer<typeof environmentSchema>;

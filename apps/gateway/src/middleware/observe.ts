@@ -7,7 +7,9 @@ export function observe(metrics: Metrics, logger: Logger) {
     const started = process.hrtime.bigint();
     res.on('finish', () => {
       const seconds = Number(process.hrtime.bigint() - started) / 1e9;
-      const route = req.route?.path ? `${req.baseUrl}${String(req.route.path)}` : 'unmatched';
+      // API routes record their template in res.locals (req.baseUrl is reset once an error leaves the router).
+      const route: string =
+        (res.locals.route as string | undefined) ?? (req.route?.path ? `${req.baseUrl}${String(req.route.path)}` : 'unmatched');
       metrics.observeHttp(route, req.method, res.statusCode, seconds);
       logger.info(
         { requestId: req.requestId, method: req.method, route, status: res.statusCode, ms: Math.round(seconds * 1e4) / 10 },
