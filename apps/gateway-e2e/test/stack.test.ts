@@ -141,7 +141,7 @@ describe('authentication and operational endpoints', () => {
   it('requires an API key on /v1 and not on health endpoints', async () => {
     const none = await fetch(`${stack.baseUrl}/users`);
     expect(none.status).toBe(401);
-    expect((await none.json()).error.code).toBe('unauthorized');
+    expect(((await none.json()) as { error: { code: string } }).error.code).toBe('unauthorized');
     const wrong = await apiClient(stack.baseUrl, 'svc_sk_' + 'x'.repeat(40))('GET', '/users');
     expect(wrong.status).toBe(401);
     const origin = stack.baseUrl.replace(/\/v1$/, '');
@@ -159,7 +159,7 @@ describe('authentication and operational endpoints', () => {
 
   it('serves the OpenAPI 3.1 document', async () => {
     const res = await fetch(`${stack.baseUrl}/openapi.json`);
-    const doc = await res.json();
+    const doc = (await res.json()) as { openapi: string; paths: Record<string, unknown> };
     expect(doc.openapi).toBe('3.1.0');
     expect(Object.keys(doc.paths)).toEqual(expect.arrayContaining(['/users', '/users/{id}']));
   });

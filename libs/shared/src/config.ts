@@ -26,16 +26,24 @@ export function loadConfig<S extends z.ZodRawShape>(
     result.error.issues.map((issue) => {
       const name = String(issue.path[0] ?? '?');
       const got = input[name];
-      const shown = got === undefined ? 'not set' : /SECRET|PASSWORD|KEY|DATABASE_URL/.test(name) ? 'value hidden' : `got "${got}"`;
+      const shown = got === undefined ? 'not set' : /SECRET|PASSWORD|KEY|TOKEN|CREDENTIAL|_URL$/.test(name) ? 'value hidden' : `got "${got}"`;
       return `${name}: ${issue.message} (${shown})`;
     }),
   );
 }
 
+/** A decimal integer in [min, max] (no blanks, hex, exponents or fractions). */
+const integer = (min: number, max: number) =>
+  z
+    .string()
+    .regex(/^-?\d{1,15}$/, `must be an integer from ${min} to ${max}`)
+    .transform(Number)
+    .pipe(z.number().min(min, `must be an integer from ${min} to ${max}`).max(max, `must be an integer from ${min} to ${max}`));
+
 /** Reusable variable types. */
 export const env = {
-  port: (def: number) => z.coerce.number().int().min(0).max(65535).default(def),
-  int: (def: number, min: number, max: number) => z.coerce.number().int().min(min).max(max).default(def),
+  port: (def: number) => integer(0, 65535).default(def),
+  int: (def: number, min: number, max: number) => integer(min, max).default(def),
   host: (def: string) => z.string().min(1).default(def),
   address: (def: string) =>
     z

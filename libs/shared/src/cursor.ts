@@ -27,7 +27,8 @@ const invalid = () => AppError.field('cursor', 'invalid or expired cursor');
 export function decodeCursor(cursor: string, expected: { kind: string; environment: string }, secret: string): string {
   if (!cursor.startsWith('cur_') || cursor.length > 512 || !/^[A-Za-z0-9_-]+$/.test(cursor.slice(4))) throw invalid();
   const raw = Buffer.from(cursor.slice(4), 'base64url');
-  if (raw.length <= MAC_BYTES) throw invalid();
+  // Only the canonical encoding is accepted: spare bits in the last character must not vary.
+  if (raw.length <= MAC_BYTES || raw.toString('base64url') !== cursor.slice(4)) throw invalid();
   const data = raw.subarray(0, raw.length - MAC_BYTES);
   if (!timingSafeEqual(raw.subarray(raw.length - MAC_BYTES), mac(secret, data))) throw invalid();
   let parsed: unknown;

@@ -101,7 +101,7 @@ function isServiceError(err: unknown): err is ServiceError {
 export function fromGrpcError(err: unknown): AppError {
   if (!isServiceError(err)) return toAppError(err);
   const code = err.metadata?.get(CODE_KEY)[0]?.toString();
-  if (code && code in errorCodes) {
+  if (code && Object.hasOwn(errorCodes, code)) {
     const raw = err.metadata.get(DETAILS_KEY)[0];
     let details: FieldError[] = [];
     if (raw) {

@@ -47,7 +47,12 @@ export async function runProcess<C extends BaseConfig>(
   try {
     const started = await start({ config, logger, metrics });
     const admin = await startAdminServer({ host: config.ADMIN_HOST, port: config.ADMIN_PORT, metrics, ready: started.ready });
-    installShutdown(logger, [{ name: 'admin', close: admin.close }, ...started.closers]);
+    const shutdown = installShutdown(logger, [{ name: 'admin', close: admin.close }, ...started.closers]);
+    if (process.env.SECSVC_EXIT_WITH_PARENT === '1') {
+      // Started by the local launcher: when it goes away (its end of our stdin closes), stop too.
+      process.stdin.on('close', () => void shutdown().then(() => process.exit(0)));
+      process.stdin.resume();
+    }
     logger.info({ adminPort: admin.port }, `${service} started`);
   } catch (err) {
     logger.fatal({ err: { message: (err as Error).message } }, `${service} failed to start`);

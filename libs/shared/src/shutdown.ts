@@ -26,6 +26,7 @@ export function installShutdown(logger: Logger, steps: Closable[], timeoutMs = 1
           logger.error({ err: { message: (err as Error).message }, step: step.name }, 'shutdown step failed');
         }
       }
+      clearTimeout(timer);
       logger.info('stopped');
     })();
     return running;

@@ -142,8 +142,11 @@ export async function startLocalStack(opts: LocalStackOptions): Promise<LocalSta
     const launch = (name: AppName, env: Record<string, string | undefined>) => {
       const child = spawn(process.execPath, [path.join(opts.rootDir, 'apps', name, 'dist', 'main.js')], {
         cwd: opts.rootDir,
-        env: { ...common, ...env, ADMIN_PORT: String(adminPorts[name]) },
-        stdio: ['ignore', 'pipe', 'pipe'],
+        env: { ...common, ...env, ADMIN_PORT: String(adminPorts[name]), SECSVC_EXIT_WITH_PARENT: '1' },
+        // Own process group: a terminal's Ctrl-C reaches only the launcher, which stops the apps in order.
+        // The open stdin pipe closes if the launcher dies, and the app then shuts itself down.
+        detached: true,
+        stdio: ['pipe', 'pipe', 'pipe'],
       });
       children.set(name, child);
       lastLines.set(name, []);

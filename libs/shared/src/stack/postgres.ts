@@ -87,7 +87,13 @@ async function checkTraversable(dir: string): Promise<void> {
 }
 
 function run(cmd: string, args: string[], ids: { uid: number; gid: number } | undefined, onLog: (l: string) => void): ChildProcess {
-  const child = spawn(cmd, args, { ...ids, env: { PATH: process.env.PATH, LC_ALL: 'C', LANG: 'C' }, stdio: ['ignore', 'pipe', 'pipe'] });
+  // detached: its own process group, so a terminal's Ctrl-C does not stop it before the apps using it.
+  const child = spawn(cmd, args, {
+    ...ids,
+    env: { PATH: process.env.PATH, LC_ALL: 'C', LANG: 'C' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+    detached: true,
+  });
   for (const s of [child.stdout!, child.stderr!]) s.on('data', (d: Buffer) => d.toString().split('\n').filter(Boolean).forEach(onLog));
   return child;
 }

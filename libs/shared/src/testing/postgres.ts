@@ -26,6 +26,8 @@ async function adminUrl(): Promise<string> {
     });
     return { server, dir };
   })();
+  // A failed start is not cached: the next call tries again.
+  embedded.catch(() => (embedded = undefined));
   return (await embedded).server.url();
 }
 

@@ -1,0 +1,74 @@
+#!/usr/bin/env node
+// bench/users: GET /v1/users/{id} through the full local stack (gateway -> gRPC -> Postgres) and GET /healthz
+// (the gateway's ceiling), each with autocannon at 50 connections for 20 s. Run after `npm run build`:
+//   npm run bench:users            (BENCH_DURATION=5 for a quick look)
+// Prints a Markdown block to paste into bench/RESULTS.md.
+const autocannon = require('autocannon');
+const os = require('node:os');
+const path = require('node:path');
+const fs = require('node:fs');
+const { startLocalStack } = require('@secsvc/shared/stack');
+
+const duration = Number(process.env.BENCH_DURATION ?? 20);
+const connections = Number(process.env.BENCH_CONNECTIONS ?? 50);
+const KEY = 'svc_sk_' + 'benchmarkKey'.repeat(4);
+
+function run(title, url) {
+  return new Promise((resolve, reject) => {
+    autocannon({ title, url, connections, duration, headers: { authorization: `Bearer ${KEY}` } }, (err, res) =>
+      err ? reject(err) : resolve(res),
+    );
+  });
+}
+
+async function main() {
+  const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'secsvc-bench-'));
+  fs.chmodSync(tmp, 0o711);
+  const stack = await startLocalStack({
+    rootDir: path.resolve(__dirname, '..'),
+    dataDir: path.join(tmp, 'data'),
+    host: '127.0.0.1',
+    port: 0,
+    ports: { postgres: 0, identity: 0, policy: 0, audit: 0, admin: { gateway: 0, identity: 0, policy: 0, audit: 0, 'export-worker': 0 } },
+    env: { LOG_LEVEL: process.env.LOG_LEVEL ?? 'warn', BOOTSTRAP_API_KEY: KEY },
+  });
+  try {
+    const created = await fetch(`${stack.baseUrl}/users`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ email: 'bench@example.com', name: 'Bench', roles: ['role_member'], metadata: { team: 'perf' } }),
+    }).then((r) => r.json());
+    const id = created.data.id;
+    const origin = stack.baseUrl.replace(/\/v1$/, '');
+    // warm-up: JIT, connection pools
+    await new Promise((r) => autocannon({ url: `${stack.baseUrl}/users/${id}`, connections, duration: 3, headers: { authorization: `Bearer ${KEY}` } }, r));
+    const results = [];
+    for (const [name, url] of [
+      ['GET /healthz (gateway ceiling)', `${origin}/healthz`],
+      ['GET /v1/users/{id} (gateway -> gRPC -> Postgres)', `${stack.baseUrl}/users/${id}`],
+    ]) {
+      const r = await run(name, url);
+      results.push({ name, rps: r.requests.average, p50: r.latency.p50, p99: r.latency.p99, non2xx: r.non2xx, errors: r.errors });
+    }
+    const lines = [
+      `### ${new Date().toISOString().slice(0, 10)}: ${os.cpus().length} × ${os.cpus()[0].model}, Node ${process.version}`,
+      '',
+      `\`npm run bench:users\` (autocannon, ${connections} connections, ${duration} s each, LOG_LEVEL=${process.env.LOG_LEVEL ?? 'warn'})`,
+      '',
+      '| endpoint | req/s (mean) | p50 ms | p99 ms | non-2xx | errors |',
+      '|---|---:|---:|---:|---:|---:|',
+      ...results.map((r) => `| ${r.name} | ${Math.round(r.rps)} | ${r.p50} | ${r.p99} | ${r.non2xx} | ${r.errors} |`),
+      '',
+      `Ratio users/healthz: ${(results[1].rps / results[0].rps).toFixed(2)}`,
+    ];
+    console.log(lines.join('\n'));
+  } finally {
+    await stack.stop();
+    fs.rmSync(tmp, { recursive: true, force: true });
+  }
+}
+
+main().catch((err) => {
+  console.error(err);
+  process.exit(1);
+});

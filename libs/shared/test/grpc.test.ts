@@ -1,0 +1,226 @@
+import path from 'node:path';
+import * as grpc from '@grpc/grpc-js';
+import * as protoLoader from '@grpc/proto-loader';
+import { identity, protoFiles, protoRoot, serviceNames } from '@secsvc/proto';
+import { currentRequestId } from '../src/context';
+import { AppError } from '../src/errors';
+import { checkHealth, createClient, promiseClient } from '../src/grpc/client';
+import { startGrpcServer, type CallContext, type RunningGrpcServer } from '../src/grpc/server';
+import { isId } from '../src/ids';
+import { createLogger } from '../src/logger';
+import { Metrics } from '../src/metrics';
+
+type User = identity.User;
+
+function user(id: string, name = 'Ada'): User {
+  return {
+    id,
+    environment: 'live',
+    email: 'ada@example.com',
+    name,
+    emailVerified: false,
+    roles: ['role_admin'],
+    metadataJson: '{"a":[1,null]}',
+    createdAt: '2024-05-01T10:00:00.000Z',
+    updatedAt: '2024-05-01T10:00:00.000Z',
+  };
+}
+
+const seen: { requestId: string; fromContext: string | undefined; actor: string | undefined }[] = [];
+let releaseSlow: (() => void) | undefined;
+
+const implementation = {
+  getUser: async (req: identity.GetUserRequest): Promise<User> => user(req.id),
+  createUser: async (): Promise<User> => {
+    throw AppError.invalid([{ field: 'email', message: 'invalid email format' }], 'The request is invalid');
+  },
+  deleteUser: async (): Promise<identity.DeleteUserResponse> => {
+    throw new Error('ERROR: column "password_hash" does not exist in SELECT password_hash FROM users');
+  },
+  updateUser: async (req: identity.UpdateUserRequest, ctx: CallContext): Promise<User> => {
+    seen.push({ requestId: ctx.requestId, fromContext: currentRequestId(), actor: ctx.metadata.get('x-actor-id')[0]?.toString() });
+    return user(req.id, req.name ?? 'unchanged');
+  },
+  listUsers: async (): Promise<identity.ListUsersResponse> => {
+    await new Promise<void>((resolve) => (releaseSlow = resolve));
+    return { users: [], hasMore: false, nextCursor: '' };
+  },
+  authenticateApiKey: async (): Promise<identity.ApiKeyPrincipal> => {
+    throw AppError.notFound('user');
+  },
+};
+
+let server: RunningGrpcServer;
+let addr: string;
+let raw: identity.IdentityServiceClient;
+let client: ReturnType<typeof promiseClient<identity.IdentityServiceClient>>;
+const metrics = new Metrics('test');
+
+beforeAll(async () => {
+  server = await startGrpcServer({
+    host: '127.0.0.1',
+    port: 0,
+    logger: createLogger('test', 'silent'),
+    metrics,
+    reflection: { protoRoot, files: [protoFiles.identity] },
+    services: [{ name: serviceNames.identity, definition: identity.IdentityServiceService, implementation }],
+  });
+  addr = `127.0.0.1:${server.port}`;
+  raw = createClient(identity.IdentityServiceClient, addr);
+  client = promiseClient(raw, { deadlineMs: 2000 });
+});
+
+afterAll(async () => {
+  releaseSlow?.();
+  raw?.close();
+  await server?.close(1000);
+});
+
+interface ReflectionResponse {
+  list_services_response?: { service: { name: string }[] };
+  error_response?: unknown;
+}
+
+async function rejection(p: Promise<unknown>): Promise<AppError> {
+  try {
+    await p;
+  } catch (err) {
+    expect(err).toBeInstanceOf(AppError);
+    return err as AppError;
+  }
+  throw new Error('expected the call to fail');
+}
+
+describe('gRPC server and client', () => {
+  it('listens on the port the OS gave', () => {
+    expect(server.port).toBeGreaterThan(0);
+  });
+
+  it('answers a normal call', async () => {
+    const res = await client.getUser({ environment: 'live', id: 'user_01j00000000000000000000000' });
+    expect(res).toEqual(user('user_01j00000000000000000000000'));
+  });
+
+  it('passes an AppError of the service to the client with its code, message and details', async () => {
+    const err = await rejection(client.createUser({ environment: 'live', email: 'x', name: 'n', roles: [], metadataJson: '' }));
+    expect(err.code).toBe('invalid_request');
+    expect(err.message).toBe('The request is invalid');
+    expect(err.details).toEqual([{ field: 'email', message: 'invalid email format' }]);
+  });
+
+  it('passes not_found through', async () => {
+    const err = await rejection(client.authenticateApiKey({ key: 'svc_sk_x' }));
+    expect(err.code).toBe('not_found');
+    expect(err.message).toBe('user not found');
+  });
+
+  it('turns a plain Error into internal_error with a generic message', async () => {
+    const err = await rejection(client.deleteUser({ environment: 'live', id: 'user_x' }));
+    expect(err.code).toBe('internal_error');
+    expect(err.message).not.toContain('password_hash');
+    expect(err.message).not.toContain('SELECT');
+    expect(err.details).toEqual([]);
+  });
+
+  it('rejects with unavailable when the handler is slower than the deadline', async () => {
+    // the handler waits until released, which happens only after the client gave up
+    const err = await rejection(client.listUsers({ environment: 'live', limit: 10, cursor: '' }, { deadlineMs: 50 }));
+    expect(err.code).toBe('unavailable');
+    releaseSlow?.();
+  });
+
+  it('gives the handler the x-request-id sent by the client, also through the async context', async () => {
+    const requestId = 'req_01testrequestid0000000000';
+    const res = await client.updateUser(
+      { environment: 'live', id: 'user_y', name: 'Grace' },
+      { requestId, headers: { 'x-actor-id': 'key_abc' } },
+    );
+    expect(res.name).toBe('Grace');
+    expect(seen.at(-1)).toEqual({ requestId, fromContext: requestId, actor: 'key_abc' });
+  });
+
+  it('makes a new request id when the client sends none or a malformed one', async () => {
+    await client.updateUser({ environment: 'live', id: 'user_y' });
+    const first = seen.at(-1)!;
+    expect(isId('req', first.requestId)).toBe(true);
+    expect(first.fromContext).toBe(first.requestId);
+    await client.updateUser({ environment: 'live', id: 'user_y' }, { requestId: 'req_bad!' });
+    const second = seen.at(-1)!;
+    expect(isId('req', second.requestId)).toBe(true);
+    expect(second.requestId).not.toBe(first.requestId);
+  });
+
+  it('counts handled calls by method and code in the metrics registry', async () => {
+    await client.getUser({ environment: 'live', id: 'user_m' });
+    await rejection(client.createUser({ environment: 'live', email: 'x', name: 'n', roles: [], metadataJson: '' }));
+    const text = await metrics.registry.metrics();
+    const lines = text.split('\n').filter((l) => l.startsWith('grpc_server_handled_total{'));
+    const count = (method: string, code: string) => {
+      const line = lines.find((l) => l.includes(`method="${method}"`) && l.includes(`code="${code}"`));
+      return line === undefined ? 0 : Number(line.slice(line.lastIndexOf(' ') + 1));
+    };
+    // tests of this file run in order: GetUser and CreateUser were each called twice, DeleteUser once
+    expect(count('/secsvc.identity.v1.IdentityService/GetUser', 'OK')).toBe(2);
+    expect(count('/secsvc.identity.v1.IdentityService/CreateUser', 'INVALID_ARGUMENT')).toBe(2);
+    expect(count('/secsvc.identity.v1.IdentityService/DeleteUser', 'INTERNAL')).toBe(1);
+    expect(count('/secsvc.identity.v1.IdentityService/GetUser', 'INTERNAL')).toBe(0);
+    expect(text).toContain('grpc_server_handling_seconds_bucket');
+  });
+
+  it('lists the services through server reflection', async () => {
+    const reflectionProto = path.join(
+      path.dirname(require.resolve('@grpc/reflection/package.json')),
+      'build/proto/grpc/reflection/v1alpha/reflection.proto',
+    );
+    const pkg = grpc.loadPackageDefinition(protoLoader.loadSync(reflectionProto, { keepCase: true })) as unknown as {
+      grpc: { reflection: { v1alpha: { ServerReflection: grpc.ServiceClientConstructor } } };
+    };
+    const reflection = new pkg.grpc.reflection.v1alpha.ServerReflection(addr, grpc.credentials.createInsecure());
+    try {
+      const names = await new Promise<string[]>((resolve, reject) => {
+        const stream = reflection.ServerReflectionInfo({ deadline: new Date(Date.now() + 5000) }) as grpc.ClientDuplexStream<
+          unknown,
+          ReflectionResponse
+        >;
+        stream.on('data', (res: ReflectionResponse) => {
+          resolve(res.list_services_response?.service.map((s) => s.name) ?? []);
+          stream.end();
+        });
+        stream.on('error', reject);
+        stream.write({ list_services: '' });
+      });
+      expect(names).toEqual(expect.arrayContaining([serviceNames.identity, 'grpc.health.v1.Health']));
+    } finally {
+      reflection.close();
+    }
+  });
+
+  it('reports health SERVING overall and for the service, not for an unknown one', async () => {
+    expect(await checkHealth(addr)).toBe(true);
+    expect(await checkHealth(addr, serviceNames.identity)).toBe(true);
+    expect(await checkHealth(addr, 'secsvc.nothing.v1.Nope')).toBe(false);
+  });
+
+  it('is not healthy after close()', async () => {
+    releaseSlow?.();
+    await server.close(1000);
+    expect(await checkHealth(addr)).toBe(false);
+    expect(await checkHealth(addr, serviceNames.identity)).toBe(false);
+  });
+});
+
+describe('startGrpcServer', () => {
+  it('refuses a service whose implementation misses a method', async () => {
+    const { getUser: _omitted, ...partial } = implementation;
+    await expect(
+      startGrpcServer({
+        host: '127.0.0.1',
+        port: 0,
+        logger: createLogger('test', 'silent'),
+        metrics: new Metrics('test2'),
+        reflection: { protoRoot, files: [protoFiles.identity] },
+        services: [{ name: serviceNames.identity, definition: identity.IdentityServiceService, implementation: partial }],
+      }),
+    ).rejects.toThrow(/no implementation for getUser/);
+  });
+});
