@@ -7,6 +7,9 @@ import { identity, serviceNames } from '@secsvc/proto';
 import { checkHealth, createClient, promiseClient, AppError } from '@secsvc/shared';
 import { startLocalStack, type LocalStack, type LocalStackOptions } from '@secsvc/shared/stack';
 import { chmod, mkdtemp, rm } from 'node:fs/promises';
+import pg from 'pg';
+import { createHmac, randomBytes } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { apiClient, listServices, type Api } from './support';
@@ -219,6 +222,36 @@ describe('gRPC surfaces', () => {
     );
     raw.close();
     expect(code).toBe(grpc.status.UNIMPLEMENTED);
+  });
+});
+
+describe('API key revocation', () => {
+  it('refuses a revoked key on the next requests although the gateway caches authentications', async () => {
+    // A second key, made the way the Authentication issue will (hash only), then revoked in the database.
+    const db = new pg.Client({ connectionString: stack.databaseUrl });
+    await db.connect();
+    try {
+      const secret = JSON.parse(await readFile(path.join(dataDir, 'secrets.json'), 'utf8')).serverSecret as string;
+      const key = 'svc_sk_' + randomBytes(32).toString('base64url');
+      await db.query(
+        `INSERT INTO identity.api_keys (id, environment, type, name, plan, key_hash, prefix, last4)
+         VALUES ('key_e2erevocation0000000000', 'live', 'secret', 'e2e', 'free', $1, 'svc_sk_', $2)`,
+        [createHmac('sha256', secret).update(key).digest(), key.slice(-4)],
+      );
+      const second = apiClient(stack.baseUrl, key);
+      expect((await second('GET', '/users?limit=1')).status).toBe(200);
+      expect((await second('GET', '/users?limit=1')).status).toBe(200); // served from the cache now
+      await db.query(`UPDATE identity.api_keys SET revoked_at = now() WHERE id = 'key_e2erevocation0000000000'`);
+      let status = 200;
+      for (let i = 0; i < 50 && status === 200; i++) {
+        status = (await second('GET', '/users?limit=1')).status;
+        if (status === 200) await new Promise((r) => setTimeout(r, 20));
+      }
+      expect(status).toBe(401);
+      expect((await api('GET', '/users?limit=1')).status).toBe(200); // other keys unaffected
+    } finally {
+      await db.end();
+    }
   });
 });
 

@@ -1,5 +1,6 @@
 import express, { type NextFunction, type Request, type Response } from 'express';
 import { AppError, parseOrThrow, type Logger, type Metrics } from '@secsvc/shared';
+import type { AuthCache } from './auth-cache';
 import type { GatewayConfig } from './config';
 import type { ServiceClients } from './context';
 import { authenticate } from './middleware/auth';
@@ -21,6 +22,8 @@ export interface GatewayDeps {
   metrics: Metrics;
   /** Dependencies reachable (for /readyz). */
   ready: () => Promise<boolean>;
+  /** Optional cache of API key authentications (see auth-cache.ts). */
+  authCache?: AuthCache;
 }
 
 const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH']);
@@ -82,7 +85,7 @@ export function createApp(deps: GatewayDeps): express.Express {
   const openapi = buildOpenApi(routes, `http://${deps.config.HOST}:${deps.config.PORT}/v1`);
   const v1 = express.Router();
   v1.get('/openapi.json', (_req, res) => void res.json(openapi));
-  v1.use(authenticate(deps.clients, deps.config.GRPC_DEADLINE_MS));
+  v1.use(authenticate(deps.clients, deps.config.GRPC_DEADLINE_MS, deps.authCache));
   v1.use(requireJson);
   v1.use(express.json({ limit: BODY_LIMIT, strict: true, type: 'application/json' }));
   for (const route of routes) mount(v1, route, deps);

@@ -12,6 +12,8 @@ export const gatewayConfigShape = {
   GRPC_DEADLINE_MS: env.int(5000, 50, 120_000),
   /** Express "trust proxy" hops, for the client ip behind a load balancer (0 = use the socket address). */
   TRUST_PROXY_HOPS: env.int(0, 0, 10),
+  /** How long an API key authentication may be reused while identity's change stream is live (0 = off). */
+  AUTH_CACHE_TTL_MS: env.int(60_000, 0, 3_600_000),
 };
 
 export type GatewayConfig = ReturnType<typeof loadGatewayConfig>;

@@ -2,6 +2,7 @@ import { identity } from '@secsvc/proto';
 import { checkHealth, createClient, promiseClient, runProcess } from '@secsvc/shared';
 import type { AddressInfo } from 'node:net';
 import { createApp } from './app';
+import { AuthCache } from './auth-cache';
 import { loadGatewayConfig } from './config';
 
 void runProcess('gateway', () => loadGatewayConfig(), async ({ config, logger, metrics }) => {
@@ -11,7 +12,9 @@ void runProcess('gateway', () => loadGatewayConfig(), async ({ config, logger, m
     const checks = await Promise.all([config.IDENTITY_ADDR, config.POLICY_ADDR, config.AUDIT_ADDR].map((a) => checkHealth(a)));
     return checks.every(Boolean);
   };
-  const app = createApp({ config, clients, logger, metrics, ready });
+  const authCache = new AuthCache(() => identityClient.watchApiKeyChanges({}), logger, config.AUTH_CACHE_TTL_MS);
+  if (config.AUTH_CACHE_TTL_MS > 0) authCache.start();
+  const app = createApp({ config, clients, logger, metrics, ready, authCache });
   const server = app.listen(config.PORT, config.HOST);
   await new Promise<void>((resolve, reject) => {
     server.once('listening', resolve);
@@ -31,7 +34,13 @@ void runProcess('gateway', () => loadGatewayConfig(), async ({ config, logger, m
             server.closeIdleConnections();
           }),
       },
-      { name: 'grpc-clients', close: async () => identityClient.close() },
+      {
+        name: 'grpc-clients',
+        close: async () => {
+          authCache.stop();
+          identityClient.close();
+        },
+      },
     ],
     ready,
   };

@@ -4,12 +4,14 @@ import { loadIdentityConfig } from './config';
 import { migrationsDir } from './migrations';
 import type { IdentityContext } from './context';
 import { ensureBootstrapKey } from './domain/bootstrap';
+import { KeyChangeFeed } from './domain/key-change-feed';
 import { authenticateApiKey } from './rpc/authenticate-api-key';
 import { createUser } from './rpc/create-user';
 import { deleteUser } from './rpc/delete-user';
 import { getUser } from './rpc/get-user';
 import { listUsers } from './rpc/list-users';
 import { updateUser } from './rpc/update-user';
+import { watchApiKeyChanges } from './rpc/watch-api-key-changes';
 
 void runProcess('identity', () => loadIdentityConfig(), async ({ config, logger, metrics }) => {
   const pool = createPool(config.DATABASE_URL, config.DATABASE_POOL_MAX, logger, 'identity');
@@ -17,6 +19,8 @@ void runProcess('identity', () => loadIdentityConfig(), async ({ config, logger,
   await ensureBootstrapKey(pool, config.SERVER_SECRET, config.BOOTSTRAP_API_KEY, logger, (line) =>
     process.stdout.write(line + '\n'),
   );
+  const feed = new KeyChangeFeed(config.DATABASE_URL, logger);
+  await feed.start();
   const ctx: IdentityContext = { pool, config, logger };
   const grpcServer = await startGrpcServer({
     host: config.GRPC_HOST,
@@ -35,6 +39,7 @@ void runProcess('identity', () => loadIdentityConfig(), async ({ config, logger,
           deleteUser: deleteUser(ctx),
           listUsers: listUsers(ctx),
           authenticateApiKey: authenticateApiKey(ctx),
+          watchApiKeyChanges: watchApiKeyChanges(feed),
         },
       },
     ],
@@ -42,6 +47,8 @@ void runProcess('identity', () => loadIdentityConfig(), async ({ config, logger,
   logger.info({ grpcPort: grpcServer.port }, 'identity gRPC listening');
   return {
     closers: [
+      // Ending the feed first ends the watch streams, so the server can drain.
+      { name: 'key-change-feed', close: () => feed.stop() },
       { name: 'grpc', close: () => grpcServer.close() },
       { name: 'postgres', close: () => pool.end() },
     ],

@@ -185,6 +185,7 @@ describe('listing', () => {
 });
 
 describe('API key bootstrap and authentication', () => {
+  let bootstrapKey = '';
   it('creates exactly one bootstrap key even when replicas race, and authenticates it', async () => {
     const lines: string[] = [];
     const results = await Promise.all(
@@ -194,6 +195,7 @@ describe('API key bootstrap and authentication', () => {
     expect(lines).toHaveLength(1);
     const key = lines[0]!.split(' ')[1]!;
     expect(key).toMatch(/^svc_sk_/);
+    bootstrapKey = key;
     const principal = await rpc.auth({ key });
     expect(principal).toMatchObject({ keyType: 'secret', environment: 'live', plan: 'enterprise' });
     expect(principal.keyId).toMatch(/^key_/);
@@ -205,12 +207,29 @@ describe('API key bootstrap and authentication', () => {
     expect(await ensureBootstrapKey(pool, SECRET, undefined, logger, (l) => lines.push(l))).toBe('exists');
   });
 
-  it('refuses unknown, malformed and revoked keys', async () => {
+  it('refuses unknown, malformed, expired and revoked keys', async () => {
     expect((await rejected(rpc.auth({ key: generateKey('secret') }))).code).toBe('unauthorized');
     expect((await rejected(rpc.auth({ key: 'nope' }))).code).toBe('unauthorized');
-    await pool.query('UPDATE api_keys SET revoked_at = now()');
-    const { rows } = await pool.query('SELECT count(*)::int AS n FROM api_keys');
-    expect(rows[0].n).toBe(1);
+    await pool.query(`UPDATE api_keys SET expires_at = now() - interval '1 second'`);
+    expect((await rejected(rpc.auth({ key: bootstrapKey }))).message).toBe('API key has expired');
+    await pool.query('UPDATE api_keys SET expires_at = NULL, revoked_at = now()');
+    expect((await rejected(rpc.auth({ key: bootstrapKey }))).message).toBe('API key has been revoked');
+  });
+
+  it('announces every API key change on the notification channel', async () => {
+    const listener = await pool.connect();
+    try {
+      const seen: string[] = [];
+      listener.on('notification', (n) => seen.push(`${n.channel}:${n.payload}`));
+      await listener.query('LISTEN secsvc_api_key_changes');
+      const { rows } = await pool.query<{ id: string }>('SELECT id FROM api_keys LIMIT 1');
+      await pool.query(`UPDATE api_keys SET plan = 'pro' WHERE id = $1`, [rows[0]!.id]);
+      for (let i = 0; i < 50 && seen.length === 0; i++) await new Promise((r) => setTimeout(r, 10));
+      expect(seen).toEqual([`secsvc_api_key_changes:${rows[0]!.id}`]);
+    } finally {
+      await listener.query('UNLISTEN *');
+      listener.release();
+    }
   });
 
   it('uses BOOTSTRAP_API_KEY when given and prints nothing', async () => {

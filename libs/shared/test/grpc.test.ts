@@ -5,7 +5,7 @@ import { identity, protoFiles, protoRoot, serviceNames } from '@secsvc/proto';
 import { currentRequestId } from '../src/context';
 import { AppError } from '../src/errors';
 import { checkHealth, createClient, promiseClient } from '../src/grpc/client';
-import { startGrpcServer, type CallContext, type RunningGrpcServer } from '../src/grpc/server';
+import { startGrpcServer, type CallContext, type RunningGrpcServer, type ServerStream } from '../src/grpc/server';
 import { isId } from '../src/ids';
 import { createLogger } from '../src/logger';
 import { Metrics } from '../src/metrics';
@@ -48,7 +48,28 @@ const implementation = {
   authenticateApiKey: async (): Promise<identity.ApiKeyPrincipal> => {
     throw AppError.notFound('user');
   },
+  // Server streaming: "ready", one change, then either end (key "end") or stay open until the client cancels.
+  watchApiKeyChanges: (_req: identity.WatchApiKeyChangesRequest, ctx: CallContext, stream: ServerStream<identity.ApiKeyChange>) => {
+    stream.onClose(() => streamClosed.push(ctx.requestId));
+    stream.write({ kind: 'ready', keyId: '' });
+    stream.write({ kind: 'changed', keyId: 'key_1' });
+    if (ctx.metadata.get('x-mode')[0]?.toString() === 'end') stream.end();
+  },
 };
+const streamClosed: string[] = [];
+
+function readStream(md: grpc.Metadata, cancelAfter?: number): Promise<{ messages: identity.ApiKeyChange[]; ended: string }> {
+  return new Promise((resolve) => {
+    const messages: identity.ApiKeyChange[] = [];
+    const call = raw.watchApiKeyChanges({}, md);
+    call.on('data', (m: identity.ApiKeyChange) => {
+      messages.push(m);
+      if (cancelAfter !== undefined && messages.length === cancelAfter) call.cancel();
+    });
+    call.on('end', () => resolve({ messages, ended: 'end' }));
+    call.on('error', (e: { code: number }) => resolve({ messages, ended: `error:${e.code}` }));
+  });
+}
 
 let server: RunningGrpcServer;
 let addr: string;
@@ -90,6 +111,29 @@ async function rejection(p: Promise<unknown>): Promise<AppError> {
   }
   throw new Error('expected the call to fail');
 }
+
+describe('server streaming', () => {
+  it('delivers the messages in order and then the end of the stream', async () => {
+    const md = new grpc.Metadata();
+    md.set('x-mode', 'end');
+    const { messages, ended } = await readStream(md);
+    expect(messages).toEqual([
+      { kind: 'ready', keyId: '' },
+      { kind: 'changed', keyId: 'key_1' },
+    ]);
+    expect(ended).toBe('end');
+  });
+
+  it('tells the implementation when the client cancels', async () => {
+    const md = new grpc.Metadata();
+    md.set('x-request-id', 'req_streamcancel00000000');
+    const { messages, ended } = await readStream(md, 2);
+    expect(messages).toHaveLength(2);
+    expect(ended).toBe(`error:${grpc.status.CANCELLED}`);
+    for (let i = 0; i < 100 && !streamClosed.includes('req_streamcancel00000000'); i++) await new Promise((r) => setTimeout(r, 10));
+    expect(streamClosed).toContain('req_streamcancel00000000');
+  });
+});
 
 describe('gRPC server and client', () => {
   it('listens on the port the OS gave', () => {

@@ -1,5 +1,5 @@
 import type { NextFunction, Request, Response } from 'express';
-import { isValidRequestId, newId, requestContext } from '@secsvc/shared';
+import { isValidRequestId, newId } from '@secsvc/shared';
 
 declare module 'express-serve-static-core' {
   interface Request {
@@ -7,10 +7,13 @@ declare module 'express-serve-static-core' {
   }
 }
 
-/** Reuses a well-formed incoming X-Request-Id (req_...), otherwise makes one; echoes it on the response. */
+/**
+ * Reuses a well-formed incoming X-Request-Id (req_...), otherwise makes one; echoes it on the response.
+ * Gateway log lines name it explicitly (no AsyncLocalStorage here: its promise hooks cost ~10% throughput).
+ */
 export function requestId(req: Request, res: Response, next: NextFunction): void {
   const incoming = req.get('x-request-id');
   req.requestId = isValidRequestId(incoming) ? incoming : newId('req');
   res.setHeader('X-Request-Id', req.requestId);
-  requestContext.run({ requestId: req.requestId }, next);
+  next();
 }

@@ -15,5 +15,11 @@ export const authenticateApiKey =
     if (!row || !hashesEqual(row.key_hash, hash)) throw refused();
     if (row.revoked_at) throw new AppError('unauthorized', 'API key has been revoked');
     if (row.expires_at && row.expires_at.getTime() <= Date.now()) throw new AppError('unauthorized', 'API key has expired');
-    return { keyId: row.id, keyType: row.type, environment: row.environment, plan: row.plan };
+    return {
+      keyId: row.id,
+      keyType: row.type,
+      environment: row.environment,
+      plan: row.plan,
+      expiresAt: row.expires_at?.toISOString(),
+    };
   };

@@ -18,9 +18,11 @@ type UnaryMethod<Req, Res> = (
   cb: Callback<Res>,
 ) => grpc.ClientUnaryCall;
 
-/** The promise form of a ts-proto grpc-js client: every call carries a deadline and the request id. */
+/** The promise form of a ts-proto grpc-js client's unary methods: every call carries a deadline and the request id. */
 export type PromiseClient<C> = {
-  [K in Exclude<keyof C, keyof grpc.Client>]: C[K] extends UnaryMethod<infer Req, infer Res>
+  [K in Exclude<keyof C, keyof grpc.Client> as C[K] extends (...args: never[]) => grpc.ClientReadableStream<unknown>
+    ? never
+    : K]: C[K] extends UnaryMethod<infer Req, infer Res>
     ? (req: Req, opts?: Partial<CallOptions>) => Promise<Res>
     : never;
 };
@@ -50,7 +52,7 @@ export function createClient<C>(
 ): C {
   return new Ctor(address, grpc.credentials.createInsecure(), {
     'grpc.keepalive_time_ms': 30_000,
-    'grpc.enable_retries': 1,
+    'grpc.enable_retries': 0,
   });
 }
 

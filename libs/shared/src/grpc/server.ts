@@ -18,11 +18,23 @@ type UnaryOf<H> = H extends grpc.handleUnaryCall<infer Req, infer Res> ? (req: R
 /** A service implemented as plain async functions: (request, context) => response. */
 export type AsyncService<S> = { [K in keyof S]: UnaryOf<S[K]> };
 
+/** The server side of a server-streaming call. */
+export interface ServerStream<Res> {
+  write: (message: Res) => void;
+  end: () => void;
+  /** Called once when the client cancels or the stream ends for any reason. */
+  onClose: (fn: () => void) => void;
+}
+
+type UnaryImpl = (req: never, ctx: CallContext) => Promise<unknown>;
+type StreamImpl = (req: never, ctx: CallContext, stream: never) => void;
+
 export interface ServiceRegistration {
   /** Fully qualified name, e.g. secsvc.identity.v1.IdentityService (for health status). */
   name: string;
   definition: grpc.ServiceDefinition;
-  implementation: Record<string, (req: never, ctx: CallContext) => Promise<unknown>>;
+  /** Unary methods: async (request, ctx) => response. Server-streaming methods: (request, ctx, stream) => void. */
+  implementation: Record<string, UnaryImpl | StreamImpl>;
 }
 
 export interface GrpcServerOptions {
@@ -46,13 +58,12 @@ export interface RunningGrpcServer {
 
 function wrapUnary(
   method: string,
-  fn: (req: never, ctx: CallContext) => Promise<unknown>,
+  fn: UnaryImpl,
   logger: Logger,
   metrics: Metrics,
 ): grpc.handleUnaryCall<unknown, unknown> {
   return (call, callback) => {
-    const incoming = call.metadata.get('x-request-id')[0]?.toString();
-    const requestId = isValidRequestId(incoming) ? incoming : newId('req');
+    const { requestId } = callContext(call.metadata);
     const started = process.hrtime.bigint();
     const done = (code: grpc.status) =>
       metrics.observeGrpc(method, grpc.status[code] ?? String(code), Number(process.hrtime.bigint() - started) / 1e9);
@@ -76,6 +87,52 @@ function wrapUnary(
   };
 }
 
+function callContext(metadata: grpc.Metadata): CallContext {
+  const incoming = metadata.get('x-request-id')[0]?.toString();
+  return { requestId: isValidRequestId(incoming) ? incoming : newId('req'), metadata };
+}
+
+function wrapServerStream(
+  method: string,
+  fn: StreamImpl,
+  logger: Logger,
+  metrics: Metrics,
+): grpc.handleServerStreamingCall<unknown, unknown> {
+  return (call) => {
+    const ctx = callContext(call.metadata);
+    const started = process.hrtime.bigint();
+    let closed = false;
+    const closers: (() => void)[] = [];
+    const close = (code: grpc.status) => {
+      if (closed) return;
+      closed = true;
+      metrics.observeGrpc(method, grpc.status[code] ?? String(code), Number(process.hrtime.bigint() - started) / 1e9);
+      for (const c of closers) c();
+    };
+    call.on('cancelled', () => close(grpc.status.CANCELLED));
+    call.on('close', () => close(grpc.status.OK));
+    requestContext.run({ requestId: ctx.requestId }, () => {
+      try {
+        const stream: ServerStream<unknown> = {
+          write: (m) => void (!closed && call.write(m)),
+          end: () => {
+            if (closed) return;
+            call.end();
+            close(grpc.status.OK);
+          },
+          onClose: (c) => (closed ? c() : closers.push(c)),
+        };
+        fn(call.request as never, ctx, stream as never);
+      } catch (err) {
+        const appErr = toAppError(err);
+        if (appErr.code === 'internal_error') logger.error({ err: { message: (err as Error)?.message }, method }, 'stream failed');
+        call.emit('error', toGrpcError(appErr));
+        close(toGrpcError(appErr).code ?? grpc.status.UNKNOWN);
+      }
+    });
+  };
+}
+
 /** A gRPC server with grpc.health.v1, server reflection, error mapping, request ids and metrics. */
 export async function startGrpcServer(opts: GrpcServerOptions): Promise<RunningGrpcServer> {
   const server = new grpc.Server({ 'grpc.max_receive_message_length': 4 * 1024 * 1024 });
@@ -84,7 +141,10 @@ export async function startGrpcServer(opts: GrpcServerOptions): Promise<RunningG
     for (const [key, def] of Object.entries(svc.definition)) {
       const fn = svc.implementation[key];
       if (!fn) throw new Error(`${svc.name}: no implementation for ${key}`);
-      handlers[key] = wrapUnary(def.path, fn, opts.logger, opts.metrics);
+      if (def.requestStream) throw new Error(`${svc.name}.${key}: client streaming is not supported`);
+      handlers[key] = def.responseStream
+        ? wrapServerStream(def.path, fn as StreamImpl, opts.logger, opts.metrics)
+        : wrapUnary(def.path, fn as UnaryImpl, opts.logger, opts.metrics);
     }
     server.addService(svc.definition, handlers);
   }

@@ -28,6 +28,8 @@ export interface LocalStackOptions {
   /** Called when an app exits on its own after start-up. */
   onExit?: (app: AppName, code: number | null) => void;
   startTimeoutMs?: number;
+  /** Extra node flags for every app (e.g. --cpu-prof for profiling). */
+  nodeArgs?: string[];
 }
 
 export interface LocalStack {
@@ -140,7 +142,7 @@ export async function startLocalStack(opts: LocalStackOptions): Promise<LocalSta
       ...opts.env,
     };
     const launch = (name: AppName, env: Record<string, string | undefined>) => {
-      const child = spawn(process.execPath, [path.join(opts.rootDir, 'apps', name, 'dist', 'main.js')], {
+      const child = spawn(process.execPath, [...(opts.nodeArgs ?? []), path.join(opts.rootDir, 'apps', name, 'dist', 'main.js')], {
         cwd: opts.rootDir,
         env: { ...common, ...env, ADMIN_PORT: String(adminPorts[name]), SECSVC_EXIT_WITH_PARENT: '1' },
         // Own process group: a terminal's Ctrl-C reaches only the launcher, which stops the apps in order.

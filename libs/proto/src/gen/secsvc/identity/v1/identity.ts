@@ -11,7 +11,9 @@ import {
   type ChannelCredentials,
   Client,
   type ClientOptions,
+  type ClientReadableStream,
   type ClientUnaryCall,
+  type handleServerStreamingCall,
   type handleUnaryCall,
   makeGenericClientConstructor,
   type Metadata,
@@ -94,6 +96,17 @@ export interface ApiKeyPrincipal {
   keyType: string;
   environment: string;
   plan: string;
+  /** When the key stops working on its own; unset for keys that do not expire. */
+  expiresAt?: string | undefined;
+}
+
+export interface WatchApiKeyChangesRequest {
+}
+
+export interface ApiKeyChange {
+  /** "ready" (the stream is live) or "changed" (key_id was revoked, changed or deleted) */
+  kind: string;
+  keyId: string;
 }
 
 function createBaseUser(): User {
@@ -1077,7 +1090,7 @@ export const AuthenticateApiKeyRequest: MessageFns<AuthenticateApiKeyRequest> = 
 };
 
 function createBaseApiKeyPrincipal(): ApiKeyPrincipal {
-  return { keyId: "", keyType: "", environment: "", plan: "" };
+  return { keyId: "", keyType: "", environment: "", plan: "", expiresAt: undefined };
 }
 
 export const ApiKeyPrincipal: MessageFns<ApiKeyPrincipal> = {
@@ -1093,6 +1106,9 @@ export const ApiKeyPrincipal: MessageFns<ApiKeyPrincipal> = {
     }
     if (message.plan !== "") {
       writer.uint32(34).string(message.plan);
+    }
+    if (message.expiresAt !== undefined) {
+      Timestamp.encode(toTimestamp(message.expiresAt), writer.uint32(42).fork()).join();
     }
     return writer;
   },
@@ -1142,6 +1158,14 @@ export const ApiKeyPrincipal: MessageFns<ApiKeyPrincipal> = {
             message.plan = reader.string();
             continue;
           }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.expiresAt = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1168,6 +1192,11 @@ export const ApiKeyPrincipal: MessageFns<ApiKeyPrincipal> = {
         : "",
       environment: isSet(object.environment) ? globalThis.String(object.environment) : "",
       plan: isSet(object.plan) ? globalThis.String(object.plan) : "",
+      expiresAt: isSet(object.expiresAt)
+        ? globalThis.String(object.expiresAt)
+        : isSet(object.expires_at)
+        ? globalThis.String(object.expires_at)
+        : undefined,
     };
   },
 
@@ -1185,6 +1214,9 @@ export const ApiKeyPrincipal: MessageFns<ApiKeyPrincipal> = {
     if (message.plan !== "") {
       obj.plan = message.plan;
     }
+    if (message.expiresAt !== undefined) {
+      obj.expiresAt = message.expiresAt;
+    }
     return obj;
   },
 
@@ -1197,6 +1229,148 @@ export const ApiKeyPrincipal: MessageFns<ApiKeyPrincipal> = {
     message.keyType = object.keyType ?? "";
     message.environment = object.environment ?? "";
     message.plan = object.plan ?? "";
+    message.expiresAt = object.expiresAt ?? undefined;
+    return message;
+  },
+};
+
+function createBaseWatchApiKeyChangesRequest(): WatchApiKeyChangesRequest {
+  return {};
+}
+
+export const WatchApiKeyChangesRequest: MessageFns<WatchApiKeyChangesRequest> = {
+  encode(_: WatchApiKeyChangesRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): WatchApiKeyChangesRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseWatchApiKeyChangesRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(_: any): WatchApiKeyChangesRequest {
+    return {};
+  },
+
+  toJSON(_: WatchApiKeyChangesRequest): unknown {
+    const obj: any = {};
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<WatchApiKeyChangesRequest>, I>>(base?: I): WatchApiKeyChangesRequest {
+    return WatchApiKeyChangesRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<WatchApiKeyChangesRequest>, I>>(_: I): WatchApiKeyChangesRequest {
+    const message = createBaseWatchApiKeyChangesRequest();
+    return message;
+  },
+};
+
+function createBaseApiKeyChange(): ApiKeyChange {
+  return { kind: "", keyId: "" };
+}
+
+export const ApiKeyChange: MessageFns<ApiKeyChange> = {
+  encode(message: ApiKeyChange, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.kind !== "") {
+      writer.uint32(10).string(message.kind);
+    }
+    if (message.keyId !== "") {
+      writer.uint32(18).string(message.keyId);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ApiKeyChange {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseApiKeyChange();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.kind = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.keyId = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ApiKeyChange {
+    return {
+      kind: isSet(object.kind) ? globalThis.String(object.kind) : "",
+      keyId: isSet(object.keyId)
+        ? globalThis.String(object.keyId)
+        : isSet(object.key_id)
+        ? globalThis.String(object.key_id)
+        : "",
+    };
+  },
+
+  toJSON(message: ApiKeyChange): unknown {
+    const obj: any = {};
+    if (message.kind !== "") {
+      obj.kind = message.kind;
+    }
+    if (message.keyId !== "") {
+      obj.keyId = message.keyId;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ApiKeyChange>, I>>(base?: I): ApiKeyChange {
+    return ApiKeyChange.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ApiKeyChange>, I>>(object: I): ApiKeyChange {
+    const message = createBaseApiKeyChange();
+    message.kind = object.kind ?? "";
+    message.keyId = object.keyId ?? "";
     return message;
   },
 };
@@ -1266,6 +1440,21 @@ export const IdentityServiceService = {
     responseSerialize: (value: ApiKeyPrincipal): Buffer => Buffer.from(ApiKeyPrincipal.encode(value).finish()),
     responseDeserialize: (value: Buffer): ApiKeyPrincipal => ApiKeyPrincipal.decode(value),
   },
+  /**
+   * A stream of API key changes (revocation, expiry, deletion), so a gateway may cache authentications and
+   * drop an entry the moment its key changes. The first message has kind "ready"; when the stream ends, the
+   * subscriber must stop trusting its cache until a new stream is ready.
+   */
+  watchApiKeyChanges: {
+    path: "/secsvc.identity.v1.IdentityService/WatchApiKeyChanges" as const,
+    requestStream: false as const,
+    responseStream: true as const,
+    requestSerialize: (value: WatchApiKeyChangesRequest): Buffer =>
+      Buffer.from(WatchApiKeyChangesRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): WatchApiKeyChangesRequest => WatchApiKeyChangesRequest.decode(value),
+    responseSerialize: (value: ApiKeyChange): Buffer => Buffer.from(ApiKeyChange.encode(value).finish()),
+    responseDeserialize: (value: Buffer): ApiKeyChange => ApiKeyChange.decode(value),
+  },
 } as const;
 
 export interface IdentityServiceServer extends UntypedServiceImplementation {
@@ -1279,6 +1468,12 @@ export interface IdentityServiceServer extends UntypedServiceImplementation {
    * UNAUTHENTICATED; the key itself is never stored or logged.
    */
   authenticateApiKey: handleUnaryCall<AuthenticateApiKeyRequest, ApiKeyPrincipal>;
+  /**
+   * A stream of API key changes (revocation, expiry, deletion), so a gateway may cache authentications and
+   * drop an entry the moment its key changes. The first message has kind "ready"; when the stream ends, the
+   * subscriber must stop trusting its cache until a new stream is ready.
+   */
+  watchApiKeyChanges: handleServerStreamingCall<WatchApiKeyChangesRequest, ApiKeyChange>;
 }
 
 export interface IdentityServiceClient extends Client {
@@ -1373,6 +1568,20 @@ export interface IdentityServiceClient extends Client {
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: ApiKeyPrincipal) => void,
   ): ClientUnaryCall;
+  /**
+   * A stream of API key changes (revocation, expiry, deletion), so a gateway may cache authentications and
+   * drop an entry the moment its key changes. The first message has kind "ready"; when the stream ends, the
+   * subscriber must stop trusting its cache until a new stream is ready.
+   */
+  watchApiKeyChanges(
+    request: WatchApiKeyChangesRequest,
+    options?: Partial<CallOptions>,
+  ): ClientReadableStream<ApiKeyChange>;
+  watchApiKeyChanges(
+    request: WatchApiKeyChangesRequest,
+    metadata?: Metadata,
+    options?: Partial<CallOptions>,
+  ): ClientReadableStream<ApiKeyChange>;
 }
 
 export const IdentityServiceClient = makeGenericClientConstructor(

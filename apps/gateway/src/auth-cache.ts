@@ -1,0 +1,108 @@
+import { createHash } from 'node:crypto';
+import type { Logger } from '@secsvc/shared';
+import type { Principal } from './context';
+
+/** The part of a gRPC readable stream the cache uses (identity's WatchApiKeyChanges). */
+export interface ChangeStream {
+  on(event: 'data', fn: (msg: { kind: string; keyId: string }) => void): unknown;
+  on(event: 'error' | 'end', fn: () => void): unknown;
+  cancel(): void;
+}
+
+interface Entry {
+  principal: Principal;
+  until: number;
+}
+
+const digest = (key: string) => createHash('sha256').update(key).digest('base64url');
+
+/**
+ * Caches API key authentications so most requests make one gRPC call instead of two, without ever serving
+ * a revoked key: entries are used only while identity's change stream is live, a change drops that key's
+ * entries at once, and a lost stream drops everything until a new stream is ready. Keys are held only as
+ * SHA-256 digests. A lookup that raced a change is not cached (generation check).
+ */
+export class AuthCache {
+  private readonly entries = new Map<string, Entry>();
+  private stream: ChangeStream | undefined;
+  private live = false;
+  private stopped = false;
+  private retryMs = 250;
+  /** Bumped on every change or reset; a lookup started before the bump is not cached. */
+  generation = 0;
+
+  constructor(
+    private readonly open: () => ChangeStream,
+    private readonly logger: Logger,
+    private readonly ttlMs = 60_000,
+    private readonly maxEntries = 10_000,
+  ) {}
+
+  get isLive(): boolean {
+    return this.live;
+  }
+
+  get size(): number {
+    return this.entries.size;
+  }
+
+  start(): void {
+    if (this.stopped || this.stream) return;
+    const stream = this.open();
+    this.stream = stream;
+    stream.on('data', (msg) => {
+      if (msg.kind === 'ready') {
+        this.live = true;
+        this.retryMs = 250;
+      } else {
+        this.invalidate(msg.keyId);
+      }
+    });
+    stream.on('error', () => this.lost(stream));
+    stream.on('end', () => this.lost(stream));
+  }
+
+  private lost(stream: ChangeStream): void {
+    if (stream !== this.stream) return;
+    this.stream = undefined;
+    this.live = false;
+    this.generation++;
+    this.entries.clear();
+    if (this.stopped) return;
+    this.logger.warn({ retryMs: this.retryMs }, 'API key change stream lost; authenticating every request until it is back');
+    const timer = setTimeout(() => this.start(), this.retryMs);
+    timer.unref();
+    this.retryMs = Math.min(this.retryMs * 2, 5_000);
+  }
+
+  private invalidate(keyId: string): void {
+    this.generation++;
+    for (const [k, e] of this.entries) if (e.principal.id === keyId) this.entries.delete(k);
+  }
+
+  get(key: string): Principal | undefined {
+    if (!this.live) return undefined;
+    const k = digest(key);
+    const entry = this.entries.get(k);
+    if (!entry) return undefined;
+    if (entry.until <= Date.now()) {
+      this.entries.delete(k);
+      return undefined;
+    }
+    return entry.principal;
+  }
+
+  /** Caches a lookup that started at `generation`, for the TTL or until the key expires, whichever is first. */
+  set(key: string, principal: Principal, keyExpiresAt: number | undefined, generation: number): void {
+    if (!this.live || generation !== this.generation || this.ttlMs <= 0) return;
+    if (this.entries.size >= this.maxEntries) this.entries.delete(this.entries.keys().next().value!);
+    this.entries.set(digest(key), { principal, until: Math.min(Date.now() + this.ttlMs, keyExpiresAt ?? Infinity) });
+  }
+
+  stop(): void {
+    this.stopped = true;
+    this.live = false;
+    this.entries.clear();
+    this.stream?.cancel();
+  }
+}

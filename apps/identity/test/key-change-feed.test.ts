@@ -1,0 +1,62 @@
+import { createLogger, createPool, migrate, readMigrations, type Pool } from '@secsvc/shared';
+import { stopTestPostgres, testDatabase, type TestDatabase } from '@secsvc/shared/testing';
+import { KeyChangeFeed } from '../src/domain/key-change-feed';
+import { migrationsDir } from '../src/migrations';
+
+let db: TestDatabase;
+let pool: Pool;
+const logger = createLogger('test', 'silent');
+
+async function until(check: () => boolean): Promise<void> {
+  for (let i = 0; i < 200 && !check(); i++) await new Promise((r) => setTimeout(r, 25));
+  expect(check()).toBe(true);
+}
+
+beforeAll(async () => {
+  db = await testDatabase();
+  pool = createPool(db.url, 3, logger, 'identity');
+  await migrate(pool, 'identity', await readMigrations(migrationsDir), logger);
+  await pool.query(
+    `INSERT INTO api_keys (id, environment, type, name, key_hash, prefix, last4) VALUES ('key_feed', 'live', 'secret', 'f', '\\x01', 'svc_sk_', 'abcd')`,
+  );
+});
+
+afterAll(async () => {
+  await pool.end();
+  await db.drop();
+  await stopTestPostgres();
+});
+
+describe('KeyChangeFeed', () => {
+  it('relays key changes, resets subscribers when its connection dies, and comes back by itself', async () => {
+    const feed = new KeyChangeFeed(db.url, logger);
+    await feed.start();
+    const changes: string[] = [];
+    let resets = 0;
+    const liveAtReset: boolean[] = [];
+    const subscribe = () =>
+      feed.subscribe({
+        onChange: (id) => changes.push(id),
+        onReset: () => {
+          resets++;
+          liveAtReset.push(feed.live);
+        },
+      });
+    subscribe();
+    await pool.query(`UPDATE api_keys SET revoked_at = now() WHERE id = 'key_feed'`);
+    await until(() => changes.length === 1);
+    expect(changes).toEqual(['key_feed']);
+
+    const killed = await pool.query(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query = 'LISTEN secsvc_api_key_changes'`);
+    expect(killed.rowCount).toBe(1);
+    await until(() => resets === 1);
+    expect(liveAtReset).toEqual([false]);
+    await feed.whenLive();
+    subscribe();
+    await pool.query(`UPDATE api_keys SET plan = 'pro' WHERE id = 'key_feed'`);
+    await until(() => changes.length === 2);
+    expect(changes).toEqual(['key_feed', 'key_feed']);
+    await feed.stop();
+    expect(resets).toBe(2); // stop() resets the remaining subscriber
+  });
+});
