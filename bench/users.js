@@ -30,7 +30,8 @@ async function main() {
     host: '127.0.0.1',
     port: 0,
     ports: { postgres: 0, identity: 0, policy: 0, audit: 0, admin: { gateway: 0, identity: 0, policy: 0, audit: 0, 'export-worker': 0 } },
-    env: { LOG_LEVEL: process.env.LOG_LEVEL ?? 'warn', BOOTSTRAP_API_KEY: KEY },
+    env: { LOG_LEVEL: process.env.LOG_LEVEL ?? 'warn', BOOTSTRAP_API_KEY: KEY, AUTH_CACHE_TTL_MS: process.env.AUTH_CACHE_TTL_MS },
+    nodeArgs: process.env.BENCH_NODE_ARGS ? process.env.BENCH_NODE_ARGS.split(' ') : undefined,
   });
   try {
     const created = await fetch(`${stack.baseUrl}/users`, {
@@ -53,7 +54,7 @@ async function main() {
     const lines = [
       `### ${new Date().toISOString().slice(0, 10)}: ${os.cpus().length} × ${os.cpus()[0].model}, Node ${process.version}`,
       '',
-      `\`npm run bench:users\` (autocannon, ${connections} connections, ${duration} s each, LOG_LEVEL=${process.env.LOG_LEVEL ?? 'warn'})`,
+      `\`npm run bench:users\` (autocannon, ${connections} connections, ${duration} s each, LOG_LEVEL=${process.env.LOG_LEVEL ?? 'warn'}, AUTH_CACHE_TTL_MS=${process.env.AUTH_CACHE_TTL_MS ?? 'default'})`,
       '',
       '| endpoint | req/s (mean) | p50 ms | p99 ms | non-2xx | errors |',
       '|---|---:|---:|---:|---:|---:|',

@@ -1,5 +1,6 @@
 import { events } from '@secsvc/proto';
-import { newId, type PoolClient } from '@secsvc/shared';
+import { newId, type CallContext, type PoolClient } from '@secsvc/shared';
+import { callerOf } from '../context';
 
 export interface EventInput {
   environment: string;
@@ -34,4 +35,24 @@ export async function appendEvent(client: PoolClient, input: EventInput): Promis
     [event.id, event.environment, event.type, input.actor.id ?? 'anonymous', events.AuthEvent.toJSON(event)],
   );
   return event.id;
+}
+
+/** A successful user.* event about `userId`, by the caller of `call` (the API key, from gateway metadata). */
+export function appendUserEvent(
+  client: PoolClient,
+  call: CallContext,
+  environment: string,
+  type: 'user.created' | 'user.updated' | 'user.deleted',
+  userId: string,
+  metadata?: Record<string, unknown>,
+): Promise<string> {
+  return appendEvent(client, {
+    ...callerOf(call),
+    environment,
+    type,
+    target: { id: userId, type: 'user' },
+    result: 'success',
+    traceId: call.requestId,
+    metadata,
+  });
 }

@@ -1,8 +1,8 @@
 import type { identity } from '@secsvc/proto';
 import { newId, withTransaction, type CallContext } from '@secsvc/shared';
-import { callerOf, environmentOf, toUserMessage, type IdentityContext } from '../context';
+import { environmentOf, toUserMessage, type IdentityContext } from '../context';
 import { validateCreate } from '../domain/users';
-import { appendEvent } from '../repositories/outbox';
+import { appendUserEvent } from '../repositories/outbox';
 import { usersRepository } from '../repositories/users';
 
 export const createUser =
@@ -19,14 +19,7 @@ export const createUser =
         roles: input.roles,
         metadata: JSON.stringify(input.metadata),
       });
-      await appendEvent(client, {
-        ...callerOf(call),
-        environment,
-        type: 'user.created',
-        target: { id: user.id, type: 'user' },
-        result: 'success',
-        traceId: call.requestId,
-      });
+      await appendUserEvent(client, call, environment, 'user.created', user.id);
       return user;
     });
     return toUserMessage(row);

@@ -1,7 +1,7 @@
 import type { identity } from '@secsvc/proto';
 import { AppError, withTransaction, type CallContext } from '@secsvc/shared';
-import { callerOf, environmentOf, type IdentityContext } from '../context';
-import { appendEvent } from '../repositories/outbox';
+import { environmentOf, type IdentityContext } from '../context';
+import { appendUserEvent } from '../repositories/outbox';
 import { usersRepository } from '../repositories/users';
 
 /** Deletes the user row (and with it the user's data); the audit event keeps only the id. */
@@ -11,14 +11,7 @@ export const deleteUser =
     const environment = environmentOf(req.environment);
     await withTransaction(ctx.pool, async (client) => {
       if (!(await usersRepository.delete(client, environment, req.id))) throw AppError.notFound('User');
-      await appendEvent(client, {
-        ...callerOf(call),
-        environment,
-        type: 'user.deleted',
-        target: { id: req.id, type: 'user' },
-        result: 'success',
-        traceId: call.requestId,
-      });
+      await appendUserEvent(client, call, environment, 'user.deleted', req.id);
     });
     return {};
   };

@@ -1,8 +1,8 @@
 import type { identity } from '@secsvc/proto';
 import { AppError, withTransaction, type CallContext } from '@secsvc/shared';
-import { callerOf, environmentOf, toUserMessage, type IdentityContext } from '../context';
+import { environmentOf, toUserMessage, type IdentityContext } from '../context';
 import { validateUpdate } from '../domain/users';
-import { appendEvent } from '../repositories/outbox';
+import { appendUserEvent } from '../repositories/outbox';
 import { usersRepository } from '../repositories/users';
 
 export const updateUser =
@@ -16,15 +16,7 @@ export const updateUser =
         metadata: changes.metadata === undefined ? undefined : JSON.stringify(changes.metadata),
       });
       if (!user) throw AppError.notFound('User');
-      await appendEvent(client, {
-        ...callerOf(call),
-        environment,
-        type: 'user.updated',
-        target: { id: user.id, type: 'user' },
-        result: 'success',
-        traceId: call.requestId,
-        metadata: { fields: Object.keys(changes) },
-      });
+      await appendUserEvent(client, call, environment, 'user.updated', user.id, { fields: Object.keys(changes) });
       return user;
     });
     return toUserMessage(row);
