@@ -79,7 +79,15 @@ describe('authentication', () => {
   it('answers 401 unauthorized without an Authorization header, without calling the service', async () => {
     const res = await call(gw, 'GET', '/v1/users', { auth: false });
     expectError(res, 401, 'unauthorized');
+    expect(res.headers.get('www-authenticate')).toBe('Bearer realm="secsvc"');
     expect(gw.fake.calls).toHaveLength(0);
+  });
+
+  it('marks every answer as not cacheable and not to be sniffed', async () => {
+    for (const res of [await call(gw, 'GET', '/v1/users'), await call(gw, 'GET', '/v1/users', { auth: false })]) {
+      expect(res.headers.get('cache-control')).toBe('no-store');
+      expect(res.headers.get('x-content-type-options')).toBe('nosniff');
+    }
   });
 
   it('answers 401 for a non-Bearer scheme (Basic x)', async () => {

@@ -28,6 +28,7 @@ export function errorHandler(logger: Logger) {
       logger.error({ err: { message: (err as Error)?.message, stack: (err as Error)?.stack }, requestId: req.requestId }, 'unhandled error');
     }
     if (res.headersSent) return void res.end();
+    if (appErr.code === 'unauthorized') res.setHeader('WWW-Authenticate', 'Bearer realm="secsvc"');
     res.status(appErr.httpStatus).json(errorBody(appErr, req.requestId));
   };
 }

@@ -15,5 +15,8 @@ export function requestId(req: Request, res: Response, next: NextFunction): void
   const incoming = req.get('x-request-id');
   req.requestId = isValidRequestId(incoming) ? incoming : newId('req');
   res.setHeader('X-Request-Id', req.requestId);
+  // API answers are per caller and never cached by intermediaries; no content sniffing.
+  res.setHeader('Cache-Control', 'no-store');
+  res.setHeader('X-Content-Type-Options', 'nosniff');
   next();
 }
