@@ -106,6 +106,7 @@ async function initialise(bin: string, dataDir: string, password: string, ids: {
     const child = run(bin, [`--pgdata=${dataDir}`, `--username=${USER}`, `--pwfile=${pwfile}`, '--auth=scram-sha-256', '--encoding=UTF8', '--locale=C', '--no-sync'], ids, log);
     const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
     if (code !== 0) throw new Error(`initdb failed with code ${code}`);
+    // (initdb's own output went to onLog)
   } finally {
     await rm(pwfile, { force: true });
   }
@@ -116,7 +117,13 @@ async function initialise(bin: string, dataDir: string, password: string, ids: {
  * first use, kept across restarts).
  */
 export async function startEmbeddedPostgres(opts: EmbeddedPostgresOptions): Promise<EmbeddedPostgresServer> {
-  const log = opts.onLog ?? (() => undefined);
+  const recent: string[] = [];
+  const log = (line: string) => {
+    recent.push(line);
+    if (recent.length > 15) recent.shift();
+    opts.onLog?.(line);
+  };
+  const explain = (what: string) => `${what}. PostgreSQL said:\n  ${recent.join('\n  ')}`;
   const bin = binaries();
   const ids = runAsIds();
   const dataDir = path.resolve(opts.dataDir);
@@ -141,7 +148,7 @@ export async function startEmbeddedPostgres(opts: EmbeddedPostgresOptions): Prom
 
   const deadline = Date.now() + (opts.startTimeoutMs ?? 30_000);
   for (;;) {
-    if (exited) throw new Error('PostgreSQL exited during start-up (see its log)');
+    if (exited) throw new Error(explain('PostgreSQL exited during start-up'));
     const client = new pg.Client({ connectionString: url(), connectionTimeoutMillis: 1000 });
     client.on('error', () => undefined);
     try {
@@ -152,7 +159,7 @@ export async function startEmbeddedPostgres(opts: EmbeddedPostgresOptions): Prom
       await client.end().catch(() => undefined);
       if (Date.now() > deadline) {
         server.kill('SIGINT');
-        throw new Error('PostgreSQL did not accept connections in time');
+        throw new Error(explain('PostgreSQL did not accept connections in time'));
       }
       await new Promise((r) => setTimeout(r, 100));
     }
