@@ -4,10 +4,10 @@ const path = require('node:path');
 
 const buf = path.join(__dirname, '../../node_modules/.bin/buf');
 execFileSync(buf, ['lint'], { cwd: __dirname, stdio: 'inherit' });
-execFileSync(buf, ['generate'], { cwd: __dirname, stdio: 'inherit' });
-const diff = execFileSync('git', ['status', '--porcelain', '--', 'src/gen'], { cwd: __dirname, encoding: 'utf8' });
+execFileSync('npm', ['run', '--silent', 'gen'], { cwd: __dirname, stdio: 'inherit' });
+const diff = execFileSync('git', ['status', '--porcelain', '--', 'src/gen', 'descriptors'], { cwd: __dirname, encoding: 'utf8' });
 if (diff.trim()) {
-  console.error('Generated code in libs/proto/src/gen is out of date; run `npm run proto:gen` and commit:\n' + diff);
+  console.error('Generated code in libs/proto/src/gen or descriptors/ is out of date; run `npm run proto:gen` and commit:\n' + diff);
   process.exit(1);
 }
 console.log('libs/proto: generated code is up to date');

@@ -1,4 +1,4 @@
-import { protoFiles, protoRoot, serviceNames } from '@secsvc/proto';
+import { descriptorSets, serviceNames } from '@secsvc/proto';
 import { commonConfig, createPool, databaseConfig, env, loadConfig, pingDatabase, runProcess, startGrpcServer } from '@secsvc/shared';
 
 const configShape = {
@@ -18,7 +18,7 @@ void runProcess('audit', () => loadConfig(configShape), async ({ config, logger,
     port: config.GRPC_PORT,
     logger,
     metrics,
-    reflection: { protoRoot, files: [protoFiles.audit] },
+    descriptorSets,
     services: [],
     declaredOnly: [serviceNames.audit],
   });

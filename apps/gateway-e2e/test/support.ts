@@ -1,5 +1,7 @@
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
+import { existsSync } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 
 const reflectionProto = path.join(
@@ -53,4 +55,19 @@ export function apiClient(baseUrl: string, key: string): Api {
     const text = await res.text();
     return { status: res.status, headers: res.headers, body: text ? JSON.parse(text) : undefined };
   };
+}
+
+/**
+ * The grpcurl binary for the reflection tests: $GRPCURL, else the one scripts/install-tools.sh installs, else
+ * on PATH. Missing under CI=true is an error; elsewhere the caller skips and says so.
+ */
+export function findGrpcurl(): string | undefined {
+  const candidates = [
+    process.env.GRPCURL,
+    path.join(process.env.SECSVC_TOOLS_DIR ?? path.join(os.homedir(), '.cache', 'secsvc', 'bin'), 'grpcurl'),
+    ...(process.env.PATH ?? '').split(path.delimiter).map((dir) => path.join(dir, 'grpcurl')),
+  ];
+  const found = candidates.find((c): c is string => !!c && existsSync(c));
+  if (!found && process.env.CI === 'true') throw new Error('grpcurl is missing: run scripts/install-tools.sh');
+  return found;
 }

@@ -1,4 +1,4 @@
-import { identity, protoFiles, protoRoot, serviceNames } from '@secsvc/proto';
+import { identity, descriptorSets, serviceNames } from '@secsvc/proto';
 import { createPool, migrate, pingDatabase, readMigrations, runProcess, startGrpcServer } from '@secsvc/shared';
 import { loadIdentityConfig } from './config';
 import { migrationsDir } from './migrations';
@@ -27,7 +27,7 @@ void runProcess('identity', () => loadIdentityConfig(), async ({ config, logger,
     port: config.GRPC_PORT,
     logger,
     metrics,
-    reflection: { protoRoot, files: [protoFiles.identity] },
+    descriptorSets,
     services: [
       {
         name: serviceNames.identity,

@@ -1,4 +1,4 @@
-import { protoFiles, protoRoot, serviceNames } from '@secsvc/proto';
+import { descriptorSets, serviceNames } from '@secsvc/proto';
 import { commonConfig, createPool, databaseConfig, env, loadConfig, pingDatabase, runProcess, startGrpcServer } from '@secsvc/shared';
 
 const configShape = {
@@ -18,7 +18,7 @@ void runProcess('policy', () => loadConfig(configShape), async ({ config, logger
     port: config.GRPC_PORT,
     logger,
     metrics,
-    reflection: { protoRoot, files: [protoFiles.policy] },
+    descriptorSets,
     services: [],
     declaredOnly: [serviceNames.policy],
   });

@@ -8,6 +8,15 @@ export * as events from './gen/secsvc/events/v1/events';
 /** Folder holding the .proto sources (used at run time by server reflection). Same from src/ and dist/. */
 export const protoRoot = path.join(__dirname, '..', 'proto');
 
+/**
+ * FileDescriptorSets built by buf from libs/proto/proto (with the well-known types they import) and from
+ * grpc-health-check's health.proto: what server reflection serves.
+ */
+export const descriptorSets = [
+  path.join(__dirname, '..', 'descriptors', 'secsvc.binpb'),
+  path.join(__dirname, '..', 'descriptors', 'grpc-health.binpb'),
+];
+
 /** The .proto file of each service, relative to protoRoot. */
 export const protoFiles = {
   identity: 'secsvc/identity/v1/identity.proto',

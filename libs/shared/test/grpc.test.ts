@@ -1,7 +1,7 @@
 import path from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
-import { identity, protoFiles, protoRoot, serviceNames } from '@secsvc/proto';
+import { identity, descriptorSets, serviceNames } from '@secsvc/proto';
 import { currentRequestId } from '../src/context';
 import { AppError } from '../src/errors';
 import { checkHealth, createClient, promiseClient } from '../src/grpc/client';
@@ -83,7 +83,7 @@ beforeAll(async () => {
     port: 0,
     logger: createLogger('test', 'silent'),
     metrics,
-    reflection: { protoRoot, files: [protoFiles.identity] },
+    descriptorSets,
     services: [{ name: serviceNames.identity, definition: identity.IdentityServiceService, implementation }],
   });
   addr = `127.0.0.1:${server.port}`;
@@ -262,7 +262,7 @@ describe('startGrpcServer', () => {
         port: 0,
         logger: createLogger('test', 'silent'),
         metrics: new Metrics('test2'),
-        reflection: { protoRoot, files: [protoFiles.identity] },
+        descriptorSets,
         services: [{ name: serviceNames.identity, definition: identity.IdentityServiceService, implementation: partial }],
       }),
     ).rejects.toThrow(/no implementation for getUser/);

@@ -1,12 +1,11 @@
 import * as grpc from '@grpc/grpc-js';
-import * as protoLoader from '@grpc/proto-loader';
-import { ReflectionService } from '@grpc/reflection';
-import { HealthImplementation, protoPath as healthProtoPath } from 'grpc-health-check';
+import { HealthImplementation } from 'grpc-health-check';
 import { isValidRequestId, requestContext } from '../context';
 import { toAppError, toGrpcError } from '../errors';
 import { newId } from '../ids';
 import type { Logger } from '../logger';
 import type { Metrics } from '../metrics';
+import { addReflection, DescriptorIndex } from './reflection';
 
 export interface CallContext {
   requestId: string;
@@ -42,8 +41,8 @@ export interface GrpcServerOptions {
   port: number;
   logger: Logger;
   metrics: Metrics;
-  /** .proto files (relative to protoRoot) published through server reflection. */
-  reflection: { protoRoot: string; files: string[] };
+  /** FileDescriptorSets (built by buf, see libs/proto) published through server reflection. */
+  descriptorSets: string[];
   services: ServiceRegistration[];
   /** Services whose RPCs are defined but not implemented yet: listed by reflection, health SERVING. */
   declaredOnly?: string[];
@@ -151,11 +150,12 @@ export async function startGrpcServer(opts: GrpcServerOptions): Promise<RunningG
   const names = [...opts.services.map((s) => s.name), ...(opts.declaredOnly ?? [])];
   const health = new HealthImplementation(Object.fromEntries([['', 'SERVING'], ...names.map((n) => [n, 'SERVING'])]));
   health.addToServer(server);
-  const packageDefinition = protoLoader.loadSync([...opts.reflection.files, healthProtoPath], {
-    includeDirs: [opts.reflection.protoRoot],
-    keepCase: true,
-  });
-  new ReflectionService(packageDefinition).addToServer(server);
+  addReflection(server, new DescriptorIndex(opts.descriptorSets), [
+    ...names,
+    'grpc.health.v1.Health',
+    'grpc.reflection.v1.ServerReflection',
+    'grpc.reflection.v1alpha.ServerReflection',
+  ]);
 
   const port = await new Promise<number>((resolve, reject) =>
     server.bindAsync(`${opts.host}:${opts.port}`, grpc.ServerCredentials.createInsecure(), (err, p) =>
