@@ -31,7 +31,6 @@ function options(dataDir: string, env: Record<string, string> = {}): LocalStackO
     env: { LOG_LEVEL: 'warn', ...env },
     onOutput: (app, line) => {
       output.push(`${app}: ${line}`);
-      if (output.length > 200) output.shift();
     },
   };
 }
@@ -45,7 +44,8 @@ beforeAll(async () => {
   tmp = await mkdtemp(path.join(os.tmpdir(), 'secsvc-e2e-'));
   await chmod(tmp, 0o711);
   dataDir = path.join(tmp, 'data');
-  stack = await startLocalStack(options(dataDir, { BOOTSTRAP_API_KEY: KEY }));
+  // debug level so that the secret scans below read everything the processes log
+  stack = await startLocalStack(options(dataDir, { BOOTSTRAP_API_KEY: KEY, LOG_LEVEL: 'debug' }));
   api = apiClient(stack.baseUrl, KEY);
 });
 
@@ -279,6 +279,103 @@ describe('API key revocation', () => {
     } finally {
       await db.end();
     }
+  });
+});
+
+describe('API keys over HTTP', () => {
+  const create = async (body: Record<string, unknown>) => {
+    const res = await api('POST', '/api-keys', body);
+    expect(res.status).toBe(201);
+    return res.body.data as { id: string; key: string; maskedKey: string; type: string; environment: string };
+  };
+
+  it('creates keys shown once, masked afterwards', async () => {
+    const created = await create({ name: 'ci', type: 'secret', plan: 'pro' });
+    expect(created.key).toMatch(/^svc_sk_[A-Za-z0-9_-]{49}$/);
+    expect(created.maskedKey).toBe(`svc_sk_…${created.key.slice(-4)}`);
+    const got = await api('GET', `/api-keys/${created.id}`);
+    expect(got.status).toBe(200);
+    expect(got.body.data.key).toBeUndefined();
+    expect(got.body.data).toMatchObject({ id: created.id, plan: 'pro', type: 'secret', environment: 'live', revokedAt: null });
+    const list = await api('GET', '/api-keys?limit=100');
+    expect(JSON.stringify(list.body)).not.toContain(created.key);
+    expect(list.body.data.map((k: { id: string }) => k.id)).toContain(created.id);
+  });
+
+  it('confines public keys to browser endpoints: 403 elsewhere', async () => {
+    const pub = await create({ name: 'browser', type: 'public' });
+    const asPublic = apiClient(stack.baseUrl, pub.key);
+    for (const [method, path] of [
+      ['GET', '/users'],
+      ['POST', '/users'],
+      ['GET', '/api-keys'],
+    ] as const) {
+      const res = await asPublic(method, path, method === 'POST' ? { email: 'x@example.com', name: 'X' } : undefined);
+      expect(res.status).toBe(403);
+      expect(res.body.error.code).toBe('forbidden');
+    }
+  });
+
+  it('keeps test and live data apart', async () => {
+    const test = await create({ name: 'sandbox', type: 'test' });
+    expect(test.key).toMatch(/^svc_test_/);
+    const asTest = apiClient(stack.baseUrl, test.key);
+    const liveUser = (await api('POST', '/users', { email: 'iso@example.com', name: 'Live' })).body.data;
+    const testUser = (await asTest('POST', '/users', { email: 'iso@example.com', name: 'Test' })).body.data;
+    expect(testUser.id).not.toBe(liveUser.id);
+    expect((await asTest('GET', `/users/${liveUser.id}`)).status).toBe(404);
+    expect((await api('GET', `/users/${testUser.id}`)).status).toBe(404);
+    const testList = await asTest('GET', '/users?limit=100');
+    expect(testList.body.data.map((u: { id: string }) => u.id)).toEqual([testUser.id]);
+    expect((await asTest('POST', '/api-keys', { name: 'escalate', type: 'secret' })).status).toBe(403);
+    const keys = await asTest('GET', '/api-keys?limit=100');
+    expect(keys.body.data.every((k: { environment: string }) => k.environment === 'test')).toBe(true);
+  });
+
+  it('revokes at once through the API, although authentications are cached', async () => {
+    const k = await create({ name: 'to-revoke', type: 'secret' });
+    const asKey = apiClient(stack.baseUrl, k.key);
+    expect((await asKey('GET', '/users?limit=1')).status).toBe(200);
+    expect((await asKey('GET', '/users?limit=1')).status).toBe(200);
+    expect((await api('DELETE', `/api-keys/${k.id}`)).status).toBe(204);
+    let status = 200;
+    for (let i = 0; i < 50 && status === 200; i++) {
+      status = (await asKey('GET', '/users?limit=1')).status;
+      if (status === 200) await new Promise((r) => setTimeout(r, 20));
+    }
+    expect(status).toBe(401);
+    expect((await api('GET', `/api-keys/${k.id}`)).body.data.revokedAt).not.toBeNull();
+  });
+
+  it('rotates with a grace period, and without one', async () => {
+    const k = await create({ name: 'to-rotate', type: 'secret' });
+    const rotated = await api('POST', `/api-keys/${k.id}/rotate`, { gracePeriod: '1h' });
+    expect(rotated.status).toBe(200);
+    const fresh = rotated.body.data.key as string;
+    expect(fresh).not.toBe(k.key);
+    expect(Date.parse(rotated.body.data.previousKeyExpiresAt) - Date.now()).toBeGreaterThan(3500_000);
+    expect((await apiClient(stack.baseUrl, k.key)('GET', '/users?limit=1')).status).toBe(200);
+    expect((await apiClient(stack.baseUrl, fresh)('GET', '/users?limit=1')).status).toBe(200);
+    const again = await api('POST', `/api-keys/${k.id}/rotate`, { gracePeriod: '0s' });
+    let status = 200;
+    for (let i = 0; i < 50 && status === 200; i++) {
+      status = (await apiClient(stack.baseUrl, fresh)('GET', '/users?limit=1')).status;
+      if (status === 200) await new Promise((r) => setTimeout(r, 20));
+    }
+    expect(status).toBe(401);
+    expect((await apiClient(stack.baseUrl, again.body.data.key)('GET', '/users?limit=1')).status).toBe(200);
+    const bad = await api('POST', `/api-keys/${k.id}/rotate`, { gracePeriod: '8d' });
+    expect(bad.status).toBe(400);
+    expect(bad.body.error.details[0].field).toBe('gracePeriod');
+  });
+
+  it('never logs a key', async () => {
+    const k = await create({ name: 'log-scan', type: 'secret' });
+    await apiClient(stack.baseUrl, k.key)('GET', '/users?limit=1');
+    await apiClient(stack.baseUrl, k.key.slice(0, -1) + 'x')('GET', '/users?limit=1');
+    const logs = output.join('\n');
+    expect(logs).not.toContain(k.key.slice(7, 40));
+    expect(logs).not.toContain(KEY.slice(7));
   });
 });
 

@@ -9,9 +9,10 @@ import { observe } from './middleware/observe';
 import { requestId } from './middleware/request-id';
 import { buildOpenApi } from './openapi';
 import type { Route } from './routes/route';
+import { apiKeyRoutes } from './routes/api-keys';
 import { userRoutes } from './routes/users';
 
-export const routes: Route[] = [...userRoutes];
+export const routes: Route[] = [...userRoutes, ...apiKeyRoutes];
 
 export const BODY_LIMIT = '1mb';
 
@@ -27,6 +28,7 @@ export interface GatewayDeps {
 }
 
 const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH']);
+const DEFAULT_KEY_TYPES: NonNullable<Route['keyTypes']> = ['secret', 'test'];
 
 /** A body-carrying request must be JSON; an empty body is validated as missing fields. */
 function requireJson(req: Request, _res: Response, next: NextFunction): void {
@@ -44,6 +46,9 @@ function mount(router: express.Router, route: Route, deps: GatewayDeps): void {
     res.locals.route = template;
     try {
       const principal = req.principal!;
+      if (!(route.keyTypes ?? DEFAULT_KEY_TYPES).includes(principal.keyType as 'secret')) {
+        throw new AppError('forbidden', `A ${principal.keyType} key cannot call ${route.method.toUpperCase()} ${route.path}`);
+      }
       const input = {
         params: route.params ? parseOrThrow(route.params, req.params) : {},
         query: route.query ? parseOrThrow(route.query, req.query ?? {}) : {},

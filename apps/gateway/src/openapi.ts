@@ -27,8 +27,10 @@ function parameters(route: Route) {
 export function buildOpenApi(routes: Route[], serverUrl: string) {
   const paths: Record<string, Record<string, object>> = {};
   for (const route of routes) {
+    const error = { content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } };
     const responses: Record<string, object> = {
-      401: { description: 'Missing or invalid API key', content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } },
+      401: { description: 'Missing or invalid API key', ...error },
+      403: { description: `Key type not allowed (allowed: ${(route.keyTypes ?? ['secret', 'test']).join(', ')})`, ...error },
     };
     for (const [status, doc] of Object.entries(route.responses)) {
       responses[status] = {

@@ -5,6 +5,7 @@ import { migrationsDir } from './migrations';
 import type { IdentityContext } from './context';
 import { ensureBootstrapKey } from './domain/bootstrap';
 import { KeyChangeFeed } from './domain/key-change-feed';
+import { createApiKey, getApiKey, listApiKeys, revokeApiKey, rotateApiKey } from './rpc/api-keys';
 import { authenticateApiKey } from './rpc/authenticate-api-key';
 import { createUser } from './rpc/create-user';
 import { deleteUser } from './rpc/delete-user';
@@ -40,6 +41,11 @@ void runProcess('identity', () => loadIdentityConfig(), async ({ config, logger,
           listUsers: listUsers(ctx),
           authenticateApiKey: authenticateApiKey(ctx),
           watchApiKeyChanges: watchApiKeyChanges(feed),
+          createApiKey: createApiKey(ctx),
+          listApiKeys: listApiKeys(ctx),
+          getApiKey: getApiKey(ctx),
+          revokeApiKey: revokeApiKey(ctx),
+          rotateApiKey: rotateApiKey(ctx),
         },
       },
     ],

@@ -90,3 +90,15 @@ export function parseOrThrow<T extends z.ZodType>(schema: T, value: unknown, pre
   if (!result.success) throw AppError.invalid(fieldErrors(result.error, prefix));
   return result.data;
 }
+
+const UNIT_SECONDS = { s: 1, m: 60, h: 3600, d: 86_400 } as const;
+
+/** A duration `<number><unit>` (units s, m, h, d), parsed to seconds and bounded (e.g. "24h" -> 86400). */
+export function durationSchema(minSeconds: number, maxSeconds: number, bounds: string) {
+  const message = `must look like <number><unit> (s, m, h or d), from ${bounds}`;
+  return z
+    .string({ error: message })
+    .regex(/^\d{1,7}[smhd]$/, message)
+    .transform((v) => Number(v.slice(0, -1)) * UNIT_SECONDS[v.slice(-1) as keyof typeof UNIT_SECONDS])
+    .pipe(z.number().min(minSeconds, message).max(maxSeconds, message));
+}

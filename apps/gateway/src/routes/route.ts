@@ -23,6 +23,8 @@ export interface Route<P extends z.ZodType = z.ZodType, Q extends z.ZodType = z.
   query?: Q;
   body?: B;
   responses: Record<number, ResponseDoc>;
+  /** Key types allowed to call it (default: secret and test keys). Public keys get 403 elsewhere. */
+  keyTypes?: ('secret' | 'test' | 'public')[];
   handle: (
     input: { params: z.infer<P>; query: z.infer<Q>; body: z.infer<B> },
     ctx: RouteContext,

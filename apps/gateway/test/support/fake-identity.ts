@@ -9,6 +9,8 @@ export type IdentityMethod = keyof IdentityPort;
 export const VALID_KEY = `svc_sk_${'a'.repeat(40)}`;
 export const KEY_ID = newId('key');
 export const PRINCIPAL: identity.ApiKeyPrincipal = { keyId: KEY_ID, keyType: 'secret', environment: 'live', plan: 'enterprise' };
+/** A public key the fake accepts (for the 403 rules of public keys). */
+export const PUBLIC_KEY = `svc_pk_${'p'.repeat(40)}`;
 
 export interface RecordedCall<M extends IdentityMethod = IdentityMethod> {
   method: M;
@@ -22,7 +24,7 @@ const CURSOR = /^cur_(user_[0-9a-z]{26})$/;
  * In-memory identity service: users in a Map, errors thrown as AppError like the real service
  * (not_found, conflict with an email field detail, invalid_request for a bad cursor).
  */
-export class FakeIdentity implements IdentityPort {
+export class FakeIdentity implements Partial<IdentityPort> {
   readonly users = new Map<string, identity.User>();
   readonly calls: RecordedCall[] = [];
   private readonly failures = new Map<IdentityMethod, unknown>();
@@ -55,6 +57,7 @@ export class FakeIdentity implements IdentityPort {
 
   async authenticateApiKey(req: identity.AuthenticateApiKeyRequest, opts?: Partial<CallOptions>): Promise<identity.ApiKeyPrincipal> {
     this.enter('authenticateApiKey', req, opts);
+    if (req.key === PUBLIC_KEY) return { ...PRINCIPAL, keyId: 'key_public', keyType: 'public' };
     if (req.key !== VALID_KEY) throw new AppError('unauthorized', 'Invalid API key');
     return { ...PRINCIPAL };
   }
@@ -81,6 +84,22 @@ export class FakeIdentity implements IdentityPort {
     };
     this.users.set(user.id, user);
     return { ...user };
+  }
+
+  async createApiKey(req: identity.CreateApiKeyRequest, opts?: Partial<CallOptions>): Promise<identity.CreatedApiKey> {
+    this.enter('createApiKey', req, opts);
+    const key = `svc_sk_${'n'.repeat(49)}`;
+    const now = new Date().toISOString();
+    return {
+      key,
+      apiKey: { id: newId('key'), environment: 'live', name: req.name, type: req.type, plan: req.plan, rateLimit: req.rateLimit, prefix: 'svc_sk_', last4: 'nnnn', createdAt: now, expiresAt: req.expiresAt },
+    };
+  }
+
+  async rotateApiKey(req: identity.RotateApiKeyRequest, opts?: Partial<CallOptions>): Promise<identity.CreatedApiKey> {
+    this.enter('rotateApiKey', req, opts);
+    const now = new Date().toISOString();
+    return { key: `svc_sk_${'r'.repeat(49)}`, apiKey: { id: req.id, environment: 'live', name: 'k', type: 'secret', plan: 'free', prefix: 'svc_sk_', last4: 'rrrr', createdAt: now } };
   }
 
   async getUser(req: identity.GetUserRequest, opts?: Partial<CallOptions>): Promise<identity.User> {

@@ -2,7 +2,7 @@ import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
 import { createLogger, Metrics } from '@secsvc/shared';
 import { createApp, type GatewayDeps } from '../../src/app';
-import { FakeIdentity, VALID_KEY } from './fake-identity';
+import { FakeIdentity, VALID_KEY, type IdentityPort } from './fake-identity';
 
 export interface TestGateway {
   url: string;
@@ -16,7 +16,8 @@ export async function startGateway(options: { fake?: FakeIdentity; ready?: () =>
   const fake = options.fake ?? new FakeIdentity();
   const deps: GatewayDeps = {
     config: { GRPC_DEADLINE_MS: 1000, TRUST_PROXY_HOPS: 0, HOST: '127.0.0.1', PORT: 0 },
-    clients: { identity: fake },
+    // Methods the fake does not have are never reached by these tests (a call would throw a TypeError).
+    clients: { identity: fake as unknown as IdentityPort },
     logger: createLogger('test', 'silent'),
     metrics: new Metrics('test'),
     ready: options.ready ?? (async () => true),

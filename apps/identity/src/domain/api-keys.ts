@@ -7,8 +7,20 @@ export const keyPrefixes: Record<KeyType, string> = { secret: 'svc_sk_', public:
 /** Shape of any key we accept: a known prefix and 32..200 url-safe characters. Checked before any lookup. */
 const KEY_SHAPE = /^svc_(sk|pk|test)_[A-Za-z0-9_-]{32,200}$/;
 
+const GENERATED_BODY = 43 + 6; // 32 random bytes in base64url + 6 checksum characters
+
+const checksumOf = (prefixAndBody: string) => createHash('sha256').update(prefixAndBody).digest('base64url').slice(0, 6);
+
+/**
+ * Refuses what cannot be a key before any lookup: a known prefix and 32..200 url-safe characters, and for
+ * keys of the generated length a valid checksum (a mistyped key never reaches the database). Keys of other
+ * lengths can only be a configured BOOTSTRAP_API_KEY.
+ */
 export function looksLikeKey(value: string): boolean {
-  return KEY_SHAPE.test(value);
+  if (!KEY_SHAPE.test(value)) return false;
+  const prefix = keyPrefixes[keyTypeOf(value)];
+  if (value.length !== prefix.length + GENERATED_BODY) return true;
+  return checksumOf(value.slice(0, -6)) === value.slice(-6);
 }
 
 export function keyTypeOf(key: string): KeyType {
@@ -27,9 +39,8 @@ export function environmentOf(type: KeyType): 'live' | 'test' {
  * refused by shape before it reaches the database.
  */
 export function generateKey(type: KeyType): string {
-  const body = randomBytes(32).toString('base64url');
-  const check = createHash('sha256').update(keyPrefixes[type] + body).digest('base64url').slice(0, 6);
-  return `${keyPrefixes[type]}${body}${check}`;
+  const body = keyPrefixes[type] + randomBytes(32).toString('base64url');
+  return body + checksumOf(body);
 }
 
 /** Keyed hash of a key under the server secret: what is stored and looked up. */
@@ -39,6 +50,11 @@ export function hashKey(key: string, serverSecret: string): Buffer {
 
 export function hashesEqual(a: Buffer, b: Buffer): boolean {
   return a.length === b.length && timingSafeEqual(a, b);
+}
+
+/** A new key of `type` with what is stored of it (keyed hash, prefix, last 4 characters). */
+export function mintKey(type: KeyType, serverSecret: string, key = generateKey(type)) {
+  return { key, hash: hashKey(key, serverSecret), ...maskKey(key) };
 }
 
 /** What lists show instead of the key: prefix and last 4 characters. */

@@ -1,5 +1,5 @@
 import { BOOTSTRAP_MARKER, newId, withTransaction, type Logger, type Pool } from '@secsvc/shared';
-import { generateKey, hashKey, maskKey } from './api-keys';
+import { mintKey } from './api-keys';
 import { apiKeysRepository } from '../repositories/api-keys';
 
 /**
@@ -17,20 +17,10 @@ export async function ensureBootstrapKey(
   const created = await withTransaction(pool, async (client) => {
     await client.query(`SELECT pg_advisory_xact_lock(hashtext('secsvc:bootstrap-key'))`);
     if ((await apiKeysRepository.count(client)) > 0) return undefined;
-    const key = configured ?? generateKey('secret');
+    const minted = mintKey('secret', serverSecret, configured);
     const id = newId('key');
-    const { prefix, last4 } = maskKey(key);
-    await apiKeysRepository.insert(client, {
-      id,
-      environment: 'live',
-      type: 'secret',
-      name: 'bootstrap admin key',
-      plan: 'enterprise',
-      hash: hashKey(key, serverSecret),
-      prefix,
-      last4,
-    });
-    return { id, key, generated: configured === undefined };
+    await apiKeysRepository.insert(client, { id, environment: 'live', type: 'secret', name: 'bootstrap admin key', plan: 'enterprise', ...minted });
+    return { id, key: minted.key, generated: configured === undefined };
   });
   if (!created) return 'exists';
   logger.info({ keyId: created.id, source: created.generated ? 'generated' : 'BOOTSTRAP_API_KEY' }, 'bootstrap API key created');

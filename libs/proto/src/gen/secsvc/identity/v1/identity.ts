@@ -103,6 +103,80 @@ export interface ApiKeyPrincipal {
 export interface WatchApiKeyChangesRequest {
 }
 
+/** An API key as lists and lookups show it: never the secret, only its prefix and last 4 characters. */
+export interface ApiKey {
+  id: string;
+  /** The environment the key works in: "test" for test keys, "live" otherwise. */
+  environment: string;
+  name: string;
+  /** "secret" | "public" | "test" */
+  type: string;
+  /** "free" | "pro" | "enterprise" */
+  plan: string;
+  /** Requests per minute for enterprise keys with a custom limit. */
+  rateLimit?: number | undefined;
+  prefix: string;
+  last4: string;
+  createdAt: string | undefined;
+  lastUsedAt?: string | undefined;
+  expiresAt?: string | undefined;
+  revokedAt?:
+    | string
+    | undefined;
+  /** While a rotation's grace period runs: when the previous secret stops working. */
+  previousExpiresAt?: string | undefined;
+}
+
+export interface CreatedApiKey {
+  apiKey:
+    | ApiKey
+    | undefined;
+  /** The full key, shown once. */
+  key: string;
+}
+
+export interface CreateApiKeyRequest {
+  /** The caller's environment ("live" or "test"); a test caller may only create test keys. */
+  environment: string;
+  name: string;
+  type: string;
+  plan: string;
+  rateLimit?: number | undefined;
+  expiresAt?: string | undefined;
+}
+
+export interface ListApiKeysRequest {
+  environment: string;
+  limit: number;
+  cursor: string;
+}
+
+export interface ListApiKeysResponse {
+  apiKeys: ApiKey[];
+  hasMore: boolean;
+  nextCursor: string;
+}
+
+export interface GetApiKeyRequest {
+  environment: string;
+  id: string;
+}
+
+export interface RevokeApiKeyRequest {
+  environment: string;
+  id: string;
+}
+
+export interface RevokeApiKeyResponse {
+}
+
+export interface RotateApiKeyRequest {
+  environment: string;
+  id: string;
+  /** How long the previous secret keeps working: 0..604800 (7 days). */
+  gracePeriodSeconds: number;
+}
+
 export interface ApiKeyChange {
   /** "ready" (the stream is live) or "changed" (key_id was revoked, changed or deleted) */
   kind: string;
@@ -1286,6 +1360,1094 @@ export const WatchApiKeyChangesRequest: MessageFns<WatchApiKeyChangesRequest> = 
   },
 };
 
+function createBaseApiKey(): ApiKey {
+  return {
+    id: "",
+    environment: "",
+    name: "",
+    type: "",
+    plan: "",
+    rateLimit: undefined,
+    prefix: "",
+    last4: "",
+    createdAt: undefined,
+    lastUsedAt: undefined,
+    expiresAt: undefined,
+    revokedAt: undefined,
+    previousExpiresAt: undefined,
+  };
+}
+
+export const ApiKey: MessageFns<ApiKey> = {
+  encode(message: ApiKey, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.id !== "") {
+      writer.uint32(10).string(message.id);
+    }
+    if (message.environment !== "") {
+      writer.uint32(18).string(message.environment);
+    }
+    if (message.name !== "") {
+      writer.uint32(26).string(message.name);
+    }
+    if (message.type !== "") {
+      writer.uint32(34).string(message.type);
+    }
+    if (message.plan !== "") {
+      writer.uint32(42).string(message.plan);
+    }
+    if (message.rateLimit !== undefined) {
+      writer.uint32(48).int32(message.rateLimit);
+    }
+    if (message.prefix !== "") {
+      writer.uint32(58).string(message.prefix);
+    }
+    if (message.last4 !== "") {
+      writer.uint32(66).string(message.last4);
+    }
+    if (message.createdAt !== undefined) {
+      Timestamp.encode(toTimestamp(message.createdAt), writer.uint32(74).fork()).join();
+    }
+    if (message.lastUsedAt !== undefined) {
+      Timestamp.encode(toTimestamp(message.lastUsedAt), writer.uint32(82).fork()).join();
+    }
+    if (message.expiresAt !== undefined) {
+      Timestamp.encode(toTimestamp(message.expiresAt), writer.uint32(90).fork()).join();
+    }
+    if (message.revokedAt !== undefined) {
+      Timestamp.encode(toTimestamp(message.revokedAt), writer.uint32(98).fork()).join();
+    }
+    if (message.previousExpiresAt !== undefined) {
+      Timestamp.encode(toTimestamp(message.previousExpiresAt), writer.uint32(106).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ApiKey {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseApiKey();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.id = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.environment = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.name = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.type = reader.string();
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.plan = reader.string();
+            continue;
+          }
+          case 6: {
+            if (tag !== 48) {
+              break;
+            }
+
+            message.rateLimit = reader.int32();
+            continue;
+          }
+          case 7: {
+            if (tag !== 58) {
+              break;
+            }
+
+            message.prefix = reader.string();
+            continue;
+          }
+          case 8: {
+            if (tag !== 66) {
+              break;
+            }
+
+            message.last4 = reader.string();
+            continue;
+          }
+          case 9: {
+            if (tag !== 74) {
+              break;
+            }
+
+            message.createdAt = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 10: {
+            if (tag !== 82) {
+              break;
+            }
+
+            message.lastUsedAt = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 11: {
+            if (tag !== 90) {
+              break;
+            }
+
+            message.expiresAt = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 12: {
+            if (tag !== 98) {
+              break;
+            }
+
+            message.revokedAt = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 13: {
+            if (tag !== 106) {
+              break;
+            }
+
+            message.previousExpiresAt = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ApiKey {
+    return {
+      id: isSet(object.id) ? globalThis.String(object.id) : "",
+      environment: isSet(object.environment) ? globalThis.String(object.environment) : "",
+      name: isSet(object.name) ? globalThis.String(object.name) : "",
+      type: isSet(object.type) ? globalThis.String(object.type) : "",
+      plan: isSet(object.plan) ? globalThis.String(object.plan) : "",
+      rateLimit: isSet(object.rateLimit)
+        ? globalThis.Number(object.rateLimit)
+        : isSet(object.rate_limit)
+        ? globalThis.Number(object.rate_limit)
+        : undefined,
+      prefix: isSet(object.prefix) ? globalThis.String(object.prefix) : "",
+      last4: isSet(object.last4) ? globalThis.String(object.last4) : "",
+      createdAt: isSet(object.createdAt)
+        ? globalThis.String(object.createdAt)
+        : isSet(object.created_at)
+        ? globalThis.String(object.created_at)
+        : undefined,
+      lastUsedAt: isSet(object.lastUsedAt)
+        ? globalThis.String(object.lastUsedAt)
+        : isSet(object.last_used_at)
+        ? globalThis.String(object.last_used_at)
+        : undefined,
+      expiresAt: isSet(object.expiresAt)
+        ? globalThis.String(object.expiresAt)
+        : isSet(object.expires_at)
+        ? globalThis.String(object.expires_at)
+        : undefined,
+      revokedAt: isSet(object.revokedAt)
+        ? globalThis.String(object.revokedAt)
+        : isSet(object.revoked_at)
+        ? globalThis.String(object.revoked_at)
+        : undefined,
+      previousExpiresAt: isSet(object.previousExpiresAt)
+        ? globalThis.String(object.previousExpiresAt)
+        : isSet(object.previous_expires_at)
+        ? globalThis.String(object.previous_expires_at)
+        : undefined,
+    };
+  },
+
+  toJSON(message: ApiKey): unknown {
+    const obj: any = {};
+    if (message.id !== "") {
+      obj.id = message.id;
+    }
+    if (message.environment !== "") {
+      obj.environment = message.environment;
+    }
+    if (message.name !== "") {
+      obj.name = message.name;
+    }
+    if (message.type !== "") {
+      obj.type = message.type;
+    }
+    if (message.plan !== "") {
+      obj.plan = message.plan;
+    }
+    if (message.rateLimit !== undefined) {
+      obj.rateLimit = Math.round(message.rateLimit);
+    }
+    if (message.prefix !== "") {
+      obj.prefix = message.prefix;
+    }
+    if (message.last4 !== "") {
+      obj.last4 = message.last4;
+    }
+    if (message.createdAt !== undefined) {
+      obj.createdAt = message.createdAt;
+    }
+    if (message.lastUsedAt !== undefined) {
+      obj.lastUsedAt = message.lastUsedAt;
+    }
+    if (message.expiresAt !== undefined) {
+      obj.expiresAt = message.expiresAt;
+    }
+    if (message.revokedAt !== undefined) {
+      obj.revokedAt = message.revokedAt;
+    }
+    if (message.previousExpiresAt !== undefined) {
+      obj.previousExpiresAt = message.previousExpiresAt;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ApiKey>, I>>(base?: I): ApiKey {
+    return ApiKey.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ApiKey>, I>>(object: I): ApiKey {
+    const message = createBaseApiKey();
+    message.id = object.id ?? "";
+    message.environment = object.environment ?? "";
+    message.name = object.name ?? "";
+    message.type = object.type ?? "";
+    message.plan = object.plan ?? "";
+    message.rateLimit = object.rateLimit ?? undefined;
+    message.prefix = object.prefix ?? "";
+    message.last4 = object.last4 ?? "";
+    message.createdAt = object.createdAt ?? undefined;
+    message.lastUsedAt = object.lastUsedAt ?? undefined;
+    message.expiresAt = object.expiresAt ?? undefined;
+    message.revokedAt = object.revokedAt ?? undefined;
+    message.previousExpiresAt = object.previousExpiresAt ?? undefined;
+    return message;
+  },
+};
+
+function createBaseCreatedApiKey(): CreatedApiKey {
+  return { apiKey: undefined, key: "" };
+}
+
+export const CreatedApiKey: MessageFns<CreatedApiKey> = {
+  encode(message: CreatedApiKey, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.apiKey !== undefined) {
+      ApiKey.encode(message.apiKey, writer.uint32(10).fork()).join();
+    }
+    if (message.key !== "") {
+      writer.uint32(18).string(message.key);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): CreatedApiKey {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseCreatedApiKey();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.apiKey = ApiKey.decode(reader, reader.uint32());
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.key = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): CreatedApiKey {
+    return {
+      apiKey: isSet(object.apiKey)
+        ? ApiKey.fromJSON(object.apiKey)
+        : isSet(object.api_key)
+        ? ApiKey.fromJSON(object.api_key)
+        : undefined,
+      key: isSet(object.key) ? globalThis.String(object.key) : "",
+    };
+  },
+
+  toJSON(message: CreatedApiKey): unknown {
+    const obj: any = {};
+    if (message.apiKey !== undefined) {
+      obj.apiKey = ApiKey.toJSON(message.apiKey);
+    }
+    if (message.key !== "") {
+      obj.key = message.key;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<CreatedApiKey>, I>>(base?: I): CreatedApiKey {
+    return CreatedApiKey.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<CreatedApiKey>, I>>(object: I): CreatedApiKey {
+    const message = createBaseCreatedApiKey();
+    message.apiKey = (object.apiKey !== undefined && object.apiKey !== null)
+      ? ApiKey.fromPartial(object.apiKey)
+      : undefined;
+    message.key = object.key ?? "";
+    return message;
+  },
+};
+
+function createBaseCreateApiKeyRequest(): CreateApiKeyRequest {
+  return { environment: "", name: "", type: "", plan: "", rateLimit: undefined, expiresAt: undefined };
+}
+
+export const CreateApiKeyRequest: MessageFns<CreateApiKeyRequest> = {
+  encode(message: CreateApiKeyRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.environment !== "") {
+      writer.uint32(10).string(message.environment);
+    }
+    if (message.name !== "") {
+      writer.uint32(18).string(message.name);
+    }
+    if (message.type !== "") {
+      writer.uint32(26).string(message.type);
+    }
+    if (message.plan !== "") {
+      writer.uint32(34).string(message.plan);
+    }
+    if (message.rateLimit !== undefined) {
+      writer.uint32(40).int32(message.rateLimit);
+    }
+    if (message.expiresAt !== undefined) {
+      Timestamp.encode(toTimestamp(message.expiresAt), writer.uint32(50).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): CreateApiKeyRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseCreateApiKeyRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.environment = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.name = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.type = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.plan = reader.string();
+            continue;
+          }
+          case 5: {
+            if (tag !== 40) {
+              break;
+            }
+
+            message.rateLimit = reader.int32();
+            continue;
+          }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.expiresAt = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): CreateApiKeyRequest {
+    return {
+      environment: isSet(object.environment) ? globalThis.String(object.environment) : "",
+      name: isSet(object.name) ? globalThis.String(object.name) : "",
+      type: isSet(object.type) ? globalThis.String(object.type) : "",
+      plan: isSet(object.plan) ? globalThis.String(object.plan) : "",
+      rateLimit: isSet(object.rateLimit)
+        ? globalThis.Number(object.rateLimit)
+        : isSet(object.rate_limit)
+        ? globalThis.Number(object.rate_limit)
+        : undefined,
+      expiresAt: isSet(object.expiresAt)
+        ? globalThis.String(object.expiresAt)
+        : isSet(object.expires_at)
+        ? globalThis.String(object.expires_at)
+        : undefined,
+    };
+  },
+
+  toJSON(message: CreateApiKeyRequest): unknown {
+    const obj: any = {};
+    if (message.environment !== "") {
+      obj.environment = message.environment;
+    }
+    if (message.name !== "") {
+      obj.name = message.name;
+    }
+    if (message.type !== "") {
+      obj.type = message.type;
+    }
+    if (message.plan !== "") {
+      obj.plan = message.plan;
+    }
+    if (message.rateLimit !== undefined) {
+      obj.rateLimit = Math.round(message.rateLimit);
+    }
+    if (message.expiresAt !== undefined) {
+      obj.expiresAt = message.expiresAt;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<CreateApiKeyRequest>, I>>(base?: I): CreateApiKeyRequest {
+    return CreateApiKeyRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<CreateApiKeyRequest>, I>>(object: I): CreateApiKeyRequest {
+    const message = createBaseCreateApiKeyRequest();
+    message.environment = object.environment ?? "";
+    message.name = object.name ?? "";
+    message.type = object.type ?? "";
+    message.plan = object.plan ?? "";
+    message.rateLimit = object.rateLimit ?? undefined;
+    message.expiresAt = object.expiresAt ?? undefined;
+    return message;
+  },
+};
+
+function createBaseListApiKeysRequest(): ListApiKeysRequest {
+  return { environment: "", limit: 0, cursor: "" };
+}
+
+export const ListApiKeysRequest: MessageFns<ListApiKeysRequest> = {
+  encode(message: ListApiKeysRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.environment !== "") {
+      writer.uint32(10).string(message.environment);
+    }
+    if (message.limit !== 0) {
+      writer.uint32(16).int32(message.limit);
+    }
+    if (message.cursor !== "") {
+      writer.uint32(26).string(message.cursor);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ListApiKeysRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseListApiKeysRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.environment = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.limit = reader.int32();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.cursor = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ListApiKeysRequest {
+    return {
+      environment: isSet(object.environment) ? globalThis.String(object.environment) : "",
+      limit: isSet(object.limit) ? globalThis.Number(object.limit) : 0,
+      cursor: isSet(object.cursor) ? globalThis.String(object.cursor) : "",
+    };
+  },
+
+  toJSON(message: ListApiKeysRequest): unknown {
+    const obj: any = {};
+    if (message.environment !== "") {
+      obj.environment = message.environment;
+    }
+    if (message.limit !== 0) {
+      obj.limit = Math.round(message.limit);
+    }
+    if (message.cursor !== "") {
+      obj.cursor = message.cursor;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ListApiKeysRequest>, I>>(base?: I): ListApiKeysRequest {
+    return ListApiKeysRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ListApiKeysRequest>, I>>(object: I): ListApiKeysRequest {
+    const message = createBaseListApiKeysRequest();
+    message.environment = object.environment ?? "";
+    message.limit = object.limit ?? 0;
+    message.cursor = object.cursor ?? "";
+    return message;
+  },
+};
+
+function createBaseListApiKeysResponse(): ListApiKeysResponse {
+  return { apiKeys: [], hasMore: false, nextCursor: "" };
+}
+
+export const ListApiKeysResponse: MessageFns<ListApiKeysResponse> = {
+  encode(message: ListApiKeysResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.apiKeys) {
+      ApiKey.encode(v!, writer.uint32(10).fork()).join();
+    }
+    if (message.hasMore !== false) {
+      writer.uint32(16).bool(message.hasMore);
+    }
+    if (message.nextCursor !== "") {
+      writer.uint32(26).string(message.nextCursor);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ListApiKeysResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseListApiKeysResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.apiKeys.push(ApiKey.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.hasMore = reader.bool();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.nextCursor = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ListApiKeysResponse {
+    return {
+      apiKeys: globalThis.Array.isArray(object?.apiKeys)
+        ? object.apiKeys.map((e: any) => ApiKey.fromJSON(e))
+        : globalThis.Array.isArray(object?.api_keys)
+        ? object.api_keys.map((e: any) => ApiKey.fromJSON(e))
+        : [],
+      hasMore: isSet(object.hasMore)
+        ? globalThis.Boolean(object.hasMore)
+        : isSet(object.has_more)
+        ? globalThis.Boolean(object.has_more)
+        : false,
+      nextCursor: isSet(object.nextCursor)
+        ? globalThis.String(object.nextCursor)
+        : isSet(object.next_cursor)
+        ? globalThis.String(object.next_cursor)
+        : "",
+    };
+  },
+
+  toJSON(message: ListApiKeysResponse): unknown {
+    const obj: any = {};
+    if (message.apiKeys?.length) {
+      obj.apiKeys = message.apiKeys.map((e) => ApiKey.toJSON(e));
+    }
+    if (message.hasMore !== false) {
+      obj.hasMore = message.hasMore;
+    }
+    if (message.nextCursor !== "") {
+      obj.nextCursor = message.nextCursor;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ListApiKeysResponse>, I>>(base?: I): ListApiKeysResponse {
+    return ListApiKeysResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ListApiKeysResponse>, I>>(object: I): ListApiKeysResponse {
+    const message = createBaseListApiKeysResponse();
+    message.apiKeys = object.apiKeys?.map((e) => ApiKey.fromPartial(e)) || [];
+    message.hasMore = object.hasMore ?? false;
+    message.nextCursor = object.nextCursor ?? "";
+    return message;
+  },
+};
+
+function createBaseGetApiKeyRequest(): GetApiKeyRequest {
+  return { environment: "", id: "" };
+}
+
+export const GetApiKeyRequest: MessageFns<GetApiKeyRequest> = {
+  encode(message: GetApiKeyRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.environment !== "") {
+      writer.uint32(10).string(message.environment);
+    }
+    if (message.id !== "") {
+      writer.uint32(18).string(message.id);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): GetApiKeyRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseGetApiKeyRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.environment = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.id = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): GetApiKeyRequest {
+    return {
+      environment: isSet(object.environment) ? globalThis.String(object.environment) : "",
+      id: isSet(object.id) ? globalThis.String(object.id) : "",
+    };
+  },
+
+  toJSON(message: GetApiKeyRequest): unknown {
+    const obj: any = {};
+    if (message.environment !== "") {
+      obj.environment = message.environment;
+    }
+    if (message.id !== "") {
+      obj.id = message.id;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<GetApiKeyRequest>, I>>(base?: I): GetApiKeyRequest {
+    return GetApiKeyRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<GetApiKeyRequest>, I>>(object: I): GetApiKeyRequest {
+    const message = createBaseGetApiKeyRequest();
+    message.environment = object.environment ?? "";
+    message.id = object.id ?? "";
+    return message;
+  },
+};
+
+function createBaseRevokeApiKeyRequest(): RevokeApiKeyRequest {
+  return { environment: "", id: "" };
+}
+
+export const RevokeApiKeyRequest: MessageFns<RevokeApiKeyRequest> = {
+  encode(message: RevokeApiKeyRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.environment !== "") {
+      writer.uint32(10).string(message.environment);
+    }
+    if (message.id !== "") {
+      writer.uint32(18).string(message.id);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): RevokeApiKeyRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseRevokeApiKeyRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.environment = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.id = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): RevokeApiKeyRequest {
+    return {
+      environment: isSet(object.environment) ? globalThis.String(object.environment) : "",
+      id: isSet(object.id) ? globalThis.String(object.id) : "",
+    };
+  },
+
+  toJSON(message: RevokeApiKeyRequest): unknown {
+    const obj: any = {};
+    if (message.environment !== "") {
+      obj.environment = message.environment;
+    }
+    if (message.id !== "") {
+      obj.id = message.id;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<RevokeApiKeyRequest>, I>>(base?: I): RevokeApiKeyRequest {
+    return RevokeApiKeyRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<RevokeApiKeyRequest>, I>>(object: I): RevokeApiKeyRequest {
+    const message = createBaseRevokeApiKeyRequest();
+    message.environment = object.environment ?? "";
+    message.id = object.id ?? "";
+    return message;
+  },
+};
+
+function createBaseRevokeApiKeyResponse(): RevokeApiKeyResponse {
+  return {};
+}
+
+export const RevokeApiKeyResponse: MessageFns<RevokeApiKeyResponse> = {
+  encode(_: RevokeApiKeyResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): RevokeApiKeyResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseRevokeApiKeyResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(_: any): RevokeApiKeyResponse {
+    return {};
+  },
+
+  toJSON(_: RevokeApiKeyResponse): unknown {
+    const obj: any = {};
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<RevokeApiKeyResponse>, I>>(base?: I): RevokeApiKeyResponse {
+    return RevokeApiKeyResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<RevokeApiKeyResponse>, I>>(_: I): RevokeApiKeyResponse {
+    const message = createBaseRevokeApiKeyResponse();
+    return message;
+  },
+};
+
+function createBaseRotateApiKeyRequest(): RotateApiKeyRequest {
+  return { environment: "", id: "", gracePeriodSeconds: 0 };
+}
+
+export const RotateApiKeyRequest: MessageFns<RotateApiKeyRequest> = {
+  encode(message: RotateApiKeyRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.environment !== "") {
+      writer.uint32(10).string(message.environment);
+    }
+    if (message.id !== "") {
+      writer.uint32(18).string(message.id);
+    }
+    if (message.gracePeriodSeconds !== 0) {
+      writer.uint32(24).int32(message.gracePeriodSeconds);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): RotateApiKeyRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseRotateApiKeyRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.environment = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.id = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.gracePeriodSeconds = reader.int32();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): RotateApiKeyRequest {
+    return {
+      environment: isSet(object.environment) ? globalThis.String(object.environment) : "",
+      id: isSet(object.id) ? globalThis.String(object.id) : "",
+      gracePeriodSeconds: isSet(object.gracePeriodSeconds)
+        ? globalThis.Number(object.gracePeriodSeconds)
+        : isSet(object.grace_period_seconds)
+        ? globalThis.Number(object.grace_period_seconds)
+        : 0,
+    };
+  },
+
+  toJSON(message: RotateApiKeyRequest): unknown {
+    const obj: any = {};
+    if (message.environment !== "") {
+      obj.environment = message.environment;
+    }
+    if (message.id !== "") {
+      obj.id = message.id;
+    }
+    if (message.gracePeriodSeconds !== 0) {
+      obj.gracePeriodSeconds = Math.round(message.gracePeriodSeconds);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<RotateApiKeyRequest>, I>>(base?: I): RotateApiKeyRequest {
+    return RotateApiKeyRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<RotateApiKeyRequest>, I>>(object: I): RotateApiKeyRequest {
+    const message = createBaseRotateApiKeyRequest();
+    message.environment = object.environment ?? "";
+    message.id = object.id ?? "";
+    message.gracePeriodSeconds = object.gracePeriodSeconds ?? 0;
+    return message;
+  },
+};
+
 function createBaseApiKeyChange(): ApiKeyChange {
   return { kind: "", keyId: "" };
 }
@@ -1455,6 +2617,55 @@ export const IdentityServiceService = {
     responseSerialize: (value: ApiKeyChange): Buffer => Buffer.from(ApiKeyChange.encode(value).finish()),
     responseDeserialize: (value: Buffer): ApiKeyChange => ApiKeyChange.decode(value),
   },
+  /** API key management. A caller in the test environment sees and manages only test keys. */
+  createApiKey: {
+    path: "/secsvc.identity.v1.IdentityService/CreateApiKey" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: CreateApiKeyRequest): Buffer => Buffer.from(CreateApiKeyRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): CreateApiKeyRequest => CreateApiKeyRequest.decode(value),
+    responseSerialize: (value: CreatedApiKey): Buffer => Buffer.from(CreatedApiKey.encode(value).finish()),
+    responseDeserialize: (value: Buffer): CreatedApiKey => CreatedApiKey.decode(value),
+  },
+  listApiKeys: {
+    path: "/secsvc.identity.v1.IdentityService/ListApiKeys" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: ListApiKeysRequest): Buffer => Buffer.from(ListApiKeysRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): ListApiKeysRequest => ListApiKeysRequest.decode(value),
+    responseSerialize: (value: ListApiKeysResponse): Buffer => Buffer.from(ListApiKeysResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): ListApiKeysResponse => ListApiKeysResponse.decode(value),
+  },
+  getApiKey: {
+    path: "/secsvc.identity.v1.IdentityService/GetApiKey" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: GetApiKeyRequest): Buffer => Buffer.from(GetApiKeyRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): GetApiKeyRequest => GetApiKeyRequest.decode(value),
+    responseSerialize: (value: ApiKey): Buffer => Buffer.from(ApiKey.encode(value).finish()),
+    responseDeserialize: (value: Buffer): ApiKey => ApiKey.decode(value),
+  },
+  /** Revocation is immediate everywhere (the key's row changes, WatchApiKeyChanges announces it). */
+  revokeApiKey: {
+    path: "/secsvc.identity.v1.IdentityService/RevokeApiKey" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: RevokeApiKeyRequest): Buffer => Buffer.from(RevokeApiKeyRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): RevokeApiKeyRequest => RevokeApiKeyRequest.decode(value),
+    responseSerialize: (value: RevokeApiKeyResponse): Buffer =>
+      Buffer.from(RevokeApiKeyResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): RevokeApiKeyResponse => RevokeApiKeyResponse.decode(value),
+  },
+  /** A new secret for the same key id; the previous one keeps working for the grace period. */
+  rotateApiKey: {
+    path: "/secsvc.identity.v1.IdentityService/RotateApiKey" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: RotateApiKeyRequest): Buffer => Buffer.from(RotateApiKeyRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): RotateApiKeyRequest => RotateApiKeyRequest.decode(value),
+    responseSerialize: (value: CreatedApiKey): Buffer => Buffer.from(CreatedApiKey.encode(value).finish()),
+    responseDeserialize: (value: Buffer): CreatedApiKey => CreatedApiKey.decode(value),
+  },
 } as const;
 
 export interface IdentityServiceServer extends UntypedServiceImplementation {
@@ -1474,6 +2685,14 @@ export interface IdentityServiceServer extends UntypedServiceImplementation {
    * subscriber must stop trusting its cache until a new stream is ready.
    */
   watchApiKeyChanges: handleServerStreamingCall<WatchApiKeyChangesRequest, ApiKeyChange>;
+  /** API key management. A caller in the test environment sees and manages only test keys. */
+  createApiKey: handleUnaryCall<CreateApiKeyRequest, CreatedApiKey>;
+  listApiKeys: handleUnaryCall<ListApiKeysRequest, ListApiKeysResponse>;
+  getApiKey: handleUnaryCall<GetApiKeyRequest, ApiKey>;
+  /** Revocation is immediate everywhere (the key's row changes, WatchApiKeyChanges announces it). */
+  revokeApiKey: handleUnaryCall<RevokeApiKeyRequest, RevokeApiKeyResponse>;
+  /** A new secret for the same key id; the previous one keeps working for the grace period. */
+  rotateApiKey: handleUnaryCall<RotateApiKeyRequest, CreatedApiKey>;
 }
 
 export interface IdentityServiceClient extends Client {
@@ -1582,6 +2801,84 @@ export interface IdentityServiceClient extends Client {
     metadata?: Metadata,
     options?: Partial<CallOptions>,
   ): ClientReadableStream<ApiKeyChange>;
+  /** API key management. A caller in the test environment sees and manages only test keys. */
+  createApiKey(
+    request: CreateApiKeyRequest,
+    callback: (error: ServiceError | null, response: CreatedApiKey) => void,
+  ): ClientUnaryCall;
+  createApiKey(
+    request: CreateApiKeyRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: CreatedApiKey) => void,
+  ): ClientUnaryCall;
+  createApiKey(
+    request: CreateApiKeyRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: CreatedApiKey) => void,
+  ): ClientUnaryCall;
+  listApiKeys(
+    request: ListApiKeysRequest,
+    callback: (error: ServiceError | null, response: ListApiKeysResponse) => void,
+  ): ClientUnaryCall;
+  listApiKeys(
+    request: ListApiKeysRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: ListApiKeysResponse) => void,
+  ): ClientUnaryCall;
+  listApiKeys(
+    request: ListApiKeysRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: ListApiKeysResponse) => void,
+  ): ClientUnaryCall;
+  getApiKey(
+    request: GetApiKeyRequest,
+    callback: (error: ServiceError | null, response: ApiKey) => void,
+  ): ClientUnaryCall;
+  getApiKey(
+    request: GetApiKeyRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: ApiKey) => void,
+  ): ClientUnaryCall;
+  getApiKey(
+    request: GetApiKeyRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: ApiKey) => void,
+  ): ClientUnaryCall;
+  /** Revocation is immediate everywhere (the key's row changes, WatchApiKeyChanges announces it). */
+  revokeApiKey(
+    request: RevokeApiKeyRequest,
+    callback: (error: ServiceError | null, response: RevokeApiKeyResponse) => void,
+  ): ClientUnaryCall;
+  revokeApiKey(
+    request: RevokeApiKeyRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: RevokeApiKeyResponse) => void,
+  ): ClientUnaryCall;
+  revokeApiKey(
+    request: RevokeApiKeyRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: RevokeApiKeyResponse) => void,
+  ): ClientUnaryCall;
+  /** A new secret for the same key id; the previous one keeps working for the grace period. */
+  rotateApiKey(
+    request: RotateApiKeyRequest,
+    callback: (error: ServiceError | null, response: CreatedApiKey) => void,
+  ): ClientUnaryCall;
+  rotateApiKey(
+    request: RotateApiKeyRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: CreatedApiKey) => void,
+  ): ClientUnaryCall;
+  rotateApiKey(
+    request: RotateApiKeyRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: CreatedApiKey) => void,
+  ): ClientUnaryCall;
 }
 
 export const IdentityServiceClient = makeGenericClientConstructor(

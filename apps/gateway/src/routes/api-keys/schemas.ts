@@ -1,0 +1,53 @@
+import type { identity } from '@secsvc/proto';
+import { durationSchema } from '@secsvc/shared';
+import { z } from 'zod';
+
+export const apiKeyIdParams = z.object({ id: z.string() });
+
+export const createApiKeyBody = z.strictObject({
+  name: z.string({ error: 'must be a string' }).min(1, 'must not be empty').max(100, 'must be at most 100 characters'),
+  type: z.enum(['secret', 'public', 'test'], { error: 'must be secret, public or test' }),
+  plan: z.enum(['free', 'pro', 'enterprise'], { error: 'must be free, pro or enterprise' }).optional(),
+  rateLimit: z.number({ error: 'must be an integer' }).int('must be an integer').min(1).max(1_000_000).optional(),
+  expiresAt: z.iso.datetime({ offset: true, error: 'must be an ISO 8601 timestamp' }).optional(),
+});
+
+export const rotateApiKeyBody = z.strictObject({
+  gracePeriod: durationSchema(0, 7 * 86_400, '0s to 7d').optional(),
+});
+
+const timestamp = z.string().describe('ISO 8601 UTC');
+
+export const apiKeyForm = z.object({
+  id: z.string().describe('key_<id>'),
+  name: z.string(),
+  type: z.enum(['secret', 'public', 'test']),
+  environment: z.enum(['live', 'test']),
+  plan: z.enum(['free', 'pro', 'enterprise']),
+  rateLimit: z.number().int().nullable().describe('requests per minute; null = the plan default'),
+  maskedKey: z.string().describe('prefix + last 4 characters, e.g. svc_sk_…a1b2'),
+  createdAt: timestamp,
+  lastUsedAt: timestamp.nullable().describe('updated at most once a minute'),
+  expiresAt: timestamp.nullable(),
+  revokedAt: timestamp.nullable(),
+  previousKeyExpiresAt: timestamp.nullable().describe('end of the grace period of the previous secret after a rotation'),
+});
+
+export const createdApiKeyForm = apiKeyForm.extend({ key: z.string().describe('the full key, shown only in this response') });
+
+export function apiKeyOf(k: identity.ApiKey): z.infer<typeof apiKeyForm> {
+  return {
+    id: k.id,
+    name: k.name,
+    type: k.type as 'secret',
+    environment: k.environment as 'live',
+    plan: k.plan as 'free',
+    rateLimit: k.rateLimit ?? null,
+    maskedKey: `${k.prefix}…${k.last4}`,
+    createdAt: k.createdAt!,
+    lastUsedAt: k.lastUsedAt ?? null,
+    expiresAt: k.expiresAt ?? null,
+    revokedAt: k.revokedAt ?? null,
+    previousKeyExpiresAt: k.previousExpiresAt ?? null,
+  };
+}

@@ -1,0 +1,170 @@
+import { Metadata } from '@grpc/grpc-js';
+import { AppError, createLogger, createPool, migrate, readMigrations, type CallContext, type Pool } from '@secsvc/shared';
+import { stopTestPostgres, testDatabase, type TestDatabase } from '@secsvc/shared/testing';
+import type { IdentityConfig } from '../src/config';
+import type { IdentityContext } from '../src/context';
+import { generateKey, looksLikeKey } from '../src/domain/api-keys';
+import { migrationsDir } from '../src/migrations';
+import { createApiKey, getApiKey, listApiKeys, revokeApiKey, rotateApiKey } from '../src/rpc/api-keys';
+import { authenticateApiKey } from '../src/rpc/authenticate-api-key';
+
+const SECRET = 'k'.repeat(40);
+const logger = createLogger('test', 'silent');
+let db: TestDatabase;
+let pool: Pool;
+let ctx: IdentityContext;
+
+const call = (): CallContext => {
+  const metadata = new Metadata();
+  metadata.set('x-actor-id', 'key_admin');
+  return { requestId: 'req_apikeytests00000000', metadata };
+};
+
+async function rejected(p: Promise<unknown>): Promise<AppError> {
+  const err = await p.then(() => undefined, (e: unknown) => e);
+  expect(err).toBeInstanceOf(AppError);
+  return err as AppError;
+}
+
+const create = (over: Partial<Parameters<ReturnType<typeof createApiKey>>[0]> = {}, environment = 'live') =>
+  createApiKey(ctx)({ environment, name: 'k', type: 'secret', plan: '', ...over }, call());
+const auth = (key: string) => authenticateApiKey(ctx)({ key });
+
+beforeAll(async () => {
+  db = await testDatabase();
+  pool = createPool(db.url, 5, logger, 'identity');
+  await migrate(pool, 'identity', await readMigrations(migrationsDir), logger);
+  ctx = { pool, logger, config: { SERVER_SECRET: SECRET } as IdentityConfig };
+});
+
+afterAll(async () => {
+  await pool.end();
+  await db.drop();
+  await stopTestPostgres();
+});
+
+describe('API keys', () => {
+  it.each([
+    ['secret', 'svc_sk_', 'live'],
+    ['public', 'svc_pk_', 'live'],
+    ['test', 'svc_test_', 'test'],
+  ])('creates %s keys with their prefix, the free plan by default and a masked form', async (type, prefix, environment) => {
+    const { apiKey, key } = await create({ type, name: `my ${type} key` });
+    expect(key.startsWith(prefix)).toBe(true);
+    expect(looksLikeKey(key)).toBe(true);
+    expect(apiKey).toMatchObject({ type, environment, plan: 'free', prefix, last4: key.slice(-4), name: `my ${type} key` });
+    expect(apiKey!.id).toMatch(/^key_/);
+    expect(JSON.stringify(apiKey)).not.toContain(key.slice(prefix.length, -4));
+    const principal = await auth(key);
+    expect(principal).toMatchObject({ keyId: apiKey!.id, keyType: type, environment, plan: 'free' });
+  });
+
+  it('refuses a key with a wrong checksum without looking it up', async () => {
+    const key = generateKey('secret');
+    const typo = key.slice(0, 10) + (key[10] === 'A' ? 'B' : 'A') + key.slice(11);
+    expect(looksLikeKey(typo)).toBe(false);
+    expect((await rejected(auth(typo))).code).toBe('unauthorized');
+  });
+
+  it('validates every field', async () => {
+    const err = await rejected(create({ name: ' ', type: 'root', plan: 'gold', rateLimit: 0, expiresAt: '2001-01-01T00:00:00.000Z' }));
+    expect(err.details.map((d) => d.field)).toEqual(['name', 'type', 'plan', 'rateLimit', 'expiresAt']);
+    expect((await rejected(create({ plan: 'pro', rateLimit: 5000 }))).details).toEqual([
+      { field: 'rateLimit', message: 'a custom limit needs the enterprise plan' },
+    ]);
+    const enterprise = await create({ plan: 'enterprise', rateLimit: 5000 });
+    expect(enterprise.apiKey!.rateLimit).toBe(5000);
+  });
+
+  it('lets a test caller create and see only test keys', async () => {
+    expect((await rejected(create({ type: 'secret' }, 'test'))).code).toBe('forbidden');
+    const testKey = await create({ type: 'test' }, 'test');
+    const liveKey = await create({ type: 'secret' });
+    const seenByTest = await listApiKeys(ctx)({ environment: 'test', limit: 100, cursor: '' });
+    expect(seenByTest.apiKeys.every((k) => k.environment === 'test')).toBe(true);
+    expect(seenByTest.apiKeys.map((k) => k.id)).toContain(testKey.apiKey!.id);
+    expect((await rejected(getApiKey(ctx)({ environment: 'test', id: liveKey.apiKey!.id }))).code).toBe('not_found');
+    const seenByLive = await listApiKeys(ctx)({ environment: 'live', limit: 100, cursor: '' });
+    expect(seenByLive.apiKeys.map((k) => k.id)).toEqual(expect.arrayContaining([testKey.apiKey!.id, liveKey.apiKey!.id]));
+  });
+
+  it('pages through keys with cursors', async () => {
+    const first = await listApiKeys(ctx)({ environment: 'live', limit: 2, cursor: '' });
+    expect(first.hasMore).toBe(true);
+    const second = await listApiKeys(ctx)({ environment: 'live', limit: 2, cursor: first.nextCursor });
+    expect(second.apiKeys[0]!.id < first.apiKeys[1]!.id).toBe(true);
+  });
+
+  it('revokes at once, once (one event), and idempotently', async () => {
+    const { apiKey, key } = await create();
+    await revokeApiKey(ctx)({ environment: 'live', id: apiKey!.id }, call());
+    await revokeApiKey(ctx)({ environment: 'live', id: apiKey!.id }, call());
+    expect((await rejected(auth(key))).message).toBe('API key has been revoked');
+    expect((await getApiKey(ctx)({ environment: 'live', id: apiKey!.id })).revokedAt).toBeDefined();
+    const { rows } = await pool.query(`SELECT event_type FROM outbox WHERE payload->'target'->>'id' = $1 ORDER BY seq`, [apiKey!.id]);
+    expect(rows.map((r) => r.event_type)).toEqual(['api_key.created', 'api_key.revoked']);
+    expect((await rejected(revokeApiKey(ctx)({ environment: 'live', id: 'key_nope' }, call()))).code).toBe('not_found');
+    expect((await rejected(rotateApiKey(ctx)({ environment: 'live', id: apiKey!.id, gracePeriodSeconds: 0 }, call()))).code).toBe('conflict');
+  });
+
+  it('rotates: the new secret works now, the previous one until the grace period ends', async () => {
+    const { apiKey, key: old } = await create({ type: 'public' });
+    const rotated = await rotateApiKey(ctx)({ environment: 'live', id: apiKey!.id, gracePeriodSeconds: 3600 }, call());
+    expect(rotated.key).not.toBe(old);
+    expect(rotated.key.startsWith('svc_pk_')).toBe(true);
+    expect(rotated.apiKey!.id).toBe(apiKey!.id);
+    expect(rotated.apiKey!.last4).toBe(rotated.key.slice(-4));
+    expect((await auth(rotated.key)).keyId).toBe(apiKey!.id);
+    const viaOld = await auth(old);
+    expect(viaOld.keyId).toBe(apiKey!.id);
+    expect(Date.parse(viaOld.expiresAt!)).toBe(Date.parse(rotated.apiKey!.previousExpiresAt!));
+    // the grace period ends
+    await pool.query(`UPDATE api_keys SET previous_expires_at = now() - interval '1 second' WHERE id = $1`, [apiKey!.id]);
+    expect((await rejected(auth(old))).code).toBe('unauthorized');
+    expect((await auth(rotated.key)).keyId).toBe(apiKey!.id);
+  });
+
+  it('rotates without grace: the previous secret stops at once', async () => {
+    const { apiKey, key: old } = await create();
+    const rotated = await rotateApiKey(ctx)({ environment: 'live', id: apiKey!.id, gracePeriodSeconds: 0 }, call());
+    expect((await rejected(auth(old))).code).toBe('unauthorized');
+    expect((await auth(rotated.key)).keyId).toBe(apiKey!.id);
+    expect(rotated.apiKey!.previousExpiresAt).toBeUndefined();
+    for (const grace of [-1, 8 * 86_400]) {
+      expect((await rejected(rotateApiKey(ctx)({ environment: 'live', id: apiKey!.id, gracePeriodSeconds: grace }, call()))).details[0]!.field).toBe(
+        'gracePeriod',
+      );
+    }
+  });
+
+  it('records the last use without announcing it as a change', async () => {
+    const { apiKey, key } = await create();
+    const listener = await pool.connect();
+    const seen: string[] = [];
+    try {
+      listener.on('notification', (n) => seen.push(n.payload ?? ''));
+      await listener.query('LISTEN secsvc_api_key_changes');
+      await auth(key);
+      let lastUsedAt: string | undefined;
+      for (let i = 0; i < 50 && !lastUsedAt; i++) {
+        lastUsedAt = (await getApiKey(ctx)({ environment: 'live', id: apiKey!.id })).lastUsedAt;
+        if (!lastUsedAt) await new Promise((r) => setTimeout(r, 20));
+      }
+      expect(lastUsedAt).toBeDefined();
+      await pool.query(`UPDATE api_keys SET plan = 'pro' WHERE id = $1`, [apiKey!.id]);
+      for (let i = 0; i < 50 && seen.length === 0; i++) await new Promise((r) => setTimeout(r, 10));
+      expect(seen).toEqual([apiKey!.id]); // only the plan change, not the use
+    } finally {
+      await listener.query('UNLISTEN *');
+      listener.release();
+    }
+  });
+
+  it('never writes a secret into the outbox', async () => {
+    const { key } = await create({ name: 'secret-scan' });
+    const rotated = await rotateApiKey(ctx)({ environment: 'live', id: (await create()).apiKey!.id, gracePeriodSeconds: 60 }, call());
+    const { rows } = await pool.query(`SELECT payload::text AS p FROM outbox`);
+    const all = rows.map((r) => r.p).join('\n');
+    for (const secret of [key, rotated.key]) expect(all).not.toContain(secret.slice(10, 40));
+  });
+});
