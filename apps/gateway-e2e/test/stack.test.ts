@@ -379,6 +379,61 @@ describe('API keys over HTTP', () => {
   });
 });
 
+describe('sessions over HTTP', () => {
+  it('creates, verifies (also with a public key), lists and revokes sessions', async () => {
+    const u = (await api('POST', '/users', { email: 'session.user@example.com', name: 'Session User' })).body.data;
+    const created = await api('POST', '/sessions', { userId: u.id, expiresIn: '24h', metadata: { device: 'phone', ip: '198.51.100.4' } });
+    expect(created.status).toBe(201);
+    const s = created.body.data;
+    expect(Object.keys(s).sort()).toEqual(['createdAt', 'expiresAt', 'id', 'metadata', 'token', 'userId']);
+    expect(s.id).toMatch(/^ses_/);
+    expect(Date.parse(s.expiresAt) - Date.parse(s.createdAt)).toBe(86_400_000);
+
+    const pub = (await api('POST', '/api-keys', { name: 'browser', type: 'public' })).body.data.key as string;
+    const verified = await apiClient(stack.baseUrl, pub)('POST', '/sessions/verify', { token: s.token });
+    expect(verified.status).toBe(200);
+    expect(verified.body.data).toEqual({
+      valid: true,
+      user: expect.objectContaining({ id: u.id, email: 'session.user@example.com', metadata: {} }),
+      session: { id: s.id, expiresAt: s.expiresAt },
+    });
+    expect((await api('POST', '/sessions/verify', { token: 'nonsense' })).body).toEqual({ data: { valid: false } });
+    expect((await api('POST', '/sessions/verify', {})).status).toBe(400);
+
+    const listed = await api('GET', `/users/${u.id}/sessions`);
+    expect(listed.body.data.map((x: { id: string }) => x.id)).toEqual([s.id]);
+    expect(listed.body.data[0].token).toBeUndefined();
+
+    expect((await apiClient(stack.baseUrl, pub)('POST', '/sessions/revoke', { token: s.token })).status).toBe(403);
+    expect((await api('POST', '/sessions/revoke', { token: s.token })).status).toBe(204);
+    expect((await api('POST', '/sessions/verify', { token: s.token })).body.data.valid).toBe(false);
+
+    const again = (await api('POST', '/sessions', { userId: u.id })).body.data;
+    expect((await api('DELETE', `/users/${u.id}/sessions`)).status).toBe(204);
+    expect((await api('POST', '/sessions/verify', { token: again.token })).body.data.valid).toBe(false);
+  });
+
+  it('refuses bad expiresIn values naming the field, and unknown users', async () => {
+    const u = (await api('POST', '/users', { email: 'session.bad@example.com', name: 'Bad' })).body.data;
+    for (const expiresIn of ['30s', '31d', '1w', 'soon', 5]) {
+      const res = await api('POST', '/sessions', { userId: u.id, expiresIn });
+      expect(res.status).toBe(400);
+      expect(res.body.error.details[0].field).toBe('expiresIn');
+    }
+    const missing = await api('POST', '/sessions', { userId: 'user_00000000000000000000000000' });
+    expect(missing.status).toBe(404);
+    expect(missing.body.error.details[0].field).toBe('userId');
+  });
+
+  it('ends the sessions of a deleted user', async () => {
+    const u = (await api('POST', '/users', { email: 'session.gone@example.com', name: 'Gone' })).body.data;
+    const s = (await api('POST', '/sessions', { userId: u.id })).body.data;
+    await api('DELETE', `/users/${u.id}`);
+    expect((await api('POST', '/sessions/verify', { token: s.token })).body.data.valid).toBe(false);
+    expect(output.join('\n')).not.toContain(s.token);
+  });
+});
+
 describe('lifecycle', () => {
   it('stops every process cleanly with SIGTERM and keeps the data across a restart', async () => {
     const created = await api('POST', '/users', { email: 'persist@example.com', name: 'Persist' });

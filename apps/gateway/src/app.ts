@@ -10,9 +10,10 @@ import { requestId } from './middleware/request-id';
 import { buildOpenApi } from './openapi';
 import type { Route } from './routes/route';
 import { apiKeyRoutes } from './routes/api-keys';
+import { sessionRoutes } from './routes/sessions';
 import { userRoutes } from './routes/users';
 
-export const routes: Route[] = [...userRoutes, ...apiKeyRoutes];
+export const routes: Route[] = [...userRoutes, ...apiKeyRoutes, ...sessionRoutes];
 
 export const BODY_LIMIT = '1mb';
 

@@ -20,7 +20,17 @@ describe('GET /v1/openapi.json', () => {
   });
 
   it('has /users with get and post, and /users/{id} with get, patch and delete', () => {
-    expect(Object.keys(doc.paths).sort()).toEqual(['/api-keys', '/api-keys/{id}', '/api-keys/{id}/rotate', '/users', '/users/{id}']);
+    expect(Object.keys(doc.paths).sort()).toEqual([
+      '/api-keys',
+      '/api-keys/{id}',
+      '/api-keys/{id}/rotate',
+      '/sessions',
+      '/sessions/revoke',
+      '/sessions/verify',
+      '/users',
+      '/users/{id}',
+      '/users/{id}/sessions',
+    ]);
     expect(Object.keys(doc.paths['/users']).sort()).toEqual(['get', 'post']);
     expect(Object.keys(doc.paths['/users/{id}']).sort()).toEqual(['delete', 'get', 'patch']);
   });

@@ -7,6 +7,7 @@ import { ensureBootstrapKey } from './domain/bootstrap';
 import { KeyChangeFeed } from './domain/key-change-feed';
 import { createApiKey, getApiKey, listApiKeys, revokeApiKey, rotateApiKey } from './rpc/api-keys';
 import { authenticateApiKey } from './rpc/authenticate-api-key';
+import { createSession, listUserSessions, revokeSession, revokeUserSessions, verifySession } from './rpc/sessions';
 import { createUser } from './rpc/create-user';
 import { deleteUser } from './rpc/delete-user';
 import { getUser } from './rpc/get-user';
@@ -46,6 +47,11 @@ void runProcess('identity', () => loadIdentityConfig(), async ({ config, logger,
           getApiKey: getApiKey(ctx),
           revokeApiKey: revokeApiKey(ctx),
           rotateApiKey: rotateApiKey(ctx),
+          createSession: createSession(ctx),
+          verifySession: verifySession(ctx),
+          revokeSession: revokeSession(ctx),
+          listUserSessions: listUserSessions(ctx),
+          revokeUserSessions: revokeUserSessions(ctx),
         },
       },
     ],

@@ -1,0 +1,40 @@
+import { AppError, isId } from '@secsvc/shared';
+import { userIdParams } from '../users/schemas';
+import { defineRoute, errorSchema, listOf } from '../route';
+import { sessionForm, sessionOf } from './schemas';
+
+export const listUserSessionsRoute = defineRoute({
+  method: 'get',
+  path: '/users/:id/sessions',
+  operationId: 'listUserSessions',
+  summary: "A user's active sessions, newest first",
+  tags: ['sessions'],
+  params: userIdParams,
+  responses: {
+    200: { description: 'Active sessions', schema: listOf(sessionForm) },
+    404: { description: 'No such user', schema: errorSchema },
+  },
+  async handle({ params }, ctx) {
+    if (!isId('user', params.id)) throw AppError.notFound('User');
+    const res = await ctx.clients.identity.listUserSessions({ environment: ctx.principal.environment, userId: params.id }, ctx.call);
+    return { status: 200, body: { data: res.sessions.map(sessionOf), pagination: { hasMore: false } } };
+  },
+});
+
+export const revokeUserSessionsRoute = defineRoute({
+  method: 'delete',
+  path: '/users/:id/sessions',
+  operationId: 'revokeUserSessions',
+  summary: "End all of a user's sessions",
+  tags: ['sessions'],
+  params: userIdParams,
+  responses: {
+    204: { description: 'All ended' },
+    404: { description: 'No such user', schema: errorSchema },
+  },
+  async handle({ params }, ctx) {
+    if (!isId('user', params.id)) throw AppError.notFound('User');
+    await ctx.clients.identity.revokeUserSessions({ environment: ctx.principal.environment, userId: params.id }, ctx.call);
+    return { status: 204 };
+  },
+});

@@ -1,0 +1,35 @@
+import { z } from 'zod';
+import { userForms, userFull } from '../users/schemas';
+import { dataOf, defineRoute, errorSchema } from '../route';
+import { tokenBody } from './schemas';
+
+export const verifySessionRoute = defineRoute({
+  method: 'post',
+  path: '/sessions/verify',
+  operationId: 'verifySession',
+  summary: 'Verify a session token (valid: false for unknown, malformed, expired or revoked tokens)',
+  tags: ['sessions'],
+  keyTypes: ['secret', 'test', 'public'],
+  body: tokenBody,
+  responses: {
+    200: {
+      description: 'The verdict',
+      schema: dataOf(
+        z.object({
+          valid: z.boolean(),
+          user: userFull.optional(),
+          session: z.object({ id: z.string(), expiresAt: z.string() }).optional(),
+        }),
+      ),
+    },
+    400: { description: 'No token string in the body', schema: errorSchema },
+  },
+  async handle({ body }, ctx) {
+    const res = await ctx.clients.identity.verifySession({ environment: ctx.principal.environment, token: body.token }, ctx.call);
+    if (!res.valid || !res.user || !res.session) return { status: 200, body: { data: { valid: false } } };
+    return {
+      status: 200,
+      body: { data: { valid: true, user: userForms.full(res.user), session: { id: res.session.id, expiresAt: res.session.expiresAt } } },
+    };
+  },
+});

@@ -1,0 +1,127 @@
+import type { identity } from '@secsvc/proto';
+import { AppError, newId, withTransaction, type CallContext, type PoolClient } from '@secsvc/shared';
+import { callerOf, environmentOf, toUserMessage, type IdentityContext } from '../context';
+import {
+  generateSessionToken,
+  hashSessionToken,
+  looksLikeSessionToken,
+  SESSION_MAX_SECONDS,
+  SESSION_MIN_SECONDS,
+} from '../domain/sessions';
+import { parseMetadataJson } from '../domain/users';
+import { appendEvent } from '../repositories/outbox';
+import { sessionsRepository, type SessionRow } from '../repositories/sessions';
+import { usersRepository } from '../repositories/users';
+
+// The session RPCs live together: they share the token hashing, the row mapping and the event shape.
+
+export function toSessionMessage(row: SessionRow): identity.Session {
+  return {
+    id: row.id,
+    environment: row.environment,
+    userId: row.user_id,
+    metadataJson: row.metadata,
+    createdAt: row.created_at.toISOString(),
+    expiresAt: row.expires_at.toISOString(),
+    revokedAt: row.revoked_at?.toISOString(),
+  };
+}
+
+function sessionEvent(
+  client: PoolClient,
+  call: CallContext,
+  type: string,
+  row: SessionRow,
+  actor?: { id: string; type: string },
+) {
+  const caller = callerOf(call);
+  return appendEvent(client, {
+    ...caller,
+    actor: actor ?? caller.actor,
+    environment: row.environment,
+    type,
+    target: { id: row.id, type: 'session' },
+    result: 'success',
+    traceId: call.requestId,
+    metadata: { userId: row.user_id, authMethod: 'session' },
+  });
+}
+
+export const createSession =
+  (ctx: IdentityContext) =>
+  async (req: identity.CreateSessionRequest, call: CallContext): Promise<identity.CreatedSession> => {
+    const environment = environmentOf(req.environment);
+    const seconds = req.expiresInSeconds;
+    if (!Number.isInteger(seconds) || seconds < SESSION_MIN_SECONDS || seconds > SESSION_MAX_SECONDS) {
+      throw AppError.field('expiresIn', 'must be from 1m to 30d');
+    }
+    const metadata = parseMetadataJson(req.metadataJson);
+    const token = generateSessionToken();
+    const row = await withTransaction(ctx.pool, async (client) => {
+      if (!(await usersRepository.get(client, environment, req.userId))) {
+        throw new AppError('not_found', 'User not found', [{ field: 'userId', message: 'no such user' }]);
+      }
+      const inserted = await sessionsRepository.insert(client, {
+        id: newId('ses'),
+        environment,
+        userId: req.userId,
+        hash: hashSessionToken(token, ctx.config.SERVER_SECRET),
+        metadata: JSON.stringify(metadata),
+        expiresInSeconds: seconds,
+      });
+      await sessionEvent(client, call, 'session.created', inserted);
+      return inserted;
+    });
+    return { session: toSessionMessage(row), token };
+  };
+
+export const verifySession =
+  (ctx: IdentityContext) =>
+  async (req: identity.VerifySessionRequest): Promise<identity.VerifySessionResponse> => {
+    const environment = environmentOf(req.environment);
+    if (!looksLikeSessionToken(req.token)) return { valid: false };
+    const row = await sessionsRepository.findActiveByHash(ctx.pool, environment, hashSessionToken(req.token, ctx.config.SERVER_SECRET));
+    if (!row) return { valid: false };
+    const user = await usersRepository.get(ctx.pool, environment, row.user_id);
+    if (!user) return { valid: false };
+    return { valid: true, user: toUserMessage(user), session: toSessionMessage(row) };
+  };
+
+/** Logout: the token's holder ends its session (user.logout). Unknown or ended tokens: revoked=false. */
+export const revokeSession =
+  (ctx: IdentityContext) =>
+  async (req: identity.RevokeSessionRequest, call: CallContext): Promise<identity.RevokeSessionResponse> => {
+    const environment = environmentOf(req.environment);
+    if (!looksLikeSessionToken(req.token)) return { revoked: false };
+    return withTransaction(ctx.pool, async (client) => {
+      const row = await sessionsRepository.revokeByHash(client, environment, hashSessionToken(req.token, ctx.config.SERVER_SECRET));
+      if (!row) return { revoked: false };
+      await sessionEvent(client, call, 'user.logout', row, { id: row.user_id, type: 'user' });
+      return { revoked: true };
+    });
+  };
+
+async function requireUser(client: PoolClient | IdentityContext['pool'], environment: string, userId: string) {
+  if (!(await usersRepository.get(client, environment, userId))) throw AppError.notFound('User');
+}
+
+export const listUserSessions =
+  (ctx: IdentityContext) =>
+  async (req: identity.ListUserSessionsRequest): Promise<identity.ListUserSessionsResponse> => {
+    const environment = environmentOf(req.environment);
+    await requireUser(ctx.pool, environment, req.userId);
+    const rows = await sessionsRepository.listActive(ctx.pool, environment, req.userId);
+    return { sessions: rows.map(toSessionMessage) };
+  };
+
+export const revokeUserSessions =
+  (ctx: IdentityContext) =>
+  async (req: identity.RevokeUserSessionsRequest, call: CallContext): Promise<identity.RevokeUserSessionsResponse> => {
+    const environment = environmentOf(req.environment);
+    return withTransaction(ctx.pool, async (client) => {
+      await requireUser(client, environment, req.userId);
+      const rows = await sessionsRepository.revokeAllOfUser(client, environment, req.userId);
+      for (const row of rows) await sessionEvent(client, call, 'session.revoked', row);
+      return { revoked: rows.length };
+    });
+  };

@@ -1,0 +1,129 @@
+import { Metadata } from '@grpc/grpc-js';
+import { AppError, createLogger, createPool, migrate, readMigrations, type CallContext, type Pool } from '@secsvc/shared';
+import { stopTestPostgres, testDatabase, type TestDatabase } from '@secsvc/shared/testing';
+import type { IdentityConfig } from '../src/config';
+import type { IdentityContext } from '../src/context';
+import { generateSessionToken, looksLikeSessionToken } from '../src/domain/sessions';
+import { migrationsDir } from '../src/migrations';
+import { createSession, listUserSessions, revokeSession, revokeUserSessions, verifySession } from '../src/rpc/sessions';
+import { createUser } from '../src/rpc/create-user';
+import { deleteUser } from '../src/rpc/delete-user';
+
+const logger = createLogger('test', 'silent');
+let db: TestDatabase;
+let pool: Pool;
+let ctx: IdentityContext;
+
+const call = (): CallContext => {
+  const metadata = new Metadata();
+  metadata.set('x-actor-id', 'key_admin');
+  return { requestId: 'req_sessiontests0000000', metadata };
+};
+
+async function rejected(p: Promise<unknown>): Promise<AppError> {
+  const err = await p.then(() => undefined, (e: unknown) => e);
+  expect(err).toBeInstanceOf(AppError);
+  return err as AppError;
+}
+
+let n = 0;
+async function user(environment = 'live') {
+  return createUser(ctx)({ environment, email: `s${n++}@example.com`, name: 'S', roles: [], metadataJson: '' }, call());
+}
+const open = (userId: string, environment = 'live', expiresInSeconds = 3600, metadataJson = '') =>
+  createSession(ctx)({ environment, userId, expiresInSeconds, metadataJson }, call());
+const verify = (token: string, environment = 'live') => verifySession(ctx)({ environment, token });
+
+beforeAll(async () => {
+  db = await testDatabase();
+  pool = createPool(db.url, 5, logger, 'identity');
+  await migrate(pool, 'identity', await readMigrations(migrationsDir), logger);
+  ctx = { pool, logger, config: { SERVER_SECRET: 's'.repeat(40) } as IdentityConfig };
+});
+
+afterAll(async () => {
+  await pool.end();
+  await db.drop();
+  await stopTestPostgres();
+});
+
+describe('sessions', () => {
+  it('creates a session whose token is shown once and stored only as a hash', async () => {
+    const u = await user();
+    const { session, token } = await open(u.id, 'live', 3600, '{"device":"laptop","ip":"203.0.113.9"}');
+    expect(looksLikeSessionToken(token)).toBe(true);
+    expect(session!.id).toMatch(/^ses_/);
+    expect(JSON.parse(session!.metadataJson)).toEqual({ device: 'laptop', ip: '203.0.113.9' });
+    const expiresIn = Date.parse(session!.expiresAt!) - Date.parse(session!.createdAt!);
+    expect(expiresIn).toBe(3600_000);
+    const { rows } = await pool.query('SELECT token_hash FROM sessions WHERE id = $1', [session!.id]);
+    expect(Buffer.from(rows[0].token_hash).toString('latin1')).not.toContain(token.slice(4, 20));
+    const events = await pool.query(`SELECT payload::text AS p FROM outbox WHERE payload->'target'->>'id' = $1`, [session!.id]);
+    expect(events.rows).toHaveLength(1);
+    expect(events.rows[0].p).not.toContain(token.slice(4, 30));
+  });
+
+  it('verifies a valid token with the user and the session', async () => {
+    const u = await user();
+    const { session, token } = await open(u.id);
+    const res = await verify(token);
+    expect(res.valid).toBe(true);
+    expect(res.user!.id).toBe(u.id);
+    expect(res.session!.id).toBe(session!.id);
+  });
+
+  it('answers valid=false (never an error) for unknown, malformed, foreign-environment, expired and revoked tokens', async () => {
+    const u = await user();
+    const { session, token } = await open(u.id);
+    expect((await verify(generateSessionToken())).valid).toBe(false);
+    expect((await verify('garbage')).valid).toBe(false);
+    expect((await verify(token.slice(0, -1) + (token.endsWith('A') ? 'B' : 'A'))).valid).toBe(false);
+    expect((await verify(token, 'test')).valid).toBe(false);
+    await pool.query(`UPDATE sessions SET expires_at = now() - interval '1 second' WHERE id = $1`, [session!.id]);
+    expect((await verify(token)).valid).toBe(false);
+    const second = await open(u.id);
+    expect((await revokeSession(ctx)({ environment: 'live', token: second.token }, call())).revoked).toBe(true);
+    expect((await verify(second.token)).valid).toBe(false);
+    expect((await revokeSession(ctx)({ environment: 'live', token: second.token }, call())).revoked).toBe(false);
+    const events = await pool.query(`SELECT event_type, payload FROM outbox WHERE payload->'target'->>'id' = $1 ORDER BY seq`, [second.session!.id]);
+    expect(events.rows.map((r) => r.event_type)).toEqual(['session.created', 'user.logout']);
+    expect(events.rows[1].payload.actor).toEqual({ id: u.id, type: 'user' });
+  });
+
+  it('validates expiresIn and the user', async () => {
+    const u = await user();
+    for (const seconds of [59, 30 * 86_400 + 1, 0]) {
+      expect((await rejected(open(u.id, 'live', seconds))).details[0]!.field).toBe('expiresIn');
+    }
+    expect((await open(u.id, 'live', 30 * 86_400)).session).toBeDefined();
+    const missing = await rejected(open('user_missing'));
+    expect(missing.code).toBe('not_found');
+    expect(missing.details[0]!.field).toBe('userId');
+    const testUser = await user('test');
+    expect((await rejected(open(testUser.id, 'live'))).code).toBe('not_found');
+  });
+
+  it("lists a user's active sessions and revokes them all", async () => {
+    const u = await user();
+    const a = await open(u.id);
+    const b = await open(u.id);
+    await revokeSession(ctx)({ environment: 'live', token: a.token }, call());
+    const listed = await listUserSessions(ctx)({ environment: 'live', userId: u.id });
+    expect(listed.sessions.map((s) => s.id)).toEqual([b.session!.id]);
+    const c = await open(u.id);
+    expect((await revokeUserSessions(ctx)({ environment: 'live', userId: u.id }, call())).revoked).toBe(2);
+    expect((await verify(b.token)).valid).toBe(false);
+    expect((await verify(c.token)).valid).toBe(false);
+    expect((await listUserSessions(ctx)({ environment: 'live', userId: u.id })).sessions).toEqual([]);
+    expect((await rejected(listUserSessions(ctx)({ environment: 'live', userId: 'user_missing' }))).code).toBe('not_found');
+  });
+
+  it("deleting a user ends their sessions", async () => {
+    const u = await user();
+    const { token } = await open(u.id);
+    await deleteUser(ctx)({ environment: 'live', id: u.id }, call());
+    expect((await verify(token)).valid).toBe(false);
+    const { rows } = await pool.query('SELECT count(*)::int AS n FROM sessions WHERE user_id = $1', [u.id]);
+    expect(rows[0].n).toBe(0);
+  });
+});
