@@ -413,6 +413,33 @@ describe('sessions over HTTP', () => {
     expect((await api('POST', '/sessions/verify', { token: again.token })).body.data.valid).toBe(false);
   });
 
+  it('accepts session tokens as bearer credentials: own account only, ended at once on revoke', async () => {
+    const me = (await api('POST', '/users', { email: 'bearer.me@example.com', name: 'Me' })).body.data;
+    const other = (await api('POST', '/users', { email: 'bearer.other@example.com', name: 'Other' })).body.data;
+    const { token } = (await api('POST', '/sessions', { userId: me.id })).body.data;
+    const asMe = apiClient(stack.baseUrl, token);
+    expect((await asMe('GET', `/users/${me.id}`)).status).toBe(200);
+    expect((await asMe('GET', `/users/${me.id}`)).status).toBe(200); // cached now
+    const patched = await asMe('PATCH', `/users/${me.id}`, { name: 'Me Myself' });
+    expect(patched.status).toBe(200);
+    expect(patched.body.data.name).toBe('Me Myself');
+    for (const [method, path] of [
+      ['GET', `/users/${other.id}`],
+      ['DELETE', `/users/${me.id}`],
+      ['GET', '/users'],
+      ['GET', '/api-keys'],
+    ] as const) {
+      expect((await asMe(method, path)).status).toBe(403);
+    }
+    await api('POST', '/sessions/revoke', { token });
+    let status = 200;
+    for (let i = 0; i < 50 && status === 200; i++) {
+      status = (await asMe('GET', `/users/${me.id}`)).status;
+      if (status === 200) await new Promise((r) => setTimeout(r, 20));
+    }
+    expect(status).toBe(401);
+  });
+
   it('refuses bad expiresIn values naming the field, and unknown users', async () => {
     const u = (await api('POST', '/users', { email: 'session.bad@example.com', name: 'Bad' })).body.data;
     for (const expiresIn of ['30s', '31d', '1w', 'soon', 5]) {

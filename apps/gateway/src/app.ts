@@ -47,7 +47,11 @@ function mount(router: express.Router, route: Route, deps: GatewayDeps): void {
     res.locals.route = template;
     try {
       const principal = req.principal!;
-      if (!(route.keyTypes ?? DEFAULT_KEY_TYPES).includes(principal.keyType as 'secret')) {
+      if (principal.type === 'user') {
+        if (!route.userSelf || req.params.id !== principal.id) {
+          throw new AppError('forbidden', 'A user may only read and update their own account');
+        }
+      } else if (!(route.keyTypes ?? DEFAULT_KEY_TYPES).includes(principal.keyType as 'secret')) {
         throw new AppError('forbidden', `A ${principal.keyType} key cannot call ${route.method.toUpperCase()} ${route.path}`);
       }
       const input = {

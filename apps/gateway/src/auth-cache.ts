@@ -2,9 +2,9 @@ import { createHash } from 'node:crypto';
 import type { Logger } from '@secsvc/shared';
 import type { Principal } from './context';
 
-/** The part of a gRPC readable stream the cache uses (identity's WatchApiKeyChanges). */
+/** The part of a gRPC readable stream the cache uses (identity's WatchCredentialChanges). */
 export interface ChangeStream {
-  on(event: 'data', fn: (msg: { kind: string; keyId: string }) => void): unknown;
+  on(event: 'data', fn: (msg: { kind: string; id: string }) => void): unknown;
   on(event: 'error' | 'end', fn: () => void): unknown;
   cancel(): void;
 }
@@ -17,8 +17,8 @@ interface Entry {
 const digest = (key: string) => createHash('sha256').update(key).digest('base64url');
 
 /**
- * Caches API key authentications so most requests make one gRPC call instead of two, without ever serving
- * a revoked key: entries are used only while identity's change stream is live, a change drops that key's
+ * Caches authentications (API keys, session tokens) so most requests make one gRPC call instead of two,
+ * without ever serving a revoked credential: entries are used only while identity's change stream is live, a change drops that key's
  * entries at once, and a lost stream drops everything until a new stream is ready. Keys are held only as
  * SHA-256 digests. A lookup that raced a change is not cached (generation check).
  */
@@ -55,7 +55,7 @@ export class AuthCache {
         this.live = true;
         this.retryMs = 250;
       } else {
-        this.invalidate(msg.keyId);
+        this.invalidate(msg.id);
       }
     });
     stream.on('error', () => this.lost(stream));
@@ -75,9 +75,9 @@ export class AuthCache {
     this.retryMs = Math.min(this.retryMs * 2, 5_000);
   }
 
-  private invalidate(keyId: string): void {
+  private invalidate(credentialId: string): void {
     this.generation++;
-    for (const [k, e] of this.entries) if (e.principal.id === keyId) this.entries.delete(k);
+    for (const [k, e] of this.entries) if (e.principal.credentialId === credentialId) this.entries.delete(k);
   }
 
   get(key: string): Principal | undefined {

@@ -5,13 +5,18 @@ export interface ServiceClients {
   identity: PromiseClient<identity.IdentityServiceClient>;
 }
 
-/** Who is calling, as resolved by the auth middleware. */
+/** Who is calling, as resolved by the auth middleware: an API key, or a user through a session token. */
 export interface Principal {
-  type: 'api_key';
+  type: 'api_key' | 'user';
+  /** The API key id, or the user id. */
   id: string;
-  keyType: string;
+  /** The credential a change of which ends this authentication: the key id or the session id. */
+  credentialId: string;
+  /** secret | public | test for API keys; session for users. */
+  keyType: 'secret' | 'public' | 'test' | 'session';
   environment: 'live' | 'test';
   plan: string;
+  roles?: string[];
 }
 
 /** What a route handler gets besides its validated input. */

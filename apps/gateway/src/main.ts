@@ -12,7 +12,7 @@ void runProcess('gateway', () => loadGatewayConfig(), async ({ config, logger, m
     const checks = await Promise.all([config.IDENTITY_ADDR, config.POLICY_ADDR, config.AUDIT_ADDR].map((a) => checkHealth(a)));
     return checks.every(Boolean);
   };
-  const authCache = new AuthCache(() => identityClient.watchApiKeyChanges({}), logger, config.AUTH_CACHE_TTL_MS);
+  const authCache = new AuthCache(() => identityClient.watchCredentialChanges({}), logger, config.AUTH_CACHE_TTL_MS);
   if (config.AUTH_CACHE_TTL_MS > 0) authCache.start();
   const app = createApp({ config, clients, logger, metrics, ready, authCache });
   const server = app.listen(config.PORT, config.HOST);

@@ -9,12 +9,12 @@ class FakeStream extends EventEmitter implements ChangeStream {
     this.cancelled = true;
     this.emit('error');
   }
-  push(kind: string, keyId = ''): void {
-    this.emit('data', { kind, keyId });
+  push(kind: string, id = ''): void {
+    this.emit('data', { kind, id });
   }
 }
 
-const principal = (id: string): Principal => ({ type: 'api_key', id, keyType: 'secret', environment: 'live', plan: 'free' });
+const principal = (id: string): Principal => ({ type: 'api_key', id, credentialId: id, keyType: 'secret', environment: 'live', plan: 'free' });
 const KEY_A = 'svc_sk_' + 'a'.repeat(40);
 const KEY_B = 'svc_sk_' + 'b'.repeat(40);
 

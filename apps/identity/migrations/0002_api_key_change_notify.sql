@@ -2,7 +2,7 @@
 -- identity replica can tell the gateways at once to drop cached authentications of that key.
 CREATE FUNCTION notify_api_key_change() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-  PERFORM pg_notify('secsvc_api_key_changes', OLD.id);
+  PERFORM pg_notify('secsvc_credential_changes', OLD.id);
   RETURN NULL;
 END;
 $$;

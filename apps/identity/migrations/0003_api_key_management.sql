@@ -11,7 +11,7 @@ CREATE INDEX api_keys_environment_id ON api_keys (environment, id DESC);
 CREATE OR REPLACE FUNCTION notify_api_key_change() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
   IF TG_OP = 'DELETE' OR (to_jsonb(OLD) - 'last_used_at') IS DISTINCT FROM (to_jsonb(NEW) - 'last_used_at') THEN
-    PERFORM pg_notify('secsvc_api_key_changes', OLD.id);
+    PERFORM pg_notify('secsvc_credential_changes', OLD.id);
   END IF;
   RETURN NULL;
 END;

@@ -12,3 +12,9 @@ CREATE TABLE sessions (
 );
 
 CREATE INDEX sessions_user_active ON sessions (user_id, id DESC) WHERE revoked_at IS NULL;
+
+-- Gateways cache session authentications: every change of a session (revocation, deletion) is announced on
+-- the same channel as API key changes (notify_api_key_change sends OLD.id).
+CREATE TRIGGER sessions_changed
+  AFTER UPDATE OR DELETE ON sessions
+  FOR EACH ROW EXECUTE FUNCTION notify_api_key_change();

@@ -4,16 +4,16 @@ import { loadIdentityConfig } from './config';
 import { migrationsDir } from './migrations';
 import type { IdentityContext } from './context';
 import { ensureBootstrapKey } from './domain/bootstrap';
-import { KeyChangeFeed } from './domain/key-change-feed';
+import { CredentialChangeFeed } from './domain/credential-change-feed';
 import { createApiKey, getApiKey, listApiKeys, revokeApiKey, rotateApiKey } from './rpc/api-keys';
 import { authenticateApiKey } from './rpc/authenticate-api-key';
-import { createSession, listUserSessions, revokeSession, revokeUserSessions, verifySession } from './rpc/sessions';
+import { authenticateSession, createSession, listUserSessions, revokeSession, revokeUserSessions, verifySession } from './rpc/sessions';
 import { createUser } from './rpc/create-user';
 import { deleteUser } from './rpc/delete-user';
 import { getUser } from './rpc/get-user';
 import { listUsers } from './rpc/list-users';
 import { updateUser } from './rpc/update-user';
-import { watchApiKeyChanges } from './rpc/watch-api-key-changes';
+import { watchCredentialChanges } from './rpc/watch-credential-changes';
 
 void runProcess('identity', () => loadIdentityConfig(), async ({ config, logger, metrics }) => {
   const pool = createPool(config.DATABASE_URL, config.DATABASE_POOL_MAX, logger, 'identity');
@@ -21,7 +21,7 @@ void runProcess('identity', () => loadIdentityConfig(), async ({ config, logger,
   await ensureBootstrapKey(pool, config.SERVER_SECRET, config.BOOTSTRAP_API_KEY, logger, (line) =>
     process.stdout.write(line + '\n'),
   );
-  const feed = new KeyChangeFeed(config.DATABASE_URL, logger);
+  const feed = new CredentialChangeFeed(config.DATABASE_URL, logger);
   await feed.start();
   const ctx: IdentityContext = { pool, config, logger };
   const grpcServer = await startGrpcServer({
@@ -41,12 +41,13 @@ void runProcess('identity', () => loadIdentityConfig(), async ({ config, logger,
           deleteUser: deleteUser(ctx),
           listUsers: listUsers(ctx),
           authenticateApiKey: authenticateApiKey(ctx),
-          watchApiKeyChanges: watchApiKeyChanges(feed),
+          watchCredentialChanges: watchCredentialChanges(feed),
           createApiKey: createApiKey(ctx),
           listApiKeys: listApiKeys(ctx),
           getApiKey: getApiKey(ctx),
           revokeApiKey: revokeApiKey(ctx),
           rotateApiKey: rotateApiKey(ctx),
+          authenticateSession: authenticateSession(ctx),
           createSession: createSession(ctx),
           verifySession: verifySession(ctx),
           revokeSession: revokeSession(ctx),
@@ -60,7 +61,7 @@ void runProcess('identity', () => loadIdentityConfig(), async ({ config, logger,
   return {
     closers: [
       // Ending the feed first ends the watch streams, so the server can drain.
-      { name: 'key-change-feed', close: () => feed.stop() },
+      { name: 'credential-change-feed', close: () => feed.stop() },
       { name: 'grpc', close: () => grpcServer.close() },
       { name: 'postgres', close: () => pool.end() },
     ],

@@ -143,7 +143,7 @@ describe('API keys', () => {
     const seen: string[] = [];
     try {
       listener.on('notification', (n) => seen.push(n.payload ?? ''));
-      await listener.query('LISTEN secsvc_api_key_changes');
+      await listener.query('LISTEN secsvc_credential_changes');
       await auth(key);
       let lastUsedAt: string | undefined;
       for (let i = 0; i < 50 && !lastUsedAt; i++) {

@@ -221,11 +221,11 @@ describe('API key bootstrap and authentication', () => {
     try {
       const seen: string[] = [];
       listener.on('notification', (n) => seen.push(`${n.channel}:${n.payload}`));
-      await listener.query('LISTEN secsvc_api_key_changes');
+      await listener.query('LISTEN secsvc_credential_changes');
       const { rows } = await pool.query<{ id: string }>('SELECT id FROM api_keys LIMIT 1');
       await pool.query(`UPDATE api_keys SET plan = 'pro' WHERE id = $1`, [rows[0]!.id]);
       for (let i = 0; i < 50 && seen.length === 0; i++) await new Promise((r) => setTimeout(r, 10));
-      expect(seen).toEqual([`secsvc_api_key_changes:${rows[0]!.id}`]);
+      expect(seen).toEqual([`secsvc_credential_changes:${rows[0]!.id}`]);
     } finally {
       await listener.query('UNLISTEN *');
       listener.release();

@@ -49,20 +49,20 @@ const implementation = {
     throw AppError.notFound('user');
   },
   // Server streaming: "ready", one change, then either end (key "end") or stay open until the client cancels.
-  watchApiKeyChanges: (_req: identity.WatchApiKeyChangesRequest, ctx: CallContext, stream: ServerStream<identity.ApiKeyChange>) => {
+  watchCredentialChanges: (_req: identity.WatchCredentialChangesRequest, ctx: CallContext, stream: ServerStream<identity.CredentialChange>) => {
     stream.onClose(() => streamClosed.push(ctx.requestId));
-    stream.write({ kind: 'ready', keyId: '' });
-    stream.write({ kind: 'changed', keyId: 'key_1' });
+    stream.write({ kind: 'ready', id: '' });
+    stream.write({ kind: 'changed', id: 'key_1' });
     if (ctx.metadata.get('x-mode')[0]?.toString() === 'end') stream.end();
   },
 };
 const streamClosed: string[] = [];
 
-function readStream(md: grpc.Metadata, cancelAfter?: number): Promise<{ messages: identity.ApiKeyChange[]; ended: string }> {
+function readStream(md: grpc.Metadata, cancelAfter?: number): Promise<{ messages: identity.CredentialChange[]; ended: string }> {
   return new Promise((resolve) => {
-    const messages: identity.ApiKeyChange[] = [];
-    const call = raw.watchApiKeyChanges({}, md);
-    call.on('data', (m: identity.ApiKeyChange) => {
+    const messages: identity.CredentialChange[] = [];
+    const call = raw.watchCredentialChanges({}, md);
+    call.on('data', (m: identity.CredentialChange) => {
       messages.push(m);
       if (cancelAfter !== undefined && messages.length === cancelAfter) call.cancel();
     });
@@ -126,8 +126,8 @@ describe('server streaming', () => {
     md.set('x-mode', 'end');
     const { messages, ended } = await readStream(md);
     expect(messages).toEqual([
-      { kind: 'ready', keyId: '' },
-      { kind: 'changed', keyId: 'key_1' },
+      { kind: 'ready', id: '' },
+      { kind: 'changed', id: 'key_1' },
     ]);
     expect(ended).toBe('end');
   });

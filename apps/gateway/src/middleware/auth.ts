@@ -9,32 +9,65 @@ declare module 'express-serve-static-core' {
   }
 }
 
-const BEARER = /^Bearer ([A-Za-z0-9_-]{1,256})$/;
+const BEARER = /^Bearer ([A-Za-z0-9_.-]{1,4096})$/;
+const API_KEY = /^svc_(sk|pk|test)_/;
+const SESSION_TOKEN = /^sst_/;
 
-/** Every /v1 call carries `Authorization: Bearer <API key>`; the identity service resolves it. */
+const env = (e: string): 'live' | 'test' => (e === 'test' ? 'test' : 'live');
+const until = (iso?: string) => (iso ? Date.parse(iso) : undefined);
+
+/** Resolves a bearer credential with the identity service: an API key or a session token. */
+async function resolve(clients: ServiceClients, token: string, requestId: string, deadlineMs: number) {
+  const opts = { requestId, deadlineMs };
+  if (API_KEY.test(token)) {
+    const p = await clients.identity.authenticateApiKey({ key: token }, opts);
+    const principal: Principal = {
+      type: 'api_key',
+      id: p.keyId,
+      credentialId: p.keyId,
+      keyType: p.keyType as Principal['keyType'],
+      environment: env(p.environment),
+      plan: p.plan,
+    };
+    return { principal, expiresAt: until(p.expiresAt) };
+  }
+  if (SESSION_TOKEN.test(token)) {
+    const s = await clients.identity.authenticateSession({ token }, opts);
+    const principal: Principal = {
+      type: 'user',
+      id: s.userId,
+      credentialId: s.sessionId,
+      keyType: 'session',
+      environment: env(s.environment),
+      plan: 'pro',
+      roles: s.roles,
+    };
+    return { principal, expiresAt: until(s.expiresAt) };
+  }
+  throw new AppError('unauthorized', 'Unrecognised credential: expected an API key or a session token');
+}
+
+/**
+ * Every /v1 call carries `Authorization: Bearer <API key | session token>`; the identity service resolves it,
+ * and the answer is cached while identity's credential change stream is live (see auth-cache.ts).
+ */
 export function authenticate(clients: ServiceClients, deadlineMs: number, cache?: AuthCache) {
   return async (req: Request, _res: Response, next: NextFunction): Promise<void> => {
     const header = req.get('authorization');
-    if (!header) return next(new AppError('unauthorized', 'Missing Authorization header (Bearer API key)'));
+    if (!header) return next(new AppError('unauthorized', 'Missing Authorization header (Bearer API key or session token)'));
     const match = BEARER.exec(header);
-    if (!match) return next(new AppError('unauthorized', 'Authorization header must be "Bearer <API key>"'));
-    const key = match[1]!;
-    const cached = cache?.get(key);
+    if (!match) return next(new AppError('unauthorized', 'Authorization header must be "Bearer <credential>"'));
+    const token = match[1]!;
+    const cached = cache?.get(token);
     if (cached) {
       req.principal = cached;
       return next();
     }
     const generation = cache?.generation ?? 0;
     try {
-      const p = await clients.identity.authenticateApiKey({ key }, { requestId: req.requestId, deadlineMs });
-      req.principal = {
-        type: 'api_key',
-        id: p.keyId,
-        keyType: p.keyType,
-        environment: p.environment === 'test' ? 'test' : 'live',
-        plan: p.plan,
-      };
-      cache?.set(key, req.principal, p.expiresAt ? Date.parse(p.expiresAt) : undefined, generation);
+      const { principal, expiresAt } = await resolve(clients, token, req.requestId, deadlineMs);
+      req.principal = principal;
+      cache?.set(token, principal, expiresAt, generation);
       next();
     } catch (err) {
       next(err);

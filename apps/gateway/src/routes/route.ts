@@ -25,6 +25,11 @@ export interface Route<P extends z.ZodType = z.ZodType, Q extends z.ZodType = z.
   responses: Record<number, ResponseDoc>;
   /** Key types allowed to call it (default: secret and test keys). Public keys get 403 elsewhere. */
   keyTypes?: ('secret' | 'test' | 'public')[];
+  /**
+   * Users (session tokens) may call it for their own account only (`:id` is their user id). Until the
+   * Policies issue brings policy enforcement, users may call nothing else.
+   */
+  userSelf?: boolean;
   handle: (
     input: { params: z.infer<P>; query: z.infer<Q>; body: z.infer<B> },
     ctx: RouteContext,

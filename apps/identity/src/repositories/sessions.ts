@@ -27,11 +27,11 @@ export const sessionsRepository = {
     return rows[0]!;
   },
 
-  /** The active (not revoked, not expired) session with this token hash in the environment. */
-  async findActiveByHash(db: Db, environment: string, hash: Buffer): Promise<SessionRow | undefined> {
+  /** The active (not revoked, not expired) session with this token hash (in `environment` when given). */
+  async findActiveByHash(db: Db, environment: string | null, hash: Buffer): Promise<SessionRow | undefined> {
     const { rows } = await db.query<SessionRow>(
       `SELECT ${COLUMNS} FROM sessions
-       WHERE token_hash = $1 AND environment = $2 AND revoked_at IS NULL AND expires_at > now()`,
+       WHERE token_hash = $1 AND ($2::text IS NULL OR environment = $2) AND revoked_at IS NULL AND expires_at > now()`,
       [hash, environment],
     );
     return rows[0];

@@ -125,3 +125,22 @@ export const revokeUserSessions =
       return { revoked: rows.length };
     });
   };
+
+/** The gateway's authentication of a session token: the session's user, environment and roles. */
+export const authenticateSession =
+  (ctx: IdentityContext) =>
+  async (req: identity.AuthenticateSessionRequest): Promise<identity.SessionPrincipal> => {
+    const refused = new AppError('unauthorized', 'Invalid or expired session token');
+    if (!looksLikeSessionToken(req.token)) throw refused;
+    const row = await sessionsRepository.findActiveByHash(ctx.pool, null, hashSessionToken(req.token, ctx.config.SERVER_SECRET));
+    if (!row) throw refused;
+    const user = await usersRepository.get(ctx.pool, row.environment, row.user_id);
+    if (!user) throw refused;
+    return {
+      sessionId: row.id,
+      userId: user.id,
+      environment: row.environment,
+      roles: user.roles,
+      expiresAt: row.expires_at.toISOString(),
+    };
+  };

@@ -100,7 +100,19 @@ export interface ApiKeyPrincipal {
   expiresAt?: string | undefined;
 }
 
-export interface WatchApiKeyChangesRequest {
+export interface AuthenticateSessionRequest {
+  token: string;
+}
+
+export interface SessionPrincipal {
+  sessionId: string;
+  userId: string;
+  environment: string;
+  roles: string[];
+  expiresAt: string | undefined;
+}
+
+export interface WatchCredentialChangesRequest {
 }
 
 /** An API key as lists and lookups show it: never the secret, only its prefix and last 4 characters. */
@@ -177,10 +189,10 @@ export interface RotateApiKeyRequest {
   gracePeriodSeconds: number;
 }
 
-export interface ApiKeyChange {
-  /** "ready" (the stream is live) or "changed" (key_id was revoked, changed or deleted) */
+export interface CredentialChange {
+  /** "ready" (the stream is live) or "changed" (the credential `id`, key_... or ses_..., changed) */
   kind: string;
-  keyId: string;
+  id: string;
 }
 
 export interface Session {
@@ -1376,16 +1388,19 @@ export const ApiKeyPrincipal: MessageFns<ApiKeyPrincipal> = {
   },
 };
 
-function createBaseWatchApiKeyChangesRequest(): WatchApiKeyChangesRequest {
-  return {};
+function createBaseAuthenticateSessionRequest(): AuthenticateSessionRequest {
+  return { token: "" };
 }
 
-export const WatchApiKeyChangesRequest: MessageFns<WatchApiKeyChangesRequest> = {
-  encode(_: WatchApiKeyChangesRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+export const AuthenticateSessionRequest: MessageFns<AuthenticateSessionRequest> = {
+  encode(message: AuthenticateSessionRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.token !== "") {
+      writer.uint32(10).string(message.token);
+    }
     return writer;
   },
 
-  decode(input: BinaryReader | Uint8Array, length?: number): WatchApiKeyChangesRequest {
+  decode(input: BinaryReader | Uint8Array, length?: number): AuthenticateSessionRequest {
     const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
     const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
     if (previousRecursionDepth >= 100) {
@@ -1394,7 +1409,216 @@ export const WatchApiKeyChangesRequest: MessageFns<WatchApiKeyChangesRequest> = 
     (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
     try {
       const end = length === undefined ? reader.len : reader.pos + length;
-      const message = createBaseWatchApiKeyChangesRequest();
+      const message = createBaseAuthenticateSessionRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.token = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): AuthenticateSessionRequest {
+    return { token: isSet(object.token) ? globalThis.String(object.token) : "" };
+  },
+
+  toJSON(message: AuthenticateSessionRequest): unknown {
+    const obj: any = {};
+    if (message.token !== "") {
+      obj.token = message.token;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<AuthenticateSessionRequest>, I>>(base?: I): AuthenticateSessionRequest {
+    return AuthenticateSessionRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<AuthenticateSessionRequest>, I>>(object: I): AuthenticateSessionRequest {
+    const message = createBaseAuthenticateSessionRequest();
+    message.token = object.token ?? "";
+    return message;
+  },
+};
+
+function createBaseSessionPrincipal(): SessionPrincipal {
+  return { sessionId: "", userId: "", environment: "", roles: [], expiresAt: undefined };
+}
+
+export const SessionPrincipal: MessageFns<SessionPrincipal> = {
+  encode(message: SessionPrincipal, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.sessionId !== "") {
+      writer.uint32(10).string(message.sessionId);
+    }
+    if (message.userId !== "") {
+      writer.uint32(18).string(message.userId);
+    }
+    if (message.environment !== "") {
+      writer.uint32(26).string(message.environment);
+    }
+    for (const v of message.roles) {
+      writer.uint32(34).string(v!);
+    }
+    if (message.expiresAt !== undefined) {
+      Timestamp.encode(toTimestamp(message.expiresAt), writer.uint32(42).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): SessionPrincipal {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseSessionPrincipal();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.sessionId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.userId = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.environment = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.roles.push(reader.string());
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.expiresAt = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): SessionPrincipal {
+    return {
+      sessionId: isSet(object.sessionId)
+        ? globalThis.String(object.sessionId)
+        : isSet(object.session_id)
+        ? globalThis.String(object.session_id)
+        : "",
+      userId: isSet(object.userId)
+        ? globalThis.String(object.userId)
+        : isSet(object.user_id)
+        ? globalThis.String(object.user_id)
+        : "",
+      environment: isSet(object.environment) ? globalThis.String(object.environment) : "",
+      roles: globalThis.Array.isArray(object?.roles) ? object.roles.map((e: any) => globalThis.String(e)) : [],
+      expiresAt: isSet(object.expiresAt)
+        ? globalThis.String(object.expiresAt)
+        : isSet(object.expires_at)
+        ? globalThis.String(object.expires_at)
+        : undefined,
+    };
+  },
+
+  toJSON(message: SessionPrincipal): unknown {
+    const obj: any = {};
+    if (message.sessionId !== "") {
+      obj.sessionId = message.sessionId;
+    }
+    if (message.userId !== "") {
+      obj.userId = message.userId;
+    }
+    if (message.environment !== "") {
+      obj.environment = message.environment;
+    }
+    if (message.roles?.length) {
+      obj.roles = message.roles;
+    }
+    if (message.expiresAt !== undefined) {
+      obj.expiresAt = message.expiresAt;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<SessionPrincipal>, I>>(base?: I): SessionPrincipal {
+    return SessionPrincipal.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<SessionPrincipal>, I>>(object: I): SessionPrincipal {
+    const message = createBaseSessionPrincipal();
+    message.sessionId = object.sessionId ?? "";
+    message.userId = object.userId ?? "";
+    message.environment = object.environment ?? "";
+    message.roles = object.roles?.map((e) => e) || [];
+    message.expiresAt = object.expiresAt ?? undefined;
+    return message;
+  },
+};
+
+function createBaseWatchCredentialChangesRequest(): WatchCredentialChangesRequest {
+  return {};
+}
+
+export const WatchCredentialChangesRequest: MessageFns<WatchCredentialChangesRequest> = {
+  encode(_: WatchCredentialChangesRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): WatchCredentialChangesRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseWatchCredentialChangesRequest();
       while (reader.pos < end) {
         const tag = reader.uint32();
         switch (tag >>> 3) {
@@ -1410,20 +1634,20 @@ export const WatchApiKeyChangesRequest: MessageFns<WatchApiKeyChangesRequest> = 
     }
   },
 
-  fromJSON(_: any): WatchApiKeyChangesRequest {
+  fromJSON(_: any): WatchCredentialChangesRequest {
     return {};
   },
 
-  toJSON(_: WatchApiKeyChangesRequest): unknown {
+  toJSON(_: WatchCredentialChangesRequest): unknown {
     const obj: any = {};
     return obj;
   },
 
-  create<I extends Exact<DeepPartial<WatchApiKeyChangesRequest>, I>>(base?: I): WatchApiKeyChangesRequest {
-    return WatchApiKeyChangesRequest.fromPartial(base ?? ({} as any));
+  create<I extends Exact<DeepPartial<WatchCredentialChangesRequest>, I>>(base?: I): WatchCredentialChangesRequest {
+    return WatchCredentialChangesRequest.fromPartial(base ?? ({} as any));
   },
-  fromPartial<I extends Exact<DeepPartial<WatchApiKeyChangesRequest>, I>>(_: I): WatchApiKeyChangesRequest {
-    const message = createBaseWatchApiKeyChangesRequest();
+  fromPartial<I extends Exact<DeepPartial<WatchCredentialChangesRequest>, I>>(_: I): WatchCredentialChangesRequest {
+    const message = createBaseWatchCredentialChangesRequest();
     return message;
   },
 };
@@ -2516,22 +2740,22 @@ export const RotateApiKeyRequest: MessageFns<RotateApiKeyRequest> = {
   },
 };
 
-function createBaseApiKeyChange(): ApiKeyChange {
-  return { kind: "", keyId: "" };
+function createBaseCredentialChange(): CredentialChange {
+  return { kind: "", id: "" };
 }
 
-export const ApiKeyChange: MessageFns<ApiKeyChange> = {
-  encode(message: ApiKeyChange, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+export const CredentialChange: MessageFns<CredentialChange> = {
+  encode(message: CredentialChange, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
     if (message.kind !== "") {
       writer.uint32(10).string(message.kind);
     }
-    if (message.keyId !== "") {
-      writer.uint32(18).string(message.keyId);
+    if (message.id !== "") {
+      writer.uint32(18).string(message.id);
     }
     return writer;
   },
 
-  decode(input: BinaryReader | Uint8Array, length?: number): ApiKeyChange {
+  decode(input: BinaryReader | Uint8Array, length?: number): CredentialChange {
     const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
     const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
     if (previousRecursionDepth >= 100) {
@@ -2540,7 +2764,7 @@ export const ApiKeyChange: MessageFns<ApiKeyChange> = {
     (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
     try {
       const end = length === undefined ? reader.len : reader.pos + length;
-      const message = createBaseApiKeyChange();
+      const message = createBaseCredentialChange();
       while (reader.pos < end) {
         const tag = reader.uint32();
         switch (tag >>> 3) {
@@ -2557,7 +2781,7 @@ export const ApiKeyChange: MessageFns<ApiKeyChange> = {
               break;
             }
 
-            message.keyId = reader.string();
+            message.id = reader.string();
             continue;
           }
         }
@@ -2572,35 +2796,31 @@ export const ApiKeyChange: MessageFns<ApiKeyChange> = {
     }
   },
 
-  fromJSON(object: any): ApiKeyChange {
+  fromJSON(object: any): CredentialChange {
     return {
       kind: isSet(object.kind) ? globalThis.String(object.kind) : "",
-      keyId: isSet(object.keyId)
-        ? globalThis.String(object.keyId)
-        : isSet(object.key_id)
-        ? globalThis.String(object.key_id)
-        : "",
+      id: isSet(object.id) ? globalThis.String(object.id) : "",
     };
   },
 
-  toJSON(message: ApiKeyChange): unknown {
+  toJSON(message: CredentialChange): unknown {
     const obj: any = {};
     if (message.kind !== "") {
       obj.kind = message.kind;
     }
-    if (message.keyId !== "") {
-      obj.keyId = message.keyId;
+    if (message.id !== "") {
+      obj.id = message.id;
     }
     return obj;
   },
 
-  create<I extends Exact<DeepPartial<ApiKeyChange>, I>>(base?: I): ApiKeyChange {
-    return ApiKeyChange.fromPartial(base ?? ({} as any));
+  create<I extends Exact<DeepPartial<CredentialChange>, I>>(base?: I): CredentialChange {
+    return CredentialChange.fromPartial(base ?? ({} as any));
   },
-  fromPartial<I extends Exact<DeepPartial<ApiKeyChange>, I>>(object: I): ApiKeyChange {
-    const message = createBaseApiKeyChange();
+  fromPartial<I extends Exact<DeepPartial<CredentialChange>, I>>(object: I): CredentialChange {
+    const message = createBaseCredentialChange();
     message.kind = object.kind ?? "";
-    message.keyId = object.keyId ?? "";
+    message.id = object.id ?? "";
     return message;
   },
 };
@@ -3733,20 +3953,32 @@ export const IdentityServiceService = {
     responseSerialize: (value: ApiKeyPrincipal): Buffer => Buffer.from(ApiKeyPrincipal.encode(value).finish()),
     responseDeserialize: (value: Buffer): ApiKeyPrincipal => ApiKeyPrincipal.decode(value),
   },
+  /** Resolves a session token to its user. Unknown, malformed, expired or revoked tokens are UNAUTHENTICATED. */
+  authenticateSession: {
+    path: "/secsvc.identity.v1.IdentityService/AuthenticateSession" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: AuthenticateSessionRequest): Buffer =>
+      Buffer.from(AuthenticateSessionRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): AuthenticateSessionRequest => AuthenticateSessionRequest.decode(value),
+    responseSerialize: (value: SessionPrincipal): Buffer => Buffer.from(SessionPrincipal.encode(value).finish()),
+    responseDeserialize: (value: Buffer): SessionPrincipal => SessionPrincipal.decode(value),
+  },
   /**
-   * A stream of API key changes (revocation, expiry, deletion), so a gateway may cache authentications and
-   * drop an entry the moment its key changes. The first message has kind "ready"; when the stream ends, the
-   * subscriber must stop trusting its cache until a new stream is ready.
+   * A stream of credential changes (API key revoked, rotated, expired or deleted; session revoked or ended),
+   * so a gateway may cache authentications and drop an entry the moment its credential changes. The first
+   * message has kind "ready"; when the stream ends, the subscriber must stop trusting its cache until a new
+   * stream is ready.
    */
-  watchApiKeyChanges: {
-    path: "/secsvc.identity.v1.IdentityService/WatchApiKeyChanges" as const,
+  watchCredentialChanges: {
+    path: "/secsvc.identity.v1.IdentityService/WatchCredentialChanges" as const,
     requestStream: false as const,
     responseStream: true as const,
-    requestSerialize: (value: WatchApiKeyChangesRequest): Buffer =>
-      Buffer.from(WatchApiKeyChangesRequest.encode(value).finish()),
-    requestDeserialize: (value: Buffer): WatchApiKeyChangesRequest => WatchApiKeyChangesRequest.decode(value),
-    responseSerialize: (value: ApiKeyChange): Buffer => Buffer.from(ApiKeyChange.encode(value).finish()),
-    responseDeserialize: (value: Buffer): ApiKeyChange => ApiKeyChange.decode(value),
+    requestSerialize: (value: WatchCredentialChangesRequest): Buffer =>
+      Buffer.from(WatchCredentialChangesRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): WatchCredentialChangesRequest => WatchCredentialChangesRequest.decode(value),
+    responseSerialize: (value: CredentialChange): Buffer => Buffer.from(CredentialChange.encode(value).finish()),
+    responseDeserialize: (value: Buffer): CredentialChange => CredentialChange.decode(value),
   },
   /** API key management. A caller in the test environment sees and manages only test keys. */
   createApiKey: {
@@ -3863,12 +4095,15 @@ export interface IdentityServiceServer extends UntypedServiceImplementation {
    * UNAUTHENTICATED; the key itself is never stored or logged.
    */
   authenticateApiKey: handleUnaryCall<AuthenticateApiKeyRequest, ApiKeyPrincipal>;
+  /** Resolves a session token to its user. Unknown, malformed, expired or revoked tokens are UNAUTHENTICATED. */
+  authenticateSession: handleUnaryCall<AuthenticateSessionRequest, SessionPrincipal>;
   /**
-   * A stream of API key changes (revocation, expiry, deletion), so a gateway may cache authentications and
-   * drop an entry the moment its key changes. The first message has kind "ready"; when the stream ends, the
-   * subscriber must stop trusting its cache until a new stream is ready.
+   * A stream of credential changes (API key revoked, rotated, expired or deleted; session revoked or ended),
+   * so a gateway may cache authentications and drop an entry the moment its credential changes. The first
+   * message has kind "ready"; when the stream ends, the subscriber must stop trusting its cache until a new
+   * stream is ready.
    */
-  watchApiKeyChanges: handleServerStreamingCall<WatchApiKeyChangesRequest, ApiKeyChange>;
+  watchCredentialChanges: handleServerStreamingCall<WatchCredentialChangesRequest, CredentialChange>;
   /** API key management. A caller in the test environment sees and manages only test keys. */
   createApiKey: handleUnaryCall<CreateApiKeyRequest, CreatedApiKey>;
   listApiKeys: handleUnaryCall<ListApiKeysRequest, ListApiKeysResponse>;
@@ -3978,20 +4213,37 @@ export interface IdentityServiceClient extends Client {
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: ApiKeyPrincipal) => void,
   ): ClientUnaryCall;
+  /** Resolves a session token to its user. Unknown, malformed, expired or revoked tokens are UNAUTHENTICATED. */
+  authenticateSession(
+    request: AuthenticateSessionRequest,
+    callback: (error: ServiceError | null, response: SessionPrincipal) => void,
+  ): ClientUnaryCall;
+  authenticateSession(
+    request: AuthenticateSessionRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: SessionPrincipal) => void,
+  ): ClientUnaryCall;
+  authenticateSession(
+    request: AuthenticateSessionRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: SessionPrincipal) => void,
+  ): ClientUnaryCall;
   /**
-   * A stream of API key changes (revocation, expiry, deletion), so a gateway may cache authentications and
-   * drop an entry the moment its key changes. The first message has kind "ready"; when the stream ends, the
-   * subscriber must stop trusting its cache until a new stream is ready.
+   * A stream of credential changes (API key revoked, rotated, expired or deleted; session revoked or ended),
+   * so a gateway may cache authentications and drop an entry the moment its credential changes. The first
+   * message has kind "ready"; when the stream ends, the subscriber must stop trusting its cache until a new
+   * stream is ready.
    */
-  watchApiKeyChanges(
-    request: WatchApiKeyChangesRequest,
+  watchCredentialChanges(
+    request: WatchCredentialChangesRequest,
     options?: Partial<CallOptions>,
-  ): ClientReadableStream<ApiKeyChange>;
-  watchApiKeyChanges(
-    request: WatchApiKeyChangesRequest,
+  ): ClientReadableStream<CredentialChange>;
+  watchCredentialChanges(
+    request: WatchCredentialChangesRequest,
     metadata?: Metadata,
     options?: Partial<CallOptions>,
-  ): ClientReadableStream<ApiKeyChange>;
+  ): ClientReadableStream<CredentialChange>;
   /** API key management. A caller in the test environment sees and manages only test keys. */
   createApiKey(
     request: CreateApiKeyRequest,

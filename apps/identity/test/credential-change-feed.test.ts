@@ -1,6 +1,6 @@
 import { createLogger, createPool, migrate, readMigrations, type Pool } from '@secsvc/shared';
 import { stopTestPostgres, testDatabase, type TestDatabase } from '@secsvc/shared/testing';
-import { KeyChangeFeed } from '../src/domain/key-change-feed';
+import { CredentialChangeFeed } from '../src/domain/credential-change-feed';
 import { migrationsDir } from '../src/migrations';
 
 let db: TestDatabase;
@@ -27,9 +27,9 @@ afterAll(async () => {
   await stopTestPostgres();
 });
 
-describe('KeyChangeFeed', () => {
+describe('CredentialChangeFeed', () => {
   it('relays key changes, resets subscribers when its connection dies, and comes back by itself', async () => {
-    const feed = new KeyChangeFeed(db.url, logger);
+    const feed = new CredentialChangeFeed(db.url, logger);
     await feed.start();
     const changes: string[] = [];
     let resets = 0;
@@ -47,7 +47,7 @@ describe('KeyChangeFeed', () => {
     await until(() => changes.length === 1);
     expect(changes).toEqual(['key_feed']);
 
-    const killed = await pool.query(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query = 'LISTEN secsvc_api_key_changes'`);
+    const killed = await pool.query(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query = 'LISTEN secsvc_credential_changes'`);
     expect(killed.rowCount).toBe(1);
     await until(() => resets === 1);
     expect(liveAtReset).toEqual([false]);

@@ -1,18 +1,18 @@
 import pg from 'pg';
 import type { Logger } from '@secsvc/shared';
 
-export const KEY_CHANGE_CHANNEL = 'secsvc_api_key_changes';
+export const CREDENTIAL_CHANGE_CHANNEL = 'secsvc_credential_changes';
 
-export type KeyChangeListener = { onChange: (keyId: string) => void; onReset: () => void };
+export type CredentialChangeListener = { onChange: (id: string) => void; onReset: () => void };
 
 /**
- * Relays Postgres notifications of API key changes to subscribers (the gateways' watch streams). When the
+ * Relays Postgres notifications of credential (API key, session) changes to subscribers (the gateways' watch streams). When the
  * LISTEN connection drops, every subscription is reset (their streams end, so gateways stop trusting their
  * caches), and the feed reconnects with backoff; new subscribers wait until it is live again.
  */
-export class KeyChangeFeed {
+export class CredentialChangeFeed {
   private client: pg.Client | undefined;
-  private listeners = new Set<KeyChangeListener>();
+  private listeners = new Set<CredentialChangeListener>();
   private stopped = false;
   private retryMs = 250;
   private liveWaiters: (() => void)[] = [];
@@ -33,10 +33,10 @@ export class KeyChangeFeed {
     client.on('error', () => undefined);
     try {
       await client.connect();
-      await client.query(`LISTEN ${KEY_CHANGE_CHANNEL}`);
+      await client.query(`LISTEN ${CREDENTIAL_CHANGE_CHANNEL}`);
     } catch (err) {
       await client.end().catch(() => undefined);
-      this.logger.warn({ err: { message: (err as Error).message } }, 'key change feed: connect failed, retrying');
+      this.logger.warn({ err: { message: (err as Error).message } }, 'credential change feed: connect failed, retrying');
       this.scheduleReconnect();
       return;
     }
@@ -44,7 +44,7 @@ export class KeyChangeFeed {
     this.live = true;
     this.retryMs = 250;
     client.on('notification', (n) => {
-      if (n.channel !== KEY_CHANGE_CHANNEL || !n.payload) return;
+      if (n.channel !== CREDENTIAL_CHANGE_CHANNEL || !n.payload) return;
       for (const l of this.listeners) l.onChange(n.payload);
     });
     client.once('end', () => this.lost());
@@ -61,7 +61,7 @@ export class KeyChangeFeed {
     this.listeners.clear();
     for (const l of listeners) l.onReset();
     if (!this.stopped) {
-      this.logger.warn('key change feed: connection lost, reconnecting');
+      this.logger.warn('credential change feed: connection lost, reconnecting');
       this.scheduleReconnect();
     }
   }
@@ -77,7 +77,7 @@ export class KeyChangeFeed {
     return this.live ? Promise.resolve() : new Promise((resolve) => this.liveWaiters.push(resolve));
   }
 
-  subscribe(listener: KeyChangeListener): () => void {
+  subscribe(listener: CredentialChangeListener): () => void {
     this.listeners.add(listener);
     return () => this.listeners.delete(listener);
   }
