@@ -13,3 +13,13 @@ if [ ! -x "$BIN/grpcurl" ] || [ "$(cat "$BIN/grpcurl.version" 2>/dev/null)" != "
   echo "$GRPCURL_VERSION" > "$BIN/grpcurl.version"
 fi
 echo "grpcurl $GRPCURL_VERSION: $BIN/grpcurl"
+
+OPA_VERSION=v1.22.2
+# The opa CLI: `opa test`/`opa eval` for the policy tests and `opa build -t wasm` for apps/policy/rego/policy.wasm.
+# Pure Go (CGO off); a cold build takes several minutes on 2 cores, a warm one seconds.
+if [ ! -x "$BIN/opa" ] || [ "$(cat "$BIN/opa.version" 2>/dev/null)" != "$OPA_VERSION" ]; then
+  echo "installing opa $OPA_VERSION into $BIN"
+  GOBIN="$BIN" CGO_ENABLED=0 go install "github.com/open-policy-agent/opa@$OPA_VERSION"
+  echo "$OPA_VERSION" > "$BIN/opa.version"
+fi
+echo "opa $OPA_VERSION: $BIN/opa"
