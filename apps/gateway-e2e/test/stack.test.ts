@@ -9,7 +9,8 @@ import { startLocalStack, type LocalStack, type LocalStackOptions } from '@secsv
 import { chmod, mkdtemp, rm } from 'node:fs/promises';
 import pg from 'pg';
 import { createHmac, randomBytes } from 'node:crypto';
-import { readFile } from 'node:fs/promises';
+import { existsSync } from 'node:fs';
+import { readdir, readFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { execFileSync } from 'node:child_process';
@@ -458,6 +459,73 @@ describe('sessions over HTTP', () => {
     await api('DELETE', `/users/${u.id}`);
     expect((await api('POST', '/sessions/verify', { token: s.token })).body.data.valid).toBe(false);
     expect(output.join('\n')).not.toContain(s.token);
+  });
+});
+
+describe('passwords and login over HTTP', () => {
+  const anonymous = async (method: string, path: string, body?: unknown) => {
+    const res = await fetch(`${stack.baseUrl}${path}`, {
+      method,
+      headers: body === undefined ? {} : { 'content-type': 'application/json' },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    const text = await res.text();
+    return { status: res.status, headers: res.headers, body: text ? JSON.parse(text) : undefined };
+  };
+
+  it('logs in without a key or with a public key, and answers alike for unknown emails', async () => {
+    const u = (await api('POST', '/users', { email: 'login.user@example.com', name: 'Login' })).body.data;
+    expect((await api('PUT', `/users/${u.id}/password`, { password: 'short' })).status).toBe(400);
+    expect((await api('PUT', `/users/${u.id}/password`, { password: 'a sturdy passphrase' })).status).toBe(204);
+    const ok = await anonymous('POST', '/auth/login', { email: 'login.user@example.com', password: 'a sturdy passphrase' });
+    expect(ok.status).toBe(201);
+    expect(ok.body.data.userId).toBe(u.id);
+    expect((await api('POST', '/sessions/verify', { token: ok.body.data.token })).body.data.valid).toBe(true);
+    const pub = (await api('POST', '/api-keys', { name: 'login page', type: 'public' })).body.data.key as string;
+    expect((await apiClient(stack.baseUrl, pub)('POST', '/auth/login', { email: 'login.user@example.com', password: 'a sturdy passphrase' })).status).toBe(201);
+    const wrong = await anonymous('POST', '/auth/login', { email: 'login.user@example.com', password: 'not the passphrase' });
+    const unknown = await anonymous('POST', '/auth/login', { email: 'nobody.here@example.com', password: 'not the passphrase' });
+    expect(wrong.status).toBe(401);
+    expect(unknown.status).toBe(401);
+    expect(unknown.body.error.message).toBe(wrong.body.error.message);
+    expect((await anonymous('GET', '/users')).status).toBe(401);
+    expect(output.join('\n')).not.toContain('a sturdy passphrase');
+  });
+
+  it('answers 429 with Retry-After after 5 failures for one account', async () => {
+    const u = (await api('POST', '/users', { email: 'lockout@example.com', name: 'Lock' })).body.data;
+    await api('PUT', `/users/${u.id}/password`, { password: 'a sturdy passphrase' });
+    for (let i = 0; i < 5; i++) expect((await anonymous('POST', '/auth/login', { email: 'lockout@example.com', password: 'guess number ' + i })).status).toBe(401);
+    const limited = await anonymous('POST', '/auth/login', { email: 'lockout@example.com', password: 'a sturdy passphrase' });
+    expect(limited.status).toBe(429);
+    expect(limited.body.error.code).toBe('rate_limited');
+    expect(Number(limited.headers.get('retry-after'))).toBeGreaterThan(0);
+  });
+
+  it('resets a password with the mailed token (local mail port: files under DATA_DIR/mail)', async () => {
+    const u = (await api('POST', '/users', { email: 'reset.me@example.com', name: 'Reset' })).body.data;
+    await api('PUT', `/users/${u.id}/password`, { password: 'a sturdy passphrase' });
+    const session = (await api('POST', '/sessions', { userId: u.id })).body.data;
+    expect((await anonymous('POST', '/auth/password-reset', { email: 'reset.me@example.com' })).status).toBe(202);
+    expect((await anonymous('POST', '/auth/password-reset', { email: 'nobody.at.all@example.com' })).status).toBe(202);
+    const mailDir = path.join(dataDir, 'mail');
+    let token: string | undefined;
+    for (let i = 0; i < 100 && !token; i++) {
+      const files = existsSync(mailDir) ? await readdir(mailDir) : [];
+      for (const f of files) {
+        const m = JSON.parse(await readFile(path.join(mailDir, f), 'utf8')) as { to: string; data: { token: string } };
+        if (m.to === 'reset.me@example.com') token = m.data.token;
+      }
+      if (!token) await new Promise((r) => setTimeout(r, 25));
+    }
+    expect(token).toMatch(/^prt_/);
+    expect((await anonymous('POST', '/auth/password-reset/confirm', { token, password: 'a fresh new passphrase' })).status).toBe(204);
+    expect((await api('POST', '/sessions/verify', { token: session.token })).body.data.valid).toBe(false);
+    expect((await anonymous('POST', '/auth/login', { email: 'reset.me@example.com', password: 'a fresh new passphrase' })).status).toBe(201);
+    const reused = await anonymous('POST', '/auth/password-reset/confirm', { token, password: 'yet another passphrase' });
+    expect(reused.status).toBe(400);
+    expect(reused.body.error.details[0].field).toBe('token');
+    expect(output.filter((l) => !l.includes('[mail]')).join('\n')).not.toContain(token!.slice(4, 30));
   });
 });
 

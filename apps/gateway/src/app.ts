@@ -2,7 +2,7 @@ import express, { type NextFunction, type Request, type Response } from 'express
 import { AppError, parseOrThrow, type Logger, type Metrics } from '@secsvc/shared';
 import type { AuthCache } from './auth-cache';
 import type { GatewayConfig } from './config';
-import type { ServiceClients } from './context';
+import { ANONYMOUS, type ServiceClients } from './context';
 import { authenticate } from './middleware/auth';
 import { errorHandler, notFound } from './middleware/errors';
 import { observe } from './middleware/observe';
@@ -10,10 +10,11 @@ import { requestId } from './middleware/request-id';
 import { buildOpenApi } from './openapi';
 import type { Route } from './routes/route';
 import { apiKeyRoutes } from './routes/api-keys';
+import { authRoutes } from './routes/auth';
 import { sessionRoutes } from './routes/sessions';
 import { userRoutes } from './routes/users';
 
-export const routes: Route[] = [...userRoutes, ...apiKeyRoutes, ...sessionRoutes];
+export const routes: Route[] = [...userRoutes, ...apiKeyRoutes, ...sessionRoutes, ...authRoutes];
 
 export const BODY_LIMIT = '1mb';
 
@@ -46,8 +47,10 @@ function mount(router: express.Router, route: Route, deps: GatewayDeps): void {
   router[route.method](route.path, async (req: Request, res: Response, next: NextFunction) => {
     res.locals.route = template;
     try {
-      const principal = req.principal!;
-      if (principal.type === 'user') {
+      const principal = req.principal ?? ANONYMOUS;
+      if (principal.type === 'anonymous') {
+        if (!route.anonymous) throw new AppError('unauthorized', 'Missing Authorization header (Bearer API key or session token)');
+      } else if (principal.type === 'user') {
         if (!route.userSelf || req.params.id !== principal.id) {
           throw new AppError('forbidden', 'A user may only read and update their own account');
         }
@@ -95,7 +98,8 @@ export function createApp(deps: GatewayDeps): express.Express {
   const openapi = buildOpenApi(routes, `http://${deps.config.HOST}:${deps.config.PORT}/v1`);
   const v1 = express.Router();
   v1.get('/openapi.json', (_req, res) => void res.json(openapi));
-  v1.use(authenticate(deps.clients, deps.config.GRPC_DEADLINE_MS, deps.authCache));
+  const anonymousRoutes = new Set(routes.filter((r) => r.anonymous).map((r) => `${r.method.toUpperCase()} ${r.path}`));
+  v1.use(authenticate(deps.clients, deps.config.GRPC_DEADLINE_MS, deps.authCache, anonymousRoutes));
   v1.use(requireJson);
   v1.use(express.json({ limit: BODY_LIMIT, strict: true, type: 'application/json' }));
   for (const route of routes) mount(v1, route, deps);

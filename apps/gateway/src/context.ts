@@ -7,17 +7,20 @@ export interface ServiceClients {
 
 /** Who is calling, as resolved by the auth middleware: an API key, or a user through a session token. */
 export interface Principal {
-  type: 'api_key' | 'user';
+  type: 'api_key' | 'user' | 'anonymous';
   /** The API key id, or the user id. */
   id: string;
   /** The credential a change of which ends this authentication: the key id or the session id. */
   credentialId: string;
-  /** secret | public | test for API keys; session for users. */
-  keyType: 'secret' | 'public' | 'test' | 'session';
+  /** secret | public | test for API keys; session for users; none for anonymous callers. */
+  keyType: 'secret' | 'public' | 'test' | 'session' | 'none';
   environment: 'live' | 'test';
   plan: string;
   roles?: string[];
 }
+
+/** A caller without credentials, on the few routes that allow it (login pages); always the live environment. */
+export const ANONYMOUS: Principal = { type: 'anonymous', id: '', credentialId: '', keyType: 'none', environment: 'live', plan: 'free' };
 
 /** What a route handler gets besides its validated input. */
 export interface RouteContext {

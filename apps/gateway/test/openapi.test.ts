@@ -24,11 +24,15 @@ describe('GET /v1/openapi.json', () => {
       '/api-keys',
       '/api-keys/{id}',
       '/api-keys/{id}/rotate',
+      '/auth/login',
+      '/auth/password-reset',
+      '/auth/password-reset/confirm',
       '/sessions',
       '/sessions/revoke',
       '/sessions/verify',
       '/users',
       '/users/{id}',
+      '/users/{id}/password',
       '/users/{id}/sessions',
     ]);
     expect(Object.keys(doc.paths['/users']).sort()).toEqual(['get', 'post']);

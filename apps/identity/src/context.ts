@@ -1,12 +1,15 @@
 import type { identity, events } from '@secsvc/proto';
 import { AppError, environmentSchema, type CallContext, type Environment, type Logger, type Pool } from '@secsvc/shared';
 import type { IdentityConfig } from './config';
+import type { Mailer } from './domain/mailer';
 import type { UserRow } from './repositories/users';
 
 export interface IdentityContext {
   pool: Pool;
   config: IdentityConfig;
   logger: Logger;
+  /** Where password reset messages go (absent: dropped with a warning). */
+  mailer?: Mailer;
 }
 
 export function environmentOf(value: string): Environment {

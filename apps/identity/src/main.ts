@@ -5,8 +5,10 @@ import { migrationsDir } from './migrations';
 import type { IdentityContext } from './context';
 import { ensureBootstrapKey } from './domain/bootstrap';
 import { CredentialChangeFeed } from './domain/credential-change-feed';
+import { fileMailer, nullMailer } from './domain/mailer';
 import { createApiKey, getApiKey, listApiKeys, revokeApiKey, rotateApiKey } from './rpc/api-keys';
 import { authenticateApiKey } from './rpc/authenticate-api-key';
+import { confirmPasswordReset, login, requestPasswordReset, setPassword } from './rpc/passwords';
 import { authenticateSession, createSession, listUserSessions, revokeSession, revokeUserSessions, verifySession } from './rpc/sessions';
 import { createUser } from './rpc/create-user';
 import { deleteUser } from './rpc/delete-user';
@@ -23,7 +25,8 @@ void runProcess('identity', () => loadIdentityConfig(), async ({ config, logger,
   );
   const feed = new CredentialChangeFeed(config.DATABASE_URL, logger);
   await feed.start();
-  const ctx: IdentityContext = { pool, config, logger };
+  const mailer = config.MAIL_DIR ? fileMailer(config.MAIL_DIR, (line) => process.stdout.write(line + '\n')) : nullMailer(logger);
+  const ctx: IdentityContext = { pool, config, logger, mailer };
   const grpcServer = await startGrpcServer({
     host: config.GRPC_HOST,
     port: config.GRPC_PORT,
@@ -48,6 +51,10 @@ void runProcess('identity', () => loadIdentityConfig(), async ({ config, logger,
           revokeApiKey: revokeApiKey(ctx),
           rotateApiKey: rotateApiKey(ctx),
           authenticateSession: authenticateSession(ctx),
+          setPassword: setPassword(ctx),
+          login: login(ctx),
+          requestPasswordReset: requestPasswordReset(ctx),
+          confirmPasswordReset: confirmPasswordReset(ctx),
           createSession: createSession(ctx),
           verifySession: verifySession(ctx),
           revokeSession: revokeSession(ctx),

@@ -27,6 +27,8 @@ export class AppError extends Error {
     readonly code: ErrorCode,
     message: string,
     readonly details: FieldError[] = [],
+    /** Seconds after which a retry may succeed (rate_limited): the HTTP Retry-After header. */
+    readonly retryAfterSeconds?: number,
   ) {
     super(message);
     this.name = 'AppError';
@@ -72,12 +74,14 @@ export function errorBody(err: AppError, requestId: string) {
 
 const CODE_KEY = 'secsvc-error-code';
 const DETAILS_KEY = 'secsvc-error-details-bin';
+const RETRY_KEY = 'secsvc-retry-after';
 
 /** AppError -> gRPC error (status code + our code and details in trailing metadata). */
 export function toGrpcError(err: AppError): Partial<ServiceError> {
   const metadata = new Metadata();
   metadata.set(CODE_KEY, err.code);
   if (err.details.length) metadata.set(DETAILS_KEY, Buffer.from(JSON.stringify(err.details)));
+  if (err.retryAfterSeconds !== undefined) metadata.set(RETRY_KEY, String(err.retryAfterSeconds));
   return { code: errorCodes[err.code].grpc, details: err.message, metadata };
 }
 
@@ -111,7 +115,8 @@ export function fromGrpcError(err: unknown): AppError {
         details = [];
       }
     }
-    return new AppError(code as ErrorCode, err.details || 'Request failed', details);
+    const retry = Number(err.metadata.get(RETRY_KEY)[0]?.toString());
+    return new AppError(code as ErrorCode, err.details || 'Request failed', details, Number.isFinite(retry) && retry > 0 ? retry : undefined);
   }
   const mapped = grpcFallback[err.code] ?? 'internal_error';
   const message =

@@ -51,10 +51,14 @@ async function resolve(clients: ServiceClients, token: string, requestId: string
  * Every /v1 call carries `Authorization: Bearer <API key | session token>`; the identity service resolves it,
  * and the answer is cached while identity's credential change stream is live (see auth-cache.ts).
  */
-export function authenticate(clients: ServiceClients, deadlineMs: number, cache?: AuthCache) {
+export function authenticate(clients: ServiceClients, deadlineMs: number, cache?: AuthCache, anonymousRoutes = new Set<string>()) {
   return async (req: Request, _res: Response, next: NextFunction): Promise<void> => {
     const header = req.get('authorization');
-    if (!header) return next(new AppError('unauthorized', 'Missing Authorization header (Bearer API key or session token)'));
+    if (!header) {
+      // Routes for login pages may be called without a credential ("POST /auth/login").
+      if (anonymousRoutes.has(`${req.method} ${req.path}`)) return next();
+      return next(new AppError('unauthorized', 'Missing Authorization header (Bearer API key or session token)'));
+    }
     const match = BEARER.exec(header);
     if (!match) return next(new AppError('unauthorized', 'Authorization header must be "Bearer <credential>"'));
     const token = match[1]!;

@@ -29,6 +29,7 @@ export function errorHandler(logger: Logger) {
     }
     if (res.headersSent) return void res.end();
     if (appErr.code === 'unauthorized') res.setHeader('WWW-Authenticate', 'Bearer realm="secsvc"');
+    if (appErr.retryAfterSeconds !== undefined) res.setHeader('Retry-After', String(Math.ceil(appErr.retryAfterSeconds)));
     res.status(appErr.httpStatus).json(errorBody(appErr, req.requestId));
   };
 }

@@ -13,7 +13,7 @@ export interface ResponseDoc {
 
 /** One route: its input schemas (validation + OpenAPI), documented responses and handler. */
 export interface Route<P extends z.ZodType = z.ZodType, Q extends z.ZodType = z.ZodType, B extends z.ZodType = z.ZodType> {
-  method: 'get' | 'post' | 'patch' | 'delete';
+  method: 'get' | 'post' | 'put' | 'patch' | 'delete';
   /** Express path relative to /v1, e.g. /users/:id */
   path: string;
   operationId: string;
@@ -30,6 +30,8 @@ export interface Route<P extends z.ZodType = z.ZodType, Q extends z.ZodType = z.
    * Policies issue brings policy enforcement, users may call nothing else.
    */
   userSelf?: boolean;
+  /** Callable without any credential (login pages); public keys must then be allowed in keyTypes too. */
+  anonymous?: boolean;
   handle: (
     input: { params: z.infer<P>; query: z.infer<Q>; body: z.infer<B> },
     ctx: RouteContext,

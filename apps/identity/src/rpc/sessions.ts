@@ -56,24 +56,37 @@ export const createSession =
       throw AppError.field('expiresIn', 'must be from 1m to 30d');
     }
     const metadata = parseMetadataJson(req.metadataJson);
-    const token = generateSessionToken();
-    const row = await withTransaction(ctx.pool, async (client) => {
+    const { row, token } = await withTransaction(ctx.pool, async (client) => {
       if (!(await usersRepository.get(client, environment, req.userId))) {
         throw new AppError('not_found', 'User not found', [{ field: 'userId', message: 'no such user' }]);
       }
-      const inserted = await sessionsRepository.insert(client, {
-        id: newId('ses'),
-        environment,
-        userId: req.userId,
-        hash: hashSessionToken(token, ctx.config.SERVER_SECRET),
-        metadata: JSON.stringify(metadata),
-        expiresInSeconds: seconds,
-      });
-      await sessionEvent(client, call, 'session.created', inserted);
-      return inserted;
+      const opened = await openSession(client, ctx, environment, req.userId, seconds, metadata);
+      await sessionEvent(client, call, 'session.created', opened.row);
+      return opened;
     });
     return { session: toSessionMessage(row), token };
   };
+
+/** Inserts a session (in the caller's transaction) and returns it with its token. */
+export async function openSession(
+  client: PoolClient,
+  ctx: IdentityContext,
+  environment: string,
+  userId: string,
+  expiresInSeconds: number,
+  metadata: Record<string, unknown>,
+): Promise<{ row: SessionRow; token: string }> {
+  const token = generateSessionToken();
+  const row = await sessionsRepository.insert(client, {
+    id: newId('ses'),
+    environment,
+    userId,
+    hash: hashSessionToken(token, ctx.config.SERVER_SECRET),
+    metadata: JSON.stringify(metadata),
+    expiresInSeconds,
+  });
+  return { row, token };
+}
 
 export const verifySession =
   (ctx: IdentityContext) =>

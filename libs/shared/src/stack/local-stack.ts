@@ -137,6 +137,7 @@ export async function startLocalStack(opts: LocalStackOptions): Promise<LocalSta
       PROFILE: 'local',
       DATABASE_URL: databaseUrl,
       SERVER_SECRET: secrets.serverSecret,
+      MAIL_DIR: path.join(opts.dataDir, 'mail'),
       ADMIN_HOST: '127.0.0.1',
       GRPC_HOST: '127.0.0.1',
       ...opts.env,

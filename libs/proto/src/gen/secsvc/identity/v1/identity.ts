@@ -195,6 +195,43 @@ export interface CredentialChange {
   id: string;
 }
 
+export interface SetPasswordRequest {
+  environment: string;
+  userId: string;
+  password: string;
+}
+
+export interface SetPasswordResponse {
+}
+
+export interface LoginRequest {
+  environment: string;
+  email: string;
+  password: string;
+  /** The client ip (throttling per ip) and user agent, as the gateway saw them. */
+  ip: string;
+  userAgent: string;
+  /** 0 = the default (24 hours). */
+  expiresInSeconds: number;
+}
+
+export interface RequestPasswordResetRequest {
+  environment: string;
+  email: string;
+}
+
+export interface RequestPasswordResetResponse {
+}
+
+export interface ConfirmPasswordResetRequest {
+  environment: string;
+  token: string;
+  password: string;
+}
+
+export interface ConfirmPasswordResetResponse {
+}
+
 export interface Session {
   id: string;
   environment: string;
@@ -2825,6 +2862,610 @@ export const CredentialChange: MessageFns<CredentialChange> = {
   },
 };
 
+function createBaseSetPasswordRequest(): SetPasswordRequest {
+  return { environment: "", userId: "", password: "" };
+}
+
+export const SetPasswordRequest: MessageFns<SetPasswordRequest> = {
+  encode(message: SetPasswordRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.environment !== "") {
+      writer.uint32(10).string(message.environment);
+    }
+    if (message.userId !== "") {
+      writer.uint32(18).string(message.userId);
+    }
+    if (message.password !== "") {
+      writer.uint32(26).string(message.password);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): SetPasswordRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseSetPasswordRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.environment = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.userId = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.password = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): SetPasswordRequest {
+    return {
+      environment: isSet(object.environment) ? globalThis.String(object.environment) : "",
+      userId: isSet(object.userId)
+        ? globalThis.String(object.userId)
+        : isSet(object.user_id)
+        ? globalThis.String(object.user_id)
+        : "",
+      password: isSet(object.password) ? globalThis.String(object.password) : "",
+    };
+  },
+
+  toJSON(message: SetPasswordRequest): unknown {
+    const obj: any = {};
+    if (message.environment !== "") {
+      obj.environment = message.environment;
+    }
+    if (message.userId !== "") {
+      obj.userId = message.userId;
+    }
+    if (message.password !== "") {
+      obj.password = message.password;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<SetPasswordRequest>, I>>(base?: I): SetPasswordRequest {
+    return SetPasswordRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<SetPasswordRequest>, I>>(object: I): SetPasswordRequest {
+    const message = createBaseSetPasswordRequest();
+    message.environment = object.environment ?? "";
+    message.userId = object.userId ?? "";
+    message.password = object.password ?? "";
+    return message;
+  },
+};
+
+function createBaseSetPasswordResponse(): SetPasswordResponse {
+  return {};
+}
+
+export const SetPasswordResponse: MessageFns<SetPasswordResponse> = {
+  encode(_: SetPasswordResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): SetPasswordResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseSetPasswordResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(_: any): SetPasswordResponse {
+    return {};
+  },
+
+  toJSON(_: SetPasswordResponse): unknown {
+    const obj: any = {};
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<SetPasswordResponse>, I>>(base?: I): SetPasswordResponse {
+    return SetPasswordResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<SetPasswordResponse>, I>>(_: I): SetPasswordResponse {
+    const message = createBaseSetPasswordResponse();
+    return message;
+  },
+};
+
+function createBaseLoginRequest(): LoginRequest {
+  return { environment: "", email: "", password: "", ip: "", userAgent: "", expiresInSeconds: 0 };
+}
+
+export const LoginRequest: MessageFns<LoginRequest> = {
+  encode(message: LoginRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.environment !== "") {
+      writer.uint32(10).string(message.environment);
+    }
+    if (message.email !== "") {
+      writer.uint32(18).string(message.email);
+    }
+    if (message.password !== "") {
+      writer.uint32(26).string(message.password);
+    }
+    if (message.ip !== "") {
+      writer.uint32(34).string(message.ip);
+    }
+    if (message.userAgent !== "") {
+      writer.uint32(42).string(message.userAgent);
+    }
+    if (message.expiresInSeconds !== 0) {
+      writer.uint32(48).int32(message.expiresInSeconds);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): LoginRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseLoginRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.environment = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.email = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.password = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.ip = reader.string();
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.userAgent = reader.string();
+            continue;
+          }
+          case 6: {
+            if (tag !== 48) {
+              break;
+            }
+
+            message.expiresInSeconds = reader.int32();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): LoginRequest {
+    return {
+      environment: isSet(object.environment) ? globalThis.String(object.environment) : "",
+      email: isSet(object.email) ? globalThis.String(object.email) : "",
+      password: isSet(object.password) ? globalThis.String(object.password) : "",
+      ip: isSet(object.ip) ? globalThis.String(object.ip) : "",
+      userAgent: isSet(object.userAgent)
+        ? globalThis.String(object.userAgent)
+        : isSet(object.user_agent)
+        ? globalThis.String(object.user_agent)
+        : "",
+      expiresInSeconds: isSet(object.expiresInSeconds)
+        ? globalThis.Number(object.expiresInSeconds)
+        : isSet(object.expires_in_seconds)
+        ? globalThis.Number(object.expires_in_seconds)
+        : 0,
+    };
+  },
+
+  toJSON(message: LoginRequest): unknown {
+    const obj: any = {};
+    if (message.environment !== "") {
+      obj.environment = message.environment;
+    }
+    if (message.email !== "") {
+      obj.email = message.email;
+    }
+    if (message.password !== "") {
+      obj.password = message.password;
+    }
+    if (message.ip !== "") {
+      obj.ip = message.ip;
+    }
+    if (message.userAgent !== "") {
+      obj.userAgent = message.userAgent;
+    }
+    if (message.expiresInSeconds !== 0) {
+      obj.expiresInSeconds = Math.round(message.expiresInSeconds);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<LoginRequest>, I>>(base?: I): LoginRequest {
+    return LoginRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<LoginRequest>, I>>(object: I): LoginRequest {
+    const message = createBaseLoginRequest();
+    message.environment = object.environment ?? "";
+    message.email = object.email ?? "";
+    message.password = object.password ?? "";
+    message.ip = object.ip ?? "";
+    message.userAgent = object.userAgent ?? "";
+    message.expiresInSeconds = object.expiresInSeconds ?? 0;
+    return message;
+  },
+};
+
+function createBaseRequestPasswordResetRequest(): RequestPasswordResetRequest {
+  return { environment: "", email: "" };
+}
+
+export const RequestPasswordResetRequest: MessageFns<RequestPasswordResetRequest> = {
+  encode(message: RequestPasswordResetRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.environment !== "") {
+      writer.uint32(10).string(message.environment);
+    }
+    if (message.email !== "") {
+      writer.uint32(18).string(message.email);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): RequestPasswordResetRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseRequestPasswordResetRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.environment = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.email = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): RequestPasswordResetRequest {
+    return {
+      environment: isSet(object.environment) ? globalThis.String(object.environment) : "",
+      email: isSet(object.email) ? globalThis.String(object.email) : "",
+    };
+  },
+
+  toJSON(message: RequestPasswordResetRequest): unknown {
+    const obj: any = {};
+    if (message.environment !== "") {
+      obj.environment = message.environment;
+    }
+    if (message.email !== "") {
+      obj.email = message.email;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<RequestPasswordResetRequest>, I>>(base?: I): RequestPasswordResetRequest {
+    return RequestPasswordResetRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<RequestPasswordResetRequest>, I>>(object: I): RequestPasswordResetRequest {
+    const message = createBaseRequestPasswordResetRequest();
+    message.environment = object.environment ?? "";
+    message.email = object.email ?? "";
+    return message;
+  },
+};
+
+function createBaseRequestPasswordResetResponse(): RequestPasswordResetResponse {
+  return {};
+}
+
+export const RequestPasswordResetResponse: MessageFns<RequestPasswordResetResponse> = {
+  encode(_: RequestPasswordResetResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): RequestPasswordResetResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseRequestPasswordResetResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(_: any): RequestPasswordResetResponse {
+    return {};
+  },
+
+  toJSON(_: RequestPasswordResetResponse): unknown {
+    const obj: any = {};
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<RequestPasswordResetResponse>, I>>(base?: I): RequestPasswordResetResponse {
+    return RequestPasswordResetResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<RequestPasswordResetResponse>, I>>(_: I): RequestPasswordResetResponse {
+    const message = createBaseRequestPasswordResetResponse();
+    return message;
+  },
+};
+
+function createBaseConfirmPasswordResetRequest(): ConfirmPasswordResetRequest {
+  return { environment: "", token: "", password: "" };
+}
+
+export const ConfirmPasswordResetRequest: MessageFns<ConfirmPasswordResetRequest> = {
+  encode(message: ConfirmPasswordResetRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.environment !== "") {
+      writer.uint32(10).string(message.environment);
+    }
+    if (message.token !== "") {
+      writer.uint32(18).string(message.token);
+    }
+    if (message.password !== "") {
+      writer.uint32(26).string(message.password);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ConfirmPasswordResetRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseConfirmPasswordResetRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.environment = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.token = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.password = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ConfirmPasswordResetRequest {
+    return {
+      environment: isSet(object.environment) ? globalThis.String(object.environment) : "",
+      token: isSet(object.token) ? globalThis.String(object.token) : "",
+      password: isSet(object.password) ? globalThis.String(object.password) : "",
+    };
+  },
+
+  toJSON(message: ConfirmPasswordResetRequest): unknown {
+    const obj: any = {};
+    if (message.environment !== "") {
+      obj.environment = message.environment;
+    }
+    if (message.token !== "") {
+      obj.token = message.token;
+    }
+    if (message.password !== "") {
+      obj.password = message.password;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ConfirmPasswordResetRequest>, I>>(base?: I): ConfirmPasswordResetRequest {
+    return ConfirmPasswordResetRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ConfirmPasswordResetRequest>, I>>(object: I): ConfirmPasswordResetRequest {
+    const message = createBaseConfirmPasswordResetRequest();
+    message.environment = object.environment ?? "";
+    message.token = object.token ?? "";
+    message.password = object.password ?? "";
+    return message;
+  },
+};
+
+function createBaseConfirmPasswordResetResponse(): ConfirmPasswordResetResponse {
+  return {};
+}
+
+export const ConfirmPasswordResetResponse: MessageFns<ConfirmPasswordResetResponse> = {
+  encode(_: ConfirmPasswordResetResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ConfirmPasswordResetResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseConfirmPasswordResetResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(_: any): ConfirmPasswordResetResponse {
+    return {};
+  },
+
+  toJSON(_: ConfirmPasswordResetResponse): unknown {
+    const obj: any = {};
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ConfirmPasswordResetResponse>, I>>(base?: I): ConfirmPasswordResetResponse {
+    return ConfirmPasswordResetResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ConfirmPasswordResetResponse>, I>>(_: I): ConfirmPasswordResetResponse {
+    const message = createBaseConfirmPasswordResetResponse();
+    return message;
+  },
+};
+
 function createBaseSession(): Session {
   return {
     id: "",
@@ -4082,6 +4723,51 @@ export const IdentityServiceService = {
       Buffer.from(RevokeUserSessionsResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): RevokeUserSessionsResponse => RevokeUserSessionsResponse.decode(value),
   },
+  /**
+   * Passwords (scrypt). Login answers UNAUTHENTICATED alike for an unknown email and a wrong password, and
+   * RESOURCE_EXHAUSTED (with a retry-after) while an account or ip is throttled.
+   */
+  setPassword: {
+    path: "/secsvc.identity.v1.IdentityService/SetPassword" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: SetPasswordRequest): Buffer => Buffer.from(SetPasswordRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): SetPasswordRequest => SetPasswordRequest.decode(value),
+    responseSerialize: (value: SetPasswordResponse): Buffer => Buffer.from(SetPasswordResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): SetPasswordResponse => SetPasswordResponse.decode(value),
+  },
+  login: {
+    path: "/secsvc.identity.v1.IdentityService/Login" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: LoginRequest): Buffer => Buffer.from(LoginRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): LoginRequest => LoginRequest.decode(value),
+    responseSerialize: (value: CreatedSession): Buffer => Buffer.from(CreatedSession.encode(value).finish()),
+    responseDeserialize: (value: Buffer): CreatedSession => CreatedSession.decode(value),
+  },
+  /** Always succeeds (no account enumeration); the token goes to the mail port, never to the audit log. */
+  requestPasswordReset: {
+    path: "/secsvc.identity.v1.IdentityService/RequestPasswordReset" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: RequestPasswordResetRequest): Buffer =>
+      Buffer.from(RequestPasswordResetRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): RequestPasswordResetRequest => RequestPasswordResetRequest.decode(value),
+    responseSerialize: (value: RequestPasswordResetResponse): Buffer =>
+      Buffer.from(RequestPasswordResetResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): RequestPasswordResetResponse => RequestPasswordResetResponse.decode(value),
+  },
+  confirmPasswordReset: {
+    path: "/secsvc.identity.v1.IdentityService/ConfirmPasswordReset" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: ConfirmPasswordResetRequest): Buffer =>
+      Buffer.from(ConfirmPasswordResetRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): ConfirmPasswordResetRequest => ConfirmPasswordResetRequest.decode(value),
+    responseSerialize: (value: ConfirmPasswordResetResponse): Buffer =>
+      Buffer.from(ConfirmPasswordResetResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): ConfirmPasswordResetResponse => ConfirmPasswordResetResponse.decode(value),
+  },
 } as const;
 
 export interface IdentityServiceServer extends UntypedServiceImplementation {
@@ -4119,6 +4805,15 @@ export interface IdentityServiceServer extends UntypedServiceImplementation {
   revokeSession: handleUnaryCall<RevokeSessionRequest, RevokeSessionResponse>;
   listUserSessions: handleUnaryCall<ListUserSessionsRequest, ListUserSessionsResponse>;
   revokeUserSessions: handleUnaryCall<RevokeUserSessionsRequest, RevokeUserSessionsResponse>;
+  /**
+   * Passwords (scrypt). Login answers UNAUTHENTICATED alike for an unknown email and a wrong password, and
+   * RESOURCE_EXHAUSTED (with a retry-after) while an account or ip is throttled.
+   */
+  setPassword: handleUnaryCall<SetPasswordRequest, SetPasswordResponse>;
+  login: handleUnaryCall<LoginRequest, CreatedSession>;
+  /** Always succeeds (no account enumeration); the token goes to the mail port, never to the audit log. */
+  requestPasswordReset: handleUnaryCall<RequestPasswordResetRequest, RequestPasswordResetResponse>;
+  confirmPasswordReset: handleUnaryCall<ConfirmPasswordResetRequest, ConfirmPasswordResetResponse>;
 }
 
 export interface IdentityServiceClient extends Client {
@@ -4398,6 +5093,71 @@ export interface IdentityServiceClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: RevokeUserSessionsResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * Passwords (scrypt). Login answers UNAUTHENTICATED alike for an unknown email and a wrong password, and
+   * RESOURCE_EXHAUSTED (with a retry-after) while an account or ip is throttled.
+   */
+  setPassword(
+    request: SetPasswordRequest,
+    callback: (error: ServiceError | null, response: SetPasswordResponse) => void,
+  ): ClientUnaryCall;
+  setPassword(
+    request: SetPasswordRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: SetPasswordResponse) => void,
+  ): ClientUnaryCall;
+  setPassword(
+    request: SetPasswordRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: SetPasswordResponse) => void,
+  ): ClientUnaryCall;
+  login(
+    request: LoginRequest,
+    callback: (error: ServiceError | null, response: CreatedSession) => void,
+  ): ClientUnaryCall;
+  login(
+    request: LoginRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: CreatedSession) => void,
+  ): ClientUnaryCall;
+  login(
+    request: LoginRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: CreatedSession) => void,
+  ): ClientUnaryCall;
+  /** Always succeeds (no account enumeration); the token goes to the mail port, never to the audit log. */
+  requestPasswordReset(
+    request: RequestPasswordResetRequest,
+    callback: (error: ServiceError | null, response: RequestPasswordResetResponse) => void,
+  ): ClientUnaryCall;
+  requestPasswordReset(
+    request: RequestPasswordResetRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: RequestPasswordResetResponse) => void,
+  ): ClientUnaryCall;
+  requestPasswordReset(
+    request: RequestPasswordResetRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: RequestPasswordResetResponse) => void,
+  ): ClientUnaryCall;
+  confirmPasswordReset(
+    request: ConfirmPasswordResetRequest,
+    callback: (error: ServiceError | null, response: ConfirmPasswordResetResponse) => void,
+  ): ClientUnaryCall;
+  confirmPasswordReset(
+    request: ConfirmPasswordResetRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: ConfirmPasswordResetResponse) => void,
+  ): ClientUnaryCall;
+  confirmPasswordReset(
+    request: ConfirmPasswordResetRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: ConfirmPasswordResetResponse) => void,
   ): ClientUnaryCall;
 }
 

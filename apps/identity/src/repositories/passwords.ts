@@ -1,0 +1,80 @@
+import type { Pool, PoolClient } from '@secsvc/shared';
+
+type Db = Pool | PoolClient;
+
+export const LOGIN_WINDOW_SECONDS = 15 * 60;
+
+export interface ResetTokenRow {
+  id: string;
+  environment: string;
+  user_id: string;
+  expires_at: Date;
+  used_at: Date | null;
+}
+
+export const passwordsRepository = {
+  async setHash(db: Db, environment: string, userId: string, hash: string): Promise<boolean> {
+    const { rowCount } = await db.query(`UPDATE users SET password_hash = $3, updated_at = now() WHERE environment = $1 AND id = $2`, [
+      environment,
+      userId,
+      hash,
+    ]);
+    return (rowCount ?? 0) > 0;
+  },
+
+  async findByEmail(db: Db, environment: string, email: string): Promise<{ id: string; email: string; password_hash: string | null } | undefined> {
+    const { rows } = await db.query(`SELECT id, email, password_hash FROM users WHERE environment = $1 AND lower(email) = lower($2)`, [
+      environment,
+      email,
+    ]);
+    return rows[0];
+  },
+
+  /**
+   * Failures in the window for the account and for the ip, with the seconds until the oldest of each leaves
+   * the window (when the limit is reached that is the wait).
+   */
+  async failures(db: Db, environment: string, email: string, ip: string) {
+    const { rows } = await db.query<{ account: number; account_wait: number | null; by_ip: number; ip_wait: number | null }>(
+      `SELECT
+         (SELECT count(*)::int FROM login_failures WHERE environment = $1 AND lower(email) = lower($2) AND failed_at > now() - make_interval(secs => $4)) AS account,
+         (SELECT ceil(extract(epoch FROM min(failed_at) + make_interval(secs => $4) - now()))::int FROM
+            (SELECT failed_at FROM login_failures WHERE environment = $1 AND lower(email) = lower($2) AND failed_at > now() - make_interval(secs => $4)
+             ORDER BY failed_at DESC LIMIT 5) recent) AS account_wait,
+         (SELECT count(*)::int FROM login_failures WHERE ip = $3 AND failed_at > now() - make_interval(secs => $4)) AS by_ip,
+         (SELECT ceil(extract(epoch FROM min(failed_at) + make_interval(secs => $4) - now()))::int FROM
+            (SELECT failed_at FROM login_failures WHERE ip = $3 AND failed_at > now() - make_interval(secs => $4)
+             ORDER BY failed_at DESC LIMIT 20) recent) AS ip_wait`,
+      [environment, email, ip, LOGIN_WINDOW_SECONDS],
+    );
+    return rows[0]!;
+  },
+
+  async recordFailure(db: Db, environment: string, email: string, ip: string): Promise<void> {
+    await db.query(`INSERT INTO login_failures (environment, email, ip) VALUES ($1, $2, $3)`, [environment, email.slice(0, 320), ip]);
+  },
+
+  async clearFailures(db: Db, environment: string, email: string): Promise<void> {
+    await db.query(`DELETE FROM login_failures WHERE environment = $1 AND lower(email) = lower($2)`, [environment, email]);
+  },
+
+  async insertResetToken(db: Db, t: { id: string; environment: string; userId: string; hash: Buffer }): Promise<void> {
+    await db.query(
+      `INSERT INTO password_reset_tokens (id, environment, user_id, token_hash, expires_at) VALUES ($1, $2, $3, $4, now() + interval '1 hour')`,
+      [t.id, t.environment, t.userId, t.hash],
+    );
+  },
+
+  /** The token row (any state), locked for this transaction. */
+  async lockResetToken(db: Db, environment: string, hash: Buffer): Promise<ResetTokenRow | undefined> {
+    const { rows } = await db.query<ResetTokenRow>(
+      `SELECT id, environment, user_id, expires_at, used_at FROM password_reset_tokens WHERE token_hash = $1 AND environment = $2 FOR UPDATE`,
+      [hash, environment],
+    );
+    return rows[0];
+  },
+
+  async useResetToken(db: Db, id: string): Promise<void> {
+    await db.query(`UPDATE password_reset_tokens SET used_at = now() WHERE id = $1`, [id]);
+  },
+};

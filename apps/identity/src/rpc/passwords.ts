@@ -1,0 +1,171 @@
+import type { identity } from '@secsvc/proto';
+import { AppError, newId, withTransaction, type CallContext, type PoolClient } from '@secsvc/shared';
+import { createHash, createHmac, randomBytes } from 'node:crypto';
+import { callerOf, environmentOf, type IdentityContext } from '../context';
+import { nullMailer } from '../domain/mailer';
+import { checkPasswordRules, dummyHash, hashPassword, verifyPassword } from '../domain/passwords';
+import { SESSION_MAX_SECONDS, SESSION_MIN_SECONDS } from '../domain/sessions';
+import { appendEvent } from '../repositories/outbox';
+import { passwordsRepository } from '../repositories/passwords';
+import { sessionsRepository } from '../repositories/sessions';
+import { usersRepository } from '../repositories/users';
+import { openSession, toSessionMessage } from './sessions';
+
+// Passwords, login and password reset live together: they share hashing, throttling and the event shape.
+
+export const ACCOUNT_FAILURE_LIMIT = 5;
+export const IP_FAILURE_LIMIT = 20;
+const DEFAULT_SESSION_SECONDS = 24 * 3600;
+
+const resetTokenHash = (token: string, secret: string) => createHmac('sha256', secret).update('password-reset:').update(token).digest();
+const checksum = (s: string) => createHash('sha256').update(s).digest('base64url').slice(0, 6);
+
+function event(
+  client: PoolClient,
+  call: CallContext,
+  environment: string,
+  type: string,
+  result: 'success' | 'failure',
+  actor: { id?: string; email?: string; type: string },
+  target?: { id: string; type: string },
+  metadata: Record<string, unknown> = {},
+) {
+  return appendEvent(client, { ...callerOf(call), actor, environment, type, target, result, traceId: call.requestId, metadata });
+}
+
+export const setPassword =
+  (ctx: IdentityContext) =>
+  async (req: identity.SetPasswordRequest, call: CallContext): Promise<identity.SetPasswordResponse> => {
+    const environment = environmentOf(req.environment);
+    const user = await usersRepository.get(ctx.pool, environment, req.userId);
+    if (!user) throw AppError.notFound('User');
+    checkPasswordRules(req.password, user.email);
+    const hash = await hashPassword(req.password);
+    await withTransaction(ctx.pool, async (client) => {
+      if (!(await passwordsRepository.setHash(client, environment, user.id, hash))) throw AppError.notFound('User');
+      await event(client, call, environment, 'user.password_changed', 'success', callerOf(call).actor, { id: user.id, type: 'user' });
+    });
+    return {};
+  };
+
+export const login =
+  (ctx: IdentityContext) =>
+  async (req: identity.LoginRequest, call: CallContext): Promise<identity.CreatedSession> => {
+    const environment = environmentOf(req.environment);
+    const seconds = req.expiresInSeconds || DEFAULT_SESSION_SECONDS;
+    if (seconds < SESSION_MIN_SECONDS || seconds > SESSION_MAX_SECONDS) throw AppError.field('expiresIn', 'must be from 1m to 30d');
+    const email = req.email.slice(0, 320);
+    const ip = req.ip || 'unknown';
+    const f = await passwordsRepository.failures(ctx.pool, environment, email, ip);
+    if (f.account >= ACCOUNT_FAILURE_LIMIT || f.by_ip >= IP_FAILURE_LIMIT) {
+      const wait = Math.max(1, f.account >= ACCOUNT_FAILURE_LIMIT ? (f.account_wait ?? 1) : 0, f.by_ip >= IP_FAILURE_LIMIT ? (f.ip_wait ?? 1) : 0);
+      throw new AppError('rate_limited', 'Too many failed logins; try again later', [], wait);
+    }
+    const user = await passwordsRepository.findByEmail(ctx.pool, environment, email);
+    // The same work whether or not the account exists or has a password: no enumeration by timing.
+    const ok = await verifyPassword(req.password, user?.password_hash ?? (await dummyHash()));
+    const context = { ip: req.ip, userAgent: req.userAgent };
+    if (!user || !user.password_hash || !ok) {
+      await withTransaction(ctx.pool, async (client) => {
+        await passwordsRepository.recordFailure(client, environment, email, ip);
+        await appendEvent(client, {
+          actor: user ? { id: user.id, email, type: 'user' } : { email, type: 'anonymous' },
+          context,
+          environment,
+          type: 'user.login',
+          result: 'failure',
+          traceId: call.requestId,
+          metadata: { authMethod: 'password', mfaUsed: false, reason: 'invalid_credentials' },
+        });
+      });
+      throw new AppError('unauthorized', 'Invalid email or password');
+    }
+    const { row, token } = await withTransaction(ctx.pool, async (client) => {
+      await passwordsRepository.clearFailures(client, environment, email);
+      const opened = await openSession(client, ctx, environment, user.id, seconds, { ip: req.ip, userAgent: req.userAgent });
+      await appendEvent(client, {
+        actor: { id: user.id, email: user.email, type: 'user' },
+        context,
+        environment,
+        type: 'user.login',
+        target: { id: opened.row.id, type: 'session' },
+        result: 'success',
+        traceId: call.requestId,
+        metadata: { authMethod: 'password', mfaUsed: false },
+      });
+      return opened;
+    });
+    return { session: toSessionMessage(row), token };
+  };
+
+/**
+ * Answers at once and does the work afterwards, so the response says nothing (not even by timing) about
+ * whether the email has an account. The token goes only to the mail port.
+ */
+export const requestPasswordReset =
+  (ctx: IdentityContext) =>
+  async (req: identity.RequestPasswordResetRequest, call: CallContext): Promise<identity.RequestPasswordResetResponse> => {
+    const environment = environmentOf(req.environment);
+    const email = req.email.slice(0, 320);
+    setImmediate(() => {
+      void issueResetToken(ctx, environment, email, call).catch((err: unknown) =>
+        ctx.logger.error({ err: { message: (err as Error).message } }, 'password reset request failed'),
+      );
+    });
+    return {};
+  };
+
+async function issueResetToken(ctx: IdentityContext, environment: string, email: string, call: CallContext): Promise<void> {
+  const user = await passwordsRepository.findByEmail(ctx.pool, environment, email);
+  const body = 'prt_' + randomBytes(32).toString('base64url');
+  const token = body + checksum(body);
+  await withTransaction(ctx.pool, async (client) => {
+    if (user) await passwordsRepository.insertResetToken(client, { id: newId('prt'), environment, userId: user.id, hash: resetTokenHash(token, ctx.config.SERVER_SECRET) });
+    await event(
+      client,
+      call,
+      environment,
+      'user.password_reset.requested',
+      user ? 'success' : 'failure',
+      user ? { id: user.id, email: user.email, type: 'user' } : { email, type: 'anonymous' },
+      user ? { id: user.id, type: 'user' } : undefined,
+      user ? {} : { reason: 'unknown_email' },
+    );
+  });
+  if (!user) return;
+  await (ctx.mailer ?? nullMailer(ctx.logger)).send({
+    to: user.email,
+    subject: 'Reset your password',
+    text: `Someone asked to reset the password of ${user.email}. This token works once, for one hour:\n\n${token}\n`,
+    data: { kind: 'password-reset', environment, email: user.email, token },
+  });
+}
+
+export const confirmPasswordReset =
+  (ctx: IdentityContext) =>
+  async (req: identity.ConfirmPasswordResetRequest, call: CallContext): Promise<identity.ConfirmPasswordResetResponse> => {
+    const environment = environmentOf(req.environment);
+    const invalid = () => AppError.field('token', 'invalid, used or expired token');
+    const wellFormed = /^prt_[A-Za-z0-9_-]{43}[A-Za-z0-9_-]{6}$/.test(req.token) && checksum(req.token.slice(0, -6)) === req.token.slice(-6);
+    const outcome = await withTransaction(ctx.pool, async (client) => {
+      const row = wellFormed ? await passwordsRepository.lockResetToken(client, environment, resetTokenHash(req.token, ctx.config.SERVER_SECRET)) : undefined;
+      const user = row ? await usersRepository.get(client, environment, row.user_id) : undefined;
+      if (!row || !user || row.used_at || row.expires_at.getTime() <= Date.now()) {
+        const actor = user ? { id: user.id, email: user.email, type: 'user' } : { type: 'anonymous' };
+        await event(client, call, environment, 'user.password_reset.failed', 'failure', actor, user ? { id: user.id, type: 'user' } : undefined, {
+          reason: !row ? 'unknown_token' : row.used_at ? 'used_token' : 'expired_token',
+        });
+        return 'invalid' as const;
+      }
+      checkPasswordRules(req.password, user.email);
+      await passwordsRepository.setHash(client, environment, user.id, await hashPassword(req.password));
+      await passwordsRepository.useResetToken(client, row.id);
+      const ended = await sessionsRepository.revokeAllOfUser(client, environment, user.id);
+      await event(client, call, environment, 'user.password_reset.completed', 'success', { id: user.id, email: user.email, type: 'user' }, { id: user.id, type: 'user' }, {
+        sessionsRevoked: ended.length,
+      });
+      return 'done' as const;
+    });
+    if (outcome === 'invalid') throw invalid();
+    return {};
+  };
