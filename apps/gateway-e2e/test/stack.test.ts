@@ -8,6 +8,7 @@ import { checkHealth, createClient, promiseClient, AppError } from '@secsvc/shar
 import { startLocalStack, type LocalStack, type LocalStackOptions } from '@secsvc/shared/stack';
 import { chmod, mkdtemp, rm } from 'node:fs/promises';
 import pg from 'pg';
+import { createLocalJWKSet, jwtVerify } from 'jose';
 import { createHmac, randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { readdir, readFile } from 'node:fs/promises';
@@ -512,7 +513,7 @@ describe('passwords and login over HTTP', () => {
     let token: string | undefined;
     for (let i = 0; i < 100 && !token; i++) {
       const files = existsSync(mailDir) ? await readdir(mailDir) : [];
-      for (const f of files) {
+      for (const f of files.filter((name) => name.endsWith('.json'))) {
         const m = JSON.parse(await readFile(path.join(mailDir, f), 'utf8')) as { to: string; data: { token: string } };
         if (m.to === 'reset.me@example.com') token = m.data.token;
       }
@@ -526,6 +527,56 @@ describe('passwords and login over HTTP', () => {
     expect(reused.status).toBe(400);
     expect(reused.body.error.details[0].field).toBe('token');
     expect(output.filter((l) => !l.includes('[mail]')).join('\n')).not.toContain(token!.slice(4, 30));
+  });
+});
+
+describe('JWT access tokens', () => {
+  it('issues ES256 tokens verifiable with the published keys and accepts them as bearer credentials', async () => {
+    const me = (await api('POST', '/users', { email: 'jwt.user@example.com', name: 'JWT' })).body.data;
+    const other = (await api('POST', '/users', { email: 'jwt.other@example.com', name: 'Other' })).body.data;
+    const session = (await api('POST', '/sessions', { userId: me.id })).body.data;
+    const issued = await fetch(`${stack.baseUrl}/tokens`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ sessionToken: session.token }),
+    });
+    expect(issued.status).toBe(200);
+    const { data } = (await issued.json()) as { data: { accessToken: string; tokenType: string; expiresIn: number } };
+    expect(data.tokenType).toBe('Bearer');
+    expect(data.expiresIn).toBe(900);
+
+    const origin = stack.baseUrl.replace(/\/v1$/, '');
+    const jwks = (await (await fetch(`${origin}/.well-known/jwks.json`)).json()) as { keys: { kid: string; d?: string }[] };
+    expect(jwks.keys.length).toBeGreaterThan(0);
+    expect(jwks.keys.every((k) => k.d === undefined)).toBe(true);
+    const { payload, protectedHeader } = await jwtVerify(data.accessToken, createLocalJWKSet(jwks as never), { issuer: origin, audience: 'secsvc' });
+    expect(protectedHeader).toMatchObject({ alg: 'ES256', typ: 'at+jwt' });
+    expect(jwks.keys.map((k) => k.kid)).toContain(protectedHeader.kid);
+    expect(payload).toMatchObject({ sub: me.id, sid: session.id, env: 'live' });
+    expect(payload.exp! - payload.iat!).toBe(900);
+    expect(typeof payload.jti).toBe('string');
+
+    const asJwt = apiClient(stack.baseUrl, data.accessToken);
+    expect((await asJwt('GET', `/users/${me.id}`)).status).toBe(200);
+    expect((await asJwt('GET', `/users/${other.id}`)).status).toBe(403);
+    const [h, p, sig] = data.accessToken.split('.');
+    const forged = `${h}.${Buffer.from(JSON.stringify({ ...payload, sub: other.id })).toString('base64url')}.${sig}`;
+    expect((await apiClient(stack.baseUrl, forged)('GET', `/users/${other.id}`)).status).toBe(401);
+    expect((await apiClient(stack.baseUrl, `${h}.${p}.AAAA`)('GET', `/users/${me.id}`)).status).toBe(401);
+
+    await api('POST', '/sessions/revoke', { token: session.token });
+    let status = 200;
+    for (let i = 0; i < 50 && status === 200; i++) {
+      status = (await asJwt('GET', `/users/${me.id}`)).status;
+      if (status === 200) await new Promise((r) => setTimeout(r, 20));
+    }
+    expect(status).toBe(401);
+    const refused = await fetch(`${stack.baseUrl}/tokens`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ sessionToken: session.token }),
+    });
+    expect(refused.status).toBe(400);
   });
 });
 

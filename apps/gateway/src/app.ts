@@ -1,6 +1,7 @@
 import express, { type NextFunction, type Request, type Response } from 'express';
 import { AppError, parseOrThrow, type Logger, type Metrics } from '@secsvc/shared';
 import type { AuthCache } from './auth-cache';
+import type { JwtVerifier } from './jwt-verifier';
 import type { GatewayConfig } from './config';
 import { ANONYMOUS, type ServiceClients } from './context';
 import { authenticate } from './middleware/auth';
@@ -27,6 +28,8 @@ export interface GatewayDeps {
   ready: () => Promise<boolean>;
   /** Optional cache of API key authentications (see auth-cache.ts). */
   authCache?: AuthCache;
+  /** Verifies JWT access tokens; without it they are refused. */
+  jwt?: JwtVerifier;
 }
 
 const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH']);
@@ -91,6 +94,13 @@ export function createApp(deps: GatewayDeps): express.Express {
   app.use(observe(deps.metrics, deps.logger));
 
   app.get('/healthz', (_req, res) => void res.json({ status: 'ok' }));
+  // Public keys of the access-token signers (RFC 7517), for anyone verifying our JWTs.
+  app.get('/.well-known/jwks.json', (req, res, next) => {
+    deps.clients.identity.getJwks({}, { requestId: req.requestId, deadlineMs: deps.config.GRPC_DEADLINE_MS }).then((jwks) => {
+      res.setHeader('Cache-Control', 'public, max-age=300');
+      res.type('application/json').send(jwks.jwksJson);
+    }, next);
+  });
   app.get('/readyz', (_req, res, next) => {
     deps.ready().then((ok) => void res.status(ok ? 200 : 503).json({ status: ok ? 'ready' : 'not ready' }), next);
   });
@@ -99,7 +109,7 @@ export function createApp(deps: GatewayDeps): express.Express {
   const v1 = express.Router();
   v1.get('/openapi.json', (_req, res) => void res.json(openapi));
   const anonymousRoutes = new Set(routes.filter((r) => r.anonymous).map((r) => `${r.method.toUpperCase()} ${r.path}`));
-  v1.use(authenticate(deps.clients, deps.config.GRPC_DEADLINE_MS, deps.authCache, anonymousRoutes));
+  v1.use(authenticate(deps.clients, deps.config.GRPC_DEADLINE_MS, deps.authCache, anonymousRoutes, deps.jwt));
   v1.use(requireJson);
   v1.use(express.json({ limit: BODY_LIMIT, strict: true, type: 'application/json' }));
   for (const route of routes) mount(v1, route, deps);

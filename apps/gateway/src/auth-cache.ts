@@ -24,6 +24,7 @@ const digest = (key: string) => createHash('sha256').update(key).digest('base64u
  */
 export class AuthCache {
   private readonly entries = new Map<string, Entry>();
+  private readonly revokedSessions = new Map<string, number>();
   private stream: ChangeStream | undefined;
   private live = false;
   private stopped = false;
@@ -36,7 +37,18 @@ export class AuthCache {
     private readonly logger: Logger,
     private readonly ttlMs = 60_000,
     private readonly maxEntries = 10_000,
+    /** How long a revoked session id is remembered: the access-token lifetime plus leeway. */
+    private readonly revokedRetentionMs = 17 * 60_000,
   ) {}
+
+  /** True when the session was revoked (or ended) recently enough for its access tokens to still be unexpired. */
+  isSessionRevoked(sessionId: string): boolean {
+    const until = this.revokedSessions.get(sessionId);
+    if (until === undefined) return false;
+    if (until > Date.now()) return true;
+    this.revokedSessions.delete(sessionId);
+    return false;
+  }
 
   get isLive(): boolean {
     return this.live;
@@ -68,6 +80,8 @@ export class AuthCache {
     this.live = false;
     this.generation++;
     this.entries.clear();
+    // The next stream replays the recent revocations before it is ready.
+    this.revokedSessions.clear();
     if (this.stopped) return;
     this.logger.warn({ retryMs: this.retryMs }, 'API key change stream lost; authenticating every request until it is back');
     const timer = setTimeout(() => this.start(), this.retryMs);
@@ -77,6 +91,8 @@ export class AuthCache {
 
   private invalidate(credentialId: string): void {
     this.generation++;
+    // Access tokens (JWTs) of a changed session are refused while they could still be unexpired.
+    if (credentialId.startsWith('ses_')) this.revokedSessions.set(credentialId, Date.now() + this.revokedRetentionMs);
     for (const [k, e] of this.entries) if (e.principal.credentialId === credentialId) this.entries.delete(k);
   }
 

@@ -1,4 +1,5 @@
 import { commonConfig, env, loadConfig } from '@secsvc/shared';
+import { z } from 'zod';
 
 export const gatewayConfigShape = {
   ...commonConfig,
@@ -14,6 +15,11 @@ export const gatewayConfigShape = {
   TRUST_PROXY_HOPS: env.int(0, 0, 10),
   /** How long an API key authentication may be reused while identity's change stream is live (0 = off). */
   AUTH_CACHE_TTL_MS: env.int(60_000, 0, 3_600_000),
+  /** Expected iss and aud of access tokens (identity's ISSUER and JWT_AUDIENCE). */
+  ISSUER: z.string().url('must be a URL').default('http://127.0.0.1:8080'),
+  JWT_AUDIENCE: z.string().min(1).default('secsvc'),
+  /** Identity's ACCESS_TOKEN_TTL_SECONDS: how long revoked sessions are remembered for their tokens. */
+  ACCESS_TOKEN_TTL_SECONDS: env.int(900, 60, 86_400),
 };
 
 export type GatewayConfig = ReturnType<typeof loadGatewayConfig>;

@@ -12,8 +12,8 @@ export interface Principal {
   id: string;
   /** The credential a change of which ends this authentication: the key id or the session id. */
   credentialId: string;
-  /** secret | public | test for API keys; session for users; none for anonymous callers. */
-  keyType: 'secret' | 'public' | 'test' | 'session' | 'none';
+  /** secret | public | test for API keys; session or jwt for users; none for anonymous callers. */
+  keyType: 'secret' | 'public' | 'test' | 'session' | 'jwt' | 'none';
   environment: 'live' | 'test';
   plan: string;
   roles?: string[];

@@ -3,6 +3,7 @@ import { checkHealth, createClient, promiseClient, runProcess } from '@secsvc/sh
 import type { AddressInfo } from 'node:net';
 import { createApp } from './app';
 import { AuthCache } from './auth-cache';
+import { JwtVerifier } from './jwt-verifier';
 import { loadGatewayConfig } from './config';
 
 void runProcess('gateway', () => loadGatewayConfig(), async ({ config, logger, metrics }) => {
@@ -12,9 +13,17 @@ void runProcess('gateway', () => loadGatewayConfig(), async ({ config, logger, m
     const checks = await Promise.all([config.IDENTITY_ADDR, config.POLICY_ADDR, config.AUDIT_ADDR].map((a) => checkHealth(a)));
     return checks.every(Boolean);
   };
-  const authCache = new AuthCache(() => identityClient.watchCredentialChanges({}), logger, config.AUTH_CACHE_TTL_MS);
-  if (config.AUTH_CACHE_TTL_MS > 0) authCache.start();
-  const app = createApp({ config, clients, logger, metrics, ready, authCache });
+  const authCache = new AuthCache(
+    () => identityClient.watchCredentialChanges({}),
+    logger,
+    config.AUTH_CACHE_TTL_MS,
+    10_000,
+    (config.ACCESS_TOKEN_TTL_SECONDS + 120) * 1000,
+  );
+  const jwt = new JwtVerifier(async () => (await clients.identity.getJwks({})).jwksJson, config.ISSUER, config.JWT_AUDIENCE, logger);
+  // The change stream also carries session revocations for JWTs, so it runs even with the cache off.
+  authCache.start();
+  const app = createApp({ config, clients, logger, metrics, ready, authCache, jwt });
   const server = app.listen(config.PORT, config.HOST);
   await new Promise<void>((resolve, reject) => {
     server.once('listening', resolve);

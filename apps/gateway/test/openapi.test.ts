@@ -30,6 +30,7 @@ describe('GET /v1/openapi.json', () => {
       '/sessions',
       '/sessions/revoke',
       '/sessions/verify',
+      '/tokens',
       '/users',
       '/users/{id}',
       '/users/{id}/password',

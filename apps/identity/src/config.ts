@@ -7,6 +7,13 @@ export const identityConfigShape = {
   GRPC_HOST: env.host('127.0.0.1'),
   GRPC_PORT: env.port(50051),
   ADMIN_PORT: env.port(9101),
+  /** Issuer (iss) of access tokens: the public origin of the gateway. */
+  ISSUER: z.string().url('must be a URL').default('http://127.0.0.1:8080'),
+  /** Audience (aud) of access tokens. */
+  JWT_AUDIENCE: z.string().min(1).default('secsvc'),
+  ACCESS_TOKEN_TTL_SECONDS: env.int(900, 60, 86_400),
+  /** Encrypts the JWT signing keys at rest (≥ 32 characters); derived from SERVER_SECRET when unset. */
+  JWT_MASTER_KEY: env.secret().optional(),
   /** Local mail port: password reset messages are written here as JSON files (and noted on the console). */
   MAIL_DIR: z.string().min(1).optional(),
   BOOTSTRAP_API_KEY: z

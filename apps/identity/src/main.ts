@@ -6,6 +6,8 @@ import type { IdentityContext } from './context';
 import { ensureBootstrapKey } from './domain/bootstrap';
 import { CredentialChangeFeed } from './domain/credential-change-feed';
 import { fileMailer, nullMailer } from './domain/mailer';
+import { masterKey, SigningKeyStore } from './domain/signing-keys';
+import { getJwks, issueAccessToken } from './rpc/tokens';
 import { createApiKey, getApiKey, listApiKeys, revokeApiKey, rotateApiKey } from './rpc/api-keys';
 import { authenticateApiKey } from './rpc/authenticate-api-key';
 import { confirmPasswordReset, login, requestPasswordReset, setPassword } from './rpc/passwords';
@@ -27,6 +29,8 @@ void runProcess('identity', () => loadIdentityConfig(), async ({ config, logger,
   await feed.start();
   const mailer = config.MAIL_DIR ? fileMailer(config.MAIL_DIR, (line) => process.stdout.write(line + '\n')) : nullMailer(logger);
   const ctx: IdentityContext = { pool, config, logger, mailer };
+  const signingKeys = new SigningKeyStore(pool, masterKey(config.JWT_MASTER_KEY, config.SERVER_SECRET));
+  await signingKeys.get();
   const grpcServer = await startGrpcServer({
     host: config.GRPC_HOST,
     port: config.GRPC_PORT,
@@ -44,13 +48,15 @@ void runProcess('identity', () => loadIdentityConfig(), async ({ config, logger,
           deleteUser: deleteUser(ctx),
           listUsers: listUsers(ctx),
           authenticateApiKey: authenticateApiKey(ctx),
-          watchCredentialChanges: watchCredentialChanges(feed),
+          watchCredentialChanges: watchCredentialChanges(feed, pool, config.ACCESS_TOKEN_TTL_SECONDS),
           createApiKey: createApiKey(ctx),
           listApiKeys: listApiKeys(ctx),
           getApiKey: getApiKey(ctx),
           revokeApiKey: revokeApiKey(ctx),
           rotateApiKey: rotateApiKey(ctx),
           authenticateSession: authenticateSession(ctx),
+          issueAccessToken: issueAccessToken(ctx, signingKeys),
+          getJwks: getJwks(signingKeys),
           setPassword: setPassword(ctx),
           login: login(ctx),
           requestPasswordReset: requestPasswordReset(ctx),

@@ -1,6 +1,7 @@
 import type { NextFunction, Request, Response } from 'express';
 import { AppError } from '@secsvc/shared';
 import type { AuthCache } from '../auth-cache';
+import type { JwtVerifier } from '../jwt-verifier';
 import type { Principal, ServiceClients } from '../context';
 
 declare module 'express-serve-static-core' {
@@ -12,9 +13,21 @@ declare module 'express-serve-static-core' {
 const BEARER = /^Bearer ([A-Za-z0-9_.-]{1,4096})$/;
 const API_KEY = /^svc_(sk|pk|test)_/;
 const SESSION_TOKEN = /^sst_/;
+const JWT = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/;
 
 const env = (e: string): 'live' | 'test' => (e === 'test' ? 'test' : 'live');
 const until = (iso?: string) => (iso ? Date.parse(iso) : undefined);
+
+/**
+ * A JWT access token, verified locally. Its session's revocation must be knowable, so while identity's
+ * change stream is down JWTs are refused with 503 rather than trusted blindly.
+ */
+async function verifyJwt(token: string, jwt: JwtVerifier, cache: AuthCache | undefined): Promise<Principal> {
+  if (!cache?.isLive) throw new AppError('unavailable', 'Access tokens cannot be checked for revocation right now; retry shortly');
+  const claims = await jwt.verify(token);
+  if (cache.isSessionRevoked(claims.sid)) throw new AppError('unauthorized', 'Invalid access token: its session has ended');
+  return { type: 'user', id: claims.sub, credentialId: claims.sid, keyType: 'jwt', environment: env(claims.env), plan: 'pro' };
+}
 
 /** Resolves a bearer credential with the identity service: an API key or a session token. */
 async function resolve(clients: ServiceClients, token: string, requestId: string, deadlineMs: number) {
@@ -51,7 +64,13 @@ async function resolve(clients: ServiceClients, token: string, requestId: string
  * Every /v1 call carries `Authorization: Bearer <API key | session token>`; the identity service resolves it,
  * and the answer is cached while identity's credential change stream is live (see auth-cache.ts).
  */
-export function authenticate(clients: ServiceClients, deadlineMs: number, cache?: AuthCache, anonymousRoutes = new Set<string>()) {
+export function authenticate(
+  clients: ServiceClients,
+  deadlineMs: number,
+  cache?: AuthCache,
+  anonymousRoutes = new Set<string>(),
+  jwt?: JwtVerifier,
+) {
   return async (req: Request, _res: Response, next: NextFunction): Promise<void> => {
     const header = req.get('authorization');
     if (!header) {
@@ -62,6 +81,15 @@ export function authenticate(clients: ServiceClients, deadlineMs: number, cache?
     const match = BEARER.exec(header);
     if (!match) return next(new AppError('unauthorized', 'Authorization header must be "Bearer <credential>"'));
     const token = match[1]!;
+    if (JWT.test(token)) {
+      if (!jwt) return next(new AppError('unauthorized', 'Access tokens are not accepted here'));
+      try {
+        req.principal = await verifyJwt(token, jwt, cache);
+        return next();
+      } catch (err) {
+        return next(err);
+      }
+    }
     const cached = cache?.get(token);
     if (cached) {
       req.principal = cached;

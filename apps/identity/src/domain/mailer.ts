@@ -1,4 +1,4 @@
-import { mkdir, writeFile } from 'node:fs/promises';
+import { mkdir, rename, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { Logger } from '@secsvc/shared';
 
@@ -24,7 +24,9 @@ export function fileMailer(dir: string, print: (line: string) => void): Mailer {
     async send(message) {
       await mkdir(dir, { recursive: true, mode: 0o700 });
       const file = path.join(dir, `${Date.now()}-${message.data.kind ?? 'mail'}-${Math.random().toString(36).slice(2, 8)}.json`);
-      await writeFile(file, JSON.stringify(message, null, 2), { mode: 0o600 });
+      // Written whole, then renamed: a reader never sees half a message.
+      await writeFile(`${file}.part`, JSON.stringify(message, null, 2), { mode: 0o600 });
+      await rename(`${file}.part`, file);
       print(`[mail] to ${message.to}: ${message.subject} (${file})`);
     },
   };

@@ -1,10 +1,14 @@
 import type { identity } from '@secsvc/proto';
-import type { CallContext, ServerStream } from '@secsvc/shared';
+import type { CallContext, Pool, ServerStream } from '@secsvc/shared';
 import type { CredentialChangeFeed } from '../domain/credential-change-feed';
 
-/** Streams "ready", then one "changed" per credential change, until the client goes or the feed resets. */
+/**
+ * Streams the sessions revoked within the access-token lifetime (a new gateway must refuse their JWTs too),
+ * then "ready", then one "changed" per credential change, until the client goes or the feed resets.
+ * Subscribing before the snapshot means no change falls between the two.
+ */
 export const watchCredentialChanges =
-  (feed: CredentialChangeFeed) =>
+  (feed: CredentialChangeFeed, pool: Pool, accessTokenTtlSeconds: number) =>
   (_req: identity.WatchCredentialChangesRequest, _call: CallContext, stream: ServerStream<identity.CredentialChange>): void => {
     let unsubscribe: (() => void) | undefined;
     let closed = false;
@@ -12,12 +16,21 @@ export const watchCredentialChanges =
       closed = true;
       unsubscribe?.();
     });
-    void feed.whenLive().then(() => {
+    void feed.whenLive().then(async () => {
       if (closed) return;
       unsubscribe = feed.subscribe({
         onChange: (id) => stream.write({ kind: 'changed', id }),
         onReset: () => stream.end(),
       });
-      stream.write({ kind: 'ready', id: '' });
+      try {
+        const { rows } = await pool.query<{ id: string }>(
+          `SELECT id FROM sessions WHERE revoked_at > now() - make_interval(secs => $1)`,
+          [accessTokenTtlSeconds + 60],
+        );
+        for (const r of rows) stream.write({ kind: 'changed', id: r.id });
+        stream.write({ kind: 'ready', id: '' });
+      } catch {
+        stream.end();
+      }
     });
   };

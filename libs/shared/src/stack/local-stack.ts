@@ -126,6 +126,8 @@ export async function startLocalStack(opts: LocalStackOptions): Promise<LocalSta
     const adminPorts = {} as Record<AppName, number>;
     for (const name of Object.keys(opts.ports.admin) as AppName[]) adminPorts[name] = await pick(opts.ports.admin[name]);
     const gatewayPort = await pick(opts.port);
+    // Access tokens name the gateway's public origin as their issuer; identity signs, the gateway checks.
+    const issuer = `http://${opts.host}:${gatewayPort}`;
     const grpc = {
       identity: `127.0.0.1:${grpcPorts.identity}`,
       policy: `127.0.0.1:${grpcPorts.policy}`,
@@ -138,6 +140,7 @@ export async function startLocalStack(opts: LocalStackOptions): Promise<LocalSta
       DATABASE_URL: databaseUrl,
       SERVER_SECRET: secrets.serverSecret,
       MAIL_DIR: path.join(opts.dataDir, 'mail'),
+      ISSUER: issuer,
       ADMIN_HOST: '127.0.0.1',
       GRPC_HOST: '127.0.0.1',
       ...opts.env,

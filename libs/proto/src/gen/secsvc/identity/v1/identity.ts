@@ -232,6 +232,25 @@ export interface ConfirmPasswordResetRequest {
 export interface ConfirmPasswordResetResponse {
 }
 
+export interface IssueAccessTokenRequest {
+  sessionToken: string;
+}
+
+export interface AccessToken {
+  accessToken: string;
+  /** Seconds until it expires. */
+  expiresIn: number;
+  sessionId: string;
+}
+
+export interface GetJwksRequest {
+}
+
+export interface Jwks {
+  /** The JSON Web Key Set document ({"keys":[...]}), public keys only. */
+  jwksJson: string;
+}
+
 export interface Session {
   id: string;
   environment: string;
@@ -3466,6 +3485,317 @@ export const ConfirmPasswordResetResponse: MessageFns<ConfirmPasswordResetRespon
   },
 };
 
+function createBaseIssueAccessTokenRequest(): IssueAccessTokenRequest {
+  return { sessionToken: "" };
+}
+
+export const IssueAccessTokenRequest: MessageFns<IssueAccessTokenRequest> = {
+  encode(message: IssueAccessTokenRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.sessionToken !== "") {
+      writer.uint32(10).string(message.sessionToken);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): IssueAccessTokenRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseIssueAccessTokenRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.sessionToken = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): IssueAccessTokenRequest {
+    return {
+      sessionToken: isSet(object.sessionToken)
+        ? globalThis.String(object.sessionToken)
+        : isSet(object.session_token)
+        ? globalThis.String(object.session_token)
+        : "",
+    };
+  },
+
+  toJSON(message: IssueAccessTokenRequest): unknown {
+    const obj: any = {};
+    if (message.sessionToken !== "") {
+      obj.sessionToken = message.sessionToken;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<IssueAccessTokenRequest>, I>>(base?: I): IssueAccessTokenRequest {
+    return IssueAccessTokenRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<IssueAccessTokenRequest>, I>>(object: I): IssueAccessTokenRequest {
+    const message = createBaseIssueAccessTokenRequest();
+    message.sessionToken = object.sessionToken ?? "";
+    return message;
+  },
+};
+
+function createBaseAccessToken(): AccessToken {
+  return { accessToken: "", expiresIn: 0, sessionId: "" };
+}
+
+export const AccessToken: MessageFns<AccessToken> = {
+  encode(message: AccessToken, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.accessToken !== "") {
+      writer.uint32(10).string(message.accessToken);
+    }
+    if (message.expiresIn !== 0) {
+      writer.uint32(16).int32(message.expiresIn);
+    }
+    if (message.sessionId !== "") {
+      writer.uint32(26).string(message.sessionId);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): AccessToken {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseAccessToken();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.accessToken = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.expiresIn = reader.int32();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.sessionId = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): AccessToken {
+    return {
+      accessToken: isSet(object.accessToken)
+        ? globalThis.String(object.accessToken)
+        : isSet(object.access_token)
+        ? globalThis.String(object.access_token)
+        : "",
+      expiresIn: isSet(object.expiresIn)
+        ? globalThis.Number(object.expiresIn)
+        : isSet(object.expires_in)
+        ? globalThis.Number(object.expires_in)
+        : 0,
+      sessionId: isSet(object.sessionId)
+        ? globalThis.String(object.sessionId)
+        : isSet(object.session_id)
+        ? globalThis.String(object.session_id)
+        : "",
+    };
+  },
+
+  toJSON(message: AccessToken): unknown {
+    const obj: any = {};
+    if (message.accessToken !== "") {
+      obj.accessToken = message.accessToken;
+    }
+    if (message.expiresIn !== 0) {
+      obj.expiresIn = Math.round(message.expiresIn);
+    }
+    if (message.sessionId !== "") {
+      obj.sessionId = message.sessionId;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<AccessToken>, I>>(base?: I): AccessToken {
+    return AccessToken.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<AccessToken>, I>>(object: I): AccessToken {
+    const message = createBaseAccessToken();
+    message.accessToken = object.accessToken ?? "";
+    message.expiresIn = object.expiresIn ?? 0;
+    message.sessionId = object.sessionId ?? "";
+    return message;
+  },
+};
+
+function createBaseGetJwksRequest(): GetJwksRequest {
+  return {};
+}
+
+export const GetJwksRequest: MessageFns<GetJwksRequest> = {
+  encode(_: GetJwksRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): GetJwksRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseGetJwksRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(_: any): GetJwksRequest {
+    return {};
+  },
+
+  toJSON(_: GetJwksRequest): unknown {
+    const obj: any = {};
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<GetJwksRequest>, I>>(base?: I): GetJwksRequest {
+    return GetJwksRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<GetJwksRequest>, I>>(_: I): GetJwksRequest {
+    const message = createBaseGetJwksRequest();
+    return message;
+  },
+};
+
+function createBaseJwks(): Jwks {
+  return { jwksJson: "" };
+}
+
+export const Jwks: MessageFns<Jwks> = {
+  encode(message: Jwks, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.jwksJson !== "") {
+      writer.uint32(10).string(message.jwksJson);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): Jwks {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseJwks();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.jwksJson = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): Jwks {
+    return {
+      jwksJson: isSet(object.jwksJson)
+        ? globalThis.String(object.jwksJson)
+        : isSet(object.jwks_json)
+        ? globalThis.String(object.jwks_json)
+        : "",
+    };
+  },
+
+  toJSON(message: Jwks): unknown {
+    const obj: any = {};
+    if (message.jwksJson !== "") {
+      obj.jwksJson = message.jwksJson;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<Jwks>, I>>(base?: I): Jwks {
+    return Jwks.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<Jwks>, I>>(object: I): Jwks {
+    const message = createBaseJwks();
+    message.jwksJson = object.jwksJson ?? "";
+    return message;
+  },
+};
+
 function createBaseSession(): Session {
   return {
     id: "",
@@ -4768,6 +5098,29 @@ export const IdentityServiceService = {
       Buffer.from(ConfirmPasswordResetResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): ConfirmPasswordResetResponse => ConfirmPasswordResetResponse.decode(value),
   },
+  /**
+   * Stateless access tokens: a short-lived JWT (ES256) for an active session, verified by gateways against
+   * the published keys (no call per request).
+   */
+  issueAccessToken: {
+    path: "/secsvc.identity.v1.IdentityService/IssueAccessToken" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: IssueAccessTokenRequest): Buffer =>
+      Buffer.from(IssueAccessTokenRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): IssueAccessTokenRequest => IssueAccessTokenRequest.decode(value),
+    responseSerialize: (value: AccessToken): Buffer => Buffer.from(AccessToken.encode(value).finish()),
+    responseDeserialize: (value: Buffer): AccessToken => AccessToken.decode(value),
+  },
+  getJwks: {
+    path: "/secsvc.identity.v1.IdentityService/GetJwks" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: GetJwksRequest): Buffer => Buffer.from(GetJwksRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): GetJwksRequest => GetJwksRequest.decode(value),
+    responseSerialize: (value: Jwks): Buffer => Buffer.from(Jwks.encode(value).finish()),
+    responseDeserialize: (value: Buffer): Jwks => Jwks.decode(value),
+  },
 } as const;
 
 export interface IdentityServiceServer extends UntypedServiceImplementation {
@@ -4814,6 +5167,12 @@ export interface IdentityServiceServer extends UntypedServiceImplementation {
   /** Always succeeds (no account enumeration); the token goes to the mail port, never to the audit log. */
   requestPasswordReset: handleUnaryCall<RequestPasswordResetRequest, RequestPasswordResetResponse>;
   confirmPasswordReset: handleUnaryCall<ConfirmPasswordResetRequest, ConfirmPasswordResetResponse>;
+  /**
+   * Stateless access tokens: a short-lived JWT (ES256) for an active session, verified by gateways against
+   * the published keys (no call per request).
+   */
+  issueAccessToken: handleUnaryCall<IssueAccessTokenRequest, AccessToken>;
+  getJwks: handleUnaryCall<GetJwksRequest, Jwks>;
 }
 
 export interface IdentityServiceClient extends Client {
@@ -5158,6 +5517,37 @@ export interface IdentityServiceClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: ConfirmPasswordResetResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * Stateless access tokens: a short-lived JWT (ES256) for an active session, verified by gateways against
+   * the published keys (no call per request).
+   */
+  issueAccessToken(
+    request: IssueAccessTokenRequest,
+    callback: (error: ServiceError | null, response: AccessToken) => void,
+  ): ClientUnaryCall;
+  issueAccessToken(
+    request: IssueAccessTokenRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: AccessToken) => void,
+  ): ClientUnaryCall;
+  issueAccessToken(
+    request: IssueAccessTokenRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: AccessToken) => void,
+  ): ClientUnaryCall;
+  getJwks(request: GetJwksRequest, callback: (error: ServiceError | null, response: Jwks) => void): ClientUnaryCall;
+  getJwks(
+    request: GetJwksRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: Jwks) => void,
+  ): ClientUnaryCall;
+  getJwks(
+    request: GetJwksRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: Jwks) => void,
   ): ClientUnaryCall;
 }
 

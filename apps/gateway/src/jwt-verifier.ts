@@ -1,0 +1,60 @@
+import { createLocalJWKSet, errors, jwtVerify, type JWTPayload, type JWTVerifyGetKey } from 'jose';
+import { AppError, type Logger } from '@secsvc/shared';
+
+/**
+ * Verifies access tokens locally against identity's published keys (no call per request): ES256 only,
+ * iss and aud checked, exp/nbf with 60 s leeway. The key set is refreshed every 5 minutes, and at most every
+ * 10 seconds when a token names an unknown kid (a rotation).
+ */
+export class JwtVerifier {
+  private keys: JWTVerifyGetKey | undefined;
+  private loadedAt = 0;
+  private loading: Promise<void> | undefined;
+
+  constructor(
+    private readonly fetchJwks: () => Promise<string>,
+    private readonly issuer: string,
+    private readonly audience: string,
+    private readonly logger: Logger,
+  ) {}
+
+  private refresh(minAgeMs: number): Promise<void> {
+    if (this.keys && Date.now() - this.loadedAt < minAgeMs) return Promise.resolve();
+    this.loading ??= this.fetchJwks()
+      .then((json) => {
+        this.keys = createLocalJWKSet(JSON.parse(json) as { keys: [] });
+        this.loadedAt = Date.now();
+      })
+      .finally(() => (this.loading = undefined));
+    return this.loading;
+  }
+
+  async verify(token: string): Promise<JWTPayload & { sid: string; env: string; sub: string }> {
+    const refused = (why: string) => new AppError('unauthorized', `Invalid access token: ${why}`);
+    await this.refresh(5 * 60_000);
+    const attempt = () =>
+      jwtVerify(token, this.keys!, { issuer: this.issuer, audience: this.audience, algorithms: ['ES256'], clockTolerance: 60, typ: 'at+jwt' });
+    let result;
+    try {
+      result = await attempt();
+    } catch (err) {
+      if (err instanceof errors.JWKSNoMatchingKey) {
+        await this.refresh(10_000).catch((e: unknown) => this.logger.warn({ err: { message: (e as Error).message } }, 'JWKS refresh failed'));
+        try {
+          result = await attempt();
+        } catch (again) {
+          throw refused((again as Error).message);
+        }
+      } else if (err instanceof errors.JWTExpired) {
+        throw refused('expired');
+      } else {
+        throw refused(err instanceof errors.JOSEError ? err.code : 'malformed');
+      }
+    }
+    const { payload } = result;
+    if (typeof payload.sub !== 'string' || typeof payload.sid !== 'string' || (payload.env !== 'live' && payload.env !== 'test')) {
+      throw refused('missing claims');
+    }
+    return payload as JWTPayload & { sid: string; env: string; sub: string };
+  }
+}

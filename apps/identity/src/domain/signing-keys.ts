@@ -1,0 +1,78 @@
+import { createCipheriv, createDecipheriv, hkdfSync, randomBytes } from 'node:crypto';
+import { exportJWK, generateKeyPair, importJWK, type JWK, type KeyLike } from 'jose';
+import { withTransaction, type Pool } from '@secsvc/shared';
+
+export const ALG = 'ES256';
+
+/** The AES-256 key that encrypts private JWKs: JWT_MASTER_KEY, else derived from SERVER_SECRET (HKDF). */
+export function masterKey(configured: string | undefined, serverSecret: string): Buffer {
+  return Buffer.from(hkdfSync('sha256', configured ?? serverSecret, 'secsvc', 'jwt-signing-key-encryption', 32));
+}
+
+function encrypt(key: Buffer, kid: string, plain: string): Buffer {
+  const iv = randomBytes(12);
+  const cipher = createCipheriv('aes-256-gcm', key, iv);
+  cipher.setAAD(Buffer.from(kid));
+  const body = Buffer.concat([cipher.update(plain, 'utf8'), cipher.final()]);
+  return Buffer.concat([iv, cipher.getAuthTag(), body]);
+}
+
+function decrypt(key: Buffer, kid: string, sealed: Buffer): string {
+  const decipher = createDecipheriv('aes-256-gcm', key, sealed.subarray(0, 12));
+  decipher.setAAD(Buffer.from(kid));
+  decipher.setAuthTag(sealed.subarray(12, 28));
+  return Buffer.concat([decipher.update(sealed.subarray(28)), decipher.final()]).toString('utf8');
+}
+
+export interface SigningKeys {
+  /** The newest key: signs new tokens. */
+  current: { kid: string; key: KeyLike | Uint8Array };
+  /** Public keys of every key still published (current + the overlap of the previous ones). */
+  jwks: { keys: JWK[] };
+}
+
+/**
+ * Keeps the signing keys: a new key when the newest is older than `rotationDays` (created under an advisory
+ * lock, so replicas agree), old keys published for `overlapDays` more so tokens they signed still verify.
+ */
+export class SigningKeyStore {
+  private cached: { at: number; keys: SigningKeys } | undefined;
+
+  constructor(
+    private readonly pool: Pool,
+    private readonly key: Buffer,
+    private readonly rotationDays = 30,
+    private readonly overlapDays = 1,
+  ) {}
+
+  async get(): Promise<SigningKeys> {
+    if (this.cached && Date.now() - this.cached.at < 60_000) return this.cached.keys;
+    const keys = await this.load();
+    this.cached = { at: Date.now(), keys };
+    return keys;
+  }
+
+  private async load(): Promise<SigningKeys> {
+    await withTransaction(this.pool, async (client) => {
+      await client.query(`SELECT pg_advisory_xact_lock(hashtext('secsvc:signing-keys'))`);
+      const { rowCount } = await client.query(`SELECT 1 FROM signing_keys WHERE created_at > now() - make_interval(days => $1)`, [this.rotationDays]);
+      if (rowCount) return;
+      const { publicKey, privateKey } = await generateKeyPair(ALG, { extractable: true });
+      const kid = `sk_${Date.now().toString(36)}_${randomBytes(6).toString('hex')}`;
+      const pub = { ...(await exportJWK(publicKey)), kid, alg: ALG, use: 'sig' };
+      const priv = JSON.stringify({ ...(await exportJWK(privateKey)), kid, alg: ALG });
+      await client.query(`INSERT INTO signing_keys (kid, alg, public_jwk, private_jwk_enc) VALUES ($1, $2, $3, $4)`, [kid, ALG, pub, encrypt(this.key, kid, priv)]);
+    });
+    const { rows } = await this.pool.query<{ kid: string; public_jwk: JWK; private_jwk_enc: Buffer }>(
+      `SELECT kid, public_jwk, private_jwk_enc FROM signing_keys
+       WHERE created_at > now() - make_interval(days => $1) ORDER BY created_at DESC`,
+      [this.rotationDays + this.overlapDays],
+    );
+    const newest = rows[0]!;
+    const privateJwk = JSON.parse(decrypt(this.key, newest.kid, newest.private_jwk_enc)) as JWK;
+    return {
+      current: { kid: newest.kid, key: await importJWK(privateJwk, ALG) },
+      jwks: { keys: rows.map((r) => r.public_jwk) },
+    };
+  }
+}

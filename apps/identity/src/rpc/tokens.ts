@@ -1,0 +1,36 @@
+import type { identity } from '@secsvc/proto';
+import { AppError } from '@secsvc/shared';
+import { randomUUID } from 'node:crypto';
+import { SignJWT } from 'jose';
+import type { IdentityContext } from '../context';
+import { hashSessionToken, looksLikeSessionToken } from '../domain/sessions';
+import { ALG, type SigningKeyStore } from '../domain/signing-keys';
+import { sessionsRepository } from '../repositories/sessions';
+
+/**
+ * A short-lived ES256 JWT for an active session: iss, sub (user id), aud, iat, exp, jti, sid, env. It never
+ * outlives its session.
+ */
+export const issueAccessToken =
+  (ctx: IdentityContext, keys: SigningKeyStore) =>
+  async (req: identity.IssueAccessTokenRequest): Promise<identity.AccessToken> => {
+    const refused = AppError.field('sessionToken', 'invalid or expired session token');
+    if (!looksLikeSessionToken(req.sessionToken)) throw refused;
+    const session = await sessionsRepository.findActiveByHash(ctx.pool, null, hashSessionToken(req.sessionToken, ctx.config.SERVER_SECRET));
+    if (!session) throw refused;
+    const now = Math.floor(Date.now() / 1000);
+    const exp = Math.min(now + ctx.config.ACCESS_TOKEN_TTL_SECONDS, Math.floor(session.expires_at.getTime() / 1000));
+    const { current } = await keys.get();
+    const accessToken = await new SignJWT({ sid: session.id, env: session.environment })
+      .setProtectedHeader({ alg: ALG, kid: current.kid, typ: 'at+jwt' })
+      .setIssuer(ctx.config.ISSUER)
+      .setSubject(session.user_id)
+      .setAudience(ctx.config.JWT_AUDIENCE)
+      .setIssuedAt(now)
+      .setExpirationTime(exp)
+      .setJti(randomUUID())
+      .sign(current.key);
+    return { accessToken, expiresIn: exp - now, sessionId: session.id };
+  };
+
+export const getJwks = (keys: SigningKeyStore) => async (): Promise<identity.Jwks> => ({ jwksJson: JSON.stringify((await keys.get()).jwks) });

@@ -1,0 +1,85 @@
+import { Metadata } from '@grpc/grpc-js';
+import { AppError, createLogger, createPool, migrate, readMigrations, type Pool } from '@secsvc/shared';
+import { stopTestPostgres, testDatabase, type TestDatabase } from '@secsvc/shared/testing';
+import { createLocalJWKSet, decodeProtectedHeader, jwtVerify } from 'jose';
+import type { IdentityConfig } from '../src/config';
+import type { IdentityContext } from '../src/context';
+import { masterKey, SigningKeyStore } from '../src/domain/signing-keys';
+import { migrationsDir } from '../src/migrations';
+import { createUser } from '../src/rpc/create-user';
+import { createSession } from '../src/rpc/sessions';
+import { getJwks, issueAccessToken } from '../src/rpc/tokens';
+
+const logger = createLogger('test', 'silent');
+const config = { SERVER_SECRET: 't'.repeat(40), ISSUER: 'https://auth.example.com', JWT_AUDIENCE: 'secsvc', ACCESS_TOKEN_TTL_SECONDS: 900 } as IdentityConfig;
+let db: TestDatabase;
+let pool: Pool;
+let ctx: IdentityContext;
+
+beforeAll(async () => {
+  db = await testDatabase();
+  pool = createPool(db.url, 5, logger, 'identity');
+  await migrate(pool, 'identity', await readMigrations(migrationsDir), logger);
+  ctx = { pool, logger, config };
+});
+
+afterAll(async () => {
+  await pool.end();
+  await db.drop();
+  await stopTestPostgres();
+});
+
+async function sessionFor(expiresInSeconds = 3600) {
+  const call = { requestId: 'req_tokentests000000000', metadata: new Metadata() };
+  const u = await createUser(ctx)({ environment: 'test', email: `t${Math.random()}@example.com`, name: 'T', roles: [], metadataJson: '' }, call);
+  return { user: u, ...(await createSession(ctx)({ environment: 'test', userId: u.id, expiresInSeconds, metadataJson: '' }, call)) };
+}
+
+describe('signing keys', () => {
+  it('creates one ES256 key shared by replicas, private part encrypted at rest', async () => {
+    const a = new SigningKeyStore(pool, masterKey(undefined, config.SERVER_SECRET));
+    const b = new SigningKeyStore(pool, masterKey(undefined, config.SERVER_SECRET));
+    const [ka, kb] = await Promise.all([a.get(), b.get()]);
+    expect(ka.current.kid).toBe(kb.current.kid);
+    const { rows } = await pool.query('SELECT public_jwk, private_jwk_enc FROM signing_keys');
+    expect(rows).toHaveLength(1);
+    expect(rows[0].public_jwk.d).toBeUndefined();
+    expect(Buffer.from(rows[0].private_jwk_enc).toString('latin1')).not.toContain('"d"');
+    // another master key cannot open it
+    await expect(new SigningKeyStore(pool, masterKey('another-master-key-of-32-characters!', config.SERVER_SECRET)).get()).rejects.toThrow();
+  });
+
+  it('rotates when the newest key is too old and keeps publishing the previous one for the overlap', async () => {
+    const before = await new SigningKeyStore(pool, masterKey(undefined, config.SERVER_SECRET)).get();
+    await pool.query(`UPDATE signing_keys SET created_at = now() - interval '30 days 1 hour'`);
+    const after = await new SigningKeyStore(pool, masterKey(undefined, config.SERVER_SECRET)).get();
+    expect(after.current.kid).not.toBe(before.current.kid);
+    expect(after.jwks.keys.map((k) => k.kid)).toEqual([after.current.kid, before.current.kid]);
+    await pool.query(`UPDATE signing_keys SET created_at = now() - interval '32 days' WHERE kid = $1`, [before.current.kid]);
+    const later = await new SigningKeyStore(pool, masterKey(undefined, config.SERVER_SECRET)).get();
+    expect(later.jwks.keys.map((k) => k.kid)).toEqual([after.current.kid]);
+  });
+});
+
+describe('access tokens', () => {
+  it('signs the documented claims, verifiable with the JWKS', async () => {
+    const keys = new SigningKeyStore(pool, masterKey(undefined, config.SERVER_SECRET));
+    const { user, session, token } = await sessionFor();
+    const issued = await issueAccessToken(ctx, keys)({ sessionToken: token });
+    expect(issued.expiresIn).toBe(900);
+    const jwks = JSON.parse((await getJwks(keys)()).jwksJson);
+    const { payload } = await jwtVerify(issued.accessToken, createLocalJWKSet(jwks), { issuer: config.ISSUER, audience: 'secsvc' });
+    expect(payload).toMatchObject({ sub: user.id, sid: session!.id, env: 'test' });
+    expect(decodeProtectedHeader(issued.accessToken)).toMatchObject({ alg: 'ES256', typ: 'at+jwt' });
+  });
+
+  it('never outlives its session, and refuses ended sessions', async () => {
+    const keys = new SigningKeyStore(pool, masterKey(undefined, config.SERVER_SECRET));
+    const short = await sessionFor(120);
+    expect((await issueAccessToken(ctx, keys)({ sessionToken: short.token })).expiresIn).toBeLessThanOrEqual(120);
+    await pool.query('UPDATE sessions SET revoked_at = now() WHERE id = $1', [short.session!.id]);
+    const err = await issueAccessToken(ctx, keys)({ sessionToken: short.token }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(AppError);
+    expect((err as AppError).details[0]!.field).toBe('sessionToken');
+  });
+});
