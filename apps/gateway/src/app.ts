@@ -20,7 +20,7 @@ export const routes: Route[] = [...userRoutes, ...apiKeyRoutes, ...sessionRoutes
 export const BODY_LIMIT = '1mb';
 
 export interface GatewayDeps {
-  config: Pick<GatewayConfig, 'GRPC_DEADLINE_MS' | 'TRUST_PROXY_HOPS' | 'HOST' | 'PORT'>;
+  config: Pick<GatewayConfig, 'GRPC_DEADLINE_MS' | 'TRUST_PROXY' | 'HOST' | 'PORT'>;
   clients: ServiceClients;
   logger: Logger;
   metrics: Metrics;
@@ -89,7 +89,7 @@ export function createApp(deps: GatewayDeps): express.Express {
   const app = express();
   app.disable('x-powered-by');
   app.set('etag', false);
-  app.set('trust proxy', deps.config.TRUST_PROXY_HOPS);
+  app.set('trust proxy', deps.config.TRUST_PROXY);
   app.use(requestId);
   app.use(observe(deps.metrics, deps.logger));
 

@@ -11,8 +11,15 @@ export const gatewayConfigShape = {
   AUDIT_ADDR: env.address('127.0.0.1:50053'),
   /** Deadline of every call from the gateway to a service. */
   GRPC_DEADLINE_MS: env.int(5000, 50, 120_000),
-  /** Express "trust proxy" hops, for the client ip behind a load balancer (0 = use the socket address). */
-  TRUST_PROXY_HOPS: env.int(0, 0, 10),
+  /**
+   * Which proxies' X-Forwarded-For to honour for the client ip (audit context, throttling): a hop count, or a
+   * comma-separated list of addresses, CIDRs and the names loopback, linklocal, uniquelocal. Default: loopback.
+   */
+  TRUST_PROXY: z
+    .string()
+    .regex(/^(\d{1,2}|[0-9A-Za-z.:/_, ]+)$/, 'must be a hop count or a list of addresses, CIDRs or loopback/linklocal/uniquelocal')
+    .default('loopback')
+    .transform((v) => (/^\d+$/.test(v) ? Number(v) : v.split(',').map((s) => s.trim()).filter(Boolean))),
   /** How long an API key authentication may be reused while identity's change stream is live (0 = off). */
   AUTH_CACHE_TTL_MS: env.int(60_000, 0, 3_600_000),
   /** Expected iss and aud of access tokens (identity's ISSUER and JWT_AUDIENCE). */

@@ -28,7 +28,7 @@ async function rejected(p: Promise<unknown>): Promise<AppError> {
 
 const create = (over: Partial<Parameters<ReturnType<typeof createApiKey>>[0]> = {}, environment = 'live') =>
   createApiKey(ctx)({ environment, name: 'k', type: 'secret', plan: '', ...over }, call());
-const auth = (key: string) => authenticateApiKey(ctx)({ key });
+const auth = (key: string) => authenticateApiKey(ctx)({ key }, call());
 
 beforeAll(async () => {
   db = await testDatabase();
@@ -64,6 +64,20 @@ describe('API keys', () => {
     const typo = key.slice(0, 10) + (key[10] === 'A' ? 'B' : 'A') + key.slice(11);
     expect(looksLikeKey(typo)).toBe(false);
     expect((await rejected(auth(typo))).code).toBe('unauthorized');
+  });
+
+  it('records refused keys as auth.failed with the prefix only', async () => {
+    const key = generateKey('public');
+    await rejected(auth(key));
+    await rejected(auth('svc_sk_malformed'));
+    const { rows } = await pool.query(`SELECT payload FROM outbox WHERE event_type = 'auth.failed' ORDER BY seq`);
+    const metas = rows.map((r) => JSON.parse(r.payload.metadataJson));
+    expect(metas).toEqual(expect.arrayContaining([
+      { credential: 'api_key', prefix: 'svc_pk_', reason: 'unknown' },
+      { credential: 'api_key', prefix: 'svc_sk_', reason: 'malformed' },
+    ]));
+    expect(JSON.stringify(rows)).not.toContain(key.slice(7, 30));
+    expect(rows[0].payload.actor).toEqual({ type: 'anonymous' });
   });
 
   it('validates every field', async () => {

@@ -196,7 +196,7 @@ describe('API key bootstrap and authentication', () => {
     const key = lines[0]!.split(' ')[1]!;
     expect(key).toMatch(/^svc_sk_/);
     bootstrapKey = key;
-    const principal = await rpc.auth({ key });
+    const principal = await rpc.auth({ key }, call());
     expect(principal).toMatchObject({ keyType: 'secret', environment: 'live', plan: 'enterprise' });
     expect(principal.keyId).toMatch(/^key_/);
     const { rows } = await pool.query('SELECT key_hash, prefix, last4 FROM api_keys');
@@ -208,12 +208,12 @@ describe('API key bootstrap and authentication', () => {
   });
 
   it('refuses unknown, malformed, expired and revoked keys', async () => {
-    expect((await rejected(rpc.auth({ key: generateKey('secret') }))).code).toBe('unauthorized');
-    expect((await rejected(rpc.auth({ key: 'nope' }))).code).toBe('unauthorized');
+    expect((await rejected(rpc.auth({ key: generateKey('secret') }, call()))).code).toBe('unauthorized');
+    expect((await rejected(rpc.auth({ key: 'nope' }, call()))).code).toBe('unauthorized');
     await pool.query(`UPDATE api_keys SET expires_at = now() - interval '1 second'`);
-    expect((await rejected(rpc.auth({ key: bootstrapKey }))).message).toBe('API key has expired');
+    expect((await rejected(rpc.auth({ key: bootstrapKey }, call()))).message).toBe('API key has expired');
     await pool.query('UPDATE api_keys SET expires_at = NULL, revoked_at = now()');
-    expect((await rejected(rpc.auth({ key: bootstrapKey }))).message).toBe('API key has been revoked');
+    expect((await rejected(rpc.auth({ key: bootstrapKey }, call()))).message).toBe('API key has been revoked');
   });
 
   it('announces every API key change on the notification channel', async () => {
@@ -242,7 +242,7 @@ describe('API key bootstrap and authentication', () => {
       expect(await ensureBootstrapKey(p, SECRET, configured, logger, (l) => lines.push(l))).toBe('created');
       expect(lines).toEqual([]);
       const auth = authenticateApiKey({ pool: p, logger, config: { SERVER_SECRET: SECRET } as IdentityConfig });
-      expect((await auth({ key: configured })).keyType).toBe('secret');
+      expect((await auth({ key: configured }, call())).keyType).toBe('secret');
     } finally {
       await p.end();
       await fresh.drop();

@@ -30,8 +30,13 @@ async function verifyJwt(token: string, jwt: JwtVerifier, cache: AuthCache | und
 }
 
 /** Resolves a bearer credential with the identity service: an API key or a session token. */
-async function resolve(clients: ServiceClients, token: string, requestId: string, deadlineMs: number) {
-  const opts = { requestId, deadlineMs };
+async function resolve(clients: ServiceClients, token: string, req: Request, deadlineMs: number) {
+  // Where the attempt came from, for the auth.failed events identity records on refusals.
+  const opts = {
+    requestId: req.requestId,
+    deadlineMs,
+    headers: { 'x-client-ip': req.ip ?? '', 'x-user-agent': (req.get('user-agent') ?? '').slice(0, 512) },
+  };
   if (API_KEY.test(token)) {
     const p = await clients.identity.authenticateApiKey({ key: token }, opts);
     const principal: Principal = {
@@ -97,7 +102,7 @@ export function authenticate(
     }
     const generation = cache?.generation ?? 0;
     try {
-      const { principal, expiresAt } = await resolve(clients, token, req.requestId, deadlineMs);
+      const { principal, expiresAt } = await resolve(clients, token, req, deadlineMs);
       req.principal = principal;
       cache?.set(token, principal, expiresAt, generation);
       next();

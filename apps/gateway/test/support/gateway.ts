@@ -15,7 +15,7 @@ export interface TestGateway {
 export async function startGateway(options: { fake?: FakeIdentity; ready?: () => Promise<boolean> } = {}): Promise<TestGateway> {
   const fake = options.fake ?? new FakeIdentity();
   const deps: GatewayDeps = {
-    config: { GRPC_DEADLINE_MS: 1000, TRUST_PROXY_HOPS: 0, HOST: '127.0.0.1', PORT: 0 },
+    config: { GRPC_DEADLINE_MS: 1000, TRUST_PROXY: ['loopback'], HOST: '127.0.0.1', PORT: 0 },
     // Methods the fake does not have are never reached by these tests (a call would throw a TypeError).
     clients: { identity: fake as unknown as IdentityPort },
     logger: createLogger('test', 'silent'),

@@ -1,5 +1,5 @@
 import { events } from '@secsvc/proto';
-import { newId, type CallContext, type PoolClient } from '@secsvc/shared';
+import { newId, type CallContext, type Pool, type PoolClient } from '@secsvc/shared';
 import { callerOf } from '../context';
 
 export interface EventInput {
@@ -17,7 +17,7 @@ export interface EventInput {
  * Writes an event to the outbox inside the caller's transaction, so it exists exactly when the change
  * that caused it was committed. The relay to the event bus comes with the Audit issue.
  */
-export async function appendEvent(client: PoolClient, input: EventInput): Promise<string> {
+export async function appendEvent(client: PoolClient | Pool, input: EventInput): Promise<string> {
   const event: events.AuthEvent = {
     id: newId('log'),
     environment: input.environment,
@@ -55,4 +55,27 @@ export function appendUserEvent(
     traceId: call.requestId,
     metadata,
   });
+}
+
+/**
+ * A refused credential (auth.failed), recorded outside any transaction. Only the credential's prefix is kept,
+ * never the value.
+ */
+export async function recordAuthFailure(
+  pool: Pool,
+  call: CallContext,
+  credential: 'api_key' | 'session',
+  prefix: string,
+  reason: string,
+  logger: { warn: (obj: object, msg: string) => void },
+): Promise<void> {
+  await appendEvent(pool, {
+    actor: { type: 'anonymous' },
+    context: callerOf(call).context,
+    environment: 'live',
+    type: 'auth.failed',
+    result: 'failure',
+    traceId: call.requestId,
+    metadata: { credential, prefix, reason },
+  }).catch((err: unknown) => logger.warn({ err: { message: (err as Error).message } }, 'could not record auth.failed'));
 }

@@ -9,7 +9,7 @@ import {
   SESSION_MIN_SECONDS,
 } from '../domain/sessions';
 import { parseMetadataJson } from '../domain/users';
-import { appendEvent } from '../repositories/outbox';
+import { appendEvent, recordAuthFailure } from '../repositories/outbox';
 import { sessionsRepository, type SessionRow } from '../repositories/sessions';
 import { usersRepository } from '../repositories/users';
 
@@ -142,13 +142,16 @@ export const revokeUserSessions =
 /** The gateway's authentication of a session token: the session's user, environment and roles. */
 export const authenticateSession =
   (ctx: IdentityContext) =>
-  async (req: identity.AuthenticateSessionRequest): Promise<identity.SessionPrincipal> => {
-    const refused = new AppError('unauthorized', 'Invalid or expired session token');
-    if (!looksLikeSessionToken(req.token)) throw refused;
+  async (req: identity.AuthenticateSessionRequest, call: CallContext): Promise<identity.SessionPrincipal> => {
+    const refuse = async (reason: string) => {
+      await recordAuthFailure(ctx.pool, call, 'session', 'sst_', reason, ctx.logger);
+      return new AppError('unauthorized', 'Invalid or expired session token');
+    };
+    if (!looksLikeSessionToken(req.token)) throw await refuse('malformed');
     const row = await sessionsRepository.findActiveByHash(ctx.pool, null, hashSessionToken(req.token, ctx.config.SERVER_SECRET));
-    if (!row) throw refused;
+    if (!row) throw await refuse('unknown_or_ended');
     const user = await usersRepository.get(ctx.pool, row.environment, row.user_id);
-    if (!user) throw refused;
+    if (!user) throw await refuse('unknown_or_ended');
     return {
       sessionId: row.id,
       userId: user.id,
