@@ -442,6 +442,35 @@ describe('sessions over HTTP', () => {
     expect(status).toBe(401);
   });
 
+  it('serves verifications from a cache that drops a session or user the moment they change', async () => {
+    const u = (await api('POST', '/users', { email: 'verify.cache@example.com', name: 'Before' })).body.data;
+    const s = (await api('POST', '/sessions', { userId: u.id })).body.data;
+    for (let i = 0; i < 3; i++) expect((await api('POST', '/sessions/verify', { token: s.token })).body.data.user.name).toBe('Before');
+    await api('PATCH', `/users/${u.id}`, { name: 'After' });
+    expect((await api('POST', '/sessions/verify', { token: s.token })).body.data.user.name).toBe('After');
+    // a change made behind the gateway's back (another replica, or SQL) arrives through the change stream
+    const db = new pg.Client({ connectionString: stack.databaseUrl });
+    await db.connect();
+    try {
+      await db.query(`UPDATE identity.users SET name = 'Elsewhere' WHERE id = $1`, [u.id]);
+      let name = 'After';
+      for (let i = 0; i < 50 && name !== 'Elsewhere'; i++) {
+        name = (await api('POST', '/sessions/verify', { token: s.token })).body.data.user.name;
+        if (name !== 'Elsewhere') await new Promise((r) => setTimeout(r, 20));
+      }
+      expect(name).toBe('Elsewhere');
+      await db.query(`UPDATE identity.sessions SET revoked_at = now() WHERE id = $1`, [s.id]);
+      let valid = true;
+      for (let i = 0; i < 50 && valid; i++) {
+        valid = (await api('POST', '/sessions/verify', { token: s.token })).body.data.valid;
+        if (valid) await new Promise((r) => setTimeout(r, 20));
+      }
+      expect(valid).toBe(false);
+    } finally {
+      await db.end();
+    }
+  });
+
   it('refuses bad expiresIn values naming the field, and unknown users', async () => {
     const u = (await api('POST', '/users', { email: 'session.bad@example.com', name: 'Bad' })).body.data;
     for (const expiresIn of ['30s', '31d', '1w', 'soon', 5]) {

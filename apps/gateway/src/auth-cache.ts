@@ -25,6 +25,7 @@ const digest = (key: string) => createHash('sha256').update(key).digest('base64u
 export class AuthCache {
   private readonly entries = new Map<string, Entry>();
   private readonly revokedSessions = new Map<string, number>();
+  private readonly listeners = new Set<(id: string | undefined) => void>();
   private stream: ChangeStream | undefined;
   private live = false;
   private stopped = false;
@@ -82,6 +83,7 @@ export class AuthCache {
     this.entries.clear();
     // The next stream replays the recent revocations before it is ready.
     this.revokedSessions.clear();
+    for (const l of this.listeners) l(undefined);
     if (this.stopped) return;
     this.logger.warn({ retryMs: this.retryMs }, 'API key change stream lost; authenticating every request until it is back');
     const timer = setTimeout(() => this.start(), this.retryMs);
@@ -89,8 +91,18 @@ export class AuthCache {
     this.retryMs = Math.min(this.retryMs * 2, 5_000);
   }
 
+  /**
+   * Follows the change stream: called with each changed id (key_, ses_, user_), and with undefined when the
+   * stream is lost (drop everything). Returns the unsubscribe function.
+   */
+  onChange(listener: (id: string | undefined) => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
   private invalidate(credentialId: string): void {
     this.generation++;
+    for (const l of this.listeners) l(credentialId);
     // Access tokens (JWTs) of a changed session are refused while they could still be unexpired.
     if (credentialId.startsWith('ses_')) this.revokedSessions.set(credentialId, Date.now() + this.revokedRetentionMs);
     for (const [k, e] of this.entries) if (e.principal.credentialId === credentialId) this.entries.delete(k);

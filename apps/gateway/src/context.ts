@@ -1,5 +1,6 @@
 import type { identity } from '@secsvc/proto';
 import type { PromiseClient } from '@secsvc/shared';
+import type { VerifyCache } from './verify-cache';
 
 export interface ServiceClients {
   identity: PromiseClient<identity.IdentityServiceClient>;
@@ -27,6 +28,8 @@ export interface RouteContext {
   requestId: string;
   principal: Principal;
   clients: ServiceClients;
+  /** Cache of session verifications (absent: every verify asks identity). */
+  verifyCache?: VerifyCache;
   /** Options for every gRPC call of this request: request id, deadline, and who/where for audit events. */
   call: { requestId: string; deadlineMs: number; headers: Record<string, string> };
 }

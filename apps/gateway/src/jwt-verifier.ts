@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { createLocalJWKSet, errors, jwtVerify, type JWTPayload, type JWTVerifyGetKey } from 'jose';
 import { AppError, type Logger } from '@secsvc/shared';
 
@@ -10,6 +11,8 @@ export class JwtVerifier {
   private keys: JWTVerifyGetKey | undefined;
   private loadedAt = 0;
   private loading: Promise<void> | undefined;
+  /** Tokens whose signature was already checked (by digest), until their exp: repeat requests skip ES256. */
+  private readonly verified = new Map<string, { claims: JWTPayload & { sid: string; env: string; sub: string }; exp: number }>();
 
   constructor(
     private readonly fetchJwks: () => Promise<string>,
@@ -30,6 +33,18 @@ export class JwtVerifier {
   }
 
   async verify(token: string): Promise<JWTPayload & { sid: string; env: string; sub: string }> {
+    const key = createHash('sha256').update(token).digest('base64url');
+    const hit = this.verified.get(key);
+    // exp is re-checked on every use (60 s leeway, as jwtVerify applies it)
+    if (hit && hit.exp + 60 > Date.now() / 1000) return hit.claims;
+    if (hit) this.verified.delete(key);
+    const claims = await this.verifyFully(token);
+    if (this.verified.size >= 10_000) this.verified.delete(this.verified.keys().next().value!);
+    this.verified.set(key, { claims, exp: claims.exp ?? 0 });
+    return claims;
+  }
+
+  private async verifyFully(token: string): Promise<JWTPayload & { sid: string; env: string; sub: string }> {
     const refused = (why: string) => new AppError('unauthorized', `Invalid access token: ${why}`);
     await this.refresh(5 * 60_000);
     const attempt = () =>

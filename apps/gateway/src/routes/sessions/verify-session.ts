@@ -25,11 +25,16 @@ export const verifySessionRoute = defineRoute({
     400: { description: 'No token string in the body', schema: errorSchema },
   },
   async handle({ body }, ctx) {
+    const cacheKey = `${ctx.principal.environment}:${body.token}`;
+    const cached = ctx.verifyCache?.get(cacheKey);
+    if (cached) return { status: 200, body: cached };
+    const generation = ctx.verifyCache?.snapshot() ?? 0;
     const res = await ctx.clients.identity.verifySession({ environment: ctx.principal.environment, token: body.token }, ctx.call);
     if (!res.valid || !res.user || !res.session) return { status: 200, body: { data: { valid: false } } };
-    return {
-      status: 200,
-      body: { data: { valid: true, user: userForms.full(res.user), session: { id: res.session.id, expiresAt: res.session.expiresAt } } },
+    const answer = {
+      data: { valid: true, user: userForms.full(res.user), session: { id: res.session.id, expiresAt: res.session.expiresAt } },
     };
+    ctx.verifyCache?.set(cacheKey, answer, res.session.id, res.user.id, Date.parse(res.session.expiresAt!), generation);
+    return { status: 200, body: answer };
   },
 });
