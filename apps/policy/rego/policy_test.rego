@@ -1,0 +1,439 @@
+# Unit tests for policy.rego: `opa test apps/policy/rego -v` (or `npm run rego:test -w @secsvc/policy`).
+# Most tests give data.policies as a plain array (no data.index: every policy is a candidate); the index
+# tests at the end give the indexed document the engine builds.
+package secsvc.authz_test
+
+import data.secsvc.authz
+
+alice := {"id": "user_alice", "roles": ["role_admin", "role_dev"]}
+
+bob := {"id": "user_bob", "roles": []}
+
+req(principal, action, resource) := {"principal": principal, "action": action, "resource": resource, "context": {}}
+
+req_ip(principal, action, resource, ip) := {
+	"principal": principal,
+	"action": action,
+	"resource": resource,
+	"context": {"ip": ip},
+}
+
+pol(id, effect, principals, actions, resources) := {
+	"id": id,
+	"name": concat("", ["name of ", id]),
+	"effect": effect,
+	"principals": principals,
+	"actions": actions,
+	"resources": resources,
+	"conditions": {},
+}
+
+pol_ip(id, effect, allowlist) := object.union(
+	pol(id, effect, ["*"], ["*"], ["*"]),
+	{"conditions": {"ip": {"allowlist": allowlist}}},
+)
+
+# The decision for request r against the policies ps (no index).
+decide(ps, r) := d if {
+	d := authz.decision with data.policies as ps with input as r
+}
+
+# Whether the single policy p matches request r.
+matches(p, r) if {
+	decide([p], r).matched == [{"id": p.id, "name": p.name, "effect": p.effect}]
+}
+
+# --- principals --------------------------------------------------------------------------------------
+
+test_principal_star_matches_any_user if {
+	matches(pol("p", "allow", ["*"], ["read"], ["/x"]), req(alice, "read", "/x"))
+	matches(pol("p", "allow", ["*"], ["read"], ["/x"]), req(bob, "read", "/x"))
+}
+
+test_principal_user_self_matches_any_user if {
+	matches(pol("p", "allow", ["user:${self}"], ["read"], ["/x"]), req(alice, "read", "/x"))
+	matches(pol("p", "allow", ["user:${self}"], ["read"], ["/x"]), req(bob, "read", "/x"))
+}
+
+test_principal_user_id_matches_only_that_user if {
+	matches(pol("p", "allow", ["user:user_bob"], ["read"], ["/x"]), req(bob, "read", "/x"))
+	not matches(pol("p", "allow", ["user:user_bob"], ["read"], ["/x"]), req(alice, "read", "/x"))
+}
+
+test_principal_user_id_is_exact if {
+	not matches(pol("p", "allow", ["user:user_bo"], ["read"], ["/x"]), req(bob, "read", "/x"))
+	not matches(pol("p", "allow", ["user:user_bob2"], ["read"], ["/x"]), req(bob, "read", "/x"))
+	not matches(pol("p", "allow", ["user_bob"], ["read"], ["/x"]), req(bob, "read", "/x"))
+}
+
+test_principal_role_matches_holders_of_role_underscore_name if {
+	matches(pol("p", "allow", ["role:admin"], ["read"], ["/x"]), req(alice, "read", "/x"))
+	matches(pol("p", "allow", ["role:dev"], ["read"], ["/x"]), req(alice, "read", "/x"))
+	not matches(pol("p", "allow", ["role:admin"], ["read"], ["/x"]), req(bob, "read", "/x"))
+}
+
+test_principal_role_is_exact if {
+	not matches(pol("p", "allow", ["role:adm"], ["read"], ["/x"]), req(alice, "read", "/x"))
+	not matches(pol("p", "allow", ["role:admin2"], ["read"], ["/x"]), req(alice, "read", "/x"))
+	not matches(pol("p", "allow", ["role:role_admin"], ["read"], ["/x"]), req(alice, "read", "/x"))
+	not matches(pol("p", "allow", ["role_admin"], ["read"], ["/x"]), req(alice, "read", "/x"))
+}
+
+test_principal_role_needs_role_prefix_on_the_user_side if {
+	carol := {"id": "user_carol", "roles": ["admin"]}
+	not matches(pol("p", "allow", ["role:admin"], ["read"], ["/x"]), req(carol, "read", "/x"))
+}
+
+test_principal_any_of_several_patterns if {
+	p := pol("p", "allow", ["user:user_carol", "role:dev"], ["read"], ["/x"])
+	matches(p, req(alice, "read", "/x"))
+	not matches(p, req(bob, "read", "/x"))
+}
+
+test_principal_empty_list_matches_nobody if {
+	not matches(pol("p", "allow", [], ["read"], ["/x"]), req(alice, "read", "/x"))
+}
+
+# --- actions -----------------------------------------------------------------------------------------
+
+test_action_exact if {
+	matches(pol("p", "allow", ["*"], ["read"], ["/x"]), req(bob, "read", "/x"))
+	not matches(pol("p", "allow", ["*"], ["read"], ["/x"]), req(bob, "delete", "/x"))
+	not matches(pol("p", "allow", ["*"], ["rea"], ["/x"]), req(bob, "read", "/x"))
+	not matches(pol("p", "allow", ["*"], ["Read"], ["/x"]), req(bob, "read", "/x"))
+}
+
+test_action_star_matches_any_action if {
+	matches(pol("p", "allow", ["*"], ["*"], ["/x"]), req(bob, "read", "/x"))
+	matches(pol("p", "allow", ["*"], ["*"], ["/x"]), req(bob, "simulate", "/x"))
+}
+
+test_action_any_of_several if {
+	p := pol("p", "allow", ["*"], ["create", "update"], ["/x"])
+	matches(p, req(bob, "update", "/x"))
+	not matches(p, req(bob, "read", "/x"))
+}
+
+# --- resources ---------------------------------------------------------------------------------------
+
+test_resource_exact if {
+	matches(pol("p", "allow", ["*"], ["read"], ["/a/b"]), req(bob, "read", "/a/b"))
+	not matches(pol("p", "allow", ["*"], ["read"], ["/a/b"]), req(bob, "read", "/a/b/c"))
+	not matches(pol("p", "allow", ["*"], ["read"], ["/a/b"]), req(bob, "read", "/a"))
+	not matches(pol("p", "allow", ["*"], ["read"], ["/a/b"]), req(bob, "read", "/a/b/"))
+}
+
+test_resource_star_matches_everything if {
+	matches(pol("p", "allow", ["*"], ["read"], ["*"]), req(bob, "read", "/"))
+	matches(pol("p", "allow", ["*"], ["read"], ["*"]), req(bob, "read", "/a/b/c"))
+}
+
+test_resource_subtree_matches_strictly_below if {
+	p := pol("p", "allow", ["*"], ["read"], ["/a/*"])
+	matches(p, req(bob, "read", "/a/b"))
+	matches(p, req(bob, "read", "/a/b/c/d"))
+	not matches(p, req(bob, "read", "/a"))
+	not matches(p, req(bob, "read", "/a/"))
+	not matches(p, req(bob, "read", "/ab"))
+	not matches(p, req(bob, "read", "/ab/c"))
+	not matches(p, req(bob, "read", "/b/a/c"))
+}
+
+test_resource_root_subtree if {
+	p := pol("p", "allow", ["*"], ["read"], ["/*"])
+	matches(p, req(bob, "read", "/a"))
+	not matches(p, req(bob, "read", "/"))
+}
+
+test_resource_nested_subtree if {
+	p := pol("p", "allow", ["*"], ["read"], ["/a/b/*"])
+	matches(p, req(bob, "read", "/a/b/c"))
+	not matches(p, req(bob, "read", "/a/b"))
+	not matches(p, req(bob, "read", "/a/c"))
+}
+
+test_resource_self_segment_is_the_user_id if {
+	p := pol("p", "allow", ["*"], ["read"], ["/users/${self}"])
+	matches(p, req(alice, "read", "/users/user_alice"))
+	matches(p, req(bob, "read", "/users/user_bob"))
+	not matches(p, req(bob, "read", "/users/user_alice"))
+	not matches(p, req(bob, "read", "/users/${self}"))
+}
+
+test_resource_self_segment_in_the_middle_and_subtree if {
+	p := pol("p", "allow", ["*"], ["read"], ["/users/${self}/keys/*"])
+	matches(p, req(bob, "read", "/users/user_bob/keys/key_1"))
+	not matches(p, req(bob, "read", "/users/user_bob/keys"))
+	not matches(p, req(alice, "read", "/users/user_bob/keys/key_1"))
+}
+
+test_resource_self_subtree_below_the_user if {
+	p := pol("p", "allow", ["*"], ["read"], ["/users/${self}/*"])
+	matches(p, req(bob, "read", "/users/user_bob/sessions"))
+	not matches(p, req(bob, "read", "/users/user_bob"))
+}
+
+test_resource_self_only_as_a_whole_segment if {
+	p := pol("p", "allow", ["*"], ["read"], ["/users/x${self}"])
+	not matches(p, req(bob, "read", "/users/xuser_bob"))
+	matches(p, req(bob, "read", "/users/x${self}"))
+}
+
+test_resource_self_twice if {
+	p := pol("p", "allow", ["*"], ["read"], ["/${self}/${self}"])
+	matches(p, req(bob, "read", "/user_bob/user_bob"))
+}
+
+test_resource_self_without_user_id_matches_nothing if {
+	p := pol("p", "allow", ["*"], ["read"], ["/users/${self}"])
+	not matches(p, req({"roles": []}, "read", "/users/"))
+	not matches(p, req({"roles": []}, "read", "/users"))
+}
+
+test_resource_any_of_several if {
+	p := pol("p", "allow", ["*"], ["read"], ["/a", "/b/*"])
+	matches(p, req(bob, "read", "/a"))
+	matches(p, req(bob, "read", "/b/c"))
+	not matches(p, req(bob, "read", "/b"))
+}
+
+# --- conditions --------------------------------------------------------------------------------------
+
+test_no_conditions_always_hold if {
+	p := pol("p", "allow", ["*"], ["read"], ["/x"])
+	matches(p, req(bob, "read", "/x"))
+	matches(object.remove(p, ["conditions"]), req(bob, "read", "/x"))
+	matches(object.union(p, {"conditions": null}), req(bob, "read", "/x"))
+}
+
+test_ip_allowlist_ipv4 if {
+	p := pol_ip("p", "allow", ["10.0.0.0/8", "192.168.1.0/24"])
+	matches(p, req_ip(bob, "read", "/x", "10.1.2.3"))
+	matches(p, req_ip(bob, "read", "/x", "192.168.1.255"))
+	not matches(p, req_ip(bob, "read", "/x", "192.168.2.1"))
+	not matches(p, req_ip(bob, "read", "/x", "11.0.0.1"))
+}
+
+test_ip_allowlist_single_host if {
+	p := pol_ip("p", "allow", ["203.0.113.7/32"])
+	matches(p, req_ip(bob, "read", "/x", "203.0.113.7"))
+	not matches(p, req_ip(bob, "read", "/x", "203.0.113.8"))
+}
+
+test_ip_allowlist_ipv6 if {
+	p := pol_ip("p", "allow", ["2001:db8::/32"])
+	matches(p, req_ip(bob, "read", "/x", "2001:db8::1"))
+	matches(p, req_ip(bob, "read", "/x", "2001:db8:ffff::1"))
+	not matches(p, req_ip(bob, "read", "/x", "2001:db9::1"))
+	not matches(p, req_ip(bob, "read", "/x", "10.0.0.1"))
+}
+
+test_ip_allowlist_families_do_not_mix if {
+	not matches(pol_ip("p", "allow", ["::/0"]), req_ip(bob, "read", "/x", "10.0.0.1"))
+	not matches(pol_ip("p", "allow", ["0.0.0.0/0"]), req_ip(bob, "read", "/x", "2001:db8::1"))
+}
+
+test_ip_v4_mapped_dotted_is_the_ipv4_address if {
+	matches(pol_ip("p", "allow", ["10.0.0.0/8"]), req_ip(bob, "read", "/x", "::ffff:10.1.2.3"))
+	matches(pol_ip("p", "allow", ["10.0.0.0/8"]), req_ip(bob, "read", "/x", "::FFFF:10.1.2.3"))
+	not matches(pol_ip("p", "allow", ["11.0.0.0/8"]), req_ip(bob, "read", "/x", "::ffff:10.1.2.3"))
+	not matches(pol_ip("p", "allow", ["::/0"]), req_ip(bob, "read", "/x", "::ffff:10.1.2.3"))
+	not matches(pol_ip("p", "allow", ["::ffff:0:0/96"]), req_ip(bob, "read", "/x", "::ffff:10.1.2.3"))
+	not matches(pol_ip("p", "allow", ["::ffff:0:0/96"]), req_ip(bob, "read", "/x", "10.1.2.3"))
+}
+
+test_ip_v4_mapped_other_spellings_match_nothing if {
+	p := pol_ip("p", "allow", ["10.0.0.0/8", "::/0", "::ffff:0:0/96"])
+	not matches(p, req_ip(bob, "read", "/x", "::ffff:a01:203"))
+	not matches(p, req_ip(bob, "read", "/x", "0:0:0:0:0:ffff:10.1.2.3"))
+	matches(p, req_ip(bob, "read", "/x", "2001:db8::1"))
+}
+
+test_ip_trailing_single_colon_is_not_an_address if {
+	p := pol_ip("p", "allow", ["::/0"])
+	not matches(p, req_ip(bob, "read", "/x", "::ffff:"))
+	not matches(p, req_ip(bob, "read", "/x", "1::2:"))
+	not matches(p, req_ip(bob, "read", "/x", ":"))
+	matches(p, req_ip(bob, "read", "/x", "1::"))
+	matches(p, req_ip(bob, "read", "/x", "::"))
+}
+
+test_ip_condition_fails_without_ip if {
+	p := pol_ip("p", "allow", ["0.0.0.0/0", "::/0"])
+	not matches(p, req(bob, "read", "/x"))
+	not matches(p, object.remove(req(bob, "read", "/x"), ["context"]))
+	not matches(p, req_ip(bob, "read", "/x", null))
+}
+
+test_ip_condition_fails_on_invalid_ip if {
+	p := pol_ip("p", "allow", ["0.0.0.0/0", "::/0"])
+	not matches(p, req_ip(bob, "read", "/x", "not-an-ip"))
+	not matches(p, req_ip(bob, "read", "/x", ""))
+	not matches(p, req_ip(bob, "read", "/x", "10.0.0.256"))
+	not matches(p, req_ip(bob, "read", "/x", 167772161))
+}
+
+test_ip_condition_rejects_a_cidr_as_the_ip if {
+	p := pol_ip("p", "allow", ["10.0.0.0/8"])
+	not matches(p, req_ip(bob, "read", "/x", "10.1.0.0/16"))
+}
+
+test_ip_condition_invalid_cidr_in_list_is_skipped if {
+	p := pol_ip("p", "allow", ["bogus", "10.0.0.0/8"])
+	matches(p, req_ip(bob, "read", "/x", "10.0.0.1"))
+	not matches(pol_ip("p", "allow", ["bogus"]), req_ip(bob, "read", "/x", "10.0.0.1"))
+}
+
+test_ip_condition_empty_allowlist_fails if {
+	not matches(pol_ip("p", "allow", []), req_ip(bob, "read", "/x", "10.0.0.1"))
+	p := object.union(pol("p", "allow", ["*"], ["*"], ["*"]), {"conditions": {"ip": {}}})
+	not matches(p, req_ip(bob, "read", "/x", "10.0.0.1"))
+}
+
+test_unknown_condition_never_holds if {
+	p := object.union(pol("p", "allow", ["*"], ["*"], ["*"]), {"conditions": {"time": {"after": "09:00"}}})
+	not matches(p, req_ip(bob, "read", "/x", "10.0.0.1"))
+}
+
+test_all_parts_must_match if {
+	p := object.union(
+		pol("p", "allow", ["role:dev"], ["update"], ["/a/*"]),
+		{"conditions": {"ip": {"allowlist": ["10.0.0.0/8"]}}},
+	)
+	matches(p, req_ip(alice, "update", "/a/b", "10.0.0.1"))
+	not matches(p, req_ip(bob, "update", "/a/b", "10.0.0.1"))
+	not matches(p, req_ip(alice, "read", "/a/b", "10.0.0.1"))
+	not matches(p, req_ip(alice, "update", "/a", "10.0.0.1"))
+	not matches(p, req_ip(alice, "update", "/a/b", "11.0.0.1"))
+}
+
+# --- decision ----------------------------------------------------------------------------------------
+
+test_default_deny_with_nothing_matched if {
+	decide([], req(alice, "read", "/x")) == {"allowed": false, "effect": "deny", "matched": []}
+	decide([pol("p", "allow", ["*"], ["read"], ["/y"])], req(alice, "read", "/x")) == {
+		"allowed": false,
+		"effect": "deny",
+		"matched": [],
+	}
+}
+
+test_allow if {
+	decide([pol("p1", "allow", ["*"], ["read"], ["/x"])], req(alice, "read", "/x")) == {
+		"allowed": true,
+		"effect": "allow",
+		"matched": [{"id": "p1", "name": "name of p1", "effect": "allow"}],
+	}
+}
+
+test_deny_overrides_allow if {
+	ps := [
+		pol("p1", "allow", ["*"], ["*"], ["*"]),
+		pol("p2", "deny", ["role:dev"], ["delete"], ["/a/*"]),
+	]
+	decide(ps, req(alice, "delete", "/a/b")) == {
+		"allowed": false,
+		"effect": "deny",
+		"matched": [
+			{"id": "p2", "name": "name of p2", "effect": "deny"},
+			{"id": "p1", "name": "name of p1", "effect": "allow"},
+		],
+	}
+	decide(ps, req(alice, "read", "/a/b")).allowed == true
+	decide(ps, req(bob, "delete", "/a/b")).allowed == true
+}
+
+test_only_deny_matches if {
+	decide([pol("p1", "deny", ["*"], ["*"], ["*"])], req(bob, "read", "/x")) == {
+		"allowed": false,
+		"effect": "deny",
+		"matched": [{"id": "p1", "name": "name of p1", "effect": "deny"}],
+	}
+}
+
+test_matched_denies_first_each_group_sorted_by_id if {
+	ps := [
+		pol("pol_c", "allow", ["*"], ["*"], ["*"]),
+		pol("pol_b", "deny", ["*"], ["*"], ["*"]),
+		pol("pol_a", "allow", ["*"], ["*"], ["*"]),
+		pol("pol_z", "deny", ["*"], ["*"], ["*"]),
+		pol("pol_d", "deny", ["*"], ["*"], ["*"]),
+		pol("pol_x", "allow", ["user:nobody"], ["*"], ["*"]),
+	]
+	ids := [m.id | some m in decide(ps, req(bob, "read", "/x")).matched]
+	ids == ["pol_b", "pol_d", "pol_z", "pol_a", "pol_c"]
+}
+
+test_unknown_effect_is_ignored if {
+	decide([pol("p1", "audit", ["*"], ["*"], ["*"])], req(bob, "read", "/x")) == {
+		"allowed": false,
+		"effect": "deny",
+		"matched": [],
+	}
+}
+
+test_missing_name_reads_as_empty if {
+	p := object.remove(pol("p1", "allow", ["*"], ["*"], ["*"]), ["name"])
+	decide([p], req(bob, "read", "/x")).matched == [{"id": "p1", "name": "", "effect": "allow"}]
+}
+
+# --- the index ---------------------------------------------------------------------------------------
+
+indexed_policies := {
+	"p_role": pol("p_role", "allow", ["role:dev"], ["read"], ["/a/*"]),
+	"p_user": pol("p_user", "deny", ["user:user_alice"], ["*"], ["/a/secret"]),
+	"p_any": pol("p_any", "allow", ["*", "user:${self}"], ["create", "read"], ["/users/${self}"]),
+}
+
+index := {"by_action_principal": {
+	"read": {
+		"role:dev": {"p_role": true},
+		"*": {"p_any": true},
+	},
+	"create": {"*": {"p_any": true}},
+	"*": {"user:user_alice": {"p_user": true}},
+}}
+
+decide_indexed(r) := d if {
+	d := authz.decision with data.policies as indexed_policies with data.index as index with input as r
+}
+
+test_index_gives_the_same_decisions_as_a_scan if {
+	requests := [
+		req(alice, "read", "/a/b"),
+		req(alice, "read", "/a/secret"),
+		req(alice, "delete", "/a/secret"),
+		req(bob, "read", "/a/b"),
+		req(bob, "create", "/users/user_bob"),
+		req(alice, "create", "/users/user_bob"),
+	]
+	every r in requests {
+		decide_indexed(r) == decide(indexed_policies, r)
+	}
+	decide_indexed(req(alice, "read", "/a/secret")).matched == [
+		{"id": "p_user", "name": "name of p_user", "effect": "deny"},
+		{"id": "p_role", "name": "name of p_role", "effect": "allow"},
+	]
+}
+
+test_index_only_prunes_candidates_are_checked_in_full if {
+	# p_role listed under a principal key it does not match and an action it does not allow: still no match.
+	loose := {"by_action_principal": {"*": {"*": {"p_role": true}}}}
+	d := authz.decision with data.policies as indexed_policies with data.index as loose with input as req(bob, "read", "/a/b")
+	d.matched == []
+}
+
+test_index_is_used_when_present if {
+	# A policy the index does not list is not a candidate (this is what makes the index fast, and why the
+	# engine must list every policy under every key it could match).
+	empty := {"by_action_principal": {}}
+	d := authz.decision with data.policies as indexed_policies with data.index as empty with input as req(alice, "read", "/a/b")
+	d.matched == []
+}
+
+test_index_role_keys_come_from_role_underscore_names if {
+	d := decide_indexed(req({"id": "u", "roles": ["role_dev"]}, "read", "/a/x"))
+	d.allowed == true
+	d2 := decide_indexed(req({"id": "u", "roles": ["dev"]}, "read", "/a/x"))
+	d2.allowed == false
+}

@@ -1,0 +1,91 @@
+import { readFile } from 'node:fs/promises';
+import path from 'node:path';
+import { loadPolicy } from '@open-policy-agent/opa-wasm';
+import type { LoadedPolicy } from '@open-policy-agent/opa-wasm';
+import { buildDataDocument } from './data-document';
+import type { DataDocument } from './data-document';
+import type { AuthzRequest, Decision, EnginePolicy, MatchedPolicy } from './types';
+
+/** apps/policy/rego/policy.wasm, from src/engine (tests) and from dist/engine (the built service) alike. */
+export const DEFAULT_WASM_PATH = path.join(__dirname, '..', '..', 'rego', 'policy.wasm');
+
+/** The entry point policy.wasm was built with (`opa build -e`). */
+export const ENTRYPOINT = 'secsvc/authz/decision';
+
+export interface EngineOptions {
+  wasmPath?: string;
+  /** Initial wasm memory in 64 KiB pages; the module grows it itself as the data needs (no maximum). */
+  initialMemoryPages?: number;
+}
+
+interface RawDecision {
+  allowed: boolean;
+  effect: 'allow' | 'deny';
+  matched: MatchedPolicy[];
+}
+
+/**
+ * The policy decision engine: the Rego program compiled to WebAssembly, run in process.
+ * Not safe to share across worker threads; within one thread every call is synchronous.
+ *
+ * Memory (npm-opa-wasm#143): with ABI 1.2+ modules the SDK hands opa_eval the heap pointer just past the
+ * data and input on every call, so each evaluation reuses the same region of the wasm heap and the memory
+ * stops growing after the first evaluations of the largest request. The soak test
+ * (test/engine-soak.test.ts, test/support/soak.ts) keeps checking that; see apps/policy/rego/README.md.
+ */
+export class PolicyEngine {
+  private policyCount = 0;
+  private readonly entrypoint: number;
+
+  constructor(private readonly policy: LoadedPolicy) {
+    const id: unknown = (policy.entrypoints as Record<string, unknown>)[ENTRYPOINT];
+    if (typeof id !== 'number') throw new Error(`the policy module has no entry point ${ENTRYPOINT}`);
+    this.entrypoint = id;
+  }
+
+  /** Replaces the stored policies (the whole data document, including its index). */
+  setPolicies(policies: readonly EnginePolicy[]): void {
+    this.setDataDocument(buildDataDocument(policies));
+  }
+
+  /** For tests: loads a data document as is (for example one without an index). */
+  setDataDocument(data: DataDocument | Omit<DataDocument, 'index'>): void {
+    // Passed as an object (the SDK stringifies it): an ArrayBuffer made here could come from another realm
+    // under Jest, fail the SDK's instanceof check and be loaded as `{}`.
+    this.policy.setData(data);
+    this.policyCount = Object.keys(data.policies).length;
+  }
+
+  get size(): number {
+    return this.policyCount;
+  }
+
+  /** Current size of the module's linear memory in bytes (it never shrinks). */
+  get wasmMemoryBytes(): number {
+    return this.policy.mem.buffer.byteLength;
+  }
+
+  evaluate(request: AuthzRequest): Decision {
+    const raw = this.evaluateRaw(request);
+    // Rebuilt so the fields come in a stable order (the module's JSON order is its hash order).
+    const matchedPolicies = raw.matched.map((m) => ({ id: m.id, name: m.name, effect: m.effect }));
+    return { allowed: raw.allowed, effect: raw.effect, matchedPolicies };
+  }
+
+  /** The Rego decision object as the module returns it. */
+  evaluateRaw(input: unknown): RawDecision {
+    const resultSet = this.policy.evaluate(input, this.entrypoint) as Array<{ result?: RawDecision }> | null;
+    const result = resultSet?.[0]?.result;
+    if (result === undefined) throw new Error('the policy module returned no decision');
+    return result;
+  }
+}
+
+/** Loads the compiled policy; the engine starts with no policies (every request is denied). */
+export async function loadEngine(options: EngineOptions = {}): Promise<PolicyEngine> {
+  const wasm = await readFile(options.wasmPath ?? DEFAULT_WASM_PATH);
+  const policy = await loadPolicy(wasm, { initial: options.initialMemoryPages ?? 16 });
+  const engine = new PolicyEngine(policy);
+  engine.setPolicies([]);
+  return engine;
+}
