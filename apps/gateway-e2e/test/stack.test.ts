@@ -483,6 +483,23 @@ describe('sessions over HTTP', () => {
     expect(missing.body.error.details[0].field).toBe('userId');
   });
 
+  it('writes who did what, and how they authenticated, into the outbox', async () => {
+    const u = (await api('POST', '/users', { email: 'audit.trail@example.com', name: 'Audit' }, { 'user-agent': 'e2e-agent/1.0' })).body.data;
+    const db = new pg.Client({ connectionString: stack.databaseUrl });
+    await db.connect();
+    try {
+      const { rows } = await db.query(`SELECT payload FROM identity.outbox WHERE event_type = 'user.created' AND payload->'target'->>'id' = $1`, [u.id]);
+      expect(rows).toHaveLength(1);
+      const event = rows[0].payload;
+      expect(event.actor).toEqual({ id: expect.stringMatching(/^key_/), type: 'api_key' });
+      expect(event.context).toEqual({ ip: expect.stringMatching(/127\.0\.0\.1/), userAgent: 'e2e-agent/1.0' });
+      expect(JSON.parse(event.metadataJson)).toEqual({ authMethod: 'api_key', mfaUsed: false });
+      expect(event.traceId).toMatch(/^req_/);
+    } finally {
+      await db.end();
+    }
+  });
+
   it('ends the sessions of a deleted user', async () => {
     const u = (await api('POST', '/users', { email: 'session.gone@example.com', name: 'Gone' })).body.data;
     const s = (await api('POST', '/sessions', { userId: u.id })).body.data;
@@ -606,6 +623,23 @@ describe('JWT access tokens', () => {
       body: JSON.stringify({ sessionToken: session.token }),
     });
     expect(refused.status).toBe(400);
+
+    // the refused JWTs were reported to identity as auth.failed, with a reason and never the token
+    const db = new pg.Client({ connectionString: stack.databaseUrl });
+    await db.connect();
+    try {
+      let reasons: string[] = [];
+      for (let i = 0; i < 50 && reasons.length < 2; i++) {
+        const { rows } = await db.query(`SELECT payload FROM identity.outbox WHERE event_type = 'auth.failed'`);
+        reasons = rows.map((r) => JSON.parse(r.payload.metadataJson)).filter((m) => m.credential === 'jwt').map((m) => m.reason);
+        if (reasons.length < 2) await new Promise((r) => setTimeout(r, 20));
+      }
+      expect(reasons).toEqual(expect.arrayContaining(['err_jws_signature_verification_failed', 'revoked_session']));
+      const all = await db.query(`SELECT payload::text AS p FROM identity.outbox`);
+      expect(all.rows.map((r) => r.p).join('')).not.toContain(sig!.slice(0, 40));
+    } finally {
+      await db.end();
+    }
   });
 });
 

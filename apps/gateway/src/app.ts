@@ -74,6 +74,7 @@ function mount(router: express.Router, route: Route, deps: GatewayDeps): void {
         headers: {
           'x-actor-id': principal.id,
           'x-actor-type': principal.type,
+          'x-auth-method': principal.type === 'api_key' ? 'api_key' : principal.keyType === 'none' ? 'none' : principal.keyType,
           'x-client-ip': req.ip ?? '',
           'x-user-agent': (req.get('user-agent') ?? '').slice(0, 512),
         },

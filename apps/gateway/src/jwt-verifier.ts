@@ -2,6 +2,12 @@ import { createHash } from 'node:crypto';
 import { createLocalJWKSet, errors, jwtVerify, type JWTPayload, type JWTVerifyGetKey } from 'jose';
 import { AppError, type Logger } from '@secsvc/shared';
 
+/** A short reason code for auth.failed events (never the token). */
+export function reasonCode(why: string): string {
+  const code = why.toLowerCase().replace(/[^a-z]+/g, '_').replace(/^_|_$/g, '').slice(0, 40);
+  return code || 'other';
+}
+
 /**
  * Verifies access tokens locally against identity's published keys (no call per request): ES256 only,
  * iss and aud checked, exp/nbf with 60 s leeway. The key set is refreshed every 5 minutes, and at most every
@@ -45,7 +51,7 @@ export class JwtVerifier {
   }
 
   private async verifyFully(token: string): Promise<JWTPayload & { sid: string; env: string; sub: string }> {
-    const refused = (why: string) => new AppError('unauthorized', `Invalid access token: ${why}`);
+    const refused = (why: string) => Object.assign(new AppError('unauthorized', `Invalid access token: ${why}`), { reason: reasonCode(why) });
     await this.refresh(5 * 60_000);
     const attempt = () =>
       jwtVerify(token, this.keys!, { issuer: this.issuer, audience: this.audience, algorithms: ['ES256'], clockTolerance: 60, typ: 'at+jwt' });

@@ -21,11 +21,13 @@ export function environmentOf(value: string): Environment {
 const meta = (call: CallContext, key: string) => call.metadata.get(key)[0]?.toString();
 
 /** Who made the call and from where, as the gateway passes it in metadata (for audit events). */
-export function callerOf(call: CallContext): { actor: events.Actor; context: events.Context } {
+export function callerOf(call: CallContext): { actor: events.Actor; context: events.Context; authMethod: string } {
   const id = meta(call, 'x-actor-id');
   return {
-    actor: { id, email: undefined, type: meta(call, 'x-actor-type') ?? (id ? 'api_key' : 'anonymous') },
+    actor: { id: id || undefined, email: undefined, type: meta(call, 'x-actor-type') ?? (id ? 'api_key' : 'anonymous') },
     context: { ip: meta(call, 'x-client-ip') ?? '', userAgent: meta(call, 'x-user-agent') ?? '' },
+    // How the caller authenticated: api_key, session, jwt, or none.
+    authMethod: meta(call, 'x-auth-method') ?? 'none',
   };
 }
 

@@ -7,7 +7,7 @@ import { ensureBootstrapKey } from './domain/bootstrap';
 import { CredentialChangeFeed } from './domain/credential-change-feed';
 import { fileMailer, nullMailer } from './domain/mailer';
 import { masterKey, SigningKeyStore } from './domain/signing-keys';
-import { getJwks, issueAccessToken } from './rpc/tokens';
+import { getJwks, issueAccessToken, reportAuthFailure } from './rpc/tokens';
 import { createApiKey, getApiKey, listApiKeys, revokeApiKey, rotateApiKey } from './rpc/api-keys';
 import { authenticateApiKey } from './rpc/authenticate-api-key';
 import { confirmPasswordReset, login, requestPasswordReset, setPassword } from './rpc/passwords';
@@ -57,6 +57,7 @@ void runProcess('identity', () => loadIdentityConfig(), async ({ config, logger,
           authenticateSession: authenticateSession(ctx),
           issueAccessToken: issueAccessToken(ctx, signingKeys),
           getJwks: getJwks(signingKeys),
+          reportAuthFailure: reportAuthFailure(ctx),
           setPassword: setPassword(ctx),
           login: login(ctx),
           requestPasswordReset: requestPasswordReset(ctx),

@@ -73,8 +73,8 @@ describe('API keys', () => {
     const { rows } = await pool.query(`SELECT payload FROM outbox WHERE event_type = 'auth.failed' ORDER BY seq`);
     const metas = rows.map((r) => JSON.parse(r.payload.metadataJson));
     expect(metas).toEqual(expect.arrayContaining([
-      { credential: 'api_key', prefix: 'svc_pk_', reason: 'unknown' },
-      { credential: 'api_key', prefix: 'svc_sk_', reason: 'malformed' },
+      { authMethod: 'none', mfaUsed: false, credential: 'api_key', prefix: 'svc_pk_', reason: 'unknown' },
+      { authMethod: 'none', mfaUsed: false, credential: 'api_key', prefix: 'svc_sk_', reason: 'malformed' },
     ]));
     expect(JSON.stringify(rows)).not.toContain(key.slice(7, 30));
     expect(rows[0].payload.actor).toEqual({ type: 'anonymous' });

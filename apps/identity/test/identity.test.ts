@@ -83,6 +83,8 @@ describe('users', () => {
     expect(rows[0].payload.actor).toEqual({ id: 'key_abc', type: 'api_key' });
     expect(rows[0].payload.context).toEqual({ ip: '203.0.113.7' });
     expect(rows[0].payload.id).toMatch(/^log_/);
+    // every event says how its actor authenticated (the gateway passes x-auth-method; none here)
+    expect(JSON.parse(rows[0].payload.metadataJson)).toEqual({ authMethod: 'none', mfaUsed: false });
   });
 
   it('treats emails as unique case-insensitively, with nothing written on conflict', async () => {

@@ -92,6 +92,16 @@ export function authenticate(
         req.principal = await verifyJwt(token, jwt, cache);
         return next();
       } catch (err) {
+        if (err instanceof AppError && err.code === 'unauthorized') {
+          // identity keeps the audit trail: report the refusal (fire and forget), with the reason only
+          const reason = (err as AppError & { reason?: string }).reason ?? 'revoked_session';
+          void clients.identity
+            .reportAuthFailure(
+              { credential: 'jwt', reason },
+              { requestId: req.requestId, deadlineMs, headers: { 'x-client-ip': req.ip ?? '', 'x-user-agent': (req.get('user-agent') ?? '').slice(0, 512) } },
+            )
+            .catch(() => undefined);
+        }
         return next(err);
       }
     }

@@ -11,6 +11,8 @@ export interface EventInput {
   result: 'success' | 'failure';
   traceId: string;
   metadata?: Record<string, unknown>;
+  /** How the caller authenticated (metadata.authMethod unless the metadata says otherwise). */
+  authMethod?: string;
 }
 
 /**
@@ -28,7 +30,7 @@ export async function appendEvent(client: PoolClient | Pool, input: EventInput):
     context: input.context,
     result: input.result,
     traceId: input.traceId,
-    metadataJson: JSON.stringify(input.metadata ?? {}),
+    metadataJson: JSON.stringify({ authMethod: input.authMethod ?? 'none', mfaUsed: false, ...input.metadata }),
   };
   await client.query(
     `INSERT INTO outbox (event_id, environment, event_type, event_key, payload) VALUES ($1, $2, $3, $4, $5)`,
@@ -64,7 +66,7 @@ export function appendUserEvent(
 export async function recordAuthFailure(
   pool: Pool,
   call: CallContext,
-  credential: 'api_key' | 'session',
+  credential: 'api_key' | 'session' | 'jwt',
   prefix: string,
   reason: string,
   logger: { warn: (obj: object, msg: string) => void },

@@ -1,10 +1,11 @@
 import type { identity } from '@secsvc/proto';
-import { AppError } from '@secsvc/shared';
+import { AppError, type CallContext } from '@secsvc/shared';
 import { randomUUID } from 'node:crypto';
 import { SignJWT } from 'jose';
 import type { IdentityContext } from '../context';
 import { hashSessionToken, looksLikeSessionToken } from '../domain/sessions';
 import { ALG, type SigningKeyStore } from '../domain/signing-keys';
+import { recordAuthFailure } from '../repositories/outbox';
 import { sessionsRepository } from '../repositories/sessions';
 
 /**
@@ -34,3 +35,12 @@ export const issueAccessToken =
   };
 
 export const getJwks = (keys: SigningKeyStore) => async (): Promise<identity.Jwks> => ({ jwksJson: JSON.stringify((await keys.get()).jwks) });
+
+/** auth.failed for a JWT the gateway refused (the reason is a short code from a fixed set; nothing else). */
+export const reportAuthFailure =
+  (ctx: IdentityContext) =>
+  async (req: identity.ReportAuthFailureRequest, call: CallContext): Promise<identity.ReportAuthFailureResponse> => {
+    const reason = /^[a-z_]{1,40}$/.test(req.reason) ? req.reason : 'other';
+    await recordAuthFailure(ctx.pool, call, 'jwt', '', reason, ctx.logger);
+    return {};
+  };

@@ -246,6 +246,16 @@ export interface AccessToken {
 export interface GetJwksRequest {
 }
 
+export interface ReportAuthFailureRequest {
+  /** "jwt" */
+  credential: string;
+  /** A short reason code such as expired, bad_signature, revoked_session; never the credential itself. */
+  reason: string;
+}
+
+export interface ReportAuthFailureResponse {
+}
+
 export interface Jwks {
   /** The JSON Web Key Set document ({"keys":[...]}), public keys only. */
   jwksJson: string;
@@ -3723,6 +3733,143 @@ export const GetJwksRequest: MessageFns<GetJwksRequest> = {
   },
 };
 
+function createBaseReportAuthFailureRequest(): ReportAuthFailureRequest {
+  return { credential: "", reason: "" };
+}
+
+export const ReportAuthFailureRequest: MessageFns<ReportAuthFailureRequest> = {
+  encode(message: ReportAuthFailureRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.credential !== "") {
+      writer.uint32(10).string(message.credential);
+    }
+    if (message.reason !== "") {
+      writer.uint32(18).string(message.reason);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ReportAuthFailureRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseReportAuthFailureRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.credential = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.reason = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ReportAuthFailureRequest {
+    return {
+      credential: isSet(object.credential) ? globalThis.String(object.credential) : "",
+      reason: isSet(object.reason) ? globalThis.String(object.reason) : "",
+    };
+  },
+
+  toJSON(message: ReportAuthFailureRequest): unknown {
+    const obj: any = {};
+    if (message.credential !== "") {
+      obj.credential = message.credential;
+    }
+    if (message.reason !== "") {
+      obj.reason = message.reason;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ReportAuthFailureRequest>, I>>(base?: I): ReportAuthFailureRequest {
+    return ReportAuthFailureRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ReportAuthFailureRequest>, I>>(object: I): ReportAuthFailureRequest {
+    const message = createBaseReportAuthFailureRequest();
+    message.credential = object.credential ?? "";
+    message.reason = object.reason ?? "";
+    return message;
+  },
+};
+
+function createBaseReportAuthFailureResponse(): ReportAuthFailureResponse {
+  return {};
+}
+
+export const ReportAuthFailureResponse: MessageFns<ReportAuthFailureResponse> = {
+  encode(_: ReportAuthFailureResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ReportAuthFailureResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseReportAuthFailureResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(_: any): ReportAuthFailureResponse {
+    return {};
+  },
+
+  toJSON(_: ReportAuthFailureResponse): unknown {
+    const obj: any = {};
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ReportAuthFailureResponse>, I>>(base?: I): ReportAuthFailureResponse {
+    return ReportAuthFailureResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ReportAuthFailureResponse>, I>>(_: I): ReportAuthFailureResponse {
+    const message = createBaseReportAuthFailureResponse();
+    return message;
+  },
+};
+
 function createBaseJwks(): Jwks {
   return { jwksJson: "" };
 }
@@ -5121,6 +5268,18 @@ export const IdentityServiceService = {
     responseSerialize: (value: Jwks): Buffer => Buffer.from(Jwks.encode(value).finish()),
     responseDeserialize: (value: Buffer): Jwks => Jwks.decode(value),
   },
+  /** A credential the gateway refused on its own (a JWT), recorded as auth.failed like identity's refusals. */
+  reportAuthFailure: {
+    path: "/secsvc.identity.v1.IdentityService/ReportAuthFailure" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: ReportAuthFailureRequest): Buffer =>
+      Buffer.from(ReportAuthFailureRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): ReportAuthFailureRequest => ReportAuthFailureRequest.decode(value),
+    responseSerialize: (value: ReportAuthFailureResponse): Buffer =>
+      Buffer.from(ReportAuthFailureResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): ReportAuthFailureResponse => ReportAuthFailureResponse.decode(value),
+  },
 } as const;
 
 export interface IdentityServiceServer extends UntypedServiceImplementation {
@@ -5173,6 +5332,8 @@ export interface IdentityServiceServer extends UntypedServiceImplementation {
    */
   issueAccessToken: handleUnaryCall<IssueAccessTokenRequest, AccessToken>;
   getJwks: handleUnaryCall<GetJwksRequest, Jwks>;
+  /** A credential the gateway refused on its own (a JWT), recorded as auth.failed like identity's refusals. */
+  reportAuthFailure: handleUnaryCall<ReportAuthFailureRequest, ReportAuthFailureResponse>;
 }
 
 export interface IdentityServiceClient extends Client {
@@ -5548,6 +5709,22 @@ export interface IdentityServiceClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: Jwks) => void,
+  ): ClientUnaryCall;
+  /** A credential the gateway refused on its own (a JWT), recorded as auth.failed like identity's refusals. */
+  reportAuthFailure(
+    request: ReportAuthFailureRequest,
+    callback: (error: ServiceError | null, response: ReportAuthFailureResponse) => void,
+  ): ClientUnaryCall;
+  reportAuthFailure(
+    request: ReportAuthFailureRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: ReportAuthFailureResponse) => void,
+  ): ClientUnaryCall;
+  reportAuthFailure(
+    request: ReportAuthFailureRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: ReportAuthFailureResponse) => void,
   ): ClientUnaryCall;
 }
 
