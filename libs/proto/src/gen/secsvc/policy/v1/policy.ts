@@ -110,6 +110,8 @@ export interface SimulateRequest {
   resource: string;
   /** Request context; today only the caller's ip. */
   ip: string;
+  /** The acting user's roles (role_<name>), resolved from the identity service by the caller. */
+  roles: string[];
 }
 
 export interface MatchedPolicy {
@@ -1431,7 +1433,7 @@ export const ListPoliciesResponse: MessageFns<ListPoliciesResponse> = {
 };
 
 function createBaseSimulateRequest(): SimulateRequest {
-  return { environment: "", principal: "", action: "", resource: "", ip: "" };
+  return { environment: "", principal: "", action: "", resource: "", ip: "", roles: [] };
 }
 
 export const SimulateRequest: MessageFns<SimulateRequest> = {
@@ -1450,6 +1452,9 @@ export const SimulateRequest: MessageFns<SimulateRequest> = {
     }
     if (message.ip !== "") {
       writer.uint32(42).string(message.ip);
+    }
+    for (const v of message.roles) {
+      writer.uint32(50).string(v!);
     }
     return writer;
   },
@@ -1507,6 +1512,14 @@ export const SimulateRequest: MessageFns<SimulateRequest> = {
             message.ip = reader.string();
             continue;
           }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.roles.push(reader.string());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1526,6 +1539,7 @@ export const SimulateRequest: MessageFns<SimulateRequest> = {
       action: isSet(object.action) ? globalThis.String(object.action) : "",
       resource: isSet(object.resource) ? globalThis.String(object.resource) : "",
       ip: isSet(object.ip) ? globalThis.String(object.ip) : "",
+      roles: globalThis.Array.isArray(object?.roles) ? object.roles.map((e: any) => globalThis.String(e)) : [],
     };
   },
 
@@ -1546,6 +1560,9 @@ export const SimulateRequest: MessageFns<SimulateRequest> = {
     if (message.ip !== "") {
       obj.ip = message.ip;
     }
+    if (message.roles?.length) {
+      obj.roles = message.roles;
+    }
     return obj;
   },
 
@@ -1559,6 +1576,7 @@ export const SimulateRequest: MessageFns<SimulateRequest> = {
     message.action = object.action ?? "";
     message.resource = object.resource ?? "";
     message.ip = object.ip ?? "";
+    message.roles = object.roles?.map((e) => e) || [];
     return message;
   },
 };
@@ -1789,10 +1807,7 @@ export const SimulateResponse: MessageFns<SimulateResponse> = {
   },
 };
 
-/**
- * Allow/deny policies and the decision simulator (implemented by the Policies issue; until then every RPC
- * answers UNIMPLEMENTED).
- */
+/** Allow/deny policies and the decision simulator. Every request is scoped to its environment. */
 export type PolicyServiceService = typeof PolicyServiceService;
 export const PolicyServiceService = {
   createPolicy: {
