@@ -3,31 +3,14 @@
 // unauthenticated GET /healthz, in one run over the full local stack; then POST /v1/sessions/verify.
 // autocannon, 50 connections, BENCH_DURATION seconds each (default 15). Run after `npm run build`:
 //   npm run bench:auth
-const autocannon = require('autocannon');
-const os = require('node:os');
-const path = require('node:path');
-const fs = require('node:fs');
-const { startLocalStack } = require('@secsvc/shared/stack');
+const { KEY, load, machine, startBenchStack } = require('./support');
 
 const duration = Number(process.env.BENCH_DURATION ?? 15);
 const connections = Number(process.env.BENCH_CONNECTIONS ?? 50);
-const KEY = 'svc_sk_' + 'benchmarkKey'.repeat(4);
-
-function run(opts) {
-  return new Promise((resolve, reject) => autocannon({ connections, duration, ...opts }, (err, res) => (err ? reject(err) : resolve(res))));
-}
+const run = (opts) => load({ connections, duration, ...opts });
 
 async function main() {
-  const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'secsvc-bench-'));
-  fs.chmodSync(tmp, 0o711);
-  const stack = await startLocalStack({
-    rootDir: path.resolve(__dirname, '..'),
-    dataDir: path.join(tmp, 'data'),
-    host: '127.0.0.1',
-    port: 0,
-    ports: { postgres: 0, identity: 0, policy: 0, audit: 0, admin: { gateway: 0, identity: 0, policy: 0, audit: 0, 'export-worker': 0 } },
-    env: { LOG_LEVEL: 'warn', BOOTSTRAP_API_KEY: KEY },
-  });
+  const { stack, stop } = await startBenchStack();
   const json = (method, p, body, bearer = KEY) =>
     fetch(`${stack.baseUrl}${p}`, {
       method,
@@ -63,7 +46,7 @@ async function main() {
     }
     console.log(
       [
-        `### ${new Date().toISOString().slice(0, 10)}: ${os.cpus().length} × ${os.cpus()[0].model}, Node ${process.version}`,
+        `### ${machine()}`,
         '',
         `\`npm run bench:auth\` (autocannon, ${connections} connections, ${duration} s each)`,
         '',
@@ -73,8 +56,7 @@ async function main() {
       ].join('\n'),
     );
   } finally {
-    await stack.stop();
-    fs.rmSync(tmp, { recursive: true, force: true });
+    await stop();
   }
 }
 

@@ -3,36 +3,17 @@
 // (the gateway's ceiling), each with autocannon at 50 connections for 20 s. Run after `npm run build`:
 //   npm run bench:users            (BENCH_DURATION=5 for a quick look)
 // Prints a Markdown block to paste into bench/RESULTS.md.
-const autocannon = require('autocannon');
-const os = require('node:os');
-const path = require('node:path');
-const fs = require('node:fs');
-const { startLocalStack } = require('@secsvc/shared/stack');
+const { KEY, load, machine, startBenchStack } = require('./support');
 
 const duration = Number(process.env.BENCH_DURATION ?? 20);
 const connections = Number(process.env.BENCH_CONNECTIONS ?? 50);
-const KEY = 'svc_sk_' + 'benchmarkKey'.repeat(4);
-
-function run(title, url) {
-  return new Promise((resolve, reject) => {
-    autocannon({ title, url, connections, duration, headers: { authorization: `Bearer ${KEY}` } }, (err, res) =>
-      err ? reject(err) : resolve(res),
-    );
-  });
-}
+const run = (title, url) => load({ title, url, connections, duration, headers: { authorization: `Bearer ${KEY}` } });
 
 async function main() {
-  const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'secsvc-bench-'));
-  fs.chmodSync(tmp, 0o711);
-  const stack = await startLocalStack({
-    rootDir: path.resolve(__dirname, '..'),
-    dataDir: path.join(tmp, 'data'),
-    host: '127.0.0.1',
-    port: 0,
-    ports: { postgres: 0, identity: 0, policy: 0, audit: 0, admin: { gateway: 0, identity: 0, policy: 0, audit: 0, 'export-worker': 0 } },
-    env: { LOG_LEVEL: process.env.LOG_LEVEL ?? 'warn', BOOTSTRAP_API_KEY: KEY, AUTH_CACHE_TTL_MS: process.env.AUTH_CACHE_TTL_MS },
-    nodeArgs: process.env.BENCH_NODE_ARGS ? process.env.BENCH_NODE_ARGS.split(' ') : undefined,
-  });
+  const { stack, stop } = await startBenchStack(
+    { AUTH_CACHE_TTL_MS: process.env.AUTH_CACHE_TTL_MS },
+    process.env.BENCH_NODE_ARGS ? process.env.BENCH_NODE_ARGS.split(' ') : undefined,
+  );
   try {
     const created = await fetch(`${stack.baseUrl}/users`, {
       method: 'POST',
@@ -42,7 +23,7 @@ async function main() {
     const id = created.data.id;
     const origin = stack.baseUrl.replace(/\/v1$/, '');
     // warm-up: JIT, connection pools
-    await new Promise((r) => autocannon({ url: `${stack.baseUrl}/users/${id}`, connections, duration: 3, headers: { authorization: `Bearer ${KEY}` } }, r));
+    await load({ url: `${stack.baseUrl}/users/${id}`, connections, duration: 3, headers: { authorization: `Bearer ${KEY}` } });
     const results = [];
     for (const [name, url] of [
       ['GET /healthz (gateway ceiling)', `${origin}/healthz`],
@@ -52,7 +33,7 @@ async function main() {
       results.push({ name, rps: r.requests.average, p50: r.latency.p50, p99: r.latency.p99, non2xx: r.non2xx, errors: r.errors });
     }
     const lines = [
-      `### ${new Date().toISOString().slice(0, 10)}: ${os.cpus().length} × ${os.cpus()[0].model}, Node ${process.version}`,
+      `### ${machine()}`,
       '',
       `\`npm run bench:users\` (autocannon, ${connections} connections, ${duration} s each, LOG_LEVEL=${process.env.LOG_LEVEL ?? 'warn'}, AUTH_CACHE_TTL_MS=${process.env.AUTH_CACHE_TTL_MS ?? 'default'})`,
       '',
@@ -64,8 +45,7 @@ async function main() {
     ];
     console.log(lines.join('\n'));
   } finally {
-    await stack.stop();
-    fs.rmSync(tmp, { recursive: true, force: true });
+    await stop();
   }
 }
 

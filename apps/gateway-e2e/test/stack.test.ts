@@ -236,11 +236,11 @@ describe('gRPC surfaces', () => {
     expect(run(stack.grpc.policy, 'describe', 'secsvc.policy.v1.PolicyService').out).toContain('rpc Simulate');
   });
 
-  it('policy and audit declare their RPCs and answer UNIMPLEMENTED until their issues land', async () => {
-    const raw = new grpc.Client(stack.grpc.policy, grpc.credentials.createInsecure());
+  it('audit declares its RPCs and answers UNIMPLEMENTED until its issue lands', async () => {
+    const raw = new grpc.Client(stack.grpc.audit, grpc.credentials.createInsecure());
     const code = await new Promise<number>((resolve) =>
       raw.makeUnaryRequest(
-        '/secsvc.policy.v1.PolicyService/GetPolicy',
+        '/secsvc.audit.v1.AuditService/GetLog',
         (b: Buffer) => b,
         (b: Buffer) => b,
         Buffer.alloc(0),

@@ -13,10 +13,11 @@ import { buildOpenApi } from './openapi';
 import type { Route } from './routes/route';
 import { apiKeyRoutes } from './routes/api-keys';
 import { authRoutes } from './routes/auth';
+import { policyRoutes } from './routes/policies';
 import { sessionRoutes } from './routes/sessions';
 import { userRoutes } from './routes/users';
 
-export const routes: Route[] = [...userRoutes, ...apiKeyRoutes, ...sessionRoutes, ...authRoutes];
+export const routes: Route[] = [...userRoutes, ...apiKeyRoutes, ...sessionRoutes, ...authRoutes, ...policyRoutes];
 
 export const BODY_LIMIT = '1mb';
 

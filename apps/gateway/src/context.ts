@@ -1,9 +1,10 @@
-import type { identity } from '@secsvc/proto';
+import type { identity, policy } from '@secsvc/proto';
 import type { PromiseClient } from '@secsvc/shared';
 import type { VerifyCache } from './verify-cache';
 
 export interface ServiceClients {
   identity: PromiseClient<identity.IdentityServiceClient>;
+  policy: PromiseClient<policy.PolicyServiceClient>;
 }
 
 /** Who is calling, as resolved by the auth middleware: an API key, or a user through a session token. */

@@ -1,16 +1,12 @@
 import { Metadata } from '@grpc/grpc-js';
-import { AppError, createLogger, createPool, migrate, readMigrations, type CallContext, type Pool } from '@secsvc/shared';
-import { stopTestPostgres, testDatabase, type TestDatabase } from '@secsvc/shared/testing';
-import type { IdentityConfig } from '../src/config';
+import { AppError, type CallContext, type Pool } from '@secsvc/shared';
 import type { IdentityContext } from '../src/context';
+import { closeIdentityTestDb, identityTestDb, type IdentityTestDb } from './support/db';
 import { generateKey, looksLikeKey } from '../src/domain/api-keys';
-import { migrationsDir } from '../src/migrations';
 import { createApiKey, getApiKey, listApiKeys, revokeApiKey, rotateApiKey } from '../src/rpc/api-keys';
 import { authenticateApiKey } from '../src/rpc/authenticate-api-key';
 
-const SECRET = 'k'.repeat(40);
-const logger = createLogger('test', 'silent');
-let db: TestDatabase;
+let t: IdentityTestDb;
 let pool: Pool;
 let ctx: IdentityContext;
 
@@ -31,17 +27,11 @@ const create = (over: Partial<Parameters<ReturnType<typeof createApiKey>>[0]> = 
 const auth = (key: string) => authenticateApiKey(ctx)({ key }, call());
 
 beforeAll(async () => {
-  db = await testDatabase();
-  pool = createPool(db.url, 5, logger, 'identity');
-  await migrate(pool, 'identity', await readMigrations(migrationsDir), logger);
-  ctx = { pool, logger, config: { SERVER_SECRET: SECRET } as IdentityConfig };
+  t = await identityTestDb({ SERVER_SECRET: 'k'.repeat(40) });
+  ({ pool, ctx } = t);
 });
 
-afterAll(async () => {
-  await pool.end();
-  await db.drop();
-  await stopTestPostgres();
-});
+afterAll(() => closeIdentityTestDb(t));
 
 describe('API keys', () => {
   it.each([

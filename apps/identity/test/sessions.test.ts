@@ -1,16 +1,13 @@
 import { Metadata } from '@grpc/grpc-js';
-import { AppError, createLogger, createPool, migrate, readMigrations, type CallContext, type Pool } from '@secsvc/shared';
-import { stopTestPostgres, testDatabase, type TestDatabase } from '@secsvc/shared/testing';
-import type { IdentityConfig } from '../src/config';
+import { AppError, type CallContext, type Pool } from '@secsvc/shared';
 import type { IdentityContext } from '../src/context';
+import { closeIdentityTestDb, identityTestDb, type IdentityTestDb } from './support/db';
 import { generateSessionToken, looksLikeSessionToken } from '../src/domain/sessions';
-import { migrationsDir } from '../src/migrations';
 import { createSession, listUserSessions, revokeSession, revokeUserSessions, verifySession } from '../src/rpc/sessions';
 import { createUser } from '../src/rpc/create-user';
 import { deleteUser } from '../src/rpc/delete-user';
 
-const logger = createLogger('test', 'silent');
-let db: TestDatabase;
+let t: IdentityTestDb;
 let pool: Pool;
 let ctx: IdentityContext;
 
@@ -35,17 +32,11 @@ const open = (userId: string, environment = 'live', expiresInSeconds = 3600, met
 const verify = (token: string, environment = 'live') => verifySession(ctx)({ environment, token });
 
 beforeAll(async () => {
-  db = await testDatabase();
-  pool = createPool(db.url, 5, logger, 'identity');
-  await migrate(pool, 'identity', await readMigrations(migrationsDir), logger);
-  ctx = { pool, logger, config: { SERVER_SECRET: 's'.repeat(40) } as IdentityConfig };
+  t = await identityTestDb({ SERVER_SECRET: 's'.repeat(40) });
+  ({ pool, ctx } = t);
 });
 
-afterAll(async () => {
-  await pool.end();
-  await db.drop();
-  await stopTestPostgres();
-});
+afterAll(() => closeIdentityTestDb(t));
 
 describe('sessions', () => {
   it('creates a session whose token is shown once and stored only as a hash', async () => {

@@ -50,6 +50,11 @@ export const paginationSchema = z.object({
   nextCursor: z.string().optional().describe('cur_...; present when hasMore is true'),
 });
 
+/** The body of a list response: `{ data, pagination: { hasMore, nextCursor? } }`. */
+export function pageOf<T>(data: T[], hasMore: boolean, nextCursor: string): RouteResponse {
+  return { status: 200, body: { data, pagination: { hasMore, ...(hasMore ? { nextCursor } : {}) } } };
+}
+
 /** `{ data: [...], pagination }` envelope of list responses. */
 export const listOf = <T extends z.ZodType>(schema: T) => z.object({ data: z.array(schema), pagination: paginationSchema });
 

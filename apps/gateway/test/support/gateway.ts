@@ -17,7 +17,8 @@ export async function startGateway(options: { fake?: FakeIdentity; ready?: () =>
   const deps: GatewayDeps = {
     config: { GRPC_DEADLINE_MS: 1000, TRUST_PROXY: ['loopback'], HOST: '127.0.0.1', PORT: 0 },
     // Methods the fake does not have are never reached by these tests (a call would throw a TypeError).
-    clients: { identity: fake as unknown as IdentityPort },
+    // No policy service here: the policy routes are covered end to end.
+    clients: { identity: fake as unknown as IdentityPort, policy: {} as never },
     logger: createLogger('test', 'silent'),
     metrics: new Metrics('test'),
     ready: options.ready ?? (async () => true),

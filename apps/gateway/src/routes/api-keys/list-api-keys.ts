@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { cursorParam, defineRoute, errorSchema, limitParam, listOf } from '../route';
+import { cursorParam, defineRoute, errorSchema, limitParam, listOf, pageOf } from '../route';
 import { apiKeyForm, apiKeyOf } from './schemas';
 
 export const listApiKeysRoute = defineRoute({
@@ -18,12 +18,6 @@ export const listApiKeysRoute = defineRoute({
       { environment: ctx.principal.environment, limit: query.limit, cursor: query.cursor ?? '' },
       ctx.call,
     );
-    return {
-      status: 200,
-      body: {
-        data: page.apiKeys.map(apiKeyOf),
-        pagination: { hasMore: page.hasMore, ...(page.hasMore ? { nextCursor: page.nextCursor } : {}) },
-      },
-    };
+    return pageOf(page.apiKeys.map(apiKeyOf), page.hasMore, page.nextCursor);
   },
 });

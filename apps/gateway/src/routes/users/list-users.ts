@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { cursorParam, defineRoute, errorSchema, limitParam, listOf } from '../route';
+import { cursorParam, defineRoute, errorSchema, limitParam, listOf, pageOf } from '../route';
 import { userForms, userListItem } from './schemas';
 
 export const listUsersRoute = defineRoute({
@@ -18,12 +18,6 @@ export const listUsersRoute = defineRoute({
       { environment: ctx.principal.environment, limit: query.limit, cursor: query.cursor ?? '' },
       ctx.call,
     );
-    return {
-      status: 200,
-      body: {
-        data: page.users.map(userForms.listItem),
-        pagination: { hasMore: page.hasMore, ...(page.hasMore ? { nextCursor: page.nextCursor } : {}) },
-      },
-    };
+    return pageOf(page.users.map(userForms.listItem), page.hasMore, page.nextCursor);
   },
 });
