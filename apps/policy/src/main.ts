@@ -1,31 +1,34 @@
-import { descriptorSets, serviceNames } from '@secsvc/proto';
-import { commonConfig, createPool, databaseConfig, env, loadConfig, pingDatabase, runProcess, startGrpcServer } from '@secsvc/shared';
+import { descriptorSets, policy, serviceNames } from '@secsvc/proto';
+import { createPool, migrate, pingDatabase, readMigrations, runProcess, startGrpcServer } from '@secsvc/shared';
+import { loadPolicyConfig } from './config';
+import { startDecisionRuntime } from './decision-runtime';
+import { migrationsDir } from './migrations';
+import { policyService } from './rpc';
 
-const configShape = {
-  ...commonConfig,
-  ...databaseConfig,
-  GRPC_HOST: env.host('127.0.0.1'),
-  GRPC_PORT: env.port(50052),
-  ADMIN_PORT: env.port(9102),
-};
-
-// The policy RPCs are declared in libs/proto and listed by reflection; their implementation is its own issue,
-// so until then the server answers them UNIMPLEMENTED while health, reflection and metrics are real.
-void runProcess('policy', () => loadConfig(configShape), async ({ config, logger, metrics }) => {
+void runProcess('policy', () => loadPolicyConfig(), async ({ config, logger, metrics }) => {
   const pool = createPool(config.DATABASE_URL, config.DATABASE_POOL_MAX, logger, 'policy');
+  await migrate(pool, 'policy', await readMigrations(migrationsDir), logger);
+  // LISTEN before the first load, so no change can fall between a load and the subscription.
+  const { decisions, feed } = await startDecisionRuntime(pool, config.DATABASE_URL, logger);
   const grpcServer = await startGrpcServer({
     host: config.GRPC_HOST,
     port: config.GRPC_PORT,
     logger,
     metrics,
     descriptorSets,
-    services: [],
-    declaredOnly: [serviceNames.policy],
+    services: [
+      {
+        name: serviceNames.policy,
+        definition: policy.PolicyServiceService,
+        implementation: policyService({ pool, config, logger, decisions }),
+      },
+    ],
   });
   logger.info({ grpcPort: grpcServer.port }, 'policy gRPC listening');
   return {
     closers: [
       { name: 'grpc', close: () => grpcServer.close() },
+      { name: 'policy-change-feed', close: () => feed.stop() },
       { name: 'postgres', close: () => pool.end() },
     ],
     ready: () => pingDatabase(pool),

@@ -1,0 +1,110 @@
+/** Policies end to end: CRUD and the simulator through the gateway, the policy service and the wasm engine. */
+import { startLocalStack, type LocalStack } from '@secsvc/shared/stack';
+import { chmod, mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { apiClient, type Api } from './support';
+
+jest.setTimeout(120_000);
+
+const KEY = 'svc_sk_' + 'policyTests_'.repeat(4);
+let tmp: string;
+let stack: LocalStack;
+let api: Api;
+
+beforeAll(async () => {
+  tmp = await mkdtemp(path.join(os.tmpdir(), 'secsvc-e2e-pol-'));
+  await chmod(tmp, 0o711);
+  stack = await startLocalStack({
+    rootDir: path.resolve(__dirname, '../../..'),
+    dataDir: path.join(tmp, 'data'),
+    host: '127.0.0.1',
+    port: 0,
+    ports: { postgres: 0, identity: 0, policy: 0, audit: 0, admin: { gateway: 0, identity: 0, policy: 0, audit: 0, 'export-worker': 0 } },
+    env: { LOG_LEVEL: 'warn', BOOTSTRAP_API_KEY: KEY },
+  });
+  api = apiClient(stack.baseUrl, KEY);
+});
+
+afterAll(async () => {
+  await stack?.stop();
+  await rm(tmp, { recursive: true, force: true });
+});
+
+const policy = (over: Record<string, unknown> = {}) => ({
+  name: 'readers',
+  effect: 'allow',
+  principals: ['role:reader'],
+  actions: ['read'],
+  resources: ['/documents/*'],
+  ...over,
+});
+
+describe('policy CRUD', () => {
+  it('creates, reads (full form), lists, updates (replacing arrays) and deletes', async () => {
+    const created = await api('POST', '/policies', policy());
+    expect(created.status).toBe(201);
+    const p = created.body.data;
+    expect(Object.keys(p).sort()).toEqual(['actions', 'createdAt', 'effect', 'id', 'name', 'principals', 'resources']);
+    expect(p.id).toMatch(/^pol_/);
+    const full = (await api('GET', `/policies/${p.id}`)).body.data;
+    expect(full).toMatchObject({ description: '', conditions: {}, updatedAt: expect.any(String) });
+    const list = await api('GET', '/policies?limit=100');
+    expect(list.body.data.map((x: { id: string }) => x.id)).toContain(p.id);
+    expect(list.body.data[0].description).toBeUndefined();
+    const patched = await api('PATCH', `/policies/${p.id}`, { actions: ['read', 'list'], conditions: { ip: { allowlist: ['10.0.0.0/8'] } } });
+    expect(patched.status).toBe(200);
+    expect(Object.keys(patched.body.data).sort()).toEqual(['actions', 'conditions', 'id', 'updatedAt']);
+    expect(patched.body.data.actions).toEqual(['read', 'list']);
+    expect((await api('GET', `/policies/${p.id}`)).body.data.conditions).toEqual({ ip: { allowlist: ['10.0.0.0/8'] } });
+    expect((await api('DELETE', `/policies/${p.id}`)).status).toBe(204);
+    expect((await api('GET', `/policies/${p.id}`)).status).toBe(404);
+  });
+
+  it('names every faulty entry', async () => {
+    const res = await api('POST', '/policies', policy({ effect: 'maybe', principals: ['role:ok', 'user:${self}', 'group:x'], conditions: { ip: { allowlist: ['10.0.0.0/33'] } } }));
+    expect(res.status).toBe(400);
+    const fields = res.body.error.details.map((d: { field: string }) => d.field);
+    expect(fields).toEqual(expect.arrayContaining(['effect', 'principals[2]', 'conditions.ip.allowlist[0]']));
+    const unknown = await api('POST', '/policies', policy({ conditions: { time: { after: '09:00' } } }));
+    expect(unknown.status).toBe(400);
+  });
+});
+
+describe('simulator', () => {
+  it('applies deny-overrides, ${self}, roles and ip allowlists', async () => {
+    const reader = (await api('POST', '/users', { email: 'reader@example.com', name: 'Reader', roles: ['role_reader'] })).body.data;
+    const other = (await api('POST', '/users', { email: 'other@example.com', name: 'Other', roles: [] })).body.data;
+    const allow = (await api('POST', '/policies', policy({ name: 'read docs' }))).body.data;
+    const own = (await api('POST', '/policies', policy({ name: 'own profile', principals: ['user:${self}'], actions: ['*'], resources: ['/users/${self}'] }))).body.data;
+    const office = (await api('POST', '/policies', policy({ name: 'office only', effect: 'deny', principals: ['*'], actions: ['delete'], resources: ['*'] }))).body.data;
+    const simulate = async (principal: string, action: string, resource: string, ip?: string) =>
+      (await api('POST', '/policies/simulate', { principal, action, resource, context: ip ? { ip } : {} })).body.data;
+
+    const granted = await simulate(`user:${reader.id}`, 'read', '/documents/42');
+    expect(granted).toMatchObject({ allowed: true, effect: 'allow', matchedPolicies: [{ id: allow.id, name: 'read docs', effect: 'allow' }] });
+    expect(Number.isInteger(granted.evaluationTimeMs)).toBe(true);
+    expect(await simulate(`user:${other.id}`, 'read', '/documents/42')).toMatchObject({ allowed: false, effect: 'deny', matchedPolicies: [] });
+    expect((await simulate(`user:${other.id}`, 'update', `/users/${other.id}`)).allowed).toBe(true);
+    expect((await simulate(`user:${other.id}`, 'update', `/users/${reader.id}`)).allowed).toBe(false);
+    const denied = await simulate(`user:${other.id}`, 'delete', `/users/${other.id}`);
+    expect(denied.allowed).toBe(false);
+    expect(denied.matchedPolicies.map((m: { id: string }) => m.id)).toEqual([office.id, own.id]);
+
+    await api('PATCH', `/policies/${allow.id}`, { conditions: { ip: { allowlist: ['192.0.2.0/24'] } } });
+    let decision = await simulate(`user:${reader.id}`, 'read', '/documents/1', '192.0.2.10');
+    for (let i = 0; i < 50 && !decision.allowed; i++) decision = await simulate(`user:${reader.id}`, 'read', '/documents/1', '192.0.2.10');
+    expect(decision.allowed).toBe(true);
+    expect((await simulate(`user:${reader.id}`, 'read', '/documents/1', '198.51.100.1')).allowed).toBe(false);
+    expect((await simulate(`user:${reader.id}`, 'read', '/documents/1')).allowed).toBe(false);
+  });
+
+  it('answers 404 naming principal for an unknown user and 400 for a malformed principal', async () => {
+    const missing = await api('POST', '/policies/simulate', { principal: 'user:user_00000000000000000000000000', action: 'read', resource: '/x' });
+    expect(missing.status).toBe(404);
+    expect(missing.body.error.details[0].field).toBe('principal');
+    const bad = await api('POST', '/policies/simulate', { principal: 'role:admin', action: 'read', resource: '/x' });
+    expect(bad.status).toBe(400);
+    expect(bad.body.error.details[0].field).toBe('principal');
+  });
+});

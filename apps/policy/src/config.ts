@@ -1,0 +1,16 @@
+import { commonConfig, databaseConfig, env, loadConfig } from '@secsvc/shared';
+
+export const policyConfigShape = {
+  ...commonConfig,
+  // DATABASE_URL, DATABASE_POOL_MAX, and SERVER_SECRET (signs list cursors)
+  ...databaseConfig,
+  GRPC_HOST: env.host('127.0.0.1'),
+  GRPC_PORT: env.port(50052),
+  ADMIN_PORT: env.port(9102),
+};
+
+export type PolicyConfig = ReturnType<typeof loadPolicyConfig>;
+
+export function loadPolicyConfig(source: Record<string, string | undefined> = process.env) {
+  return loadConfig(policyConfigShape, source);
+}
