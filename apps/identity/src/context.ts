@@ -1,8 +1,11 @@
-import type { identity, events } from '@secsvc/proto';
-import { AppError, environmentSchema, type CallContext, type Environment, type Logger, type Pool } from '@secsvc/shared';
+import type { identity } from '@secsvc/proto';
+import type { Logger, Pool } from '@secsvc/shared';
 import type { IdentityConfig } from './config';
 import type { Mailer } from './domain/mailer';
 import type { UserRow } from './repositories/users';
+
+// The request scoping and caller helpers are shared by every service.
+export { callerOf, environmentOf } from '@secsvc/shared';
 
 export interface IdentityContext {
   pool: Pool;
@@ -10,25 +13,6 @@ export interface IdentityContext {
   logger: Logger;
   /** Where password reset messages go (absent: dropped with a warning). */
   mailer?: Mailer;
-}
-
-export function environmentOf(value: string): Environment {
-  const parsed = environmentSchema.safeParse(value);
-  if (!parsed.success) throw AppError.field('environment', 'must be live or test');
-  return parsed.data;
-}
-
-const meta = (call: CallContext, key: string) => call.metadata.get(key)[0]?.toString();
-
-/** Who made the call and from where, as the gateway passes it in metadata (for audit events). */
-export function callerOf(call: CallContext): { actor: events.Actor; context: events.Context; authMethod: string } {
-  const id = meta(call, 'x-actor-id');
-  return {
-    actor: { id: id || undefined, email: undefined, type: meta(call, 'x-actor-type') ?? (id ? 'api_key' : 'anonymous') },
-    context: { ip: meta(call, 'x-client-ip') ?? '', userAgent: meta(call, 'x-user-agent') ?? '' },
-    // How the caller authenticated: api_key, session, jwt, or none.
-    authMethod: meta(call, 'x-auth-method') ?? 'none',
-  };
 }
 
 export function toUserMessage(row: UserRow): identity.User {

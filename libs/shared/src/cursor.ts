@@ -42,3 +42,26 @@ export function decodeCursor(cursor: string, expected: { kind: string; environme
   if (kind !== expected.kind || environment !== expected.environment) throw invalid();
   return after;
 }
+
+/** The keyset position a list request continues after: validates `limit` (1..max) and decodes `cursor`. */
+export function pageRequest(
+  req: { limit: number; cursor: string },
+  scope: { kind: string; environment: string },
+  secret: string,
+  max = 100,
+): { limit: number; after: string | undefined } {
+  if (!Number.isInteger(req.limit) || req.limit < 1 || req.limit > max) throw AppError.field('limit', `must be an integer from 1 to ${max}`);
+  return { limit: req.limit, after: req.cursor ? decodeCursor(req.cursor, scope, secret) : undefined };
+}
+
+/** A page from `limit + 1` rows fetched newest first: the rows to show, hasMore, and the next cursor. */
+export function keysetPage<R extends { id: string }>(
+  rows: R[],
+  limit: number,
+  scope: { kind: string; environment: string },
+  secret: string,
+): { page: R[]; hasMore: boolean; nextCursor: string } {
+  const page = rows.slice(0, limit);
+  const hasMore = rows.length > limit;
+  return { page, hasMore, nextCursor: hasMore ? encodeCursor({ ...scope, after: page.at(-1)!.id }, secret) : '' };
+}

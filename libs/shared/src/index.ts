@@ -14,3 +14,5 @@ export * from './grpc/server';
 export * from './grpc/client';
 export * from './validation';
 export * from './constants';
+export * from './grpc/caller';
+export * from './outbox';

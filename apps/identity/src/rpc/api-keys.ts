@@ -1,13 +1,5 @@
 import type { identity } from '@secsvc/proto';
-import {
-  AppError,
-  decodeCursor,
-  encodeCursor,
-  newId,
-  withTransaction,
-  type CallContext,
-  type PoolClient,
-} from '@secsvc/shared';
+import { AppError, keysetPage, newId, pageRequest, withTransaction, type CallContext, type PoolClient } from '@secsvc/shared';
 import { callerOf, environmentOf, type IdentityContext } from '../context';
 import { environmentOf as keyEnvironment, mintKey, type KeyType } from '../domain/api-keys';
 import { apiKeysRepository, type ApiKeyRow } from '../repositories/api-keys';
@@ -103,16 +95,11 @@ export const listApiKeys =
   (ctx: IdentityContext) =>
   async (req: identity.ListApiKeysRequest): Promise<identity.ListApiKeysResponse> => {
     const environment = environmentOf(req.environment);
-    if (!Number.isInteger(req.limit) || req.limit < 1 || req.limit > 100) throw AppError.field('limit', 'must be an integer from 1 to 100');
-    const after = req.cursor ? decodeCursor(req.cursor, { kind: 'api_keys', environment }, ctx.config.SERVER_SECRET) : undefined;
-    const rows = await apiKeysRepository.list(ctx.pool, environment, req.limit, after);
-    const page = rows.slice(0, req.limit);
-    const hasMore = rows.length > req.limit;
-    return {
-      apiKeys: page.map(toApiKeyMessage),
-      hasMore,
-      nextCursor: hasMore ? encodeCursor({ kind: 'api_keys', environment, after: page.at(-1)!.id }, ctx.config.SERVER_SECRET) : '',
-    };
+    const scope = { kind: 'api_keys', environment };
+    const { limit, after } = pageRequest(req, scope, ctx.config.SERVER_SECRET);
+    const rows = await apiKeysRepository.list(ctx.pool, environment, limit, after);
+    const { page, hasMore, nextCursor } = keysetPage(rows, limit, scope, ctx.config.SERVER_SECRET);
+    return { apiKeys: page.map(toApiKeyMessage), hasMore, nextCursor };
   };
 
 export const getApiKey =

@@ -1,5 +1,5 @@
 import type { policy } from '@secsvc/proto';
-import { AppError, decodeCursor, encodeCursor } from '@secsvc/shared';
+import { keysetPage, pageRequest } from '@secsvc/shared';
 import { environmentOf, toPolicyMessage, type PolicyContext } from '../context';
 import { policiesRepository } from '../repositories/policies';
 
@@ -10,18 +10,9 @@ export const listPolicies =
   (ctx: PolicyContext) =>
   async (req: policy.ListPoliciesRequest): Promise<policy.ListPoliciesResponse> => {
     const environment = environmentOf(req.environment);
-    if (!Number.isInteger(req.limit) || req.limit < 1 || req.limit > MAX_PAGE) {
-      throw AppError.field('limit', `must be an integer from 1 to ${MAX_PAGE}`);
-    }
-    const after = req.cursor ? decodeCursor(req.cursor, { kind: 'policies', environment }, ctx.config.SERVER_SECRET) : undefined;
-    const rows = await policiesRepository.list(ctx.pool, environment, req.limit, after);
-    const page = rows.slice(0, req.limit);
-    const hasMore = rows.length > req.limit;
-    return {
-      policies: page.map(toPolicyMessage),
-      hasMore,
-      nextCursor: hasMore
-        ? encodeCursor({ kind: 'policies', environment, after: page[page.length - 1]!.id }, ctx.config.SERVER_SECRET)
-        : '',
-    };
+    const scope = { kind: 'policies', environment };
+    const { limit, after } = pageRequest(req, scope, ctx.config.SERVER_SECRET, MAX_PAGE);
+    const rows = await policiesRepository.list(ctx.pool, environment, limit, after);
+    const { page, hasMore, nextCursor } = keysetPage(rows, limit, scope, ctx.config.SERVER_SECRET);
+    return { policies: page.map(toPolicyMessage), hasMore, nextCursor };
   };

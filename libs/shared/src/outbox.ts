@@ -1,0 +1,44 @@
+import { events } from '@secsvc/proto';
+import type { Pool, PoolClient } from './db';
+import { newId } from './ids';
+
+export interface EventInput {
+  environment: string;
+  type: string;
+  actor: events.Actor;
+  target?: events.Target;
+  context: events.Context;
+  result: 'success' | 'failure';
+  traceId: string;
+  metadata?: Record<string, unknown>;
+  /** How the caller authenticated (metadata.authMethod unless the metadata says otherwise). */
+  authMethod?: string;
+}
+
+/**
+ * Writes an event to the service's `outbox` table (its search_path schema), inside the caller's transaction
+ * when given a transaction client, so it exists exactly when the change that caused it was committed. The
+ * event id (log_...) is the idempotency key all the way into the audit log.
+ */
+export async function appendEvent(db: PoolClient | Pool, input: EventInput): Promise<string> {
+  const event: events.AuthEvent = {
+    id: newId('log'),
+    environment: input.environment,
+    type: input.type,
+    timestamp: new Date().toISOString(),
+    actor: input.actor,
+    target: input.target,
+    context: input.context,
+    result: input.result,
+    traceId: input.traceId,
+    metadataJson: JSON.stringify({ authMethod: input.authMethod ?? 'none', mfaUsed: false, ...input.metadata }),
+  };
+  await db.query(`INSERT INTO outbox (event_id, environment, event_type, event_key, payload) VALUES ($1, $2, $3, $4, $5)`, [
+    event.id,
+    event.environment,
+    event.type,
+    input.actor.id ?? 'anonymous',
+    events.AuthEvent.toJSON(event),
+  ]);
+  return event.id;
+}
