@@ -108,3 +108,46 @@ describe('simulator', () => {
     expect(bad.body.error.details[0].field).toBe('principal');
   });
 });
+
+describe('enforcement', () => {
+  it('authorizes users (session or JWT) by the policies on every call and records denials', async () => {
+    // (the simulator tests above left 'own profile' (user:${self} * /users/${self}) and a deny on every delete)
+    const editor = (await api('POST', '/users', { email: 'editor@example.com', name: 'Editor', roles: ['role_editor'] })).body.data;
+    const colleague = (await api('POST', '/users', { email: 'colleague@example.com', name: 'Colleague' })).body.data;
+    const { token } = (await api('POST', '/sessions', { userId: editor.id })).body.data;
+    const asEditor = apiClient(stack.baseUrl, token);
+    // nothing allows it yet: default deny
+    const denied = await asEditor('GET', `/users/${colleague.id}`);
+    expect(denied.status).toBe(403);
+    expect(denied.body.error.code).toBe('forbidden');
+    expect((await asEditor('GET', '/users')).status).toBe(403);
+    expect((await asEditor('GET', `/users/${editor.id}`)).status).toBe(200); // own profile
+    const p = (await api('POST', '/policies', { name: 'editors read users', effect: 'allow', principals: ['role:editor'], actions: ['read'], resources: ['/users', '/users/*'] })).body.data;
+    expect((await asEditor('GET', `/users/${colleague.id}`)).status).toBe(200);
+    expect((await asEditor('GET', '/users')).status).toBe(200);
+    expect((await asEditor('DELETE', `/users/${editor.id}`)).status).toBe(403);
+    // a deny wins, and a policy change applies to the next call
+    await api('POST', '/policies', { name: 'no listing', effect: 'deny', principals: ['*'], actions: ['read'], resources: ['/users'] });
+    expect((await asEditor('GET', '/users')).status).toBe(403);
+    expect((await asEditor('GET', `/users/${colleague.id}`)).status).toBe(200);
+    // JWT callers carry their roles in the token
+    const jwt = (await api('POST', '/tokens', { sessionToken: token })).body.data.accessToken as string;
+    expect((await apiClient(stack.baseUrl, jwt)('GET', `/users/${colleague.id}`)).status).toBe(200);
+    await api('DELETE', `/policies/${p.id}`);
+    expect((await asEditor('GET', `/users/${colleague.id}`)).status).toBe(403);
+    // API keys act as administrators, whatever the policies say
+    expect((await api('GET', '/users')).status).toBe(200);
+    // denials are audit events in the policy service's outbox
+    const pg = (await import('pg')).default;
+    const db = new pg.Client({ connectionString: stack.databaseUrl });
+    await db.connect();
+    try {
+      const { rows } = await db.query(`SELECT payload FROM policy.outbox WHERE event_type = 'authz.denied' AND payload->'actor'->>'id' = $1`, [editor.id]);
+      expect(rows.length).toBeGreaterThanOrEqual(3);
+      expect(rows[0].payload.target).toEqual({ id: `/users/${colleague.id}`, type: 'resource' });
+      expect(JSON.parse(rows[0].payload.metadataJson)).toMatchObject({ action: 'read', authMethod: 'session' });
+    } finally {
+      await db.end();
+    }
+  });
+});

@@ -415,7 +415,9 @@ describe('sessions over HTTP', () => {
     expect((await api('POST', '/sessions/verify', { token: again.token })).body.data.valid).toBe(false);
   });
 
-  it('accepts session tokens as bearer credentials: own account only, ended at once on revoke', async () => {
+  it('accepts session tokens as bearer credentials, authorized by the policies, ended at once on revoke', async () => {
+    // users act under the policies: let everyone read and update their own account
+    await api('POST', '/policies', { name: 'self service', effect: 'allow', principals: ['user:${self}'], actions: ['read', 'update'], resources: ['/users/${self}'] });
     const me = (await api('POST', '/users', { email: 'bearer.me@example.com', name: 'Me' })).body.data;
     const other = (await api('POST', '/users', { email: 'bearer.other@example.com', name: 'Other' })).body.data;
     const { token } = (await api('POST', '/sessions', { userId: me.id })).body.data;
@@ -578,6 +580,8 @@ describe('passwords and login over HTTP', () => {
 
 describe('JWT access tokens', () => {
   it('issues ES256 tokens verifiable with the published keys and accepts them as bearer credentials', async () => {
+    // users act under the policies: let everyone read and update their own account
+    await api('POST', '/policies', { name: 'self service', effect: 'allow', principals: ['user:${self}'], actions: ['read', 'update'], resources: ['/users/${self}'] });
     const me = (await api('POST', '/users', { email: 'jwt.user@example.com', name: 'JWT' })).body.data;
     const other = (await api('POST', '/users', { email: 'jwt.other@example.com', name: 'Other' })).body.data;
     const session = (await api('POST', '/sessions', { userId: me.id })).body.data;
@@ -598,7 +602,7 @@ describe('JWT access tokens', () => {
     const { payload, protectedHeader } = await jwtVerify(data.accessToken, createLocalJWKSet(jwks as never), { issuer: origin, audience: 'secsvc' });
     expect(protectedHeader).toMatchObject({ alg: 'ES256', typ: 'at+jwt' });
     expect(jwks.keys.map((k) => k.kid)).toContain(protectedHeader.kid);
-    expect(payload).toMatchObject({ sub: me.id, sid: session.id, env: 'live' });
+    expect(payload).toMatchObject({ sub: me.id, sid: session.id, env: 'live', roles: [] });
     expect(payload.exp! - payload.iat!).toBe(900);
     expect(typeof payload.jti).toBe('string');
 

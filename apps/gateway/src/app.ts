@@ -37,6 +37,8 @@ export interface GatewayDeps {
 
 const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH']);
 const DEFAULT_KEY_TYPES: NonNullable<Route['keyTypes']> = ['secret', 'test'];
+/** The policy action of a call: from its method, unless the route names one (simulate). */
+const ACTIONS: Record<Route['method'], string> = { get: 'read', post: 'create', put: 'update', patch: 'update', delete: 'delete' };
 
 /** A body-carrying request must be JSON; an empty body is validated as missing fields. */
 function requireJson(req: Request, _res: Response, next: NextFunction): void {
@@ -57,9 +59,23 @@ function mount(router: express.Router, route: Route, deps: GatewayDeps): void {
       if (principal.type === 'anonymous') {
         if (!route.anonymous) throw new AppError('unauthorized', 'Missing Authorization header (Bearer API key or session token)');
       } else if (principal.type === 'user') {
-        if (!route.userSelf || req.params.id !== principal.id) {
-          throw new AppError('forbidden', 'A user may only read and update their own account');
-        }
+        // Users are authorized by the policies on every call (API keys act as administrators).
+        const decision = await deps.clients.policy.authorize(
+          {
+            environment: principal.environment,
+            userId: principal.id,
+            roles: principal.roles ?? [],
+            action: route.action ?? ACTIONS[route.method],
+            resource: req.path,
+            ip: req.ip ?? '',
+          },
+          {
+            requestId: req.requestId,
+            deadlineMs: deps.config.GRPC_DEADLINE_MS,
+            headers: { 'x-client-ip': req.ip ?? '', 'x-user-agent': (req.get('user-agent') ?? '').slice(0, 512), 'x-auth-method': principal.keyType },
+          },
+        );
+        if (!decision.allowed) throw new AppError('forbidden', 'Denied by policy');
       } else if (!(route.keyTypes ?? DEFAULT_KEY_TYPES).includes(principal.keyType as 'secret')) {
         throw new AppError('forbidden', `A ${principal.keyType} key cannot call ${route.method.toUpperCase()} ${route.path}`);
       }

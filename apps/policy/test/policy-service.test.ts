@@ -391,6 +391,19 @@ describe('Simulate', () => {
   const create = (fields: Partial<policy.CreatePolicyRequest>) => a.rpc.createPolicy(draft({ environment: 'test', ...fields }), call());
   const ref = (p: policy.Policy) => ({ id: p.id, name: p.name, effect: p.effect });
 
+  it('authorizes enforced calls like Simulate and records each denial as authz.denied', async () => {
+    const p = await create({ name: 'enforced', principals: ['role:ops'], actions: ['read'], resources: ['/ops/*'] });
+    const ask = (roles: string[]) =>
+      a.rpc.authorize({ environment: 'test', userId: user1, roles, action: 'read', resource: '/ops/dash', ip: '' }, call());
+    expect(await ask(['role_ops'])).toEqual({ allowed: true, matchedPolicies: [ref(p)] });
+    const before = await a.pool.query(`SELECT count(*)::int AS n FROM outbox WHERE event_type = 'authz.denied'`);
+    expect((await ask([])).allowed).toBe(false);
+    const { rows } = await a.pool.query(`SELECT payload FROM outbox WHERE event_type = 'authz.denied' ORDER BY seq DESC LIMIT 1`);
+    expect((await a.pool.query(`SELECT count(*)::int AS n FROM outbox WHERE event_type = 'authz.denied'`)).rows[0].n).toBe(before.rows[0].n + 1);
+    expect(rows[0].payload).toMatchObject({ environment: 'test', result: 'failure', actor: { id: user1, type: 'user' }, target: { id: '/ops/dash', type: 'resource' } });
+    await a.rpc.deletePolicy({ environment: 'test', id: p.id }, call());
+  });
+
   it('denies by default, with no matched policies and an integer evaluation time', async () => {
     const result = await a.rpc.simulate(sim({ action: 'anything', resource: '/nothing' }));
     expect(result).toEqual({ allowed: false, effect: 'deny', matchedPolicies: [], evaluationTimeMs: expect.any(Number) });

@@ -26,7 +26,8 @@ async function verifyJwt(token: string, jwt: JwtVerifier, cache: AuthCache | und
   if (!cache?.isLive) throw new AppError('unavailable', 'Access tokens cannot be checked for revocation right now; retry shortly');
   const claims = await jwt.verify(token);
   if (cache.isSessionRevoked(claims.sid)) throw new AppError('unauthorized', 'Invalid access token: its session has ended');
-  return { type: 'user', id: claims.sub, credentialId: claims.sid, keyType: 'jwt', environment: env(claims.env), plan: 'pro' };
+  const roles = Array.isArray(claims.roles) ? claims.roles.filter((r): r is string => typeof r === 'string') : [];
+  return { type: 'user', id: claims.sub, credentialId: claims.sid, keyType: 'jwt', environment: env(claims.env), plan: 'pro', roles };
 }
 
 /** Resolves a bearer credential with the identity service: an API key or a session token. */

@@ -25,11 +25,8 @@ export interface Route<P extends z.ZodType = z.ZodType, Q extends z.ZodType = z.
   responses: Record<number, ResponseDoc>;
   /** Key types allowed to call it (default: secret and test keys). Public keys get 403 elsewhere. */
   keyTypes?: ('secret' | 'test' | 'public')[];
-  /**
-   * Users (session tokens) may call it for their own account only (`:id` is their user id). Until the
-   * Policies issue brings policy enforcement, users may call nothing else.
-   */
-  userSelf?: boolean;
+  /** The policy action of the call when it is not the method's (read, create, update, delete). */
+  action?: string;
   /** Callable without any credential (login pages); public keys must then be allowed in keyTypes too. */
   anonymous?: boolean;
   handle: (

@@ -7,9 +7,10 @@ import { hashSessionToken, looksLikeSessionToken } from '../domain/sessions';
 import { ALG, type SigningKeyStore } from '../domain/signing-keys';
 import { recordAuthFailure } from '../repositories/outbox';
 import { sessionsRepository } from '../repositories/sessions';
+import { usersRepository } from '../repositories/users';
 
 /**
- * A short-lived ES256 JWT for an active session: iss, sub (user id), aud, iat, exp, jti, sid, env. It never
+ * A short-lived ES256 JWT for an active session: iss, sub (user id), aud, iat, exp, jti, sid, env, roles. It never
  * outlives its session.
  */
 export const issueAccessToken =
@@ -19,10 +20,13 @@ export const issueAccessToken =
     if (!looksLikeSessionToken(req.sessionToken)) throw refused;
     const session = await sessionsRepository.findActiveByHash(ctx.pool, null, hashSessionToken(req.sessionToken, ctx.config.SERVER_SECRET));
     if (!session) throw refused;
+    // The user's roles at issue time: the gateway authorizes JWT callers with them (stale at most one lifetime).
+    const user = await usersRepository.get(ctx.pool, session.environment, session.user_id);
+    if (!user) throw refused;
     const now = Math.floor(Date.now() / 1000);
     const exp = Math.min(now + ctx.config.ACCESS_TOKEN_TTL_SECONDS, Math.floor(session.expires_at.getTime() / 1000));
     const { current } = await keys.get();
-    const accessToken = await new SignJWT({ sid: session.id, env: session.environment })
+    const accessToken = await new SignJWT({ sid: session.id, env: session.environment, roles: user.roles })
       .setProtectedHeader({ alg: ALG, kid: current.kid, typ: 'at+jwt' })
       .setIssuer(ctx.config.ISSUER)
       .setSubject(session.user_id)

@@ -1,4 +1,5 @@
 import type { PolicyContext } from '../context';
+import { authorize } from './authorize';
 import { createPolicy } from './create-policy';
 import { deletePolicy } from './delete-policy';
 import { getPolicy } from './get-policy';
@@ -15,5 +16,6 @@ export function policyService(ctx: PolicyContext) {
     deletePolicy: deletePolicy(ctx),
     listPolicies: listPolicies(ctx),
     simulate: simulate(ctx),
+    authorize: authorize(ctx),
   };
 }

@@ -8,6 +8,7 @@ export const simulateRoute = defineRoute({
   operationId: 'simulatePolicies',
   summary: 'Evaluate a request against the stored policies: who (user:<id>), what action, which resource, from which ip',
   tags: ['policies'],
+  action: 'simulate',
   body: simulateBody,
   responses: {
     200: { description: 'The decision', schema: dataOf(simulationResult) },

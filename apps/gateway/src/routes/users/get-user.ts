@@ -9,7 +9,6 @@ export const getUserRoute = defineRoute({
   summary: 'Get a user (full form)',
   tags: ['users'],
   params: userIdParams,
-  userSelf: true,
   responses: {
     200: { description: 'The user', schema: dataOf(userFull) },
     404: { description: 'No such user in this environment', schema: errorSchema },

@@ -9,7 +9,6 @@ export const updateUserRoute = defineRoute({
   summary: 'Update name and/or metadata (metadata is replaced as a whole)',
   tags: ['users'],
   params: userIdParams,
-  userSelf: true,
   body: updateUserBody,
   responses: {
     200: { description: 'The updated fields', schema: dataOf(userUpdated) },

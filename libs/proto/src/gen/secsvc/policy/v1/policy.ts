@@ -114,6 +114,22 @@ export interface SimulateRequest {
   roles: string[];
 }
 
+export interface AuthorizeRequest {
+  environment: string;
+  userId: string;
+  roles: string[];
+  /** read | create | update | delete | simulate */
+  action: string;
+  /** The request path without /v1, e.g. /users/user_... */
+  resource: string;
+  ip: string;
+}
+
+export interface AuthorizeResponse {
+  allowed: boolean;
+  matchedPolicies: MatchedPolicy[];
+}
+
 export interface MatchedPolicy {
   id: string;
   name: string;
@@ -1581,6 +1597,248 @@ export const SimulateRequest: MessageFns<SimulateRequest> = {
   },
 };
 
+function createBaseAuthorizeRequest(): AuthorizeRequest {
+  return { environment: "", userId: "", roles: [], action: "", resource: "", ip: "" };
+}
+
+export const AuthorizeRequest: MessageFns<AuthorizeRequest> = {
+  encode(message: AuthorizeRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.environment !== "") {
+      writer.uint32(10).string(message.environment);
+    }
+    if (message.userId !== "") {
+      writer.uint32(18).string(message.userId);
+    }
+    for (const v of message.roles) {
+      writer.uint32(26).string(v!);
+    }
+    if (message.action !== "") {
+      writer.uint32(34).string(message.action);
+    }
+    if (message.resource !== "") {
+      writer.uint32(42).string(message.resource);
+    }
+    if (message.ip !== "") {
+      writer.uint32(50).string(message.ip);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): AuthorizeRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseAuthorizeRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.environment = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.userId = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.roles.push(reader.string());
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.action = reader.string();
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.resource = reader.string();
+            continue;
+          }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.ip = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): AuthorizeRequest {
+    return {
+      environment: isSet(object.environment) ? globalThis.String(object.environment) : "",
+      userId: isSet(object.userId)
+        ? globalThis.String(object.userId)
+        : isSet(object.user_id)
+        ? globalThis.String(object.user_id)
+        : "",
+      roles: globalThis.Array.isArray(object?.roles) ? object.roles.map((e: any) => globalThis.String(e)) : [],
+      action: isSet(object.action) ? globalThis.String(object.action) : "",
+      resource: isSet(object.resource) ? globalThis.String(object.resource) : "",
+      ip: isSet(object.ip) ? globalThis.String(object.ip) : "",
+    };
+  },
+
+  toJSON(message: AuthorizeRequest): unknown {
+    const obj: any = {};
+    if (message.environment !== "") {
+      obj.environment = message.environment;
+    }
+    if (message.userId !== "") {
+      obj.userId = message.userId;
+    }
+    if (message.roles?.length) {
+      obj.roles = message.roles;
+    }
+    if (message.action !== "") {
+      obj.action = message.action;
+    }
+    if (message.resource !== "") {
+      obj.resource = message.resource;
+    }
+    if (message.ip !== "") {
+      obj.ip = message.ip;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<AuthorizeRequest>, I>>(base?: I): AuthorizeRequest {
+    return AuthorizeRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<AuthorizeRequest>, I>>(object: I): AuthorizeRequest {
+    const message = createBaseAuthorizeRequest();
+    message.environment = object.environment ?? "";
+    message.userId = object.userId ?? "";
+    message.roles = object.roles?.map((e) => e) || [];
+    message.action = object.action ?? "";
+    message.resource = object.resource ?? "";
+    message.ip = object.ip ?? "";
+    return message;
+  },
+};
+
+function createBaseAuthorizeResponse(): AuthorizeResponse {
+  return { allowed: false, matchedPolicies: [] };
+}
+
+export const AuthorizeResponse: MessageFns<AuthorizeResponse> = {
+  encode(message: AuthorizeResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.allowed !== false) {
+      writer.uint32(8).bool(message.allowed);
+    }
+    for (const v of message.matchedPolicies) {
+      MatchedPolicy.encode(v!, writer.uint32(18).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): AuthorizeResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseAuthorizeResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.allowed = reader.bool();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.matchedPolicies.push(MatchedPolicy.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): AuthorizeResponse {
+    return {
+      allowed: isSet(object.allowed) ? globalThis.Boolean(object.allowed) : false,
+      matchedPolicies: globalThis.Array.isArray(object?.matchedPolicies)
+        ? object.matchedPolicies.map((e: any) => MatchedPolicy.fromJSON(e))
+        : globalThis.Array.isArray(object?.matched_policies)
+        ? object.matched_policies.map((e: any) => MatchedPolicy.fromJSON(e))
+        : [],
+    };
+  },
+
+  toJSON(message: AuthorizeResponse): unknown {
+    const obj: any = {};
+    if (message.allowed !== false) {
+      obj.allowed = message.allowed;
+    }
+    if (message.matchedPolicies?.length) {
+      obj.matchedPolicies = message.matchedPolicies.map((e) => MatchedPolicy.toJSON(e));
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<AuthorizeResponse>, I>>(base?: I): AuthorizeResponse {
+    return AuthorizeResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<AuthorizeResponse>, I>>(object: I): AuthorizeResponse {
+    const message = createBaseAuthorizeResponse();
+    message.allowed = object.allowed ?? false;
+    message.matchedPolicies = object.matchedPolicies?.map((e) => MatchedPolicy.fromPartial(e)) || [];
+    return message;
+  },
+};
+
 function createBaseMatchedPolicy(): MatchedPolicy {
   return { id: "", name: "", effect: "" };
 }
@@ -1866,6 +2124,19 @@ export const PolicyServiceService = {
     responseSerialize: (value: SimulateResponse): Buffer => Buffer.from(SimulateResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): SimulateResponse => SimulateResponse.decode(value),
   },
+  /**
+   * The enforced decision for a user's API call (the gateway asks on every call of a user principal);
+   * a denial is recorded as an authz.denied event.
+   */
+  authorize: {
+    path: "/secsvc.policy.v1.PolicyService/Authorize" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: AuthorizeRequest): Buffer => Buffer.from(AuthorizeRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): AuthorizeRequest => AuthorizeRequest.decode(value),
+    responseSerialize: (value: AuthorizeResponse): Buffer => Buffer.from(AuthorizeResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): AuthorizeResponse => AuthorizeResponse.decode(value),
+  },
 } as const;
 
 export interface PolicyServiceServer extends UntypedServiceImplementation {
@@ -1875,6 +2146,11 @@ export interface PolicyServiceServer extends UntypedServiceImplementation {
   deletePolicy: handleUnaryCall<DeletePolicyRequest, DeletePolicyResponse>;
   listPolicies: handleUnaryCall<ListPoliciesRequest, ListPoliciesResponse>;
   simulate: handleUnaryCall<SimulateRequest, SimulateResponse>;
+  /**
+   * The enforced decision for a user's API call (the gateway asks on every call of a user principal);
+   * a denial is recorded as an authz.denied event.
+   */
+  authorize: handleUnaryCall<AuthorizeRequest, AuthorizeResponse>;
 }
 
 export interface PolicyServiceClient extends Client {
@@ -1967,6 +2243,25 @@ export interface PolicyServiceClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: SimulateResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * The enforced decision for a user's API call (the gateway asks on every call of a user principal);
+   * a denial is recorded as an authz.denied event.
+   */
+  authorize(
+    request: AuthorizeRequest,
+    callback: (error: ServiceError | null, response: AuthorizeResponse) => void,
+  ): ClientUnaryCall;
+  authorize(
+    request: AuthorizeRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: AuthorizeResponse) => void,
+  ): ClientUnaryCall;
+  authorize(
+    request: AuthorizeRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: AuthorizeResponse) => void,
   ): ClientUnaryCall;
 }
 
