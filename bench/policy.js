@@ -1,0 +1,126 @@
+#!/usr/bin/env node
+// bench/policy: policy decisions three ways, in one run (after `npm run build`; needs the opa CLI from
+// scripts/install-tools.sh):
+//   1. in process: the wasm engine's evaluate() p50/p99 with 10, 1,000 and 10,000 stored policies;
+//   2. baseline: `opa bench` (OPA's own Go evaluator) on the same Rego, data document and input;
+//   3. over HTTP: POST /v1/policies/simulate through the gateway (autocannon, 50 connections).
+//   npm run bench:policy            (BENCH_DURATION=5 for a quick look)
+const { execFileSync } = require('node:child_process');
+const fs = require('node:fs');
+const os = require('node:os');
+const path = require('node:path');
+const { performance } = require('node:perf_hooks');
+const { buildDataDocument, loadEngine } = require('../apps/policy/dist/engine');
+const { findOpa } = require('../apps/policy/rego/opa-tool');
+const { KEY, load, machine, startBenchStack } = require('./support');
+
+const duration = Number(process.env.BENCH_DURATION ?? 15);
+const ROLES = Array.from({ length: 50 }, (_, i) => `r${i}`);
+const ACTIONS = ['read', 'create', 'update', 'delete', 'list', 'export'];
+
+/** A deterministic service-like mix: role policies, per-user policies, a few for everyone, some denies. */
+function policies(n) {
+  let seed = n;
+  const rnd = (k) => ((seed = (seed * 1103515245 + 12345) % 2 ** 31), seed % k);
+  return Array.from({ length: n }, (_, i) => {
+    const kind = rnd(10);
+    const principal = kind < 6 ? `role:${ROLES[rnd(ROLES.length)]}` : kind < 9 ? `user:user_${String(i).padStart(26, '0')}` : '*';
+    return {
+      id: `pol_${String(i).padStart(26, '0')}`,
+      name: `p${i}`,
+      effect: rnd(5) === 0 ? 'deny' : 'allow',
+      principals: [principal],
+      actions: [ACTIONS[rnd(ACTIONS.length)]],
+      resources: [`/projects/p${rnd(100)}/*`],
+      conditions: rnd(8) === 0 ? { ip: { allowlist: ['10.0.0.0/8'] } } : {},
+    };
+  });
+}
+
+const request = (i) => ({
+  principal: { id: `user_${String(i % 1000).padStart(26, '0')}`, roles: [`role_${ROLES[i % ROLES.length]}`] },
+  action: ACTIONS[i % ACTIONS.length],
+  resource: `/projects/p${i % 100}/doc`,
+  context: { ip: '10.1.2.3' },
+});
+
+async function inProcess(n) {
+  const engine = await loadEngine();
+  engine.setPolicies(policies(n));
+  for (let i = 0; i < 2000; i++) engine.evaluate(request(i));
+  const times = [];
+  for (let i = 0; i < 20000; i++) {
+    const t = performance.now();
+    engine.evaluate(request(i));
+    times.push(performance.now() - t);
+  }
+  times.sort((a, b) => a - b);
+  return { p50: times[10000] * 1000, p99: times[19800] * 1000 };
+}
+
+function opaBench(opa, n) {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'secsvc-opa-bench-'));
+  try {
+    fs.writeFileSync(path.join(dir, 'data.json'), JSON.stringify(buildDataDocument(policies(n))));
+    fs.writeFileSync(path.join(dir, 'input.json'), JSON.stringify(request(7)));
+    const out = execFileSync(
+      opa,
+      ['bench', '--format', 'json', '-d', path.join(__dirname, '../apps/policy/rego/policy.rego'), '-d', path.join(dir, 'data.json'), '-i', path.join(dir, 'input.json'), 'data.secsvc.authz.decision'],
+      { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 },
+    );
+    const r = JSON.parse(out);
+    return r.T / r.N / 1000; // Go benchmark result: total ns over iterations
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+async function main() {
+  const opa = findOpa();
+  const rows = [];
+  for (const n of [10, 1000, 10000]) {
+    const wasm = await inProcess(n);
+    const go = opa ? opaBench(opa, n) : NaN;
+    rows.push(`| ${n} | ${wasm.p50.toFixed(0)} | ${wasm.p99.toFixed(0)} | ${Number.isNaN(go) ? 'opa missing' : go.toFixed(0)} |`);
+  }
+  const { stack, stop } = await startBenchStack();
+  let http;
+  try {
+    const json = (method, p, body) =>
+      fetch(`${stack.baseUrl}${p}`, { method, headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' }, body: JSON.stringify(body) }).then((r) => r.json());
+    const user = (await json('POST', '/users', { email: 'bench.policy@example.com', name: 'Bench', roles: ['role_r1'] })).data;
+    for (const p of policies(100)) {
+      const { id: _id, ...body } = p;
+      await json('POST', '/policies', { ...body, conditions: p.conditions.ip ? p.conditions : undefined });
+    }
+    const opts = {
+      url: `${stack.baseUrl}/policies/simulate`,
+      method: 'POST',
+      connections: 50,
+      headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ principal: `user:${user.id}`, action: 'read', resource: '/projects/p1/doc', context: { ip: '10.1.2.3' } }),
+    };
+    await load({ ...opts, duration: 3 });
+    http = await load({ ...opts, duration });
+  } finally {
+    await stop();
+  }
+  console.log(
+    [
+      `### ${machine()}`,
+      '',
+      '`npm run bench:policy`: in-process wasm evaluate (20,000 evaluations per size) against `opa bench` on the same Rego, data and input',
+      '',
+      '| stored policies | wasm p50 µs | wasm p99 µs | opa bench (Go) µs/op |',
+      '|---:|---:|---:|---:|',
+      ...rows,
+      '',
+      `POST /v1/policies/simulate over HTTP (100 stored policies, 50 connections, ${duration} s): ${Math.round(http.requests.average)} req/s, p50 ${http.latency.p50} ms, p99 ${http.latency.p99} ms, non-2xx ${http.non2xx}`,
+    ].join('\n'),
+  );
+}
+
+main().catch((err) => {
+  console.error(err);
+  process.exit(1);
+});
