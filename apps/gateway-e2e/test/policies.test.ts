@@ -99,6 +99,28 @@ describe('simulator', () => {
     expect((await simulate(`user:${reader.id}`, 'read', '/documents/1')).allowed).toBe(false);
   });
 
+  it('follows role changes at once although it caches roles', async () => {
+    const u = (await api('POST', '/users', { email: 'roles.change@example.com', name: 'R', roles: ['role_auditor'] })).body.data;
+    await api('POST', '/policies', policy({ name: 'auditors read logs', principals: ['role:auditor'], resources: ['/logs/*'] }));
+    const ask = async () => (await api('POST', '/policies/simulate', { principal: `user:${u.id}`, action: 'read', resource: '/logs/1' })).body.data.allowed;
+    expect(await ask()).toBe(true);
+    expect(await ask()).toBe(true); // cached roles
+    const pg = (await import('pg')).default;
+    const db = new pg.Client({ connectionString: stack.databaseUrl });
+    await db.connect();
+    try {
+      await db.query(`UPDATE identity.users SET roles = '{}' WHERE id = $1`, [u.id]);
+    } finally {
+      await db.end();
+    }
+    let allowed = true;
+    for (let i = 0; i < 50 && allowed; i++) {
+      allowed = await ask();
+      if (allowed) await new Promise((r) => setTimeout(r, 20));
+    }
+    expect(allowed).toBe(false);
+  });
+
   it('answers 404 naming principal for an unknown user and 400 for a malformed principal', async () => {
     const missing = await api('POST', '/policies/simulate', { principal: 'user:user_00000000000000000000000000', action: 'read', resource: '/x' });
     expect(missing.status).toBe(404);

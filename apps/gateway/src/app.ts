@@ -2,6 +2,7 @@ import express, { type NextFunction, type Request, type Response } from 'express
 import { AppError, parseOrThrow, type Logger, type Metrics } from '@secsvc/shared';
 import type { AuthCache } from './auth-cache';
 import type { JwtVerifier } from './jwt-verifier';
+import type { RolesCache } from './roles-cache';
 import type { VerifyCache } from './verify-cache';
 import type { GatewayConfig } from './config';
 import { ANONYMOUS, type ServiceClients } from './context';
@@ -33,6 +34,7 @@ export interface GatewayDeps {
   /** Verifies JWT access tokens; without it they are refused. */
   jwt?: JwtVerifier;
   verifyCache?: VerifyCache;
+  rolesCache?: RolesCache;
 }
 
 const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH']);
@@ -96,7 +98,7 @@ function mount(router: express.Router, route: Route, deps: GatewayDeps): void {
           'x-user-agent': (req.get('user-agent') ?? '').slice(0, 512),
         },
       };
-      const out = await route.handle(input, { requestId: req.requestId, principal, clients: deps.clients, call, verifyCache: deps.verifyCache });
+      const out = await route.handle(input, { requestId: req.requestId, principal, clients: deps.clients, call, verifyCache: deps.verifyCache, rolesCache: deps.rolesCache });
       if (out.body === undefined) res.status(out.status).end();
       else res.status(out.status).json(out.body);
     } catch (err) {

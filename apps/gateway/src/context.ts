@@ -1,5 +1,6 @@
 import type { identity, policy } from '@secsvc/proto';
 import type { PromiseClient } from '@secsvc/shared';
+import type { RolesCache } from './roles-cache';
 import type { VerifyCache } from './verify-cache';
 
 export interface ServiceClients {
@@ -31,6 +32,8 @@ export interface RouteContext {
   clients: ServiceClients;
   /** Cache of session verifications (absent: every verify asks identity). */
   verifyCache?: VerifyCache;
+  /** Cache of users' roles for the simulator (absent: every simulate asks identity). */
+  rolesCache?: RolesCache;
   /** Options for every gRPC call of this request: request id, deadline, and who/where for audit events. */
   call: { requestId: string; deadlineMs: number; headers: Record<string, string> };
 }

@@ -4,6 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { createApp } from './app';
 import { AuthCache } from './auth-cache';
 import { JwtVerifier } from './jwt-verifier';
+import { RolesCache } from './roles-cache';
 import { VerifyCache } from './verify-cache';
 import { loadGatewayConfig } from './config';
 
@@ -29,7 +30,8 @@ void runProcess('gateway', () => loadGatewayConfig(), async ({ config, logger, m
   // The change stream also carries session revocations for JWTs, so it runs even with the cache off.
   authCache.start();
   const verifyCache = new VerifyCache(authCache, config.AUTH_CACHE_TTL_MS);
-  const app = createApp({ config, clients, logger, metrics, ready, authCache, jwt, verifyCache });
+  const rolesCache = new RolesCache(authCache, config.AUTH_CACHE_TTL_MS);
+  const app = createApp({ config, clients, logger, metrics, ready, authCache, jwt, verifyCache, rolesCache });
   const server = app.listen(config.PORT, config.HOST);
   await new Promise<void>((resolve, reject) => {
     server.once('listening', resolve);

@@ -20,9 +20,13 @@ export const simulateRoute = defineRoute({
     if (!userId) throw AppError.field('principal', 'must look like user:<id>');
     const unknownUser = () => new AppError('not_found', 'User not found', [{ field: 'principal', message: 'no such user' }]);
     if (!isId('user', userId)) throw unknownUser();
-    const user = await ctx.clients.identity.getUser({ environment: ctx.principal.environment, id: userId }, ctx.call).catch((err: unknown) => {
-      throw err instanceof AppError && err.code === 'not_found' ? unknownUser() : err;
-    });
+    const fetchRoles = async () => {
+      const user = await ctx.clients.identity.getUser({ environment: ctx.principal.environment, id: userId }, ctx.call).catch((err: unknown) => {
+        throw err instanceof AppError && err.code === 'not_found' ? unknownUser() : err;
+      });
+      return user.roles;
+    };
+    const roles = ctx.rolesCache ? await ctx.rolesCache.get(ctx.principal.environment, userId, fetchRoles) : await fetchRoles();
     const res = await ctx.clients.policy.simulate(
       {
         environment: ctx.principal.environment,
@@ -30,7 +34,7 @@ export const simulateRoute = defineRoute({
         action: body.action,
         resource: body.resource,
         ip: body.context?.ip ?? '',
-        roles: user.roles,
+        roles,
       },
       ctx.call,
     );
