@@ -1,6 +1,8 @@
 import { createLogger, createPool, migrate, readMigrations, type Pool } from '@secsvc/shared';
 import { stopTestPostgres, testDatabase, type TestDatabase } from '@secsvc/shared/testing';
+import { Metadata } from '@grpc/grpc-js';
 import { CredentialChangeFeed } from '../src/domain/credential-change-feed';
+import { watchCredentialChanges } from '../src/rpc/watch-credential-changes';
 import { migrationsDir } from '../src/migrations';
 
 let db: TestDatabase;
@@ -58,5 +60,38 @@ describe('CredentialChangeFeed', () => {
     expect(changes).toEqual(['key_feed', 'key_feed']);
     await feed.stop();
     expect(resets).toBe(2); // stop() resets the remaining subscriber
+  });
+});
+
+describe('WatchCredentialChanges', () => {
+  it('first replays the sessions revoked or deleted within the token lifetime, then says ready', async () => {
+    const feed = new CredentialChangeFeed(db.url, logger);
+    await feed.start();
+    try {
+      await pool.query(`INSERT INTO users (id, environment, email, name) VALUES ('user_watch', 'live', 'watch@example.com', 'W')`);
+      for (const id of ['ses_revoked', 'ses_deleted', 'ses_active']) {
+        await pool.query(`INSERT INTO sessions (id, environment, user_id, token_hash, expires_at) VALUES ($1, 'live', 'user_watch', $2, now() + interval '1 hour')`, [
+          id,
+          Buffer.from(id),
+        ]);
+      }
+      await pool.query(`UPDATE sessions SET revoked_at = now() WHERE id = 'ses_revoked'`);
+      await pool.query(`DELETE FROM users WHERE id = 'user_watch'`); // the user's sessions go with it
+      const written: { kind: string; id: string }[] = [];
+      let closed = false;
+      watchCredentialChanges(feed, pool, 900)({}, { requestId: 'req_watchtest0000000000', metadata: new Metadata() }, {
+        write: (m) => void written.push(m),
+        end: () => void (closed = true),
+        onClose: () => undefined,
+      });
+      await until(() => written.some((m) => m.kind === 'ready'));
+      // (live notifications of the same changes may also arrive, before or after "ready")
+      const ready = written.findIndex((m) => m.kind === 'ready');
+      const replayed = written.slice(0, ready).map((m) => m.id);
+      expect(replayed).toEqual(expect.arrayContaining(['ses_revoked', 'ses_deleted', 'ses_active']));
+      expect(closed).toBe(false);
+    } finally {
+      await feed.stop();
+    }
   });
 });

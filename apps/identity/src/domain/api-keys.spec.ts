@@ -1,3 +1,4 @@
+import crypto from 'node:crypto';
 import { environmentOf, generateKey, hashesEqual, hashKey, keyTypeOf, looksLikeKey, maskKey } from './api-keys';
 
 describe('API keys', () => {
@@ -33,5 +34,19 @@ describe('API keys', () => {
     expect(environmentOf('test')).toBe('test');
     expect(environmentOf('secret')).toBe('live');
     expect(environmentOf('public')).toBe('live');
+  });
+
+  it('compares hashes in constant time (crypto.timingSafeEqual), never with === on the bytes', () => {
+    const spy = jest.spyOn(crypto, 'timingSafeEqual');
+    try {
+      const a = hashKey('svc_sk_' + 'a'.repeat(40), 'x'.repeat(32));
+      expect(hashesEqual(a, Buffer.from(a))).toBe(true);
+      expect(spy).toHaveBeenCalledTimes(1);
+      // different lengths are refused before the comparison (timingSafeEqual would throw)
+      expect(hashesEqual(a, a.subarray(1))).toBe(false);
+      expect(spy).toHaveBeenCalledTimes(1);
+    } finally {
+      spy.mockRestore();
+    }
   });
 });

@@ -3,8 +3,8 @@ import type { CallContext, Pool, ServerStream } from '@secsvc/shared';
 import type { CredentialChangeFeed } from '../domain/credential-change-feed';
 
 /**
- * Streams the sessions revoked within the access-token lifetime (a new gateway must refuse their JWTs too),
- * then "ready", then one "changed" per credential change, until the client goes or the feed resets.
+ * Streams the sessions revoked or deleted within the access-token lifetime (a new gateway must refuse their
+ * JWTs too), then "ready", then one "changed" per credential change, until the client goes or the feed resets.
  * Subscribing before the snapshot means no change falls between the two.
  */
 export const watchCredentialChanges =
@@ -24,7 +24,8 @@ export const watchCredentialChanges =
       });
       try {
         const { rows } = await pool.query<{ id: string }>(
-          `SELECT id FROM sessions WHERE revoked_at > now() - make_interval(secs => $1)`,
+          `SELECT id FROM sessions WHERE revoked_at > now() - make_interval(secs => $1)
+           UNION ALL SELECT id FROM ended_sessions WHERE ended_at > now() - make_interval(secs => $1)`,
           [accessTokenTtlSeconds + 60],
         );
         for (const r of rows) stream.write({ kind: 'changed', id: r.id });
