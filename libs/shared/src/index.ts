@@ -16,3 +16,4 @@ export * from './validation';
 export * from './constants';
 export * from './grpc/caller';
 export * from './outbox';
+export * from './pg-listener';
