@@ -84,6 +84,7 @@ describe('simulator', () => {
     const granted = await simulate(`user:${reader.id}`, 'read', '/documents/42');
     expect(granted).toMatchObject({ allowed: true, effect: 'allow', matchedPolicies: [{ id: allow.id, name: 'read docs', effect: 'allow' }] });
     expect(Number.isInteger(granted.evaluationTimeMs)).toBe(true);
+    expect(granted.decisionId).toMatch(/^dec_/);
     expect(await simulate(`user:${other.id}`, 'read', '/documents/42')).toMatchObject({ allowed: false, effect: 'deny', matchedPolicies: [] });
     expect((await simulate(`user:${other.id}`, 'update', `/users/${other.id}`)).allowed).toBe(true);
     expect((await simulate(`user:${other.id}`, 'update', `/users/${reader.id}`)).allowed).toBe(false);
@@ -167,7 +168,7 @@ describe('enforcement', () => {
       const { rows } = await db.query(`SELECT payload FROM policy.outbox WHERE event_type = 'authz.denied' AND payload->'actor'->>'id' = $1`, [editor.id]);
       expect(rows.length).toBeGreaterThanOrEqual(3);
       expect(rows[0].payload.target).toEqual({ id: `/users/${colleague.id}`, type: 'resource' });
-      expect(JSON.parse(rows[0].payload.metadataJson)).toMatchObject({ action: 'read', authMethod: 'session' });
+      expect(JSON.parse(rows[0].payload.metadataJson)).toMatchObject({ action: 'read', authMethod: 'session', decisionId: expect.stringMatching(/^dec_/) });
     } finally {
       await db.end();
     }

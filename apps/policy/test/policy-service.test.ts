@@ -395,7 +395,7 @@ describe('Simulate', () => {
     const p = await create({ name: 'enforced', principals: ['role:ops'], actions: ['read'], resources: ['/ops/*'] });
     const ask = (roles: string[]) =>
       a.rpc.authorize({ environment: 'test', userId: user1, roles, action: 'read', resource: '/ops/dash', ip: '' }, call());
-    expect(await ask(['role_ops'])).toEqual({ allowed: true, matchedPolicies: [ref(p)] });
+    expect(await ask(['role_ops'])).toEqual({ allowed: true, matchedPolicies: [ref(p)], decisionId: expect.stringMatching(/^dec_/) });
     const before = await a.pool.query(`SELECT count(*)::int AS n FROM outbox WHERE event_type = 'authz.denied'`);
     expect((await ask([])).allowed).toBe(false);
     const { rows } = await a.pool.query(`SELECT payload FROM outbox WHERE event_type = 'authz.denied' ORDER BY seq DESC LIMIT 1`);
@@ -406,7 +406,7 @@ describe('Simulate', () => {
 
   it('denies by default, with no matched policies and an integer evaluation time', async () => {
     const result = await a.rpc.simulate(sim({ action: 'anything', resource: '/nothing' }));
-    expect(result).toEqual({ allowed: false, effect: 'deny', matchedPolicies: [], evaluationTimeMs: expect.any(Number) });
+    expect(result).toEqual({ allowed: false, effect: 'deny', matchedPolicies: [], evaluationTimeMs: expect.any(Number), decisionId: expect.stringMatching(/^dec_/) });
     expect(Number.isInteger(result.evaluationTimeMs)).toBe(true);
     expect(result.evaluationTimeMs).toBeGreaterThanOrEqual(0);
   });

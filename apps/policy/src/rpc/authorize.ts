@@ -1,5 +1,5 @@
 import type { policy } from '@secsvc/proto';
-import { appendEvent, callerOf, type CallContext } from '@secsvc/shared';
+import { appendEvent, callerOf, newId, type CallContext } from '@secsvc/shared';
 import { environmentOf, type PolicyContext } from '../context';
 import { validateSimulation } from '../domain/policies';
 
@@ -18,6 +18,7 @@ export const authorize =
       resource: input.resource,
       context: input.ip === undefined ? {} : { ip: input.ip },
     });
+    const decisionId = newId('dec');
     if (!decision.allowed) {
       const caller = callerOf(call);
       await appendEvent(ctx.pool, {
@@ -28,8 +29,8 @@ export const authorize =
         target: { id: input.resource, type: 'resource' },
         result: 'failure',
         traceId: call.requestId,
-        metadata: { action: input.action, matchedPolicies: decision.matchedPolicies.map((m) => m.id) },
+        metadata: { action: input.action, decisionId, matchedPolicies: decision.matchedPolicies.map((m) => m.id) },
       });
     }
-    return { allowed: decision.allowed, matchedPolicies: decision.matchedPolicies };
+    return { allowed: decision.allowed, matchedPolicies: decision.matchedPolicies, decisionId };
   };

@@ -1,4 +1,5 @@
 import type { policy } from '@secsvc/proto';
+import { newId } from '@secsvc/shared';
 import { environmentOf, type PolicyContext } from '../context';
 import { validateSimulation } from '../domain/policies';
 
@@ -23,5 +24,6 @@ export const simulate =
       effect: decision.effect,
       matchedPolicies: decision.matchedPolicies,
       evaluationTimeMs: Math.round(decision.evaluationMs),
+      decisionId: newId('dec'),
     };
   };

@@ -65,6 +65,7 @@ export const simulationResult = z.object({
   effect: z.enum(['allow', 'deny']),
   matchedPolicies: z.array(z.object({ id: z.string(), name: z.string(), effect: z.enum(['allow', 'deny']) })),
   evaluationTimeMs: z.number().int(),
+  decisionId: z.string().describe('dec_<id>'),
 });
 
 export function conditionsOf(p: policy.Policy) {

@@ -46,6 +46,7 @@ export const simulateRoute = defineRoute({
           effect: res.effect,
           matchedPolicies: res.matchedPolicies.map((m) => ({ id: m.id, name: m.name, effect: m.effect })),
           evaluationTimeMs: res.evaluationTimeMs,
+          decisionId: res.decisionId,
         },
       },
     };

@@ -128,6 +128,8 @@ export interface AuthorizeRequest {
 export interface AuthorizeResponse {
   allowed: boolean;
   matchedPolicies: MatchedPolicy[];
+  /** dec_...: also in the authz.denied event of a denial. */
+  decisionId: string;
 }
 
 export interface MatchedPolicy {
@@ -141,6 +143,8 @@ export interface SimulateResponse {
   effect: string;
   matchedPolicies: MatchedPolicy[];
   evaluationTimeMs: number;
+  /** dec_...: names this decision (in audit events for enforced ones). */
+  decisionId: string;
 }
 
 function createBaseIpConditions(): IpConditions {
@@ -1751,7 +1755,7 @@ export const AuthorizeRequest: MessageFns<AuthorizeRequest> = {
 };
 
 function createBaseAuthorizeResponse(): AuthorizeResponse {
-  return { allowed: false, matchedPolicies: [] };
+  return { allowed: false, matchedPolicies: [], decisionId: "" };
 }
 
 export const AuthorizeResponse: MessageFns<AuthorizeResponse> = {
@@ -1761,6 +1765,9 @@ export const AuthorizeResponse: MessageFns<AuthorizeResponse> = {
     }
     for (const v of message.matchedPolicies) {
       MatchedPolicy.encode(v!, writer.uint32(18).fork()).join();
+    }
+    if (message.decisionId !== "") {
+      writer.uint32(26).string(message.decisionId);
     }
     return writer;
   },
@@ -1794,6 +1801,14 @@ export const AuthorizeResponse: MessageFns<AuthorizeResponse> = {
             message.matchedPolicies.push(MatchedPolicy.decode(reader, reader.uint32()));
             continue;
           }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.decisionId = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1814,6 +1829,11 @@ export const AuthorizeResponse: MessageFns<AuthorizeResponse> = {
         : globalThis.Array.isArray(object?.matched_policies)
         ? object.matched_policies.map((e: any) => MatchedPolicy.fromJSON(e))
         : [],
+      decisionId: isSet(object.decisionId)
+        ? globalThis.String(object.decisionId)
+        : isSet(object.decision_id)
+        ? globalThis.String(object.decision_id)
+        : "",
     };
   },
 
@@ -1825,6 +1845,9 @@ export const AuthorizeResponse: MessageFns<AuthorizeResponse> = {
     if (message.matchedPolicies?.length) {
       obj.matchedPolicies = message.matchedPolicies.map((e) => MatchedPolicy.toJSON(e));
     }
+    if (message.decisionId !== "") {
+      obj.decisionId = message.decisionId;
+    }
     return obj;
   },
 
@@ -1835,6 +1858,7 @@ export const AuthorizeResponse: MessageFns<AuthorizeResponse> = {
     const message = createBaseAuthorizeResponse();
     message.allowed = object.allowed ?? false;
     message.matchedPolicies = object.matchedPolicies?.map((e) => MatchedPolicy.fromPartial(e)) || [];
+    message.decisionId = object.decisionId ?? "";
     return message;
   },
 };
@@ -1941,7 +1965,7 @@ export const MatchedPolicy: MessageFns<MatchedPolicy> = {
 };
 
 function createBaseSimulateResponse(): SimulateResponse {
-  return { allowed: false, effect: "", matchedPolicies: [], evaluationTimeMs: 0 };
+  return { allowed: false, effect: "", matchedPolicies: [], evaluationTimeMs: 0, decisionId: "" };
 }
 
 export const SimulateResponse: MessageFns<SimulateResponse> = {
@@ -1957,6 +1981,9 @@ export const SimulateResponse: MessageFns<SimulateResponse> = {
     }
     if (message.evaluationTimeMs !== 0) {
       writer.uint32(32).int32(message.evaluationTimeMs);
+    }
+    if (message.decisionId !== "") {
+      writer.uint32(42).string(message.decisionId);
     }
     return writer;
   },
@@ -2006,6 +2033,14 @@ export const SimulateResponse: MessageFns<SimulateResponse> = {
             message.evaluationTimeMs = reader.int32();
             continue;
           }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.decisionId = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -2032,6 +2067,11 @@ export const SimulateResponse: MessageFns<SimulateResponse> = {
         : isSet(object.evaluation_time_ms)
         ? globalThis.Number(object.evaluation_time_ms)
         : 0,
+      decisionId: isSet(object.decisionId)
+        ? globalThis.String(object.decisionId)
+        : isSet(object.decision_id)
+        ? globalThis.String(object.decision_id)
+        : "",
     };
   },
 
@@ -2049,6 +2089,9 @@ export const SimulateResponse: MessageFns<SimulateResponse> = {
     if (message.evaluationTimeMs !== 0) {
       obj.evaluationTimeMs = Math.round(message.evaluationTimeMs);
     }
+    if (message.decisionId !== "") {
+      obj.decisionId = message.decisionId;
+    }
     return obj;
   },
 
@@ -2061,6 +2104,7 @@ export const SimulateResponse: MessageFns<SimulateResponse> = {
     message.effect = object.effect ?? "";
     message.matchedPolicies = object.matchedPolicies?.map((e) => MatchedPolicy.fromPartial(e)) || [];
     message.evaluationTimeMs = object.evaluationTimeMs ?? 0;
+    message.decisionId = object.decisionId ?? "";
     return message;
   },
 };
