@@ -1,13 +1,13 @@
-import { createLogger, createPool, migrate, readMigrations, type Pool } from '@secsvc/shared';
-import { stopTestPostgres, testDatabase, type TestDatabase } from '@secsvc/shared/testing';
+import type { Pool } from '@secsvc/shared';
+import type { TestDatabase } from '@secsvc/shared/testing';
 import { Metadata } from '@grpc/grpc-js';
 import { CredentialChangeFeed } from '../src/domain/credential-change-feed';
 import { watchCredentialChanges } from '../src/rpc/watch-credential-changes';
-import { migrationsDir } from '../src/migrations';
+import { closeIdentityTestDb, identityTestDb, logger, type IdentityTestDb } from './support/db';
 
+let t: IdentityTestDb;
 let db: TestDatabase;
 let pool: Pool;
-const logger = createLogger('test', 'silent');
 
 async function until(check: () => boolean): Promise<void> {
   for (let i = 0; i < 200 && !check(); i++) await new Promise((r) => setTimeout(r, 25));
@@ -15,19 +15,14 @@ async function until(check: () => boolean): Promise<void> {
 }
 
 beforeAll(async () => {
-  db = await testDatabase();
-  pool = createPool(db.url, 3, logger, 'identity');
-  await migrate(pool, 'identity', await readMigrations(migrationsDir), logger);
+  t = await identityTestDb();
+  ({ db, pool } = t);
   await pool.query(
     `INSERT INTO api_keys (id, environment, type, name, key_hash, prefix, last4) VALUES ('key_feed', 'live', 'secret', 'f', '\\x01', 'svc_sk_', 'abcd')`,
   );
 });
 
-afterAll(async () => {
-  await pool.end();
-  await db.drop();
-  await stopTestPostgres();
-});
+afterAll(() => closeIdentityTestDb(t));
 
 describe('CredentialChangeFeed', () => {
   it('relays key changes, resets subscribers when its connection dies, and comes back by itself', async () => {

@@ -1,12 +1,13 @@
 import { Metadata } from '@grpc/grpc-js';
 import type { identity } from '@secsvc/proto';
 import { AppError, createLogger, createPool, migrate, readMigrations, type CallContext, type Pool } from '@secsvc/shared';
-import { stopTestPostgres, testDatabase, type TestDatabase } from '@secsvc/shared/testing';
+import { testDatabase } from '@secsvc/shared/testing';
 import type { IdentityConfig } from '../src/config';
 import type { IdentityContext } from '../src/context';
 import { generateKey } from '../src/domain/api-keys';
 import { ensureBootstrapKey } from '../src/domain/bootstrap';
 import { migrationsDir } from '../src/migrations';
+import { closeIdentityTestDb, identityTestDb, type IdentityTestDb } from './support/db';
 import { authenticateApiKey } from '../src/rpc/authenticate-api-key';
 import { createUser } from '../src/rpc/create-user';
 import { deleteUser } from '../src/rpc/delete-user';
@@ -17,7 +18,7 @@ import { updateUser } from '../src/rpc/update-user';
 const SECRET = 's'.repeat(40);
 const logger = createLogger('test', 'silent');
 
-let db: TestDatabase;
+let t: IdentityTestDb;
 let pool: Pool;
 let rpc: ReturnType<typeof makeRpc>;
 
@@ -57,17 +58,12 @@ const newUser = (email: string, environment = 'live'): identity.CreateUserReques
 });
 
 beforeAll(async () => {
-  db = await testDatabase();
-  pool = createPool(db.url, 5, logger, 'identity');
-  await migrate(pool, 'identity', await readMigrations(migrationsDir), logger);
-  rpc = makeRpc({ pool, logger, config: { SERVER_SECRET: SECRET } as IdentityConfig });
+  t = await identityTestDb({ SERVER_SECRET: SECRET });
+  ({ pool } = t);
+  rpc = makeRpc(t.ctx);
 });
 
-afterAll(async () => {
-  await pool.end();
-  await db.drop();
-  await stopTestPostgres();
-});
+afterAll(() => closeIdentityTestDb(t));
 
 describe('users', () => {
   it('creates a user with defaults and writes a user.created event in the same transaction', async () => {

@@ -1,17 +1,14 @@
 import { Metadata } from '@grpc/grpc-js';
-import { AppError, createLogger, createPool, migrate, readMigrations, type CallContext, type Pool } from '@secsvc/shared';
-import { stopTestPostgres, testDatabase, type TestDatabase } from '@secsvc/shared/testing';
-import type { IdentityConfig } from '../src/config';
+import { AppError, type CallContext, type Pool } from '@secsvc/shared';
 import type { IdentityContext } from '../src/context';
 import type { MailMessage } from '../src/domain/mailer';
 import { hashPassword, verifyPassword } from '../src/domain/passwords';
-import { migrationsDir } from '../src/migrations';
+import { closeIdentityTestDb, identityTestDb, type IdentityTestDb } from './support/db';
 import { createUser } from '../src/rpc/create-user';
 import { confirmPasswordReset, login, requestPasswordReset, setPassword } from '../src/rpc/passwords';
 import { createSession, verifySession } from '../src/rpc/sessions';
 
-const logger = createLogger('test', 'silent');
-let db: TestDatabase;
+let t: IdentityTestDb;
 let pool: Pool;
 let ctx: IdentityContext;
 const mails: MailMessage[] = [];
@@ -44,17 +41,12 @@ async function resetMailFor(email: string): Promise<string> {
 }
 
 beforeAll(async () => {
-  db = await testDatabase();
-  pool = createPool(db.url, 5, logger, 'identity');
-  await migrate(pool, 'identity', await readMigrations(migrationsDir), logger);
-  ctx = { pool, logger, config: { SERVER_SECRET: 'p'.repeat(40) } as IdentityConfig, mailer: { send: async (m) => void mails.push(m) } };
+  t = await identityTestDb({ SERVER_SECRET: 'p'.repeat(40) }, { mailer: { send: async (m) => void mails.push(m) } });
+  ({ pool } = t);
+  ctx = t.ctx;
 });
 
-afterAll(async () => {
-  await pool.end();
-  await db.drop();
-  await stopTestPostgres();
-});
+afterAll(() => closeIdentityTestDb(t));
 
 describe('password hashing', () => {
   it('stores scrypt with its parameters and a salt, and verifies', async () => {

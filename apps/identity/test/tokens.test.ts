@@ -1,33 +1,26 @@
 import { Metadata } from '@grpc/grpc-js';
-import { AppError, createLogger, createPool, migrate, readMigrations, type Pool } from '@secsvc/shared';
-import { stopTestPostgres, testDatabase, type TestDatabase } from '@secsvc/shared/testing';
+import { AppError, type Pool } from '@secsvc/shared';
 import { createLocalJWKSet, decodeProtectedHeader, jwtVerify } from 'jose';
 import type { IdentityConfig } from '../src/config';
 import type { IdentityContext } from '../src/context';
 import { masterKey, SigningKeyStore } from '../src/domain/signing-keys';
-import { migrationsDir } from '../src/migrations';
+import { closeIdentityTestDb, identityTestDb, type IdentityTestDb } from './support/db';
 import { createUser } from '../src/rpc/create-user';
 import { createSession } from '../src/rpc/sessions';
 import { getJwks, issueAccessToken } from '../src/rpc/tokens';
 
-const logger = createLogger('test', 'silent');
 const config = { SERVER_SECRET: 't'.repeat(40), ISSUER: 'https://auth.example.com', JWT_AUDIENCE: 'secsvc', ACCESS_TOKEN_TTL_SECONDS: 900 } as IdentityConfig;
-let db: TestDatabase;
+let t: IdentityTestDb;
 let pool: Pool;
 let ctx: IdentityContext;
 
 beforeAll(async () => {
-  db = await testDatabase();
-  pool = createPool(db.url, 5, logger, 'identity');
-  await migrate(pool, 'identity', await readMigrations(migrationsDir), logger);
-  ctx = { pool, logger, config };
+  t = await identityTestDb(config);
+  ({ pool } = t);
+  ctx = t.ctx;
 });
 
-afterAll(async () => {
-  await pool.end();
-  await db.drop();
-  await stopTestPostgres();
-});
+afterAll(() => closeIdentityTestDb(t));
 
 async function sessionFor(expiresInSeconds = 3600) {
   const call = { requestId: 'req_tokentests000000000', metadata: new Metadata() };

@@ -25,7 +25,7 @@ export function describeWithOpa(name: string, body: (opaPath: string) => void): 
     // Skipped, not failed: outside CI a developer may not have run scripts/install-tools.sh yet. Said on
     // stderr as well, since Jest's default reporter only counts skipped tests.
     process.stderr.write(`SKIPPED "${name}": ${MISSING}\n`);
-    describe.skip(`${name} [skipped: ${MISSING}]`, () => body(''));
+    describe.skip(`${name} [skipped: ${MISSING}]`, () => body('')); // skip reason: no opa CLI outside CI (see above)
   }
 }
 
