@@ -1,0 +1,56 @@
+/**
+ * The event bus port: auth events travel from each producing service's outbox relay to the audit consumer.
+ * Two adapters implement it with the same semantics: Postgres (a durable topic table, local profile) and
+ * Kafka (distributed profile). Domain code only ever sees this interface.
+ *
+ * Delivery is at least once: a record is handed to a subscriber again until the subscriber's handler has
+ * resolved for the batch that contained it. Subscribers make the effect exactly once (the audit store
+ * deduplicates by record id).
+ */
+export interface BusRecord {
+  /** The event id (log_...): the idempotency key end to end. */
+  id: string;
+  /** Partition / ordering key: records with the same key are delivered in publish order. */
+  key: string;
+  /** The payload, JSON text of an events.v1.AuthEvent. */
+  value: string;
+}
+
+export interface SubscribeOptions {
+  topic: string;
+  /** Consumer group: each group sees every record; within a group each record goes to one member. */
+  group: string;
+  /** Most records per handler call (default 1,000). */
+  maxBatchSize?: number;
+  /** How long to wait for a batch to fill before handing over what there is (default 200 ms). */
+  maxWaitMs?: number;
+}
+
+/**
+ * Called with a non-empty batch in publish order (per key). Resolve once the batch is durably handled: only
+ * then is the group's position moved past it. Throwing makes the adapter hand the same records again after
+ * a backoff (never skips them).
+ */
+export type BatchHandler = (records: BusRecord[]) => Promise<void>;
+
+export interface Subscription {
+  /** Stops fetching; resolves after the handler call in flight (if any) finished and its position was saved. */
+  stop(): Promise<void>;
+}
+
+export interface EventBus {
+  readonly kind: 'postgres' | 'kafka';
+  /** Resolves once every record is durably accepted by the bus (acknowledged), in order per key. */
+  publish(topic: string, records: BusRecord[]): Promise<void>;
+  subscribe(options: SubscribeOptions, handler: BatchHandler): Promise<Subscription>;
+  /** Stops every subscription and releases connections. */
+  close(): Promise<void>;
+}
+
+/** The topic auth events travel on. */
+export const AUTH_EVENTS_TOPIC = 'auth-events';
+/** The audit service's consumer group. */
+export const AUDIT_CONSUMER_GROUP = 'audit';
+
+export const DEFAULT_MAX_BATCH_SIZE = 1000;
+export const DEFAULT_MAX_WAIT_MS = 200;

@@ -1,0 +1,138 @@
+import { randomUUID } from 'node:crypto';
+import type { BusRecord, EventBus } from '../src/bus/port';
+
+/**
+ * The behaviour every EventBus adapter must have, run against each real adapter (Postgres, Kafka).
+ * `makeBus` returns a fresh client of the same underlying bus each time it is called (several clients of one
+ * bus stand for several processes).
+ */
+export function describeBusContract(name: string, makeBus: () => Promise<EventBus>, timeoutMs = 60_000): void {
+  describe(`${name} event bus contract`, () => {
+    const buses: EventBus[] = [];
+    const bus = async () => {
+      const b = await makeBus();
+      buses.push(b);
+      return b;
+    };
+    afterEach(async () => {
+      await Promise.all(buses.splice(0).map((b) => b.close()));
+    });
+
+    const records = (n: number, keys = ['a', 'b', 'c']): BusRecord[] =>
+      Array.from({ length: n }, (_, i) => ({ id: `log_${String(i).padStart(6, '0')}`, key: keys[i % keys.length], value: JSON.stringify({ i }) }));
+    const topic = () => `t-${randomUUID().slice(0, 8)}`;
+
+    /** Subscribes and collects until `count` records arrived (or the deadline passed). */
+    async function collect(b: EventBus, t: string, group: string, count: number, opts: { maxBatchSize?: number; fail?: (batch: BusRecord[]) => boolean } = {}) {
+      const got: BusRecord[] = [];
+      const batches: number[] = [];
+      let done!: () => void;
+      const finished = new Promise<void>((resolve) => (done = resolve));
+      const sub = await b.subscribe({ topic: t, group, maxBatchSize: opts.maxBatchSize, maxWaitMs: 50 }, async (batch) => {
+        if (opts.fail?.(batch)) throw new Error('handler failure (test)');
+        batches.push(batch.length);
+        got.push(...batch);
+        if (got.length >= count) done();
+      });
+      const timer = setTimeout(done, timeoutMs - 5_000);
+      await finished;
+      clearTimeout(timer);
+      return { got, batches, sub };
+    }
+
+    const perKey = (rs: BusRecord[]) => {
+      const m = new Map<string, string[]>();
+      for (const r of rs) m.set(r.key, [...(m.get(r.key) ?? []), r.id]);
+      return m;
+    };
+
+    test(
+      'delivers every published record, in publish order per key, in batches no larger than maxBatchSize',
+      async () => {
+        const b = await bus();
+        const t = topic();
+        const sent = records(250);
+        await b.publish(t, sent.slice(0, 100));
+        await b.publish(t, sent.slice(100));
+        const { got, batches, sub } = await collect(b, t, 'g1', 250, { maxBatchSize: 40 });
+        await sub.stop();
+        expect(got.map((r) => r.id).sort()).toEqual(sent.map((r) => r.id).sort());
+        expect(new Set(got.map((r) => r.id)).size).toBe(250);
+        expect(perKey(got)).toEqual(perKey(sent));
+        expect(Math.max(...batches)).toBeLessThanOrEqual(40);
+        expect(got[0]).toEqual(sent.find((r) => r.id === got[0].id));
+      },
+      timeoutMs,
+    );
+
+    test(
+      'a record published after subscribing arrives promptly',
+      async () => {
+        const b = await bus();
+        const t = topic();
+        await b.publish(t, records(1));
+        const first = await collect(b, t, 'g1', 1);
+        const started = Date.now();
+        const later = new Promise<BusRecord[]>((resolve) => {
+          void first.sub.stop().then(() =>
+            b.subscribe({ topic: t, group: 'g1', maxWaitMs: 20 }, async (batch) => resolve(batch)),
+          );
+        });
+        await new Promise((r) => setTimeout(r, 300));
+        await b.publish(t, [{ id: 'log_late', key: 'z', value: '{}' }]);
+        const batch = await later;
+        expect(batch.map((r) => r.id)).toEqual(['log_late']);
+        expect(Date.now() - started).toBeLessThan(timeoutMs / 2);
+      },
+      timeoutMs,
+    );
+
+    test(
+      'a failing handler gets the same records again and nothing is skipped',
+      async () => {
+        const b = await bus();
+        const t = topic();
+        const sent = records(30);
+        await b.publish(t, sent);
+        let failures = 0;
+        const { got, sub } = await collect(b, t, 'g1', 30, { fail: () => failures++ < 2 });
+        await sub.stop();
+        expect(failures).toBeGreaterThanOrEqual(2);
+        expect(new Set(got.map((r) => r.id))).toEqual(new Set(sent.map((r) => r.id)));
+      },
+      timeoutMs,
+    );
+
+    test(
+      'a group resumes after its last handled batch: a second client of the same group gets only the rest',
+      async () => {
+        const t = topic();
+        const b1 = await bus();
+        await b1.publish(t, records(20));
+        const first = await collect(b1, t, 'g1', 20);
+        await first.sub.stop();
+        await b1.publish(t, records(5, ['k']).map((r) => ({ ...r, id: `${r.id}_second` })));
+        const b2 = await bus();
+        const second = await collect(b2, t, 'g1', 5);
+        await second.sub.stop();
+        expect(second.got.map((r) => r.id)).toEqual(['log_000000_second', 'log_000001_second', 'log_000002_second', 'log_000003_second', 'log_000004_second']);
+      },
+      timeoutMs,
+    );
+
+    test(
+      'every group sees every record',
+      async () => {
+        const b = await bus();
+        const t = topic();
+        await b.publish(t, records(10));
+        const g1 = await collect(b, t, 'g1', 10);
+        const g2 = await collect(b, t, 'g2', 10);
+        await Promise.all([g1.sub.stop(), g2.sub.stop()]);
+        expect(g1.got).toHaveLength(10);
+        expect(g2.got).toHaveLength(10);
+      },
+      timeoutMs,
+    );
+  });
+}
