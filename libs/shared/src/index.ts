@@ -17,3 +17,5 @@ export * from './constants';
 export * from './grpc/caller';
 export * from './outbox';
 export * from './pg-listener';
+export * from './bus/port';
+export * from './bus/postgres';

@@ -1,0 +1,294 @@
+import pg from 'pg';
+import { createPool } from '../db';
+import type { Logger } from '../logger';
+import { migrate, type Migration } from '../migrate';
+import { PgChannelListener } from '../pg-listener';
+import {
+  DEFAULT_MAX_BATCH_SIZE,
+  DEFAULT_MAX_WAIT_MS,
+  type BatchHandler,
+  type BusRecord,
+  type EventBus,
+  type SubscribeOptions,
+  type Subscription,
+} from './port';
+
+/**
+ * The Postgres event bus (local profile): a durable topic table in schema `bus` of the same server.
+ *
+ * - Publishing takes the topic's row lock (`bus_topics`) for the length of its transaction and numbers its
+ *   records from the topic's counter, so records become visible in sequence order: a consumer that has read up
+ *   to sequence N can never later find a record numbered below N committed behind its back.
+ * - Each (topic, group) has one active member at a time (a session advisory lock; other members wait as hot
+ *   standbys) and one stored position, moved only after the handler resolved: at least once, in order.
+ * - A NOTIFY on channel `secsvc_bus` after each publish wakes consumers; they also poll, so a lost notification
+ *   only delays delivery.
+ * - Retention: records older than `retentionMs` that every group of the topic has consumed are deleted by the
+ *   active members (never an unconsumed record).
+ */
+export const BUS_SCHEMA = 'bus';
+const CHANNEL = 'secsvc_bus';
+
+const MIGRATIONS: Migration[] = [
+  {
+    version: 1,
+    name: 'topics',
+    sql: `
+      CREATE TABLE bus_topics (
+        topic    text PRIMARY KEY,
+        last_seq bigint NOT NULL DEFAULT 0
+      );
+      CREATE TABLE bus_records (
+        topic        text NOT NULL,
+        seq          bigint NOT NULL,
+        id           text NOT NULL,
+        key          text NOT NULL,
+        value        text NOT NULL,
+        published_at timestamptz NOT NULL DEFAULT now(),
+        PRIMARY KEY (topic, seq)
+      );
+      CREATE TABLE bus_offsets (
+        topic      text NOT NULL,
+        grp        text NOT NULL,
+        seq        bigint NOT NULL,
+        updated_at timestamptz NOT NULL DEFAULT now(),
+        PRIMARY KEY (topic, grp)
+      );`,
+  },
+];
+
+export interface PostgresBusOptions {
+  url: string;
+  logger: Logger;
+  /** How long consumed records are kept (default 7 days). */
+  retentionMs?: number;
+  /** Poll interval when no notification arrives (default 1 s). */
+  pollMs?: number;
+  /** How often an active member deletes expired records (default 1 min). */
+  pruneIntervalMs?: number;
+  poolMax?: number;
+}
+
+const DAY = 86_400_000;
+
+export async function createPostgresBus(options: PostgresBusOptions): Promise<EventBus> {
+  const pool = createPool(options.url, options.poolMax ?? 4, options.logger, BUS_SCHEMA);
+  try {
+    await migrate(pool, BUS_SCHEMA, MIGRATIONS, options.logger);
+  } catch (err) {
+    await pool.end();
+    throw err;
+  }
+  return new PostgresBus(pool, options);
+}
+
+class PostgresBus implements EventBus {
+  readonly kind = 'postgres' as const;
+  private readonly subscriptions = new Set<PgSubscription>();
+  private listener: PgChannelListener | undefined;
+  private closed = false;
+
+  constructor(
+    private readonly pool: pg.Pool,
+    private readonly options: PostgresBusOptions,
+  ) {}
+
+  async publish(topic: string, records: BusRecord[]): Promise<void> {
+    if (records.length === 0) return;
+    const client = await this.pool.connect();
+    try {
+      await client.query('BEGIN');
+      await client.query('INSERT INTO bus_topics (topic) VALUES ($1) ON CONFLICT DO NOTHING', [topic]);
+      const { rows } = await client.query<{ last: string }>(
+        'UPDATE bus_topics SET last_seq = last_seq + $2 WHERE topic = $1 RETURNING last_seq AS last',
+        [topic, records.length],
+      );
+      const first = BigInt(rows[0]!.last) - BigInt(records.length);
+      await client.query(
+        `INSERT INTO bus_records (topic, seq, id, key, value)
+         SELECT $1, $2::bigint + t.ord, t.id, t.key, t.value
+         FROM unnest($3::text[], $4::text[], $5::text[]) WITH ORDINALITY AS t(id, key, value, ord)`,
+        [topic, first.toString(), records.map((r) => r.id), records.map((r) => r.key), records.map((r) => r.value)],
+      );
+      await client.query('SELECT pg_notify($1, $2)', [CHANNEL, topic]);
+      await client.query('COMMIT');
+    } catch (err) {
+      await client.query('ROLLBACK').catch(() => undefined);
+      throw err;
+    } finally {
+      client.release();
+    }
+  }
+
+  async subscribe(options: SubscribeOptions, handler: BatchHandler): Promise<Subscription> {
+    if (this.closed) throw new Error('event bus closed');
+    if (!this.listener) {
+      this.listener = new PgChannelListener(this.options.url, CHANNEL, this.options.logger, {
+        onNotify: (topic) => {
+          for (const s of this.subscriptions) if (s.topic === topic) s.wake();
+        },
+        onLive: () => {
+          for (const s of this.subscriptions) s.wake();
+        },
+      });
+      await this.listener.start();
+    }
+    const sub = new PgSubscription(this.options, options, handler, () => this.subscriptions.delete(sub));
+    this.subscriptions.add(sub);
+    sub.start();
+    return sub;
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    await Promise.all([...this.subscriptions].map((s) => s.stop()));
+    await this.listener?.stop();
+    await this.pool.end();
+  }
+}
+
+class PgSubscription implements Subscription {
+  readonly topic: string;
+  private readonly group: string;
+  private readonly maxBatch: number;
+  private readonly maxWaitMs: number;
+  private stopped = false;
+  private wakeUp: (() => void) | undefined;
+  /** A wake-up that arrived while no one slept (during a handler call): the next sleep returns at once. */
+  private woken = false;
+  private running: Promise<void> | undefined;
+  private client: pg.Client | undefined;
+  private lastPrune = 0;
+
+  constructor(
+    private readonly bus: PostgresBusOptions,
+    options: SubscribeOptions,
+    private readonly handler: BatchHandler,
+    private readonly onStopped: () => void,
+  ) {
+    this.topic = options.topic;
+    this.group = options.group;
+    this.maxBatch = Math.max(1, options.maxBatchSize ?? DEFAULT_MAX_BATCH_SIZE);
+    this.maxWaitMs = Math.max(0, options.maxWaitMs ?? DEFAULT_MAX_WAIT_MS);
+  }
+
+  start(): void {
+    this.running = this.loop();
+  }
+
+  wake(): void {
+    if (this.wakeUp) this.wakeUp();
+    else this.woken = true;
+  }
+
+  /** Sleeps until woken (a notification for the topic, stop()) or `ms` passed. */
+  private sleep(ms: number): Promise<void> {
+    if (this.woken || this.stopped) {
+      this.woken = false;
+      return Promise.resolve();
+    }
+    return new Promise((resolve) => {
+      const timer = setTimeout(done, ms);
+      function done() {
+        clearTimeout(timer);
+        resolve();
+      }
+      this.wakeUp = () => {
+        this.wakeUp = undefined;
+        done();
+      };
+    });
+  }
+
+  private async connect(): Promise<pg.Client | undefined> {
+    const client = new pg.Client({ connectionString: this.bus.url, options: `-c search_path=${BUS_SCHEMA}` });
+    client.on('error', () => undefined);
+    await client.connect();
+    const { rows } = await client.query<{ ok: boolean }>('SELECT pg_try_advisory_lock(hashtext($1)) AS ok', [
+      `secsvc:bus:${this.topic}:${this.group}`,
+    ]);
+    if (!rows[0]?.ok) {
+      await client.end().catch(() => undefined);
+      return undefined;
+    }
+    await client.query('INSERT INTO bus_offsets (topic, grp, seq) VALUES ($1, $2, 0) ON CONFLICT DO NOTHING', [this.topic, this.group]);
+    return client;
+  }
+
+  private async loop(): Promise<void> {
+    let backoff = 100;
+    const pollMs = this.bus.pollMs ?? 1000;
+    while (!this.stopped) {
+      try {
+        this.client ??= await this.connect();
+        if (!this.client) {
+          // Another member of the group is active: stand by and try again.
+          await this.sleep(pollMs);
+          continue;
+        }
+        const batch = await this.fetch(this.client);
+        if (batch.length === 0) {
+          await this.prune(this.client);
+          await this.sleep(pollMs);
+          continue;
+        }
+        await this.handler(batch.map(({ id, key, value }) => ({ id, key, value })));
+        await this.client.query('UPDATE bus_offsets SET seq = $3, updated_at = now() WHERE topic = $1 AND grp = $2', [
+          this.topic,
+          this.group,
+          batch[batch.length - 1]!.seq,
+        ]);
+        backoff = 100;
+      } catch (err) {
+        if (this.stopped) break;
+        this.bus.logger.warn({ err: { message: (err as Error).message }, topic: this.topic, group: this.group }, 'event bus consumer retrying');
+        // A broken connection is replaced; the position is re-read from the table, so nothing is skipped.
+        if (this.client && !(await this.client.query('SELECT 1').then(() => true, () => false))) {
+          await this.client.end().catch(() => undefined);
+          this.client = undefined;
+        }
+        await this.sleep(backoff);
+        backoff = Math.min(backoff * 2, 5000);
+      }
+    }
+    await this.client?.end().catch(() => undefined);
+    this.client = undefined;
+  }
+
+  /** The next records after the group's position; a partial batch waits up to maxWaitMs to fill. */
+  private async fetch(client: pg.Client): Promise<Array<BusRecord & { seq: string }>> {
+    const read = async () =>
+      (
+        await client.query<BusRecord & { seq: string }>(
+          `SELECT r.seq, r.id, r.key, r.value FROM bus_records r
+           WHERE r.topic = $1 AND r.seq > (SELECT seq FROM bus_offsets WHERE topic = $1 AND grp = $2)
+           ORDER BY r.seq LIMIT $3`,
+          [this.topic, this.group, this.maxBatch],
+        )
+      ).rows;
+    const rows = await read();
+    if (rows.length === 0 || rows.length >= this.maxBatch || this.maxWaitMs === 0) return rows;
+    await new Promise((r) => setTimeout(r, this.maxWaitMs));
+    return this.stopped ? rows : read();
+  }
+
+  /** Deletes old records every group of the topic has consumed (once per prune interval per member). */
+  private async prune(client: pg.Client): Promise<void> {
+    if (Date.now() - this.lastPrune < (this.bus.pruneIntervalMs ?? 60_000)) return;
+    this.lastPrune = Date.now();
+    const retentionMs = this.bus.retentionMs ?? 7 * DAY;
+    await client.query(
+      `DELETE FROM bus_records WHERE topic = $1
+         AND published_at < now() - make_interval(secs => $2::double precision / 1000)
+         AND seq <= (SELECT min(seq) FROM bus_offsets WHERE topic = $1)`,
+      [this.topic, retentionMs],
+    );
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    this.wake();
+    await this.running;
+    this.onStopped();
+  }
+}

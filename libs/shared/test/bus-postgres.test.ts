@@ -1,0 +1,103 @@
+import { createLogger } from '../src/logger';
+import { createPostgresBus } from '../src/bus/postgres';
+import type { EventBus } from '../src/bus/port';
+import { stopTestPostgres, testDatabase, type TestDatabase } from '../src/testing';
+import { describeBusContract } from './bus-contract';
+
+const logger = createLogger('bus-test', 'silent');
+let db: TestDatabase;
+
+beforeAll(async () => {
+  db = await testDatabase();
+}, 60_000);
+afterAll(async () => {
+  await db.drop();
+  await stopTestPostgres();
+});
+
+describeBusContract('Postgres', () => createPostgresBus({ url: db.url, logger, pollMs: 200 }));
+
+describe('Postgres event bus', () => {
+  const buses: EventBus[] = [];
+  afterEach(async () => void (await Promise.all(buses.splice(0).map((b) => b.close()))));
+  const bus = async () => {
+    const b = await createPostgresBus({ url: db.url, logger, pollMs: 100 });
+    buses.push(b);
+    return b;
+  };
+
+  test('one member of a group is active; a standby takes over where the active one stopped', async () => {
+    const [b1, b2] = [await bus(), await bus()];
+    const seen: Array<[string, string]> = [];
+    const s1 = await b1.subscribe({ topic: 'failover', group: 'g', maxWaitMs: 0 }, async (batch) => void seen.push(...batch.map((r) => ['b1', r.id] as [string, string])));
+    await b1.publish('failover', [{ id: 'e1', key: 'k', value: '1' }]);
+    await waitFor(() => seen.length === 1);
+    const s2 = await b2.subscribe({ topic: 'failover', group: 'g', maxWaitMs: 0 }, async (batch) => void seen.push(...batch.map((r) => ['b2', r.id] as [string, string])));
+    await b1.publish('failover', [{ id: 'e2', key: 'k', value: '2' }]);
+    await waitFor(() => seen.length === 2);
+    expect(seen).toEqual([['b1', 'e1'], ['b1', 'e2']]);
+    await s1.stop();
+    await b1.publish('failover', [{ id: 'e3', key: 'k', value: '3' }]);
+    await waitFor(() => seen.length === 3);
+    expect(seen[2]).toEqual(['b2', 'e3']);
+    await s2.stop();
+  }, 30_000);
+
+  test('concurrent publishers: the consumer sees every record exactly once and in per-publisher order', async () => {
+    const b = await bus();
+    const publishers = Array.from({ length: 8 }, (_, p) =>
+      (async () => {
+        for (let i = 0; i < 25; i++) await b.publish('race', [{ id: `p${p}-${i}`, key: `p${p}`, value: '' }]);
+      })(),
+    );
+    const got: string[] = [];
+    const sub = await b.subscribe({ topic: 'race', group: 'g', maxBatchSize: 7, maxWaitMs: 0 }, async (batch) => void got.push(...batch.map((r) => r.id)));
+    await Promise.all(publishers);
+    await waitFor(() => got.length >= 200);
+    await sub.stop();
+    expect(got).toHaveLength(200);
+    expect(new Set(got).size).toBe(200);
+    for (let p = 0; p < 8; p++) {
+      const mine = got.filter((id) => id.startsWith(`p${p}-`));
+      expect(mine).toEqual(Array.from({ length: 25 }, (_, i) => `p${p}-${i}`));
+    }
+  }, 30_000);
+
+  test('retention deletes only records every group has consumed', async () => {
+    const b = await createPostgresBus({ url: db.url, logger, pollMs: 50, retentionMs: 0, pruneIntervalMs: 50 });
+    buses.push(b);
+    const pg = (await import('pg')).default;
+    const client = new pg.Client({ connectionString: db.url });
+    await client.connect();
+    const left = async () => Number((await client.query(`SELECT count(*) AS n FROM bus.bus_records WHERE topic = 'ret'`)).rows[0].n);
+    try {
+      // Group "slow" exists (position 0) but consumes nothing yet: it pins the records.
+      await client.query(`INSERT INTO bus.bus_offsets (topic, grp, seq) VALUES ('ret', 'slow', 0)`);
+      await b.publish('ret', [{ id: 'r1', key: 'k', value: '' }, { id: 'r2', key: 'k', value: '' }]);
+      const got: string[] = [];
+      const fast = await b.subscribe({ topic: 'ret', group: 'fast', maxWaitMs: 0 }, async (batch) => void got.push(...batch.map((r) => r.id)));
+      await waitFor(() => got.length === 2);
+      await new Promise((r) => setTimeout(r, 400)); // several prune rounds of the active member
+      expect(await left()).toBe(2);
+      const slowGot: string[] = [];
+      const slow = await b.subscribe({ topic: 'ret', group: 'slow', maxWaitMs: 0 }, async (batch) => void slowGot.push(...batch.map((r) => r.id)));
+      await waitFor(() => slowGot.length === 2);
+      expect(slowGot).toEqual(['r1', 'r2']);
+      const until = Date.now() + 10_000;
+      while ((await left()) > 0 && Date.now() < until) await new Promise((r) => setTimeout(r, 50));
+      expect(await left()).toBe(0);
+      await fast.stop();
+      await slow.stop();
+    } finally {
+      await client.end();
+    }
+  }, 30_000);
+});
+
+async function waitFor(cond: () => boolean, ms = 15_000): Promise<void> {
+  const until = Date.now() + ms;
+  while (!cond()) {
+    if (Date.now() > until) throw new Error('condition not met in time');
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
