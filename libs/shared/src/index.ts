@@ -19,3 +19,4 @@ export * from './outbox';
 export * from './pg-listener';
 export * from './bus/port';
 export * from './bus/postgres';
+export * from './outbox-relay';

@@ -3,6 +3,7 @@ import { createPool } from '../db';
 import type { Logger } from '../logger';
 import { migrate, type Migration } from '../migrate';
 import { PgChannelListener } from '../pg-listener';
+import { Waker } from '../waker';
 import {
   DEFAULT_MAX_BATCH_SIZE,
   DEFAULT_MAX_WAIT_MS,
@@ -153,9 +154,7 @@ class PgSubscription implements Subscription {
   private readonly maxBatch: number;
   private readonly maxWaitMs: number;
   private stopped = false;
-  private wakeUp: (() => void) | undefined;
-  /** A wake-up that arrived while no one slept (during a handler call): the next sleep returns at once. */
-  private woken = false;
+  private readonly waker = new Waker();
   private running: Promise<void> | undefined;
   private client: pg.Client | undefined;
   private lastPrune = 0;
@@ -177,27 +176,12 @@ class PgSubscription implements Subscription {
   }
 
   wake(): void {
-    if (this.wakeUp) this.wakeUp();
-    else this.woken = true;
+    this.waker.wake();
   }
 
   /** Sleeps until woken (a notification for the topic, stop()) or `ms` passed. */
   private sleep(ms: number): Promise<void> {
-    if (this.woken || this.stopped) {
-      this.woken = false;
-      return Promise.resolve();
-    }
-    return new Promise((resolve) => {
-      const timer = setTimeout(done, ms);
-      function done() {
-        clearTimeout(timer);
-        resolve();
-      }
-      this.wakeUp = () => {
-        this.wakeUp = undefined;
-        done();
-      };
-    });
+    return this.stopped ? Promise.resolve() : this.waker.sleep(ms);
   }
 
   private async connect(): Promise<pg.Client | undefined> {

@@ -1,0 +1,167 @@
+import { Counter } from 'prom-client';
+import type { Pool, PoolClient } from './db';
+import type { Logger } from './logger';
+import type { Metrics } from './metrics';
+import { PgChannelListener } from './pg-listener';
+import { Waker } from './waker';
+import { AUTH_EVENTS_TOPIC, type EventBus } from './bus/port';
+
+/** The channel the outbox triggers notify (payload: the schema), see each service's outbox migration. */
+export const OUTBOX_CHANNEL = 'secsvc_outbox';
+
+export interface OutboxRelayOptions {
+  /** The service's pool (search_path = its schema, which holds the `outbox` table). */
+  pool: Pool;
+  /** For the LISTEN connection. */
+  databaseUrl: string;
+  schema: string;
+  bus: EventBus;
+  logger: Logger;
+  metrics?: Metrics;
+  topic?: string;
+  /** Rows per publish (default 500). */
+  batchSize?: number;
+  /** Poll interval when no notification arrives (default 1 s). */
+  pollMs?: number;
+  /** How long published rows are kept before deletion (default 24 h). */
+  keepPublishedMs?: number;
+}
+
+interface OutboxRow {
+  seq: string;
+  event_id: string;
+  event_key: string;
+  payload: unknown;
+}
+
+const counters = new WeakMap<Metrics, Counter<'schema'>>();
+function relayedCounter(metrics: Metrics): Counter<'schema'> {
+  let c = counters.get(metrics);
+  if (!c) {
+    c = new Counter({ name: 'outbox_relayed_total', help: 'Outbox events published to the event bus', labelNames: ['schema'], registers: [metrics.registry] });
+    counters.set(metrics, c);
+  }
+  return c;
+}
+
+/**
+ * Relays a service's outbox to the event bus. Each round runs in one transaction that holds a transaction
+ * advisory lock (one relaying replica at a time, so rows go out in outbox order), reads the oldest unpublished
+ * rows, publishes them and waits for the bus's acknowledgement, then marks them published and commits.
+ * A crash between the acknowledgement and the commit publishes the rows again on the next round: duplicates,
+ * never loss (the audit store deduplicates by event id).
+ */
+export class OutboxRelay {
+  private stopped = false;
+  private readonly waker = new Waker();
+  private running: Promise<void> | undefined;
+  private listener: PgChannelListener | undefined;
+  private lastCleanup = 0;
+  private readonly topic: string;
+  private readonly batchSize: number;
+
+  constructor(private readonly o: OutboxRelayOptions) {
+    if (!/^[a-z_][a-z0-9_]*$/.test(o.schema)) throw new Error(`invalid schema name ${o.schema}`);
+    this.topic = o.topic ?? AUTH_EVENTS_TOPIC;
+    this.batchSize = o.batchSize ?? 500;
+  }
+
+  async start(): Promise<void> {
+    this.listener = new PgChannelListener(this.o.databaseUrl, OUTBOX_CHANNEL, this.o.logger, {
+      onNotify: (schema) => {
+        if (schema === this.o.schema) this.wake();
+      },
+      onLive: () => this.wake(),
+    });
+    await this.listener.start();
+    this.running = this.loop();
+  }
+
+  private wake(): void {
+    this.waker.wake();
+  }
+
+  private sleep(ms: number): Promise<void> {
+    return this.stopped ? Promise.resolve() : this.waker.sleep(ms);
+  }
+
+  private async loop(): Promise<void> {
+    let backoff = 100;
+    while (!this.stopped) {
+      try {
+        const n = await this.relayOnce();
+        backoff = 100;
+        // A full batch means more may be waiting: go again at once.
+        if (n < this.batchSize) await this.sleep(this.o.pollMs ?? 1000);
+      } catch (err) {
+        if (this.stopped) break;
+        this.o.logger.warn({ err: { message: (err as Error).message }, schema: this.o.schema }, 'outbox relay failed, retrying');
+        await this.sleep(backoff);
+        backoff = Math.min(backoff * 2, 10_000);
+      }
+    }
+  }
+
+  /** One round: returns how many events were published (0 when another replica holds the relay lock). */
+  async relayOnce(): Promise<number> {
+    const client = await this.o.pool.connect();
+    try {
+      await client.query('BEGIN');
+      const { rows: lock } = await client.query<{ ok: boolean }>('SELECT pg_try_advisory_xact_lock(hashtext($1)) AS ok', [
+        `secsvc:outbox:${this.o.schema}`,
+      ]);
+      if (!lock[0]?.ok) {
+        await client.query('ROLLBACK');
+        return 0;
+      }
+      const { rows } = await client.query<OutboxRow>(
+        `SELECT seq, event_id, event_key, payload FROM ${this.o.schema}.outbox
+         WHERE published_at IS NULL ORDER BY seq LIMIT $1`,
+        [this.batchSize],
+      );
+      if (rows.length > 0) {
+        await this.o.bus.publish(
+          this.topic,
+          rows.map((r) => ({ id: r.event_id, key: r.event_key, value: JSON.stringify(r.payload) })),
+        );
+        await client.query(`UPDATE ${this.o.schema}.outbox SET published_at = now() WHERE seq = ANY($1::bigint[])`, [rows.map((r) => r.seq)]);
+      }
+      await this.cleanup(client);
+      await client.query('COMMIT');
+      if (this.o.metrics && rows.length > 0) relayedCounter(this.o.metrics).inc({ schema: this.o.schema }, rows.length);
+      return rows.length;
+    } catch (err) {
+      await client.query('ROLLBACK').catch(() => undefined);
+      throw err;
+    } finally {
+      client.release();
+    }
+  }
+
+  /** Publishes until nothing is left (tests and shutdown). */
+  async drain(): Promise<number> {
+    let total = 0;
+    for (;;) {
+      const n = await this.relayOnce();
+      total += n;
+      if (n < this.batchSize) return total;
+    }
+  }
+
+  /** Deletes rows published more than keepPublishedMs ago (once a minute). */
+  private async cleanup(client: PoolClient): Promise<void> {
+    if (Date.now() - this.lastCleanup < 60_000) return;
+    this.lastCleanup = Date.now();
+    await client.query(
+      `DELETE FROM ${this.o.schema}.outbox WHERE published_at < now() - make_interval(secs => $1::double precision / 1000)`,
+      [this.o.keepPublishedMs ?? 86_400_000],
+    );
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    this.wake();
+    await this.running;
+    await this.listener?.stop();
+  }
+}
