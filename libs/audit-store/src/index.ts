@@ -1,1 +1,4 @@
-export {};
+export * from './clickhouse';
+export * from './schema';
+export * from './rows';
+export * from './store';

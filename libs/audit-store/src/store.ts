@@ -1,0 +1,134 @@
+import type { ClickHouseClient } from './clickhouse';
+import { LOG_COLUMNS, type LogRow } from './rows';
+import { LOG_TABLE } from './schema';
+
+/** A keyset position in newest-first order: the last shown entry's time and id. */
+export interface LogPosition {
+  timestamp: string;
+  id: string;
+}
+
+export interface LogFilters {
+  environment: string;
+  events?: string[];
+  from?: string;
+  to?: string;
+  actorId?: string;
+  result?: string;
+}
+
+/** An extra WHERE clause with its ClickHouse parameters (from the search compiler). */
+export interface Clause {
+  where: string;
+  params: Record<string, unknown>;
+}
+
+const SELECT = LOG_COLUMNS.join(', ');
+// ClickHouse renders DateTime64 as "YYYY-MM-DD hh:mm:ss.sss" (UTC here); the API speaks ISO 8601.
+const iso = (ch: string) => (ch.includes('T') ? ch : ch.replace(' ', 'T') + 'Z');
+/** ISO 8601 → the text ClickHouse parses as DateTime64(3) in UTC. */
+const chTime = (isoText: string) => new Date(isoText).toISOString().replace('T', ' ').replace('Z', '');
+
+function filterClause(f: LogFilters, after?: LogPosition): Clause {
+  const parts = ['environment = {env:String}'];
+  const params: Record<string, unknown> = { env: f.environment };
+  if (f.events?.length) {
+    parts.push('event IN {events:Array(String)}');
+    params.events = f.events;
+  }
+  if (f.from) {
+    parts.push(`timestamp >= toDateTime64({from:String}, 3, 'UTC')`);
+    params.from = chTime(f.from);
+  }
+  if (f.to) {
+    parts.push(`timestamp < toDateTime64({to:String}, 3, 'UTC')`);
+    params.to = chTime(f.to);
+  }
+  if (f.actorId) {
+    parts.push('actor_id = {actor:String}');
+    params.actor = f.actorId;
+  }
+  if (f.result) {
+    parts.push('result = {result:String}');
+    params.result = f.result;
+  }
+  if (after) {
+    parts.push(`(timestamp, id) < (toDateTime64({afterTs:String}, 3, 'UTC'), {afterId:String})`);
+    params.afterTs = chTime(after.timestamp);
+    params.afterId = after.id;
+  }
+  return { where: parts.join(' AND '), params };
+}
+
+const toRow = (r: LogRow): LogRow => ({ ...r, timestamp: iso(r.timestamp), lat: r.lat === null ? null : Number(r.lat), lng: r.lng === null ? null : Number(r.lng) });
+
+/**
+ * The audit log in ClickHouse: idempotent inserts, newest-first pages, lookups and search. The same SQL runs
+ * on embedded chdb and on a ClickHouse server.
+ */
+export class LogStore {
+  constructor(private readonly ch: ClickHouseClient) {}
+
+  /**
+   * Inserts the rows whose ids are not stored yet (at-least-once delivery hands some events twice): returns
+   * how many were new. Duplicates inside the batch are dropped too. The insert is one block, so it is
+   * all-or-nothing; the dedup token makes a retried identical insert a no-op as well.
+   */
+  async insert(rows: LogRow[]): Promise<number> {
+    const unique = [...new Map(rows.map((r) => [r.id, r])).values()];
+    if (unique.length === 0) return 0;
+    const times = unique.map((r) => Date.parse(r.timestamp));
+    const existing = await this.ch.query({
+      query: `SELECT id FROM ${LOG_TABLE}
+              WHERE timestamp >= toDateTime64({lo:String}, 3, 'UTC') AND timestamp <= toDateTime64({hi:String}, 3, 'UTC')
+                AND id IN {ids:Array(String)}`,
+      query_params: {
+        lo: chTime(new Date(Math.min(...times)).toISOString()),
+        hi: chTime(new Date(Math.max(...times)).toISOString()),
+        ids: unique.map((r) => r.id),
+      },
+      format: 'JSONEachRow',
+    });
+    const stored = new Set((await existing.json<{ id: string }>()).map((r) => r.id));
+    const fresh = unique.filter((r) => !stored.has(r.id)).map((r) => ({ ...r, timestamp: chTime(r.timestamp) }));
+    if (fresh.length === 0) return 0;
+    await this.ch.insert({
+      table: LOG_TABLE,
+      values: fresh,
+      format: 'JSONEachRow',
+      columns: [...LOG_COLUMNS] as [string, ...string[]],
+    });
+    return fresh.length;
+  }
+
+  /** A newest-first page (limit + 1 rows fetched, so the caller knows whether there is more). */
+  async list(filters: LogFilters, limit: number, after?: LogPosition, extra?: Clause): Promise<LogRow[]> {
+    const base = filterClause(filters, after);
+    const where = extra ? `${base.where} AND (${extra.where})` : base.where;
+    const rs = await this.ch.query({
+      query: `SELECT ${SELECT} FROM ${LOG_TABLE} WHERE ${where} ORDER BY timestamp DESC, id DESC LIMIT {lim:UInt32}`,
+      query_params: { ...base.params, ...extra?.params, lim: limit + 1 },
+      format: 'JSONEachRow',
+    });
+    return (await rs.json<LogRow>()).map(toRow);
+  }
+
+  /** How many entries match (search totals). */
+  async count(filters: LogFilters, extra?: Clause): Promise<number> {
+    const base = filterClause(filters);
+    const where = extra ? `${base.where} AND (${extra.where})` : base.where;
+    const rs = await this.ch.query({ query: `SELECT count() AS n FROM ${LOG_TABLE} WHERE ${where}`, query_params: { ...base.params, ...extra?.params }, format: 'JSONEachRow' });
+    const [row] = await rs.json<{ n: string | number }>();
+    return Number(row?.n ?? 0);
+  }
+
+  async get(environment: string, id: string): Promise<LogRow | undefined> {
+    const rs = await this.ch.query({
+      query: `SELECT ${SELECT} FROM ${LOG_TABLE} WHERE environment = {env:String} AND id = {id:String} LIMIT 1`,
+      query_params: { env: environment, id },
+      format: 'JSONEachRow',
+    });
+    const [row] = await rs.json<LogRow>();
+    return row ? toRow(row) : undefined;
+  }
+}
