@@ -2,3 +2,4 @@ export * from './clickhouse';
 export * from './schema';
 export * from './rows';
 export * from './store';
+export * from './geoip';
