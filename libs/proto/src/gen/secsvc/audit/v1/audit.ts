@@ -53,7 +53,13 @@ export interface ListLogsRequest {
   cursor: string;
   events: string[];
   from?: string | undefined;
-  to?: string | undefined;
+  to?:
+    | string
+    | undefined;
+  /** Only entries whose actor has this id. */
+  actorId: string;
+  /** "success" | "failure" | "" (both) */
+  result: string;
 }
 
 export interface ListLogsResponse {
@@ -476,7 +482,7 @@ export const LogEntry_HighlightsEntry: MessageFns<LogEntry_HighlightsEntry> = {
 };
 
 function createBaseListLogsRequest(): ListLogsRequest {
-  return { environment: "", limit: 0, cursor: "", events: [], from: undefined, to: undefined };
+  return { environment: "", limit: 0, cursor: "", events: [], from: undefined, to: undefined, actorId: "", result: "" };
 }
 
 export const ListLogsRequest: MessageFns<ListLogsRequest> = {
@@ -498,6 +504,12 @@ export const ListLogsRequest: MessageFns<ListLogsRequest> = {
     }
     if (message.to !== undefined) {
       Timestamp.encode(toTimestamp(message.to), writer.uint32(50).fork()).join();
+    }
+    if (message.actorId !== "") {
+      writer.uint32(58).string(message.actorId);
+    }
+    if (message.result !== "") {
+      writer.uint32(66).string(message.result);
     }
     return writer;
   },
@@ -563,6 +575,22 @@ export const ListLogsRequest: MessageFns<ListLogsRequest> = {
             message.to = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
             continue;
           }
+          case 7: {
+            if (tag !== 58) {
+              break;
+            }
+
+            message.actorId = reader.string();
+            continue;
+          }
+          case 8: {
+            if (tag !== 66) {
+              break;
+            }
+
+            message.result = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -583,6 +611,12 @@ export const ListLogsRequest: MessageFns<ListLogsRequest> = {
       events: globalThis.Array.isArray(object?.events) ? object.events.map((e: any) => globalThis.String(e)) : [],
       from: isSet(object.from) ? globalThis.String(object.from) : undefined,
       to: isSet(object.to) ? globalThis.String(object.to) : undefined,
+      actorId: isSet(object.actorId)
+        ? globalThis.String(object.actorId)
+        : isSet(object.actor_id)
+        ? globalThis.String(object.actor_id)
+        : "",
+      result: isSet(object.result) ? globalThis.String(object.result) : "",
     };
   },
 
@@ -606,6 +640,12 @@ export const ListLogsRequest: MessageFns<ListLogsRequest> = {
     if (message.to !== undefined) {
       obj.to = message.to;
     }
+    if (message.actorId !== "") {
+      obj.actorId = message.actorId;
+    }
+    if (message.result !== "") {
+      obj.result = message.result;
+    }
     return obj;
   },
 
@@ -620,6 +660,8 @@ export const ListLogsRequest: MessageFns<ListLogsRequest> = {
     message.events = object.events?.map((e) => e) || [];
     message.from = object.from ?? undefined;
     message.to = object.to ?? undefined;
+    message.actorId = object.actorId ?? "";
+    message.result = object.result ?? "";
     return message;
   },
 };
@@ -1720,8 +1762,8 @@ export const Export: MessageFns<Export> = {
 };
 
 /**
- * Audit log reads, search and exports (implemented by the Audit and Export issues; until then every RPC
- * answers UNIMPLEMENTED).
+ * Audit log reads and search (apps/audit), and exports (the Export issue; until then those RPCs answer
+ * UNIMPLEMENTED).
  */
 export type AuditServiceService = typeof AuditServiceService;
 export const AuditServiceService = {
