@@ -3,3 +3,4 @@ export * from './schema';
 export * from './rows';
 export * from './store';
 export * from './geoip';
+export * from './search';

@@ -1,0 +1,4 @@
+export * from './tokens';
+export * from './query';
+export * from './compile';
+export * from './highlight';
