@@ -23,3 +23,22 @@ if [ ! -x "$BIN/opa" ] || [ "$(cat "$BIN/opa.version" 2>/dev/null)" != "$OPA_VER
   echo "$OPA_VERSION" > "$BIN/opa.version"
 fi
 echo "opa $OPA_VERSION: $BIN/opa"
+
+# The Apache Kafka broker (KRaft mode, Java 17) for the Kafka event-bus tests: jars resolved by Maven from
+# scripts/kafka/pom.xml into ${SECSVC_KAFKA_LIBS:-$HOME/.cache/secsvc/kafka-<version>/libs}, where the test
+# harness (libs/shared/src/testing/kafka.ts) looks too. Maven's own cache (~/.m2) makes a reinstall take
+# seconds. The stamp is the pom's hash, so any change of the pom (versions, logging backend) installs again.
+KAFKA_POM="$(cd "$(dirname "$0")" && pwd)/kafka/pom.xml"
+KAFKA_VERSION="$(sed -n 's:.*<kafka.version>\(.*\)</kafka.version>.*:\1:p' "$KAFKA_POM")"
+KAFKA_LIBS="${SECSVC_KAFKA_LIBS:-$HOME/.cache/secsvc/kafka-$KAFKA_VERSION/libs}"
+KAFKA_STAMP="$(sha256sum "$KAFKA_POM" | cut -c1-64)"
+if [ ! -f "$KAFKA_LIBS/kafka_2.13-$KAFKA_VERSION.jar" ] || [ "$(cat "$KAFKA_LIBS.version" 2>/dev/null)" != "$KAFKA_STAMP" ]; then
+  echo "installing the Kafka $KAFKA_VERSION broker jars into $KAFKA_LIBS"
+  mkdir -p "$(dirname "$KAFKA_LIBS")"
+  rm -rf "$KAFKA_LIBS.partial"
+  mvn -q -B -Dstyle.color=never -f "$KAFKA_POM" dependency:copy-dependencies -DincludeScope=runtime -DoutputDirectory="$KAFKA_LIBS.partial"
+  rm -rf "$KAFKA_LIBS"
+  mv "$KAFKA_LIBS.partial" "$KAFKA_LIBS"
+  echo "$KAFKA_STAMP" > "$KAFKA_LIBS.version"
+fi
+echo "kafka $KAFKA_VERSION: $KAFKA_LIBS"

@@ -19,4 +19,5 @@ export * from './outbox';
 export * from './pg-listener';
 export * from './bus/port';
 export * from './bus/postgres';
+export * from './bus/kafka';
 export * from './outbox-relay';

@@ -1,0 +1,405 @@
+import {
+  Kafka,
+  logLevel,
+  Partitioners,
+  type Admin,
+  type Consumer,
+  type EachBatchPayload,
+  type KafkaMessage,
+  type logCreator,
+  type Message,
+  type Producer,
+} from 'kafkajs';
+import type { Logger } from '../logger';
+import { Waker } from '../waker';
+import {
+  DEFAULT_MAX_BATCH_SIZE,
+  DEFAULT_MAX_WAIT_MS,
+  type BatchHandler,
+  type BusRecord,
+  type EventBus,
+  type SubscribeOptions,
+  type Subscription,
+} from './port';
+
+/**
+ * The Kafka event bus (distributed profile), on kafkajs.
+ *
+ * - Publishing: one idempotent producer per bus (acks from all in-sync replicas, one request in flight per
+ *   connection), records keyed by BusRecord.key (so one key stays on one partition, in order), the record id
+ *   in header `id`. publish() resolves once the broker acknowledged every record. After a failed publish the
+ *   producer is replaced: kafkajs rolls back its sequence numbers on failure, and reusing them for different
+ *   records could make the broker drop those as duplicates of a write that did land.
+ * - Topics are created on demand (admin createTopics, `partitions` partitions) before the first publish or
+ *   subscribe, so the broker's auto-creation may stay off.
+ * - Subscribing: one kafkajs consumer per subscription in the SubscribeOptions.group consumer group, from the
+ *   beginning for a group without positions, auto-resolve and auto-commit off. Fetched records go to a buffer
+ *   and the fetch position moves on (so the next fetch overlaps the handler); a batch is handed over when
+ *   maxBatchSize records are buffered or the oldest waited maxWaitMs. The group's committed position moves
+ *   only after the handler resolved for the batch. When it throws, nothing is committed, every partition in
+ *   the batch or the buffer is sought back to its first unhandled record and the buffer is dropped: the same
+ *   records come again after a backoff, none skipped.
+ * - A rebalance drops the buffer (kafkajs fetches again from the committed positions), so a record may be
+ *   handed over twice, never lost: at least once, per-key order within a partition's run.
+ */
+
+export interface KafkaBusOptions {
+  /** Bootstrap addresses of broker listeners (never a KRaft controller listener). */
+  brokers: string[];
+  logger: Logger;
+  clientId?: string;
+  /** Partitions of each topic the adapter creates (default 6). Existing topics are left as they are. */
+  partitions?: number;
+  /** Replicas of each topic it creates (default: the broker's default.replication.factor). */
+  replicationFactor?: number;
+  /**
+   * How long the group waits for a silent member before handing its partitions to others (default 10 s; the
+   * broker accepts 6 s to 30 min by default). A consumer that restarts after losing the broker joins as a new
+   * member, so its partitions wait this long.
+   */
+  sessionTimeoutMs?: number;
+}
+
+export const DEFAULT_KAFKA_PARTITIONS = 6;
+/** The header carrying BusRecord.id. */
+export const KAFKA_ID_HEADER = 'id';
+/** A publish is sent in requests of at most this many bytes of keys, values and ids (the broker's limit is 1 MiB per partition batch). */
+const PUBLISH_CHUNK_BYTES = 512 * 1024;
+/** How long a fetch waits on the broker when there is nothing to read (also bounds how long stop() waits for it). */
+const FETCH_WAIT_MS = 500;
+const DEFAULT_SESSION_TIMEOUT_MS = 10_000;
+const RETRY = { initialRetryTime: 100, maxRetryTime: 2000, retries: 10 };
+
+/**
+ * kafkajs logs through our logger, quietly: its WARN and ERROR lines (mostly retried, transient conditions:
+ * a broker restarting, a coordinator loading) become warnings; nothing below that is produced.
+ */
+export function kafkaLogCreator(logger: Logger): logCreator {
+  return () =>
+    ({ namespace, level, log }) => {
+      const { message, timestamp: _timestamp, logger: _name, stack: _stack, ...fields } = log as Record<string, unknown> & { message: string };
+      // We cap the producer's retries on purpose and replace the producer after a failure (see above).
+      if (message.startsWith('Limiting retries for the idempotent producer')) return;
+      if (level === logLevel.ERROR || level === logLevel.WARN) logger.warn({ kafka: namespace, ...fields }, `kafka: ${message}`);
+      else logger.debug({ kafka: namespace, ...fields }, `kafka: ${message}`);
+    };
+}
+
+export async function createKafkaBus(options: KafkaBusOptions): Promise<EventBus> {
+  if (options.brokers.length === 0) throw new Error('Kafka event bus: no brokers given');
+  const kafka = new Kafka({
+    clientId: options.clientId ?? 'secsvc',
+    brokers: options.brokers,
+    logLevel: logLevel.WARN,
+    logCreator: kafkaLogCreator(options.logger),
+    connectionTimeout: 3000,
+    retry: RETRY,
+  });
+  const admin = kafka.admin();
+  await admin.connect();
+  return new KafkaBus(kafka, admin, options);
+}
+
+class KafkaBus implements EventBus {
+  readonly kind = 'kafka' as const;
+  private readonly topics = new Map<string, Promise<void>>();
+  private readonly subscriptions = new Set<KafkaSubscription>();
+  private producer: Promise<Producer> | undefined;
+  /** Publishes go one at a time (ordered per key across calls, one producer session at a time). */
+  private publishing: Promise<unknown> = Promise.resolve();
+  private closed = false;
+
+  constructor(
+    private readonly kafka: Kafka,
+    private readonly admin: Admin,
+    private readonly options: KafkaBusOptions,
+  ) {}
+
+  /** Creates the topic unless it exists (once per topic and bus; a failure is retried on the next call). */
+  ensureTopic(topic: string): Promise<void> {
+    let created = this.topics.get(topic);
+    if (!created) {
+      created = this.admin
+        .createTopics({
+          waitForLeaders: true,
+          topics: [{ topic, numPartitions: this.options.partitions ?? DEFAULT_KAFKA_PARTITIONS, replicationFactor: this.options.replicationFactor ?? -1 }],
+        })
+        .then(() => undefined);
+      this.topics.set(topic, created);
+      created.catch(() => this.topics.delete(topic));
+    }
+    return created;
+  }
+
+  private connectedProducer(): Promise<Producer> {
+    if (!this.producer) {
+      const producer = this.kafka.producer({
+        idempotent: true,
+        maxInFlightRequests: 1,
+        allowAutoTopicCreation: false,
+        createPartitioner: Partitioners.DefaultPartitioner,
+        retry: RETRY,
+      });
+      const connecting = producer.connect().then(() => producer);
+      this.producer = connecting;
+      connecting.catch(() => {
+        if (this.producer === connecting) this.producer = undefined;
+      });
+    }
+    return this.producer;
+  }
+
+  async publish(topic: string, records: BusRecord[]): Promise<void> {
+    if (this.closed) throw new Error('event bus closed');
+    if (records.length === 0) return;
+    await this.ensureTopic(topic);
+    const run = this.publishing.then(async () => {
+      const producer = await this.connectedProducer();
+      try {
+        for (const messages of chunks(records)) await producer.send({ topic, acks: -1, messages });
+      } catch (err) {
+        // A fresh producer id, so no sequence number of the failed attempt is ever reused.
+        this.producer = undefined;
+        await producer.disconnect().catch(() => undefined);
+        throw err;
+      }
+    });
+    this.publishing = run.catch(() => undefined);
+    await run;
+  }
+
+  async subscribe(options: SubscribeOptions, handler: BatchHandler): Promise<Subscription> {
+    if (this.closed) throw new Error('event bus closed');
+    await this.ensureTopic(options.topic);
+    const sub = new KafkaSubscription(this.kafka, this.options, options, handler, () => this.subscriptions.delete(sub));
+    this.subscriptions.add(sub);
+    try {
+      await sub.start();
+    } catch (err) {
+      await sub.stop();
+      throw err;
+    }
+    return sub;
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    await Promise.all([...this.subscriptions].map((s) => s.stop()));
+    await this.publishing;
+    const producer = await this.producer?.catch(() => undefined);
+    await producer?.disconnect();
+    await this.admin.disconnect();
+  }
+}
+
+/** Splits a publish into requests of bounded size, keeping the order. */
+function chunks(records: BusRecord[]): Message[][] {
+  const out: Message[][] = [];
+  let current: Message[] = [];
+  let bytes = 0;
+  for (const r of records) {
+    const size = Buffer.byteLength(r.key) + Buffer.byteLength(r.value) + Buffer.byteLength(r.id) + 64;
+    if (current.length > 0 && bytes + size > PUBLISH_CHUNK_BYTES) {
+      out.push(current);
+      current = [];
+      bytes = 0;
+    }
+    current.push({ key: r.key, value: r.value, headers: { [KAFKA_ID_HEADER]: r.id } });
+    bytes += size;
+  }
+  if (current.length > 0) out.push(current);
+  return out;
+}
+
+function toRecord(topic: string, partition: number, m: KafkaMessage): BusRecord {
+  const header = m.headers?.[KAFKA_ID_HEADER];
+  const id = Array.isArray(header) ? header[0] : header;
+  return {
+    // A record from a foreign producer without the header still gets a stable id.
+    id: id === undefined ? `${topic}/${partition}/${m.offset}` : id.toString(),
+    key: m.key?.toString() ?? '',
+    value: m.value?.toString() ?? '',
+  };
+}
+
+interface Buffered {
+  partition: number;
+  offset: bigint;
+  at: number;
+  record: BusRecord;
+}
+
+class KafkaSubscription implements Subscription {
+  private readonly consumer: Consumer;
+  private readonly topic: string;
+  private readonly maxBatch: number;
+  private readonly maxWaitMs: number;
+  /** Fetched, not yet handed over, in fetch order (offset order within each partition). */
+  private buffer: Buffered[] = [];
+  /** Bumped whenever the buffer is dropped (a failed batch, a rebalance): batches being added stop. */
+  private epoch = 0;
+  /** Per partition, the offset to commit next (last handled + 1), until a commit saved it. */
+  private readonly toCommit = new Map<number, bigint>();
+  private assigned = new Set<number>();
+  private readonly dispatcher = new Waker();
+  private roomWaiters: Array<() => void> = [];
+  private stopping = false;
+  private loop: Promise<void> | undefined;
+  private stopped: Promise<void> | undefined;
+
+  private readonly logger: Logger;
+
+  constructor(
+    kafka: Kafka,
+    bus: KafkaBusOptions,
+    options: SubscribeOptions,
+    private readonly handler: BatchHandler,
+    private readonly onStopped: () => void,
+  ) {
+    this.logger = bus.logger;
+    this.topic = options.topic;
+    this.maxBatch = Math.max(1, options.maxBatchSize ?? DEFAULT_MAX_BATCH_SIZE);
+    this.maxWaitMs = Math.max(0, options.maxWaitMs ?? DEFAULT_MAX_WAIT_MS);
+    this.consumer = kafka.consumer({
+      groupId: options.group,
+      allowAutoTopicCreation: false,
+      maxWaitTimeInMs: FETCH_WAIT_MS,
+      sessionTimeout: bus.sessionTimeoutMs ?? DEFAULT_SESSION_TIMEOUT_MS,
+      heartbeatInterval: Math.min(3000, Math.floor((bus.sessionTimeoutMs ?? DEFAULT_SESSION_TIMEOUT_MS) / 5)),
+      retry: RETRY,
+    });
+    this.consumer.on(this.consumer.events.GROUP_JOIN, ({ payload }) => {
+      // kafkajs starts again from the committed positions: whatever is buffered would come twice.
+      this.dropBuffer();
+      this.assigned = new Set(payload.memberAssignment[this.topic] ?? []);
+      for (const p of [...this.toCommit.keys()]) if (!this.assigned.has(p)) this.toCommit.delete(p);
+    });
+    // kafkajs resolves commitOffsets without committing when its runner is not running (mid-restart), so a
+    // position counts as saved only when the broker confirmed it.
+    this.consumer.on(this.consumer.events.COMMIT_OFFSETS, ({ payload }) => {
+      for (const t of payload.topics) {
+        if (t.topic !== this.topic) continue;
+        for (const { partition, offset } of t.partitions) {
+          const p = Number(partition);
+          if (this.toCommit.get(p) === BigInt(String(offset))) this.toCommit.delete(p);
+        }
+      }
+    });
+    this.consumer.on(this.consumer.events.CRASH, ({ payload }) => {
+      const fields = { topic: this.topic, group: options.group, err: { message: payload.error.message } };
+      if (payload.restart) this.logger.warn(fields, 'kafka consumer restarting after an error');
+      else this.logger.error(fields, 'kafka consumer stopped after an error');
+    });
+  }
+
+  async start(): Promise<void> {
+    await this.consumer.connect();
+    await this.consumer.subscribe({ topics: [this.topic], fromBeginning: true });
+    await this.consumer.run({
+      autoCommit: false,
+      eachBatchAutoResolve: false,
+      eachBatch: (payload) => this.receive(payload),
+    });
+    this.loop = this.dispatch();
+  }
+
+  /** kafkajs hands over one partition's fetched records: buffer them, moving the fetch position along. */
+  private async receive({ batch, resolveOffset, heartbeat, isRunning, isStale }: EachBatchPayload): Promise<void> {
+    const epoch = this.epoch;
+    const current = () => epoch === this.epoch && !this.stopping && isRunning() && !isStale();
+    for (const message of batch.messages) {
+      while (this.buffer.length >= 2 * this.maxBatch && current()) {
+        // Back-pressure while the handler catches up; the group must still hear from us.
+        await new Promise<void>((resolve) => {
+          const timer = setTimeout(resolve, 1000);
+          this.roomWaiters.push(() => (clearTimeout(timer), resolve()));
+        });
+        await heartbeat();
+      }
+      if (!current()) return;
+      this.buffer.push({ partition: batch.partition, offset: BigInt(message.offset), at: Date.now(), record: toRecord(batch.topic, batch.partition, message) });
+      resolveOffset(message.offset);
+    }
+    this.dispatcher.wake();
+  }
+
+  private freeRoom(): void {
+    const waiters = this.roomWaiters;
+    this.roomWaiters = [];
+    for (const w of waiters) w();
+  }
+
+  private dropBuffer(): void {
+    this.epoch++;
+    this.buffer = [];
+    this.freeRoom();
+  }
+
+  /** Hands over batches one at a time; commits after each one the handler resolved. */
+  private async dispatch(): Promise<void> {
+    let failures = 0;
+    while (!this.stopping) {
+      const oldest = this.buffer[0];
+      const due = oldest ? oldest.at + this.maxWaitMs - Date.now() : FETCH_WAIT_MS;
+      if (!oldest || (this.buffer.length < this.maxBatch && due > 0)) {
+        await this.dispatcher.sleep(Math.max(1, due));
+        continue;
+      }
+      const batch = this.buffer.splice(0, this.maxBatch);
+      this.freeRoom();
+      try {
+        await this.handler(batch.map((b) => b.record));
+      } catch (err) {
+        failures++;
+        this.logger.warn({ topic: this.topic, err: { message: (err as Error).message }, failures }, 'event bus handler failed; the batch comes again');
+        this.rewind(batch);
+        await this.dispatcher.sleep(Math.min(100 * 2 ** (failures - 1), 5000));
+        continue;
+      }
+      failures = 0;
+      for (const b of batch) {
+        const next = b.offset + 1n;
+        if ((this.toCommit.get(b.partition) ?? -1n) < next) this.toCommit.set(b.partition, next);
+      }
+      await this.commit();
+    }
+  }
+
+  /** Seeks every partition with unhandled fetched records back to the first of them and drops the buffer. */
+  private rewind(failed: Buffered[]): void {
+    const first = new Map<number, bigint>();
+    for (const b of [...failed, ...this.buffer]) {
+      const seen = first.get(b.partition);
+      if (seen === undefined || b.offset < seen) first.set(b.partition, b.offset);
+    }
+    this.dropBuffer();
+    for (const [partition, offset] of first) this.consumer.seek({ topic: this.topic, partition, offset: offset.toString() });
+  }
+
+  /** Saves the handled positions; a failed commit is kept and tried again after the next batch or at stop. */
+  private async commit(): Promise<void> {
+    const entries = [...this.toCommit].filter(([p]) => this.assigned.has(p));
+    if (entries.length === 0) return;
+    try {
+      await this.consumer.commitOffsets(entries.map(([partition, offset]) => ({ topic: this.topic, partition, offset: offset.toString() })));
+    } catch (err) {
+      this.logger.warn({ topic: this.topic, err: { message: (err as Error).message } }, 'event bus commit failed; retried with the next batch');
+    }
+  }
+
+  stop(): Promise<void> {
+    this.stopped ??= (async () => {
+      this.stopping = true;
+      this.dispatcher.wake();
+      this.freeRoom();
+      await this.loop;
+      await this.commit();
+      if (this.toCommit.size > 0) {
+        this.logger.warn({ topic: this.topic, partitions: [...this.toCommit.keys()] }, 'event bus positions not saved at stop; those records come again');
+      }
+      await this.consumer.disconnect();
+      this.onStopped();
+    })();
+    return this.stopped;
+  }
+}

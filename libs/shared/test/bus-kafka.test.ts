@@ -1,0 +1,93 @@
+import { randomUUID } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { createKafkaBus } from '../src/bus/kafka';
+import type { BusRecord, EventBus } from '../src/bus/port';
+import { createLogger } from '../src/logger';
+import { KAFKA_VERSION, kafkaUnavailable, startKafka, type KafkaTestBroker } from '../src/testing/kafka';
+import { describeBusContract } from './bus-contract';
+
+const logger = createLogger('bus-kafka-test', 'silent');
+
+test('the harness looks for the broker version the install step resolves (scripts/kafka/pom.xml)', () => {
+  const pom = readFileSync(path.join(__dirname, '../../../scripts/kafka/pom.xml'), 'utf8');
+  expect(pom).toContain(`<kafka.version>${KAFKA_VERSION}</kafka.version>`);
+});
+
+// Without the broker jars or java: under CI=true (read, never set, here) the suite runs and its beforeAll fails
+// with the reason, because CI must not pass on a missing dependency; elsewhere it is skipped and says why on
+// stderr (Jest's default reporter only counts skipped tests).
+const missing = kafkaUnavailable();
+const skip = missing !== undefined && process.env.CI !== 'true';
+if (skip) process.stderr.write(`SKIPPED "Kafka event bus": ${missing}\n`);
+const describeKafka = skip ? describe.skip : describe; // skip reason: no Kafka install outside CI (see above)
+
+describeKafka('Kafka event bus against a real broker', () => {
+  let broker: KafkaTestBroker;
+  beforeAll(async () => {
+    broker = await startKafka();
+  }, 120_000);
+  afterAll(async () => {
+    await broker?.stop();
+  }, 60_000);
+
+  describeBusContract('kafka', () => createKafkaBus({ brokers: broker.brokers, logger, clientId: 'contract' }));
+
+  test('producer and consumer recover by themselves when the broker restarts: every record arrives', async () => {
+    const topic = `fault-${randomUUID().slice(0, 8)}`;
+    const make = (from: number, n: number): BusRecord[] =>
+      Array.from({ length: n }, (_, i) => ({ id: `log_${String(from + i).padStart(6, '0')}`, key: `actor_${(from + i) % 7}`, value: JSON.stringify({ i: from + i }) }));
+    const before = make(0, 300);
+    const during = make(300, 100);
+    const after = make(400, 300);
+    const buses: EventBus[] = [];
+    try {
+      const producer = await createKafkaBus({ brokers: broker.brokers, logger, clientId: 'fault-producer' });
+      const consumer = await createKafkaBus({ brokers: broker.brokers, logger, clientId: 'fault-consumer' });
+      buses.push(producer, consumer);
+      await producer.publish(topic, before);
+
+      const seen = new Set<string>();
+      let deliveries = 0;
+      const reached = (n: number, withinMs = 40_000) =>
+        new Promise<void>((resolve, reject) => {
+          const deadline = Date.now() + withinMs;
+          const check = setInterval(() => {
+            if (seen.size >= n || Date.now() > deadline) {
+              clearInterval(check);
+              if (seen.size >= n) resolve();
+              else reject(new Error(`${seen.size} of ${n} records arrived within ${withinMs} ms`));
+            }
+          }, 20);
+        });
+      // Once 100 records are handled, the handler holds its next batch until the broker is gone, so the crash
+      // finds records handed over but not committed, and records fetched but not yet handed over.
+      let brokerDown!: () => void;
+      const gate = new Promise<void>((resolve) => (brokerDown = resolve));
+      const sub = await consumer.subscribe({ topic, group: 'audit', maxBatchSize: 25, maxWaitMs: 20 }, async (batch) => {
+        if (seen.size >= 100) await gate;
+        deliveries += batch.length;
+        for (const r of batch) seen.add(r.id);
+      });
+
+      await reached(100);
+      expect(seen.size).toBeLessThan(before.length);
+      // A crash, not a controlled shutdown (the broker recovers its log on start), and a publish that starts
+      // while the broker is down: the producer retries until it is back.
+      const restarted = broker.restart({ signal: 'SIGKILL' });
+      await new Promise((r) => setTimeout(r, 300));
+      brokerDown();
+      await producer.publish(topic, during);
+      await restarted;
+      await producer.publish(topic, after);
+      await reached(before.length + during.length + after.length);
+      await sub.stop();
+
+      const all = [...before, ...during, ...after];
+      expect([...seen].sort()).toEqual(all.map((r) => r.id));
+      expect(deliveries).toBeGreaterThanOrEqual(all.length);
+    } finally {
+      await Promise.all(buses.map((b) => b.close()));
+    }
+  }, 90_000);
+});
