@@ -18,6 +18,7 @@ import { getUser } from './rpc/get-user';
 import { listUsers } from './rpc/list-users';
 import { updateUser } from './rpc/update-user';
 import { watchCredentialChanges } from './rpc/watch-credential-changes';
+import { reportRateLimitExceeded } from './rpc/report-rate-limit-exceeded';
 
 void runProcess('identity', () => loadIdentityConfig(), async ({ config, logger, metrics }) => {
   const pool = createPool(config.DATABASE_URL, config.DATABASE_POOL_MAX, logger, 'identity');
@@ -58,6 +59,7 @@ void runProcess('identity', () => loadIdentityConfig(), async ({ config, logger,
           issueAccessToken: issueAccessToken(ctx, signingKeys),
           getJwks: getJwks(signingKeys),
           reportAuthFailure: reportAuthFailure(ctx),
+          reportRateLimitExceeded: reportRateLimitExceeded(ctx),
           setPassword: setPassword(ctx),
           login: login(ctx),
           requestPasswordReset: requestPasswordReset(ctx),

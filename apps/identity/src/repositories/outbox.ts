@@ -45,3 +45,28 @@ export async function recordAuthFailure(
     metadata: { credential, prefix, reason },
   }).catch((err: unknown) => logger.warn({ err: { message: (err as Error).message } }, 'could not record auth.failed'));
 }
+
+/**
+ * A caller over its rate limit (rate_limit.exceeded), reported by a gateway once per subject and window and
+ * recorded outside any transaction. The actor is the caller (an API key, a user, or anonymous for an ip).
+ */
+export async function recordRateLimitExceeded(
+  pool: Pool,
+  call: CallContext,
+  environment: string,
+  subject: { type: 'api_key' | 'user' | 'ip'; id: string },
+  limit: number,
+  windowSeconds: number,
+): Promise<void> {
+  const caller = callerOf(call);
+  await appendEvent(pool, {
+    ...caller,
+    environment,
+    type: 'rate_limit.exceeded',
+    target: subject.type === 'ip' ? { id: caller.context.ip, type: 'ip' } : { id: subject.id, type: subject.type },
+    result: 'failure',
+    traceId: call.requestId,
+    metadata: { limit, windowSeconds, subject: subject.type },
+  });
+}
+

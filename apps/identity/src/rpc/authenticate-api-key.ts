@@ -35,5 +35,6 @@ export const authenticateApiKey =
       environment: row.environment,
       plan: row.plan,
       expiresAt: expiresAt?.toISOString(),
+      rateLimit: row.rate_limit ?? undefined,
     };
   };

@@ -1,3 +1,4 @@
 export * from './local-stack';
 export * from './ports';
 export * from './postgres';
+export * from './gateway-process';

@@ -97,7 +97,11 @@ export interface ApiKeyPrincipal {
   environment: string;
   plan: string;
   /** When the key stops working on its own; unset for keys that do not expire. */
-  expiresAt?: string | undefined;
+  expiresAt?:
+    | string
+    | undefined;
+  /** Requests per minute for enterprise keys with a custom limit. */
+  rateLimit?: number | undefined;
 }
 
 export interface AuthenticateSessionRequest {
@@ -254,6 +258,21 @@ export interface ReportAuthFailureRequest {
 }
 
 export interface ReportAuthFailureResponse {
+}
+
+export interface ReportRateLimitExceededRequest {
+  /** The environment of the caller ("live" for calls without a credential). */
+  environment: string;
+  /** Whose budget ran out: "api_key", "user" or "ip". */
+  subjectType: string;
+  /** The key or user id; empty for an ip (the client ip is in the call context). */
+  subjectId: string;
+  /** Requests allowed per window. */
+  limit: number;
+  windowSeconds: number;
+}
+
+export interface ReportRateLimitExceededResponse {
 }
 
 export interface Jwks {
@@ -1310,7 +1329,7 @@ export const AuthenticateApiKeyRequest: MessageFns<AuthenticateApiKeyRequest> = 
 };
 
 function createBaseApiKeyPrincipal(): ApiKeyPrincipal {
-  return { keyId: "", keyType: "", environment: "", plan: "", expiresAt: undefined };
+  return { keyId: "", keyType: "", environment: "", plan: "", expiresAt: undefined, rateLimit: undefined };
 }
 
 export const ApiKeyPrincipal: MessageFns<ApiKeyPrincipal> = {
@@ -1329,6 +1348,9 @@ export const ApiKeyPrincipal: MessageFns<ApiKeyPrincipal> = {
     }
     if (message.expiresAt !== undefined) {
       Timestamp.encode(toTimestamp(message.expiresAt), writer.uint32(42).fork()).join();
+    }
+    if (message.rateLimit !== undefined) {
+      writer.uint32(48).int32(message.rateLimit);
     }
     return writer;
   },
@@ -1386,6 +1408,14 @@ export const ApiKeyPrincipal: MessageFns<ApiKeyPrincipal> = {
             message.expiresAt = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
             continue;
           }
+          case 6: {
+            if (tag !== 48) {
+              break;
+            }
+
+            message.rateLimit = reader.int32();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1417,6 +1447,11 @@ export const ApiKeyPrincipal: MessageFns<ApiKeyPrincipal> = {
         : isSet(object.expires_at)
         ? globalThis.String(object.expires_at)
         : undefined,
+      rateLimit: isSet(object.rateLimit)
+        ? globalThis.Number(object.rateLimit)
+        : isSet(object.rate_limit)
+        ? globalThis.Number(object.rate_limit)
+        : undefined,
     };
   },
 
@@ -1437,6 +1472,9 @@ export const ApiKeyPrincipal: MessageFns<ApiKeyPrincipal> = {
     if (message.expiresAt !== undefined) {
       obj.expiresAt = message.expiresAt;
     }
+    if (message.rateLimit !== undefined) {
+      obj.rateLimit = Math.round(message.rateLimit);
+    }
     return obj;
   },
 
@@ -1450,6 +1488,7 @@ export const ApiKeyPrincipal: MessageFns<ApiKeyPrincipal> = {
     message.environment = object.environment ?? "";
     message.plan = object.plan ?? "";
     message.expiresAt = object.expiresAt ?? undefined;
+    message.rateLimit = object.rateLimit ?? undefined;
     return message;
   },
 };
@@ -3870,6 +3909,205 @@ export const ReportAuthFailureResponse: MessageFns<ReportAuthFailureResponse> = 
   },
 };
 
+function createBaseReportRateLimitExceededRequest(): ReportRateLimitExceededRequest {
+  return { environment: "", subjectType: "", subjectId: "", limit: 0, windowSeconds: 0 };
+}
+
+export const ReportRateLimitExceededRequest: MessageFns<ReportRateLimitExceededRequest> = {
+  encode(message: ReportRateLimitExceededRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.environment !== "") {
+      writer.uint32(10).string(message.environment);
+    }
+    if (message.subjectType !== "") {
+      writer.uint32(18).string(message.subjectType);
+    }
+    if (message.subjectId !== "") {
+      writer.uint32(26).string(message.subjectId);
+    }
+    if (message.limit !== 0) {
+      writer.uint32(32).int32(message.limit);
+    }
+    if (message.windowSeconds !== 0) {
+      writer.uint32(40).int32(message.windowSeconds);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ReportRateLimitExceededRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseReportRateLimitExceededRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.environment = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.subjectType = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.subjectId = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.limit = reader.int32();
+            continue;
+          }
+          case 5: {
+            if (tag !== 40) {
+              break;
+            }
+
+            message.windowSeconds = reader.int32();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ReportRateLimitExceededRequest {
+    return {
+      environment: isSet(object.environment) ? globalThis.String(object.environment) : "",
+      subjectType: isSet(object.subjectType)
+        ? globalThis.String(object.subjectType)
+        : isSet(object.subject_type)
+        ? globalThis.String(object.subject_type)
+        : "",
+      subjectId: isSet(object.subjectId)
+        ? globalThis.String(object.subjectId)
+        : isSet(object.subject_id)
+        ? globalThis.String(object.subject_id)
+        : "",
+      limit: isSet(object.limit) ? globalThis.Number(object.limit) : 0,
+      windowSeconds: isSet(object.windowSeconds)
+        ? globalThis.Number(object.windowSeconds)
+        : isSet(object.window_seconds)
+        ? globalThis.Number(object.window_seconds)
+        : 0,
+    };
+  },
+
+  toJSON(message: ReportRateLimitExceededRequest): unknown {
+    const obj: any = {};
+    if (message.environment !== "") {
+      obj.environment = message.environment;
+    }
+    if (message.subjectType !== "") {
+      obj.subjectType = message.subjectType;
+    }
+    if (message.subjectId !== "") {
+      obj.subjectId = message.subjectId;
+    }
+    if (message.limit !== 0) {
+      obj.limit = Math.round(message.limit);
+    }
+    if (message.windowSeconds !== 0) {
+      obj.windowSeconds = Math.round(message.windowSeconds);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ReportRateLimitExceededRequest>, I>>(base?: I): ReportRateLimitExceededRequest {
+    return ReportRateLimitExceededRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ReportRateLimitExceededRequest>, I>>(
+    object: I,
+  ): ReportRateLimitExceededRequest {
+    const message = createBaseReportRateLimitExceededRequest();
+    message.environment = object.environment ?? "";
+    message.subjectType = object.subjectType ?? "";
+    message.subjectId = object.subjectId ?? "";
+    message.limit = object.limit ?? 0;
+    message.windowSeconds = object.windowSeconds ?? 0;
+    return message;
+  },
+};
+
+function createBaseReportRateLimitExceededResponse(): ReportRateLimitExceededResponse {
+  return {};
+}
+
+export const ReportRateLimitExceededResponse: MessageFns<ReportRateLimitExceededResponse> = {
+  encode(_: ReportRateLimitExceededResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ReportRateLimitExceededResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseReportRateLimitExceededResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(_: any): ReportRateLimitExceededResponse {
+    return {};
+  },
+
+  toJSON(_: ReportRateLimitExceededResponse): unknown {
+    const obj: any = {};
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ReportRateLimitExceededResponse>, I>>(base?: I): ReportRateLimitExceededResponse {
+    return ReportRateLimitExceededResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ReportRateLimitExceededResponse>, I>>(_: I): ReportRateLimitExceededResponse {
+    const message = createBaseReportRateLimitExceededResponse();
+    return message;
+  },
+};
+
 function createBaseJwks(): Jwks {
   return { jwksJson: "" };
 }
@@ -5280,6 +5518,22 @@ export const IdentityServiceService = {
       Buffer.from(ReportAuthFailureResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): ReportAuthFailureResponse => ReportAuthFailureResponse.decode(value),
   },
+  /**
+   * A caller went over its rate limit (gateways report the first refusal per subject and window), recorded
+   * as a rate_limit.exceeded event; actor and context come from the call metadata like every event's.
+   */
+  reportRateLimitExceeded: {
+    path: "/secsvc.identity.v1.IdentityService/ReportRateLimitExceeded" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: ReportRateLimitExceededRequest): Buffer =>
+      Buffer.from(ReportRateLimitExceededRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): ReportRateLimitExceededRequest => ReportRateLimitExceededRequest.decode(value),
+    responseSerialize: (value: ReportRateLimitExceededResponse): Buffer =>
+      Buffer.from(ReportRateLimitExceededResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): ReportRateLimitExceededResponse =>
+      ReportRateLimitExceededResponse.decode(value),
+  },
 } as const;
 
 export interface IdentityServiceServer extends UntypedServiceImplementation {
@@ -5334,6 +5588,11 @@ export interface IdentityServiceServer extends UntypedServiceImplementation {
   getJwks: handleUnaryCall<GetJwksRequest, Jwks>;
   /** A credential the gateway refused on its own (a JWT), recorded as auth.failed like identity's refusals. */
   reportAuthFailure: handleUnaryCall<ReportAuthFailureRequest, ReportAuthFailureResponse>;
+  /**
+   * A caller went over its rate limit (gateways report the first refusal per subject and window), recorded
+   * as a rate_limit.exceeded event; actor and context come from the call metadata like every event's.
+   */
+  reportRateLimitExceeded: handleUnaryCall<ReportRateLimitExceededRequest, ReportRateLimitExceededResponse>;
 }
 
 export interface IdentityServiceClient extends Client {
@@ -5725,6 +5984,25 @@ export interface IdentityServiceClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: ReportAuthFailureResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * A caller went over its rate limit (gateways report the first refusal per subject and window), recorded
+   * as a rate_limit.exceeded event; actor and context come from the call metadata like every event's.
+   */
+  reportRateLimitExceeded(
+    request: ReportRateLimitExceededRequest,
+    callback: (error: ServiceError | null, response: ReportRateLimitExceededResponse) => void,
+  ): ClientUnaryCall;
+  reportRateLimitExceeded(
+    request: ReportRateLimitExceededRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: ReportRateLimitExceededResponse) => void,
+  ): ClientUnaryCall;
+  reportRateLimitExceeded(
+    request: ReportRateLimitExceededRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: ReportRateLimitExceededResponse) => void,
   ): ClientUnaryCall;
 }
 

@@ -1,0 +1,61 @@
+import { spawn } from 'node:child_process';
+import path from 'node:path';
+import type { LocalStack } from './local-stack';
+import { freePort } from './ports';
+
+export interface GatewayProcess {
+  /** http://127.0.0.1:<port>/v1 */
+  baseUrl: string;
+  /** The admin port's origin (/healthz, /readyz, /metrics). */
+  adminUrl: string;
+  /** SIGTERM; resolves with the exit code. */
+  stop: () => Promise<number | null>;
+}
+
+/**
+ * One more gateway process on a running local stack's services (a second replica), on free ports of
+ * 127.0.0.1, resolved once it is ready. `env` adds to or overrides its configuration (REDIS_URL,
+ * RATE_LIMIT_STORE, ...). The caller stops it.
+ */
+export async function startGatewayProcess(opts: {
+  rootDir: string;
+  stack: Pick<LocalStack, 'grpc' | 'baseUrl'>;
+  env?: Record<string, string>;
+  /** The child's stdout and stderr: dropped (default) or shown. */
+  output?: 'ignore' | 'inherit';
+  startTimeoutMs?: number;
+}): Promise<GatewayProcess> {
+  const [port, adminPort] = [await freePort(), await freePort()];
+  const child = spawn(process.execPath, [path.join(opts.rootDir, 'apps/gateway/dist/main.js')], {
+    env: {
+      PATH: process.env.PATH,
+      PORT: String(port),
+      ADMIN_PORT: String(adminPort),
+      IDENTITY_ADDR: opts.stack.grpc.identity,
+      POLICY_ADDR: opts.stack.grpc.policy,
+      AUDIT_ADDR: opts.stack.grpc.audit,
+      ISSUER: opts.stack.baseUrl.replace(/\/v1$/, ''),
+      LOG_LEVEL: 'warn',
+      ...opts.env,
+    },
+    stdio: ['ignore', opts.output ?? 'ignore', opts.output ?? 'ignore'],
+  });
+  const stop = async () => {
+    if (child.exitCode !== null || child.signalCode !== null) return child.exitCode;
+    const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
+    child.kill('SIGTERM');
+    return exited;
+  };
+  const origin = `http://127.0.0.1:${port}`;
+  const deadline = Date.now() + (opts.startTimeoutMs ?? 30_000);
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`gateway exited during start-up (code ${child.exitCode})`);
+    if (await fetch(`${origin}/readyz`, { signal: AbortSignal.timeout(1000) }).then((r) => r.ok, () => false)) break;
+    if (Date.now() > deadline) {
+      await stop();
+      throw new Error('gateway did not become ready in time');
+    }
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  return { baseUrl: `${origin}/v1`, adminUrl: `http://127.0.0.1:${adminPort}`, stop };
+}
