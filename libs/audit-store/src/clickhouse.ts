@@ -1,4 +1,5 @@
 import { createClient, type ClickHouseClient } from '@clickhouse/client';
+import type * as Chdb from 'chdb/connection';
 
 export type { ClickHouseClient };
 
@@ -11,7 +12,10 @@ export type ClickHouseTarget = { path: string } | { url: string; username?: stri
  */
 export async function openClickHouse(target: ClickHouseTarget): Promise<ClickHouseClient> {
   if ('path' in target) {
-    const { createChdbConnection } = await import('chdb/connection');
+    // Loaded only for the embedded engine: its native library costs ~160 MB a server-backed process does not
+    // need. (tsc keeps a dynamic import() as an ESM import, which Jest's CommonJS runtime refuses.)
+    // eslint-disable-next-line @typescript-eslint/no-require-imports -- lazy load, see above
+    const { createChdbConnection } = require('chdb/connection') as typeof Chdb;
     // chdb types its connection against @clickhouse/client-common, of which @clickhouse/client bundles its own
     // copy: the same shape under distinct declarations, hence the cast.
     const connection = createChdbConnection({ path: target.path }) as unknown as NonNullable<Parameters<typeof createClient>[0]>['connection'];

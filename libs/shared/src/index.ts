@@ -21,3 +21,4 @@ export * from './bus/port';
 export * from './bus/postgres';
 export * from './bus/kafka';
 export * from './outbox-relay';
+export * from './bus/config';

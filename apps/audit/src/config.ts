@@ -1,0 +1,32 @@
+import { busConfig, commonConfig, databaseConfig, env, loadConfig } from '@secsvc/shared';
+import { z } from 'zod';
+
+export const auditConfigShape = {
+  ...commonConfig,
+  ...databaseConfig,
+  ...busConfig,
+  GRPC_HOST: env.host('127.0.0.1'),
+  GRPC_PORT: env.port(50053),
+  ADMIN_PORT: env.port(9103),
+  /** A ClickHouse server (distributed profile), e.g. http://clickhouse:8123. */
+  CLICKHOUSE_URL: z.string().url('must be a URL').optional(),
+  CLICKHOUSE_USER: z.string().optional(),
+  CLICKHOUSE_PASSWORD: z.string().optional(),
+  CLICKHOUSE_DATABASE: z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'must be a database name').optional(),
+  /** Embedded ClickHouse (chdb) data directory: the local profile's log store, used when CLICKHOUSE_URL is unset. */
+  CLICKHOUSE_PATH: z.string().min(1).default('.data/clickhouse'),
+  /** Days an entry is kept (a TTL on the log table). */
+  AUDIT_RETENTION_DAYS: env.int(365, 1, 36_500),
+  /** The consumer hands at most this many events to ClickHouse per insert... */
+  AUDIT_BATCH_SIZE: env.int(5000, 1, 100_000),
+  /** ...and waits at most this long for a batch to fill. */
+  AUDIT_BATCH_WAIT_MS: env.int(200, 0, 10_000),
+  /** Off: this replica only serves reads (the consumer runs elsewhere). */
+  AUDIT_CONSUMER: env.bool(true),
+};
+
+export type AuditConfig = ReturnType<typeof loadAuditConfig>;
+
+export function loadAuditConfig(source: Record<string, string | undefined> = process.env) {
+  return loadConfig(auditConfigShape, source);
+}
