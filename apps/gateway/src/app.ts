@@ -13,12 +13,13 @@ import { requestId } from './middleware/request-id';
 import { buildOpenApi } from './openapi';
 import type { Route } from './routes/route';
 import { apiKeyRoutes } from './routes/api-keys';
+import { logRoutes } from './routes/logs';
 import { authRoutes } from './routes/auth';
 import { policyRoutes } from './routes/policies';
 import { sessionRoutes } from './routes/sessions';
 import { userRoutes } from './routes/users';
 
-export const routes: Route[] = [...userRoutes, ...apiKeyRoutes, ...sessionRoutes, ...authRoutes, ...policyRoutes];
+export const routes: Route[] = [...userRoutes, ...apiKeyRoutes, ...sessionRoutes, ...authRoutes, ...policyRoutes, ...logRoutes];
 
 export const BODY_LIMIT = '1mb';
 

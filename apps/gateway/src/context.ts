@@ -1,4 +1,4 @@
-import type { identity, policy } from '@secsvc/proto';
+import type { audit, identity, policy } from '@secsvc/proto';
 import type { PromiseClient } from '@secsvc/shared';
 import type { RolesCache } from './roles-cache';
 import type { VerifyCache } from './verify-cache';
@@ -6,6 +6,7 @@ import type { VerifyCache } from './verify-cache';
 export interface ServiceClients {
   identity: PromiseClient<identity.IdentityServiceClient>;
   policy: PromiseClient<policy.PolicyServiceClient>;
+  audit: PromiseClient<audit.AuditServiceClient>;
 }
 
 /** Who is calling, as resolved by the auth middleware: an API key, or a user through a session token. */

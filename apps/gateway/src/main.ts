@@ -1,4 +1,4 @@
-import { identity, policy } from '@secsvc/proto';
+import { audit, identity, policy } from '@secsvc/proto';
 import { checkHealth, createClient, promiseClient, runProcess } from '@secsvc/shared';
 import type { AddressInfo } from 'node:net';
 import { createApp } from './app';
@@ -11,9 +11,11 @@ import { loadGatewayConfig } from './config';
 void runProcess('gateway', () => loadGatewayConfig(), async ({ config, logger, metrics }) => {
   const identityClient = createClient(identity.IdentityServiceClient, config.IDENTITY_ADDR);
   const policyClient = createClient(policy.PolicyServiceClient, config.POLICY_ADDR);
+  const auditClient = createClient(audit.AuditServiceClient, config.AUDIT_ADDR);
   const clients = {
     identity: promiseClient(identityClient, { deadlineMs: config.GRPC_DEADLINE_MS }),
     policy: promiseClient(policyClient, { deadlineMs: config.GRPC_DEADLINE_MS }),
+    audit: promiseClient(auditClient, { deadlineMs: config.GRPC_DEADLINE_MS }),
   };
   const ready = async () => {
     const checks = await Promise.all([config.IDENTITY_ADDR, config.POLICY_ADDR, config.AUDIT_ADDR].map((a) => checkHealth(a)));
@@ -57,6 +59,7 @@ void runProcess('gateway', () => loadGatewayConfig(), async ({ config, logger, m
           authCache.stop();
           identityClient.close();
           policyClient.close();
+          auditClient.close();
         },
       },
     ],

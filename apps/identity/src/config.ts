@@ -1,9 +1,11 @@
-import { commonConfig, databaseConfig, env, loadConfig } from '@secsvc/shared';
+import { busConfig, commonConfig, databaseConfig, env, loadConfig } from '@secsvc/shared';
 import { z } from 'zod';
 
 export const identityConfigShape = {
   ...commonConfig,
   ...databaseConfig,
+  // EVENT_BUS, KAFKA_BROKERS...: where the outbox relay publishes auth events
+  ...busConfig,
   GRPC_HOST: env.host('127.0.0.1'),
   GRPC_PORT: env.port(50051),
   ADMIN_PORT: env.port(9101),

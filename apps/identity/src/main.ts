@@ -1,5 +1,5 @@
 import { identity, descriptorSets, serviceNames } from '@secsvc/proto';
-import { createPool, migrate, pingDatabase, readMigrations, runProcess, startGrpcServer } from '@secsvc/shared';
+import { createPool, migrate, pingDatabase, readMigrations, runProcess, startGrpcServer, startServiceOutboxRelay } from '@secsvc/shared';
 import { loadIdentityConfig } from './config';
 import { migrationsDir } from './migrations';
 import type { IdentityContext } from './context';
@@ -32,6 +32,7 @@ void runProcess('identity', () => loadIdentityConfig(), async ({ config, logger,
   const ctx: IdentityContext = { pool, config, logger, mailer };
   const signingKeys = new SigningKeyStore(pool, masterKey(config.JWT_MASTER_KEY, config.SERVER_SECRET));
   await signingKeys.get();
+  const relay = await startServiceOutboxRelay({ config, pool, schema: 'identity', logger, metrics });
   const grpcServer = await startGrpcServer({
     host: config.GRPC_HOST,
     port: config.GRPC_PORT,
@@ -79,6 +80,7 @@ void runProcess('identity', () => loadIdentityConfig(), async ({ config, logger,
       // Ending the feed first ends the watch streams, so the server can drain.
       { name: 'credential-change-feed', close: () => feed.stop() },
       { name: 'grpc', close: () => grpcServer.close() },
+      { name: 'outbox-relay', close: () => relay.close() },
       { name: 'postgres', close: () => pool.end() },
     ],
     ready: () => pingDatabase(pool),

@@ -1,9 +1,11 @@
-import { commonConfig, databaseConfig, env, loadConfig } from '@secsvc/shared';
+import { busConfig, commonConfig, databaseConfig, env, loadConfig } from '@secsvc/shared';
 
 export const policyConfigShape = {
   ...commonConfig,
   // DATABASE_URL, DATABASE_POOL_MAX, and SERVER_SECRET (signs list cursors)
   ...databaseConfig,
+  // EVENT_BUS, KAFKA_BROKERS...: where the outbox relay publishes policy events
+  ...busConfig,
   GRPC_HOST: env.host('127.0.0.1'),
   GRPC_PORT: env.port(50052),
   ADMIN_PORT: env.port(9102),

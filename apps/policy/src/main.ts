@@ -1,5 +1,5 @@
 import { descriptorSets, policy, serviceNames } from '@secsvc/proto';
-import { createPool, migrate, pingDatabase, readMigrations, runProcess, startGrpcServer } from '@secsvc/shared';
+import { createPool, migrate, pingDatabase, readMigrations, runProcess, startGrpcServer, startServiceOutboxRelay } from '@secsvc/shared';
 import { loadPolicyConfig } from './config';
 import { startDecisionRuntime } from './decision-runtime';
 import { migrationsDir } from './migrations';
@@ -10,6 +10,7 @@ void runProcess('policy', () => loadPolicyConfig(), async ({ config, logger, met
   await migrate(pool, 'policy', await readMigrations(migrationsDir), logger);
   // LISTEN before the first load, so no change can fall between a load and the subscription.
   const { decisions, feed } = await startDecisionRuntime(pool, config.DATABASE_URL, logger);
+  const relay = await startServiceOutboxRelay({ config, pool, schema: 'policy', logger, metrics });
   const grpcServer = await startGrpcServer({
     host: config.GRPC_HOST,
     port: config.GRPC_PORT,
@@ -29,6 +30,7 @@ void runProcess('policy', () => loadPolicyConfig(), async ({ config, logger, met
     closers: [
       { name: 'grpc', close: () => grpcServer.close() },
       { name: 'policy-change-feed', close: () => feed.stop() },
+      { name: 'outbox-relay', close: () => relay.close() },
       { name: 'postgres', close: () => pool.end() },
     ],
     ready: () => pingDatabase(pool),

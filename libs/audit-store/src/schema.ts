@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { ClickHouseClient } from './clickhouse';
+import { SEARCH_TEXT_SQL } from './search/tokens';
 
 export const LOG_TABLE = 'audit_logs';
 
@@ -16,7 +17,7 @@ export interface ChMigration {
  * page within an environment is a reverse read of one key range, and a duplicate of an event (same id and
  * time) collapses on merge; the consumer also skips ids that are already stored, so duplicates never show.
  * Monthly partitions; retention by a TTL that the store sets from configuration at start-up.
- * search_text is derived (MATERIALIZED) from the searchable fields, lower-cased, and carries a full-text index
+ * search_text is derived (MATERIALIZED) from the searchable fields, case-folded, and carries a full-text index
  * (tokens split on every non-alphanumeric character, so `login` finds `user.login`).
  */
 export const MIGRATIONS: ChMigration[] = [
@@ -44,7 +45,7 @@ export const MIGRATIONS: ChMigration[] = [
         result LowCardinality(String),
         trace_id String,
         metadata String,
-        search_text String MATERIALIZED lower(concat_ws(' ', event, actor_id, actor_email, target_id, target_type, result, ip, country, city, user_agent)),
+        search_text String MATERIALIZED ${SEARCH_TEXT_SQL},
         INDEX idx_id id TYPE bloom_filter(0.001) GRANULARITY 1,
         INDEX idx_search search_text TYPE text(tokenizer = 'splitByNonAlpha') GRANULARITY 1
       )

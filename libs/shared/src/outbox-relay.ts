@@ -5,6 +5,7 @@ import type { Metrics } from './metrics';
 import { PgChannelListener } from './pg-listener';
 import { Waker } from './waker';
 import { AUTH_EVENTS_TOPIC, type EventBus } from './bus/port';
+import { createEventBus, type BusSettings } from './bus/config';
 
 /** The channel the outbox triggers notify (payload: the schema), see each service's outbox migration. */
 export const OUTBOX_CHANNEL = 'secsvc_outbox';
@@ -164,4 +165,27 @@ export class OutboxRelay {
     await this.running;
     await this.listener?.stop();
   }
+}
+
+/**
+ * A producing service's relay on the configured bus (see busConfig): started, and closed in order (the relay
+ * finishes its round, then the bus connection goes). Events still unpublished at shutdown go out at the
+ * next start.
+ */
+export async function startServiceOutboxRelay(o: {
+  config: BusSettings;
+  pool: Pool;
+  schema: string;
+  logger: Logger;
+  metrics?: Metrics;
+}): Promise<{ close: () => Promise<void> }> {
+  const bus = await createEventBus(o.config, o.logger, o.schema);
+  const relay = new OutboxRelay({ pool: o.pool, databaseUrl: o.config.DATABASE_URL, schema: o.schema, bus, logger: o.logger, metrics: o.metrics });
+  await relay.start();
+  return {
+    close: async () => {
+      await relay.stop();
+      await bus.close();
+    },
+  };
 }

@@ -18,7 +18,7 @@ export async function startGateway(options: { fake?: FakeIdentity; ready?: () =>
     config: { GRPC_DEADLINE_MS: 1000, TRUST_PROXY: ['loopback'], HOST: '127.0.0.1', PORT: 0 },
     // Methods the fake does not have are never reached by these tests (a call would throw a TypeError).
     // No policy service here: the policy routes are covered end to end.
-    clients: { identity: fake as unknown as IdentityPort, policy: {} as never },
+    clients: { identity: fake as unknown as IdentityPort, policy: {} as never, audit: {} as never },
     logger: createLogger('test', 'silent'),
     metrics: new Metrics('test'),
     ready: options.ready ?? (async () => true),

@@ -42,6 +42,8 @@ export interface LocalStack {
   bootstrapKey?: string;
   /** Stops every app (SIGTERM, in reverse start order) and PostgreSQL; resolves to each app's exit code. */
   stop: () => Promise<Partial<Record<AppName, number | null>>>;
+  /** Ends one app (SIGKILL by default: a crash) and starts it again on the same ports; resolves once healthy. */
+  restart: (app: AppName, signal?: NodeJS.Signals) => Promise<void>;
 }
 
 interface Secrets {
@@ -95,6 +97,8 @@ export async function startLocalStack(opts: LocalStackOptions): Promise<LocalSta
     onLog: (line) => out('postgres', line),
   });
   const children = new Map<AppName, ChildProcess>();
+  const launchEnv = new Map<AppName, Record<string, string | undefined>>();
+  const restarting = new Set<AppName>();
   let stopping = false;
   let startupFailure: string | undefined;
   const lastLines = new Map<AppName, string[]>();
@@ -155,6 +159,7 @@ export async function startLocalStack(opts: LocalStackOptions): Promise<LocalSta
         stdio: ['pipe', 'pipe', 'pipe'],
       });
       children.set(name, child);
+      launchEnv.set(name, env);
       lastLines.set(name, []);
       for (const stream of [child.stdout!, child.stderr!]) {
         createInterface({ input: stream }).on('line', (line) => {
@@ -169,7 +174,7 @@ export async function startLocalStack(opts: LocalStackOptions): Promise<LocalSta
         });
       }
       child.once('exit', (code, signal) => {
-        if (stopping) return;
+        if (stopping || restarting.has(name)) return;
         const reason = `${name} exited (${signal ?? `code ${code}`}) during start-up:\n${lastLines.get(name)!.join('\n')}`;
         startupFailure ??= reason;
         opts.onExit?.(name, code);
@@ -178,7 +183,7 @@ export async function startLocalStack(opts: LocalStackOptions): Promise<LocalSta
 
     launch('identity', { GRPC_PORT: String(grpcPorts.identity) });
     launch('policy', { GRPC_PORT: String(grpcPorts.policy) });
-    launch('audit', { GRPC_PORT: String(grpcPorts.audit) });
+    launch('audit', { GRPC_PORT: String(grpcPorts.audit), CLICKHOUSE_PATH: path.join(opts.dataDir, 'clickhouse') });
     launch('export-worker', {});
     const failed = () => startupFailure;
     await Promise.all([
@@ -199,7 +204,26 @@ export async function startLocalStack(opts: LocalStackOptions): Promise<LocalSta
     const admin = Object.fromEntries(
       (Object.keys(adminPorts) as AppName[]).map((n) => [n, `http://127.0.0.1:${adminPorts[n]}`]),
     ) as Record<AppName, string>;
-    return { baseUrl: `${baseUrl}/v1`, port: gatewayPort, databaseUrl, grpc, admin, bootstrapKey, stop };
+    const healthy: Record<AppName, () => Promise<boolean>> = {
+      identity: () => checkHealth(grpc.identity),
+      policy: () => checkHealth(grpc.policy),
+      audit: () => checkHealth(grpc.audit),
+      'export-worker': () => httpOk(`${admin['export-worker']}/readyz`),
+      gateway: () => httpOk(`${baseUrl}/readyz`),
+    };
+    const restart = async (name: AppName, signal: NodeJS.Signals = 'SIGKILL') => {
+      const child = children.get(name)!;
+      restarting.add(name);
+      if (child.exitCode === null && child.signalCode === null) {
+        const exited = new Promise((r) => child.once('exit', r));
+        child.kill(signal);
+        await exited;
+      }
+      restarting.delete(name);
+      launch(name, launchEnv.get(name)!);
+      await waitFor(name, healthy[name], Date.now() + (opts.startTimeoutMs ?? 60_000), () => startupFailure);
+    };
+    return { baseUrl: `${baseUrl}/v1`, port: gatewayPort, databaseUrl, grpc, admin, bootstrapKey, stop, restart };
   } catch (err) {
     await stop().catch(() => undefined);
     throw err;

@@ -1,0 +1,168 @@
+/**
+ * The audit log end to end: events written by identity and policy travel outbox → Postgres bus → audit
+ * consumer → embedded ClickHouse, and are read back through GET /logs, GET /logs/{id} and POST /logs/search.
+ */
+import { startLocalStack, type LocalStack } from '@secsvc/shared/stack';
+import { chmod, mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { apiClient, type Api } from './support';
+
+jest.setTimeout(180_000);
+
+const KEY = 'svc_sk_' + 'auditLogTests'.repeat(4);
+let tmp: string;
+let stack: LocalStack;
+let api: Api;
+
+beforeAll(async () => {
+  tmp = await mkdtemp(path.join(os.tmpdir(), 'secsvc-e2e-logs-'));
+  await chmod(tmp, 0o711);
+  stack = await startLocalStack({
+    rootDir: path.resolve(__dirname, '../../..'),
+    dataDir: path.join(tmp, 'data'),
+    host: '127.0.0.1',
+    port: 0,
+    ports: { postgres: 0, identity: 0, policy: 0, audit: 0, admin: { gateway: 0, identity: 0, policy: 0, audit: 0, 'export-worker': 0 } },
+    env: { LOG_LEVEL: 'warn', BOOTSTRAP_API_KEY: KEY },
+  });
+  api = apiClient(stack.baseUrl, KEY);
+});
+
+afterAll(async () => {
+  await stack?.stop();
+  await rm(tmp, { recursive: true, force: true });
+});
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- JSON bodies, asserted field by field
+type Entry = any;
+
+/** Every entry of a GET /logs query, following cursors. */
+async function allLogs(query: string, client: Api = api): Promise<Entry[]> {
+  const out: Entry[] = [];
+  let cursor = '';
+  for (;;) {
+    const res = await client('GET', `/logs?limit=100${query}${cursor ? `&cursor=${cursor}` : ''}`);
+    expect(res.status).toBe(200);
+    out.push(...res.body.data);
+    if (!res.body.pagination.hasMore) return out;
+    cursor = res.body.pagination.nextCursor;
+  }
+}
+
+async function eventually<T>(fn: () => Promise<T>, ok: (v: T) => boolean, ms = 30_000): Promise<T> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const v = await fn();
+    if (ok(v) || Date.now() > deadline) return v;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+describe('audit log', () => {
+  let user: { id: string; email: string };
+
+  it('shows user.created in the list form within seconds of the change', async () => {
+    const started = Date.now();
+    user = (await api('POST', '/users', { email: 'logged@example.com', name: 'Logged' })).body.data;
+    const entries = await eventually(() => allLogs('&events=user.created'), (es) => es.some((e: Entry) => e.target?.id === user.id));
+    const entry = entries.find((e: Entry) => e.target?.id === user.id);
+    expect(Date.now() - started).toBeLessThan(30_000);
+    expect(Object.keys(entry).sort()).toEqual(['actor', 'context', 'event', 'id', 'result', 'target', 'timestamp']);
+    expect(entry).toMatchObject({ event: 'user.created', result: 'success', actor: { type: 'api_key' }, target: { id: user.id, type: 'user' } });
+    expect(entry.id).toMatch(/^log_[0-9a-z]{26}$/);
+    expect(entry.timestamp).toMatch(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/);
+    // loopback has no location
+    expect(entry.context.location).toBeUndefined();
+  });
+
+  it('a failed login from a public address (via a trusted proxy) carries its location; the full form adds traceId, metadata, region and coordinates', async () => {
+    const res = await api('POST', '/auth/login', { email: 'logged@example.com', password: 'wrong-password-123' }, { 'x-forwarded-for': '81.2.69.142' });
+    expect(res.status).toBe(401);
+    const entries = await eventually(() => allLogs('&events=user.login&result=failure'), (es) => es.length > 0);
+    expect(entries).toHaveLength(1);
+    const listed = entries[0];
+    expect(listed.context).toMatchObject({ ip: '81.2.69.142', location: { city: 'London', country: 'GB' } });
+    expect(Object.keys(listed.context.location).sort()).toEqual(['city', 'country']);
+    expect(listed.actor).toMatchObject({ email: 'logged@example.com' });
+    const full = await api('GET', `/logs/${listed.id}`);
+    expect(full.status).toBe(200);
+    expect(full.body.data).toMatchObject({ id: listed.id, traceId: expect.stringMatching(/^req_/), metadata: { mfaUsed: false, authMethod: expect.any(String) } });
+    expect(full.body.data.context.location).toMatchObject({ city: 'London', country: 'GB', region: 'England', coordinates: { lat: expect.any(Number), lng: expect.any(Number) } });
+    expect((await api('GET', '/logs/log_01aaaaaaaaaaaaaaaaaaaaaaaa')).status).toBe(404);
+    expect((await api('GET', '/logs/whatever')).status).toBe(404);
+  });
+
+  it('policy changes are logged too (policy service relay)', async () => {
+    const p = (await api('POST', '/policies', { name: 'logged', effect: 'allow', principals: ['*'], actions: ['read'], resources: ['/x'] })).body.data;
+    const entries = await eventually(() => allLogs('&events=policy.created'), (es) => es.some((e: Entry) => e.target?.id === p.id));
+    expect(entries.find((e: Entry) => e.target?.id === p.id)).toMatchObject({ event: 'policy.created', target: { type: 'policy' } });
+  });
+
+  it('searches with highlights and totals; an unparsable query is a 400 naming query', async () => {
+    const res = await api('POST', '/logs/search', { query: 'login', from: '2020-01-01T00:00:00Z', limit: 10 });
+    expect(res.status).toBe(200);
+    expect(res.body.meta).toEqual({ totalHits: 1, searchTimeMs: expect.any(Number) });
+    expect(res.body.data[0].highlights.event).toBe('user.<em>login</em>');
+    const byEmail = await api('POST', '/logs/search', { query: 'actor.email:logged@example.com -event:user.created', limit: 10 });
+    expect(byEmail.body.data.map((e: Entry) => e.event)).toEqual(['user.login']);
+    const bad = await api('POST', '/logs/search', { query: '"unbalanced', limit: 10 });
+    expect(bad.status).toBe(400);
+    expect(bad.body.error.details[0].field).toBe('query');
+    const missing = await api('POST', '/logs/search', { limit: 10 });
+    expect(missing.status).toBe(400);
+    expect(missing.body.error.details[0].field).toBe('query');
+  });
+
+  it('bad list parameters are 400s naming the parameter', async () => {
+    for (const [query, field] of [
+      ['events=login', 'events'],
+      ['from=yesterday', 'from'],
+      ['result=maybe', 'result'],
+      ['limit=0', 'limit'],
+      ['cursor=cur_bogus', 'cursor'],
+    ]) {
+      const res = await api('GET', `/logs?${query}`);
+      expect(res.status).toBe(400);
+      expect(res.body.error.details[0].field).toBe(field);
+    }
+  });
+
+  it('test keys see only test-environment logs; public keys may not read logs', async () => {
+    const created = (await api('POST', '/api-keys', { name: 'test env', type: 'test', plan: 'enterprise', rateLimit: 100000 })).body.data;
+    const testKey = created.key;
+    const testApi = apiClient(stack.baseUrl, testKey);
+    const testUser = (await testApi('POST', '/users', { email: 'only-in-test@example.com', name: 'T' })).body.data;
+    const testLogs = await eventually(() => allLogs('', testApi), (es) => es.some((e: Entry) => e.target?.id === testUser.id));
+    // A test key belongs to the test environment: its api_key.created is a test-environment event too.
+    expect(testLogs.map((e: Entry) => [e.event, e.target?.id])).toEqual([
+      ['user.created', testUser.id],
+      ['api_key.created', created.id],
+    ]);
+    expect((await allLogs('')).some((e: Entry) => e.target?.id === testUser.id)).toBe(false);
+    const publicKey = (await api('POST', '/api-keys', { name: 'browser', type: 'public' })).body.data.key;
+    expect((await apiClient(stack.baseUrl, publicKey)('GET', '/logs')).status).toBe(403);
+  });
+
+  it('an audit service killed during ingestion loses nothing and stores nothing twice', async () => {
+    const created: string[] = [];
+    const writer = (async () => {
+      for (let i = 0; i < 150; i++) {
+        const res = await api('POST', '/users', { email: `bulk${i}@example.com`, name: `Bulk ${i}` });
+        expect(res.status).toBe(201);
+        created.push(res.body.data.id);
+      }
+    })();
+    await eventually(async () => created.length, (n) => n >= 40);
+    await stack.restart('audit', 'SIGKILL');
+    await writer;
+    const entries = await eventually(
+      () => allLogs('&events=user.created'),
+      (es) => created.every((id) => es.some((e: Entry) => e.target?.id === id)),
+      60_000,
+    );
+    const ids = entries.map((e: Entry) => e.id);
+    expect(new Set(ids).size).toBe(ids.length);
+    for (const id of created) expect(entries.filter((e: Entry) => e.target?.id === id)).toHaveLength(1);
+  });
+});

@@ -1,0 +1,5 @@
+import { getLogRoute } from './get-log';
+import { listLogsRoute } from './list-logs';
+import { searchLogsRoute } from './search-logs';
+
+export const logRoutes = [listLogsRoute, searchLogsRoute, getLogRoute];
