@@ -1,0 +1,236 @@
+#!/usr/bin/env node
+// bench/audit: the audit pipeline's two targets (after `npm run build`).
+//
+//   node bench/audit.js ingest   end-to-end ingest rate: BENCH_EVENTS (default 1,000,000) events already in a
+//                                producing service's outbox → relay → bus → consumer (+GeoIP) → embedded
+//                                ClickHouse, once with the Postgres bus and once with Kafka (when the broker is
+//                                installed), against a plain bulk insert of the same rows into ClickHouse (the
+//                                ceiling), reported as a ratio.
+//   node bench/audit.js search   BENCH_ROWS (default 10,000,000) stored entries: p50/p99 of a selective term and
+//                                of a common term (page of 20 + totalHits, exactly what POST /logs/search runs),
+//                                and of a newest-first GET /logs page (first page and a deep cursor).
+//
+// The relay, the consumer and ClickHouse share this one Node process (in production the relay runs in
+// identity/policy and the consumer in audit), and the 2 cores with PostgreSQL and the Kafka broker.
+const fs = require('node:fs');
+const os = require('node:os');
+const path = require('node:path');
+const { performance } = require('node:perf_hooks');
+const pg = require('pg');
+const { events } = require('@secsvc/proto');
+const { GeoIp, LogStore, migrateClickHouse, openClickHouse, rowFromEvent, compileSearchQuery, parseSearchQuery } = require('@secsvc/audit-store');
+const { createKafkaBus, createLogger, createPool, createPostgresBus, newId, OutboxRelay, AUDIT_CONSUMER_GROUP } = require('@secsvc/shared');
+const { kafkaUnavailable, startKafka, testDatabase, stopTestPostgres } = require('@secsvc/shared/testing');
+const { machine } = require('./support');
+
+const EVENTS = Number(process.env.BENCH_EVENTS ?? 1_000_000);
+const ROWS = Number(process.env.BENCH_ROWS ?? 10_000_000);
+const RUNS = Number(process.env.BENCH_RUNS ?? 50);
+const logger = createLogger('bench-audit', 'warn');
+
+const OUTBOX_DDL = `
+  CREATE SCHEMA svc; SET search_path TO svc;
+  CREATE TABLE outbox (seq bigserial PRIMARY KEY, event_id text NOT NULL UNIQUE,
+    environment text NOT NULL CHECK (environment IN ('live', 'test')), event_type text NOT NULL, event_key text NOT NULL,
+    payload jsonb NOT NULL, created_at timestamptz NOT NULL DEFAULT now(), published_at timestamptz);
+  CREATE FUNCTION notify_outbox() RETURNS trigger LANGUAGE plpgsql AS $$
+  BEGIN PERFORM pg_notify('secsvc_outbox', TG_TABLE_SCHEMA); RETURN NULL; END $$;
+  CREATE TRIGGER outbox_notify AFTER INSERT ON outbox FOR EACH STATEMENT EXECUTE FUNCTION notify_outbox();`;
+
+const KINDS = ['user.login', 'user.logout', 'user.created', 'user.updated', 'session.created', 'api_key.created', 'policy.updated', 'auth.failed'];
+const IPS = ['81.2.69.142', '8.8.8.8', '2001:4860:4860::8888', '127.0.0.1', '203.0.113.9', '1.1.1.1'];
+
+function makeEvent(i, t0) {
+  return {
+    id: newId('log', t0 + Math.floor(i / 10)),
+    environment: 'live',
+    type: KINDS[i % KINDS.length],
+    timestamp: new Date(t0 + Math.floor(i / 10)).toISOString(),
+    actor: { id: `user_${i % 5000}`, email: `person${i % 5000}@example.com`, type: 'user' },
+    target: { id: `ses_${i}`, type: 'session' },
+    context: { ip: IPS[i % IPS.length], userAgent: 'Mozilla/5.0 (bench)' },
+    result: i % 13 === 0 ? 'failure' : 'success',
+    traceId: `req_${i}`,
+    metadataJson: '{"authMethod":"password","mfaUsed":false}',
+  };
+}
+
+async function fillOutbox(url, n) {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  await client.query(OUTBOX_DDL);
+  const t0 = Date.now() - 3_600_000;
+  const started = performance.now();
+  for (let from = 0; from < n; from += 10_000) {
+    const batch = Array.from({ length: Math.min(10_000, n - from) }, (_, k) => makeEvent(from + k, t0));
+    await client.query(
+      `INSERT INTO svc.outbox (event_id, environment, event_type, event_key, payload)
+       SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::jsonb[])`,
+      [batch.map((e) => e.id), batch.map((e) => e.environment), batch.map((e) => e.type), batch.map((e) => e.actor.id), batch.map((e) => JSON.stringify(events.AuthEvent.toJSON(e)))],
+    );
+  }
+  await client.end();
+  return { seconds: (performance.now() - started) / 1000, t0 };
+}
+
+async function ingestOnce(name, url, makeBus) {
+  const chDir = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-audit-ch-'));
+  const ch = await openClickHouse({ path: chDir });
+  await migrateClickHouse(ch);
+  const store = new LogStore(ch);
+  const geo = await GeoIp.open();
+  const pool = createPool(url, 4, logger, 'svc');
+  const bus = await makeBus();
+  const relay = new OutboxRelay({ pool, databaseUrl: url, schema: 'svc', bus, logger, batchSize: 5000, pollMs: 50 });
+  let stored = 0;
+  const started = performance.now();
+  const sub = await bus.subscribe({ topic: 'auth-events', group: AUDIT_CONSUMER_GROUP, maxBatchSize: 5000, maxWaitMs: 200 }, async (records) => {
+    const rows = records.map((r) => {
+      const e = events.AuthEvent.fromJSON(JSON.parse(r.value));
+      return rowFromEvent(e, geo.lookup(e.context?.ip ?? ''));
+    });
+    stored += await store.insert(rows);
+  });
+  await relay.start();
+  while (stored < EVENTS) await new Promise((r) => setTimeout(r, 100));
+  const seconds = (performance.now() - started) / 1000;
+  await relay.stop();
+  await sub.stop();
+  await bus.close();
+  await pool.end();
+  const count = await store.count({ environment: 'live' });
+  await ch.close();
+  fs.rmSync(chDir, { recursive: true, force: true });
+  return { name, seconds, rate: EVENTS / seconds, count };
+}
+
+async function ceiling(t0) {
+  const chDir = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-audit-ceil-'));
+  const ch = await openClickHouse({ path: chDir });
+  await migrateClickHouse(ch);
+  const geo = await GeoIp.open();
+  const rows = [];
+  for (let i = 0; i < EVENTS; i++) {
+    const e = makeEvent(i, t0);
+    const r = rowFromEvent(e, geo.lookup(e.context.ip));
+    rows.push({ ...r, timestamp: r.timestamp.replace('T', ' ').replace('Z', '') });
+  }
+  const started = performance.now();
+  for (let from = 0; from < rows.length; from += 20_000) {
+    await ch.insert({ table: 'audit_logs', values: rows.slice(from, from + 20_000), format: 'JSONEachRow' });
+  }
+  const seconds = (performance.now() - started) / 1000;
+  await ch.close();
+  fs.rmSync(chDir, { recursive: true, force: true });
+  return { seconds, rate: EVENTS / seconds };
+}
+
+async function ingest() {
+  console.log(`# bench/audit ingest, ${machine()}, ${EVENTS.toLocaleString('en')} events`);
+  const results = [];
+  let t0;
+  {
+    const db = await testDatabase();
+    const filled = await fillOutbox(db.url, EVENTS);
+    t0 = filled.t0;
+    console.log(`outbox filled in ${filled.seconds.toFixed(1)} s`);
+    results.push(await ingestOnce('postgres bus', db.url, () => createPostgresBus({ url: db.url, logger, pollMs: 100 })));
+    await db.drop();
+  }
+  const missing = kafkaUnavailable();
+  if (missing) console.log(`kafka: not measured (${missing})`);
+  else {
+    const broker = await startKafka({ fastStart: false });
+    try {
+      const db = await testDatabase();
+      await fillOutbox(db.url, EVENTS);
+      results.push(await ingestOnce('kafka bus', db.url, () => createKafkaBus({ brokers: broker.brokers, logger, clientId: 'bench' })));
+      await db.drop();
+    } finally {
+      await broker.stop();
+    }
+  }
+  await stopTestPostgres();
+  const ceil = await ceiling(t0);
+  console.log('\n| path | events | seconds | events/s | of the ceiling | stored |');
+  console.log('|---|---:|---:|---:|---:|---:|');
+  for (const r of results) {
+    console.log(`| outbox → ${r.name} → ClickHouse | ${EVENTS} | ${r.seconds.toFixed(1)} | ${Math.round(r.rate)} | ${(r.rate / ceil.rate).toFixed(2)} | ${r.count} |`);
+  }
+  console.log(`| plain bulk insert (ceiling) | ${EVENTS} | ${ceil.seconds.toFixed(1)} | ${Math.round(ceil.rate)} | 1.00 | ${EVENTS} |`);
+}
+
+const quantile = (xs, q) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.floor(q * s.length))];
+};
+
+async function search() {
+  console.log(`# bench/audit search, ${machine()}, ${ROWS.toLocaleString('en')} stored entries, ${RUNS} runs each`);
+  const chDir = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-audit-search-'));
+  const ch = await openClickHouse({ path: chDir });
+  try {
+    await migrateClickHouse(ch);
+    const store = new LogStore(ch);
+    // Generated server-side: 30 days of entries, 8 event kinds, 200,000 actors, one actor in 100,000 with a
+    // rare email domain (the selective term).
+    const started = performance.now();
+    const CHUNK = 2_000_000;
+    for (let from = 0; from < ROWS; from += CHUNK) {
+      await ch.command({
+        query: `INSERT INTO audit_logs (id, environment, timestamp, event, actor_id, actor_email, actor_type, target_id, target_type, ip, user_agent, city, country, region, lat, lng, result, trace_id, metadata)
+          SELECT concat('log_', leftPad(lower(hex(number)), 26, '0')), 'live',
+                 toDateTime64('2026-10-22 00:00:00', 3, 'UTC') + toIntervalMillisecond(number * intDiv(2592000000, ${ROWS})),
+                 arrayElement(['user.login','user.logout','user.created','user.updated','session.created','api_key.created','policy.updated','auth.failed'], (number % 8) + 1),
+                 concat('user_', toString(number % 200000)),
+                 if(number % 100000 = 7, concat('needle', toString(number), '@rare-domain.example'), concat('person', toString(number % 200000), '@example.com')),
+                 'user', concat('ses_', toString(number)), 'session',
+                 concat(toString(81 + number % 100), '.', toString(number % 250), '.1.', toString(number % 200)), 'Mozilla/5.0 (bench)',
+                 'London', 'GB', 'England', 51.5, -0.12,
+                 if(number % 13 = 0, 'failure', 'success'), concat('req_', toString(number)), '{"authMethod":"password","mfaUsed":false}'
+          FROM numbers(${from}, ${Math.min(CHUNK, ROWS - from)})`,
+      });
+    }
+    console.log(`generated ${ROWS.toLocaleString('en')} rows in ${((performance.now() - started) / 1000).toFixed(1)} s`);
+    await ch.command({ query: 'OPTIMIZE TABLE audit_logs FINAL' }).catch(() => undefined);
+    const filters = { environment: 'live' };
+    const measure = async (name, fn) => {
+      await fn();
+      const times = [];
+      let info = '';
+      for (let i = 0; i < RUNS; i++) {
+        const t = performance.now();
+        info = await fn();
+        times.push(performance.now() - t);
+      }
+      console.log(`| ${name} | ${quantile(times, 0.5).toFixed(1)} | ${quantile(times, 0.99).toFixed(1)} | ${info} |`);
+    };
+    const searchOf = (q) => async () => {
+      const clause = compileSearchQuery(parseSearchQuery(q));
+      const [rows, total] = await Promise.all([store.list(filters, 20, undefined, clause), store.count(filters, clause)]);
+      return `${rows.length} shown, totalHits ${total}`;
+    };
+    console.log('\n| query | p50 ms | p99 ms | result |');
+    console.log('|---|---:|---:|---|');
+    await measure('selective term `rare`', searchOf('rare'));
+    await measure('selective field `actor.email:needle7@rare-domain.example`', searchOf('actor.email:needle7@rare-domain.example'));
+    await measure('common term `login` (1 in 8)', searchOf('login'));
+    await measure('common term `success` (12 in 13)', searchOf('success'));
+    await measure('newest-first page (GET /logs, limit 20)', async () => `${(await store.list(filters, 20)).length} rows`);
+    const deep = (await store.list(filters, 100_000)).at(-1);
+    await measure('page after a deep cursor (100,000 back)', async () => `${(await store.list(filters, 20, { timestamp: deep.timestamp, id: deep.id })).length} rows`);
+    await measure('page filtered by events=user.login', async () => `${(await store.list({ ...filters, events: ['user.login'] }, 20)).length} rows`);
+  } finally {
+    await ch.close();
+    fs.rmSync(chDir, { recursive: true, force: true });
+  }
+}
+
+const mode = process.argv[2] ?? 'all';
+(async () => {
+  if (mode === 'ingest' || mode === 'all') await ingest();
+  if (mode === 'search' || mode === 'all') await search();
+})().catch((err) => {
+  console.error(err);
+  process.exit(1);
+});
