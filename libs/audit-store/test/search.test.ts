@@ -1,5 +1,6 @@
 /**
- * The search compiler's SQL against a real ClickHouse engine (chdb, in a fresh temporary data directory):
+ * The search compiler's SQL against a real ClickHouse engine (chdb, in a fresh temporary data directory, with
+ * the audit_logs table of the schema migrations):
  * every query form returns exactly the expected rows, a randomised differential test against a reference
  * evaluator, and the tokenizer and case folding compared with ClickHouse's own on Unicode text.
  */
@@ -8,6 +9,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { openClickHouse, type ClickHouseClient } from '../src/clickhouse';
 import type { LogRow } from '../src/rows';
+import { migrateClickHouse } from '../src/schema';
 import {
   compileSearchQuery,
   FIELD_COLUMNS,
@@ -16,7 +18,6 @@ import {
   highlight,
   parseSearchQuery,
   SEARCH_TEXT_COLUMNS,
-  SEARCH_TEXT_SQL,
   tokenize,
   type ParsedQuery,
   type TokenPattern,
@@ -72,17 +73,7 @@ const LIVE = ROWS.filter((r) => r.environment === 'live');
 beforeAll(async () => {
   dir = await mkdtemp(path.join(os.tmpdir(), 'secsvc-search-'));
   ch = await openClickHouse({ path: dir });
-  // The columns of audit_logs (libs/audit-store schema), search_text folded as the compiler expects.
-  await ch.command({
-    query: `CREATE TABLE audit_logs (
-      id String, environment LowCardinality(String), timestamp DateTime64(3, 'UTC'), event LowCardinality(String),
-      actor_id String, actor_email String, actor_type LowCardinality(String), target_id String,
-      target_type LowCardinality(String), ip String, user_agent String, city String, country String, region String,
-      lat Nullable(Float64), lng Nullable(Float64), result LowCardinality(String), trace_id String, metadata String,
-      search_text String MATERIALIZED ${SEARCH_TEXT_SQL},
-      INDEX idx_search search_text TYPE text(tokenizer = 'splitByNonAlpha') GRANULARITY 1
-    ) ENGINE = MergeTree ORDER BY (environment, timestamp, id) SETTINGS index_granularity = 8`,
-  });
+  await migrateClickHouse(ch); // the real audit_logs table: search_text MATERIALIZED SEARCH_TEXT_SQL, text index
   await ch.insert({
     table: 'audit_logs',
     format: 'JSONEachRow',

@@ -29,17 +29,15 @@ const SEPARATOR = '[\\x00-\\x2f\\x3a-\\x40\\x5b-\\x60\\x7b-\\x7f]';
 /** Tokens hold only ASCII letters, digits and non-ASCII characters; anything else is escaped all the same. */
 const escapeRegex = (token: string) =>
   Array.from(token, (c) => (isTokenChar(c.charCodeAt(0)) ? c : `\\x{${c.charCodeAt(0).toString(16)}}`)).join('');
-/** `%` `_` `\` are LIKE's special characters; tokens never hold them, escaped anyway. */
-const escapeLike = (text: string) => text.replace(/[\\%_]/g, (c) => `\\${c}`);
 
 /**
  * Compiles a parsed query into a condition over `audit_logs`, for the caller to AND with its own
  * (`WHERE environment = {env:String} AND timestamp >= ... AND (<where>)`).
  *
- * The text index on `search_text` answers `hasToken`, `hasPhrase` and `LIKE` on it; every positive clause
- * carries at least one of those when it can, so that only granules that may match are read. The exact
- * condition comes after it: `match` with a token-boundary regex for prefixes, the column itself for
- * `field:value`. An excluded clause is `NOT` its exact condition.
+ * The text index on `search_text` answers `hasToken` and `hasPhrase` on it; every positive clause carries one
+ * of those when it has a whole token, so that only granules that may match are read. The exact condition
+ * comes after it: `match` with a token-boundary regex for prefixes, the column itself for `field:value`.
+ * An excluded clause is `NOT` its exact condition.
  */
 export function compileSearchQuery(query: ParsedQuery, options: CompileOptions = {}): CompiledSearch {
   const prefix = options.paramPrefix ?? 'sq';
@@ -60,14 +58,15 @@ export function compileSearchQuery(query: ParsedQuery, options: CompileOptions =
     return p.tokens.length === 1 ? `hasToken(${target}, ${param(p.tokens[0]!)})` : `hasPhrase(${target}, ${param(p.tokens.join(' '))})`;
   };
 
-  /** Conditions the text index answers that every row matching `p` satisfies (none when it has nothing to offer). */
+  /**
+   * Conditions the text index answers that every row matching `p` satisfies. A prefix gets none for its last,
+   * unfinished token: a `LIKE '%log%'` would let the index narrow a rare prefix, but bench/audit-search measured
+   * it slower than `match()` alone for prefixes with many hits (bench/RESULTS.md).
+   */
   const indexSql = (p: TokenPattern): string[] => {
     if (!p.prefix) return [patternSql(SEARCH_TEXT, p)];
     const whole = p.tokens.slice(0, -1);
-    return [
-      ...(whole.length ? [patternSql(SEARCH_TEXT, { tokens: whole, prefix: false })] : []),
-      `${SEARCH_TEXT} LIKE ${param(`%${escapeLike(p.tokens.at(-1)!)}%`)}`,
-    ];
+    return whole.length ? [patternSql(SEARCH_TEXT, { tokens: whole, prefix: false })] : [];
   };
 
   const clauseSql = (c: SearchClause): string => {
