@@ -1,4 +1,4 @@
-import { busConfig, commonConfig, databaseConfig, env, loadConfig } from '@secsvc/shared';
+import { busConfig, busConfigProblems, commonConfig, ConfigError, databaseConfig, env, loadConfig } from '@secsvc/shared';
 import { z } from 'zod';
 
 export const auditConfigShape = {
@@ -13,8 +13,11 @@ export const auditConfigShape = {
   CLICKHOUSE_USER: z.string().optional(),
   CLICKHOUSE_PASSWORD: z.string().optional(),
   CLICKHOUSE_DATABASE: z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'must be a database name').optional(),
-  /** Embedded ClickHouse (chdb) data directory: the local profile's log store, used when CLICKHOUSE_URL is unset. */
-  CLICKHOUSE_PATH: z.string().min(1).default('.data/clickhouse'),
+  /**
+   * Embedded ClickHouse (chdb) data directory, used when CLICKHOUSE_URL is unset: the local profile's log store
+   * (default .data/clickhouse); with PROFILE=distributed it must be set explicitly to choose chdb.
+   */
+  CLICKHOUSE_PATH: z.string().min(1).optional(),
   /** Days an entry is kept (a TTL on the log table). */
   AUDIT_RETENTION_DAYS: env.int(365, 1, 36_500),
   /** The consumer hands at most this many events to ClickHouse per insert... */
@@ -28,5 +31,11 @@ export const auditConfigShape = {
 export type AuditConfig = ReturnType<typeof loadAuditConfig>;
 
 export function loadAuditConfig(source: Record<string, string | undefined> = process.env) {
-  return loadConfig(auditConfigShape, source);
+  const config = loadConfig(auditConfigShape, source);
+  const problems = busConfigProblems(config);
+  if (config.PROFILE === 'distributed' && !config.CLICKHOUSE_URL && !config.CLICKHOUSE_PATH) {
+    problems.push('CLICKHOUSE_URL: required with PROFILE=distributed (or set CLICKHOUSE_PATH to use embedded chdb) (not set)');
+  }
+  if (problems.length > 0) throw new ConfigError(problems);
+  return { ...config, CLICKHOUSE_PATH: config.CLICKHOUSE_PATH ?? '.data/clickhouse' };
 }

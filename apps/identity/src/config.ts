@@ -1,4 +1,4 @@
-import { busConfig, commonConfig, databaseConfig, env, loadConfig } from '@secsvc/shared';
+import { assertBusConfig, busConfig, commonConfig, databaseConfig, env, loadConfig } from '@secsvc/shared';
 import { z } from 'zod';
 
 export const identityConfigShape = {
@@ -27,5 +27,7 @@ export const identityConfigShape = {
 export type IdentityConfig = ReturnType<typeof loadIdentityConfig>;
 
 export function loadIdentityConfig(source: Record<string, string | undefined> = process.env) {
-  return loadConfig(identityConfigShape, source);
+  const config = loadConfig(identityConfigShape, source);
+  assertBusConfig(config);
+  return config;
 }

@@ -1,4 +1,4 @@
-import { busConfig, commonConfig, databaseConfig, env, loadConfig } from '@secsvc/shared';
+import { assertBusConfig, busConfig, commonConfig, databaseConfig, env, loadConfig } from '@secsvc/shared';
 
 export const policyConfigShape = {
   ...commonConfig,
@@ -14,5 +14,7 @@ export const policyConfigShape = {
 export type PolicyConfig = ReturnType<typeof loadPolicyConfig>;
 
 export function loadPolicyConfig(source: Record<string, string | undefined> = process.env) {
-  return loadConfig(policyConfigShape, source);
+  const config = loadConfig(policyConfigShape, source);
+  assertBusConfig(config);
+  return config;
 }

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { ConfigError, env } from '../config';
 import type { Logger } from '../logger';
 import { createKafkaBus } from './kafka';
 import { createPostgresBus } from './postgres';
@@ -6,8 +7,8 @@ import type { EventBus } from './port';
 
 /** Variables of a process that publishes to or consumes from the event bus. */
 export const busConfig = {
-  /** postgres (local profile default: a topic table in the service database) or kafka. */
-  EVENT_BUS: z.enum(['postgres', 'kafka']).default('postgres'),
+  /** postgres (a topic table in the service database) or kafka; default: kafka with PROFILE=distributed, else postgres. */
+  EVENT_BUS: z.enum(['postgres', 'kafka']).optional(),
   /** Comma-separated host:port list of Kafka brokers (EVENT_BUS=kafka). */
   KAFKA_BROKERS: z
     .string()
@@ -15,23 +16,66 @@ export const busConfig = {
     .optional(),
   /** Partitions of a topic the Kafka adapter creates (ordering is per actor key within a partition). */
   KAFKA_PARTITIONS: z.coerce.number().int().min(1).max(1000).default(6),
+  /** TLS to the brokers. */
+  KAFKA_SSL: env.bool(false),
+  KAFKA_SASL_MECHANISM: z.enum(['plain', 'scram-sha-256', 'scram-sha-512']).optional(),
+  KAFKA_SASL_USERNAME: z.string().min(1).optional(),
+  KAFKA_SASL_PASSWORD: z.string().min(1).optional(),
   /** How long the Postgres bus keeps records every consumer group has read. */
   BUS_RETENTION_HOURS: z.coerce.number().int().min(1).max(8760).default(168),
 };
 
 export interface BusSettings {
-  EVENT_BUS: 'postgres' | 'kafka';
+  PROFILE: 'local' | 'distributed';
+  EVENT_BUS?: 'postgres' | 'kafka';
   KAFKA_BROKERS?: string;
   KAFKA_PARTITIONS: number;
+  KAFKA_SSL: boolean;
+  KAFKA_SASL_MECHANISM?: 'plain' | 'scram-sha-256' | 'scram-sha-512';
+  KAFKA_SASL_USERNAME?: string;
+  KAFKA_SASL_PASSWORD?: string;
   BUS_RETENTION_HOURS: number;
   DATABASE_URL: string;
 }
 
+/** The adapter a configuration selects (kafka by default in the distributed profile). */
+export function eventBusKind(config: Pick<BusSettings, 'PROFILE' | 'EVENT_BUS'>): 'postgres' | 'kafka' {
+  return config.EVENT_BUS ?? (config.PROFILE === 'distributed' ? 'kafka' : 'postgres');
+}
+
+/** What is missing for the selected bus, as ConfigError lines (empty when complete). */
+export function busConfigProblems(config: BusSettings): string[] {
+  if (eventBusKind(config) !== 'kafka') return [];
+  const why = config.EVENT_BUS ? 'EVENT_BUS=kafka' : 'PROFILE=distributed, whose event bus is Kafka';
+  const problems: string[] = [];
+  if (!config.KAFKA_BROKERS) problems.push(`KAFKA_BROKERS: required with ${why} (not set)`);
+  const sasl = [config.KAFKA_SASL_MECHANISM, config.KAFKA_SASL_USERNAME, config.KAFKA_SASL_PASSWORD];
+  if (sasl.some(Boolean) && !sasl.every(Boolean)) {
+    problems.push('KAFKA_SASL_MECHANISM, KAFKA_SASL_USERNAME, KAFKA_SASL_PASSWORD: set all three or none');
+  }
+  return problems;
+}
+
+/** Throws a ConfigError naming what the selected bus lacks. */
+export function assertBusConfig(config: BusSettings): void {
+  const problems = busConfigProblems(config);
+  if (problems.length > 0) throw new ConfigError(problems);
+}
+
 /** The adapter the configuration names. */
 export async function createEventBus(config: BusSettings, logger: Logger, clientId: string): Promise<EventBus> {
-  if (config.EVENT_BUS === 'kafka') {
-    if (!config.KAFKA_BROKERS) throw new Error('KAFKA_BROKERS is required when EVENT_BUS=kafka');
-    return createKafkaBus({ brokers: config.KAFKA_BROKERS.split(','), clientId, logger, partitions: config.KAFKA_PARTITIONS });
+  assertBusConfig(config);
+  if (eventBusKind(config) === 'kafka') {
+    return createKafkaBus({
+      brokers: config.KAFKA_BROKERS!.split(','),
+      clientId,
+      logger,
+      partitions: config.KAFKA_PARTITIONS,
+      ssl: config.KAFKA_SSL,
+      sasl: config.KAFKA_SASL_MECHANISM
+        ? { mechanism: config.KAFKA_SASL_MECHANISM, username: config.KAFKA_SASL_USERNAME!, password: config.KAFKA_SASL_PASSWORD! }
+        : undefined,
+    });
   }
   return createPostgresBus({ url: config.DATABASE_URL, logger, retentionMs: config.BUS_RETENTION_HOURS * 3_600_000 });
 }

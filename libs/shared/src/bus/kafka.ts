@@ -1,4 +1,5 @@
 import {
+  type SASLOptions,
   Kafka,
   logLevel,
   Partitioners,
@@ -52,6 +53,10 @@ export interface KafkaBusOptions {
   partitions?: number;
   /** Replicas of each topic it creates (default: the broker's default.replication.factor). */
   replicationFactor?: number;
+  /** TLS to the brokers (system CAs; a custom CA through NODE_EXTRA_CA_CERTS). */
+  ssl?: boolean;
+  /** SASL authentication. */
+  sasl?: { mechanism: 'plain' | 'scram-sha-256' | 'scram-sha-512'; username: string; password: string };
   /**
    * How long the group waits for a silent member before handing its partitions to others (default 10 s; the
    * broker accepts 6 s to 30 min by default). A consumer that restarts after losing the broker joins as a new
@@ -90,6 +95,9 @@ export async function createKafkaBus(options: KafkaBusOptions): Promise<EventBus
   const kafka = new Kafka({
     clientId: options.clientId ?? 'secsvc',
     brokers: options.brokers,
+    ssl: options.ssl,
+    // One object for the three mechanisms; kafkajs types each mechanism's options separately.
+    sasl: options.sasl as SASLOptions | undefined,
     logLevel: logLevel.WARN,
     logCreator: kafkaLogCreator(options.logger),
     connectionTimeout: 3000,
