@@ -25,11 +25,11 @@ export interface Clause {
 
 const SELECT = LOG_COLUMNS.join(', ');
 // ClickHouse renders DateTime64 as "YYYY-MM-DD hh:mm:ss.sss" (UTC here); the API speaks ISO 8601.
-const iso = (ch: string) => (ch.includes('T') ? ch : ch.replace(' ', 'T') + 'Z');
+export const isoTime = (ch: string): string => (ch.includes('T') ? ch : ch.replace(' ', 'T') + 'Z');
 /** ISO 8601 → the text ClickHouse parses as DateTime64(3) in UTC. */
-const chTime = (isoText: string) => new Date(isoText).toISOString().replace('T', ' ').replace('Z', '');
+export const chTime = (isoText: string): string => new Date(isoText).toISOString().replace('T', ' ').replace('Z', '');
 
-function filterClause(f: LogFilters, after?: LogPosition): Clause {
+export function filterClause(f: LogFilters, after?: LogPosition): Clause {
   const parts = ['environment = {env:String}'];
   const params: Record<string, unknown> = { env: f.environment };
   if (f.events?.length) {
@@ -60,7 +60,7 @@ function filterClause(f: LogFilters, after?: LogPosition): Clause {
   return { where: parts.join(' AND '), params };
 }
 
-const toRow = (r: LogRow): LogRow => ({ ...r, timestamp: iso(r.timestamp), lat: r.lat === null ? null : Number(r.lat), lng: r.lng === null ? null : Number(r.lng) });
+const toRow = (r: LogRow): LogRow => ({ ...r, timestamp: isoTime(r.timestamp), lat: r.lat === null ? null : Number(r.lat), lng: r.lng === null ? null : Number(r.lng) });
 
 /**
  * The audit log in ClickHouse: idempotent inserts, newest-first pages, lookups and search. The same SQL runs
@@ -72,7 +72,7 @@ export class LogStore {
   /**
    * Inserts the rows whose ids are not stored yet (at-least-once delivery hands some events twice): returns
    * how many were new. Duplicates inside the batch are dropped too. The insert is one block, so it is
-   * all-or-nothing; the dedup token makes a retried identical insert a no-op as well.
+   * all-or-nothing.
    */
   async insert(rows: LogRow[]): Promise<number> {
     const unique = [...new Map(rows.map((r) => [r.id, r])).values()];
@@ -90,12 +90,13 @@ export class LogStore {
       format: 'JSONEachRow',
     });
     const stored = new Set((await existing.json<{ id: string }>()).map((r) => r.id));
-    const fresh = unique.filter((r) => !stored.has(r.id)).map((r) => ({ ...r, timestamp: chTime(r.timestamp) }));
+    const fresh = unique.filter((r) => !stored.has(r.id));
     if (fresh.length === 0) return 0;
+    // Arrays in column order (JSONCompactEachRow): a third less to encode and parse than keyed objects.
     await this.ch.insert({
       table: LOG_TABLE,
-      values: fresh,
-      format: 'JSONEachRow',
+      values: fresh.map((r) => LOG_COLUMNS.map((c) => (c === 'timestamp' ? chTime(r.timestamp) : r[c]))),
+      format: 'JSONCompactEachRow',
       columns: [...LOG_COLUMNS] as [string, ...string[]],
     });
     return fresh.length;
