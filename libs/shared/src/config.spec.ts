@@ -57,6 +57,15 @@ describe('loadConfig', () => {
     expect(config.PEER_ADDR).toBe('identity:50051');
   });
 
+  it('takes gRPC targets as host:port, dns:///host:port or an ipv4 list, and nothing else', () => {
+    for (const good_ of ['identity:50051', 'dns:///identity-headless.secsvc.svc:50051', 'ipv4:127.0.0.1:50051,127.0.0.1:50061']) {
+      expect(loadConfig(shape, { ...good, PEER_ADDR: good_ }).PEER_ADDR).toBe(good_);
+    }
+    for (const bad of ['identity', 'dns://identity:50051', 'ipv4:identity:1', 'a:1,b:2', 'http://x:1', 'ipv4:1.2.3.4:5,']) {
+      expect(configError(() => loadConfig(shape, { ...good, PEER_ADDR: bad })).message).toContain('PEER_ADDR: must be host:port');
+    }
+  });
+
   it('reads only the variables of the shape', () => {
     const config = loadConfig({ PORT: env.port(1) }, { PORT: '2', OTHER: 'x' });
     expect(config).toEqual({ PORT: 2 });

@@ -45,10 +45,14 @@ export const env = {
   port: (def: number) => integer(0, 65535).default(def),
   int: (def: number, min: number, max: number) => integer(min, max).default(def),
   host: (def: string) => z.string().min(1).default(def),
+  /** A gRPC target: host:port, dns:///host:port (every address of the name), or ipv4:a:port,b:port. */
   address: (def: string) =>
     z
       .string()
-      .regex(/^[^\s:]+:\d{1,5}$/, 'must be host:port')
+      .regex(
+        /^(?:dns:\/\/\/)?[^\s:/,]+:\d{1,5}$|^ipv4:\d{1,3}(?:\.\d{1,3}){3}:\d{1,5}(?:,\d{1,3}(?:\.\d{1,3}){3}:\d{1,5})*$/,
+        'must be host:port, dns:///host:port or ipv4:a.b.c.d:port[,...]',
+      )
       .default(def),
   logLevel: () => z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   postgresUrl: () => z.string().regex(/^postgres(ql)?:\/\//, 'must be a postgres:// URL'),
@@ -66,6 +70,12 @@ export const commonConfig = {
   LOG_LEVEL: env.logLevel(),
   PROFILE: env.profile(),
   ADMIN_HOST: env.host('127.0.0.1'),
+};
+
+/** Variables of a service that applies migrations at start (identity, policy, audit). */
+export const migrationConfig = {
+  /** true: apply the migrations, then exit 0 without serving (the Kubernetes migrations Job). */
+  MIGRATE_ONLY: env.bool(false),
 };
 
 /** Variables of a service that owns a Postgres schema. */

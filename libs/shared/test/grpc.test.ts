@@ -276,3 +276,37 @@ describe('startGrpcServer', () => {
     ).rejects.toThrow(/no implementation for getUser/);
   });
 });
+
+describe('client load balancing', () => {
+  it('spreads calls over every address of an ipv4: target (round robin), and keeps serving when one replica stops', async () => {
+    const replicas = await Promise.all(
+      ['a', 'b'].map((name) =>
+        startGrpcServer({
+          host: '127.0.0.1',
+          port: 0,
+          logger: createLogger('test', 'silent'),
+          metrics: new Metrics('test'),
+          descriptorSets,
+          services: [{ name: serviceNames.identity, definition: identity.IdentityServiceService, implementation: complete({ getUser: async (req: identity.GetUserRequest) => user(req.id, name) }) }],
+        }),
+      ),
+    );
+    const target = `ipv4:${replicas.map((r) => `127.0.0.1:${r.port}`).join(',')}`;
+    const lb = createClient(identity.IdentityServiceClient, target);
+    const call = promiseClient(lb, { deadlineMs: 2000 });
+    try {
+      const names = new Set<string>();
+      for (let i = 0; i < 20; i++) names.add((await call.getUser({ environment: 'live', id: `user_${i}` })).name);
+      expect([...names].sort()).toEqual(['a', 'b']);
+      expect(await checkHealth(target)).toBe(true);
+      await replicas[0]!.close(100);
+      const after: string[] = [];
+      // A call picked while the stopped replica's connection is being torn down may fail; then all go to b.
+      for (let i = 0; i < 10; i++) after.push(await call.getUser({ environment: 'live', id: 'user_x' }).then((u) => u.name, () => 'failed'));
+      expect(after.slice(-5)).toEqual(['b', 'b', 'b', 'b', 'b']);
+    } finally {
+      lb.close();
+      await Promise.all(replicas.map((r) => r.close(100)));
+    }
+  });
+});

@@ -53,6 +53,9 @@ export function createClient<C>(
   return new Ctor(address, grpc.credentials.createInsecure(), {
     'grpc.keepalive_time_ms': 30_000,
     'grpc.enable_retries': 0,
+    // Calls spread over every address the target resolves to (`dns:///<headless service>:port`, or an
+    // `ipv4:a:p,b:p` list): one long-lived HTTP/2 connection per replica instead of all traffic on one.
+    'grpc.service_config': JSON.stringify({ loadBalancingConfig: [{ round_robin: {} }] }),
   });
 }
 
