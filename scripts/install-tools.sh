@@ -24,6 +24,16 @@ if [ ! -x "$BIN/opa" ] || [ "$(cat "$BIN/opa.version" 2>/dev/null)" != "$OPA_VER
 fi
 echo "opa $OPA_VERSION: $BIN/opa"
 
+VERSITYGW_VERSION=v1.8.0
+# versitygw: an S3-compatible server over a posix directory, for the S3 object-store tests and the export
+# benchmark (libs/shared/src/testing/s3.ts starts it; keep VERSITYGW_VERSION there in step).
+if [ ! -x "$BIN/versitygw" ] || [ "$(cat "$BIN/versitygw.version" 2>/dev/null)" != "$VERSITYGW_VERSION" ]; then
+  echo "installing versitygw $VERSITYGW_VERSION into $BIN"
+  GOBIN="$BIN" CGO_ENABLED=0 go install "github.com/versity/versitygw/cmd/versitygw@$VERSITYGW_VERSION"
+  echo "$VERSITYGW_VERSION" > "$BIN/versitygw.version"
+fi
+echo "versitygw $VERSITYGW_VERSION: $BIN/versitygw"
+
 # The Apache Kafka broker (KRaft mode, Java 17) for the Kafka event-bus tests: jars resolved by Maven from
 # scripts/kafka/pom.xml into ${SECSVC_KAFKA_LIBS:-$HOME/.cache/secsvc/kafka-<version>/libs}, where the test
 # harness (libs/shared/src/testing/kafka.ts) looks too. Maven's own cache (~/.m2) makes a reinstall take

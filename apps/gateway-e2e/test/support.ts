@@ -1,8 +1,7 @@
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
-import { existsSync } from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
+import { findTool } from '@secsvc/shared/testing';
 
 const reflectionProto = path.join(
   path.dirname(require.resolve('@grpc/reflection/package.json')),
@@ -62,12 +61,5 @@ export function apiClient(baseUrl: string, key: string): Api {
  * on PATH. Missing under CI=true is an error; elsewhere the caller skips and says so.
  */
 export function findGrpcurl(): string | undefined {
-  const candidates = [
-    process.env.GRPCURL,
-    path.join(process.env.SECSVC_TOOLS_DIR ?? path.join(os.homedir(), '.cache', 'secsvc', 'bin'), 'grpcurl'),
-    ...(process.env.PATH ?? '').split(path.delimiter).map((dir) => path.join(dir, 'grpcurl')),
-  ];
-  const found = candidates.find((c): c is string => !!c && existsSync(c));
-  if (!found && process.env.CI === 'true') throw new Error('grpcurl is missing: run scripts/install-tools.sh');
-  return found;
+  return findTool('grpcurl', 'GRPCURL', 'run scripts/install-tools.sh');
 }

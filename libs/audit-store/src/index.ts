@@ -4,3 +4,6 @@ export * from './rows';
 export * from './store';
 export * from './geoip';
 export * from './search';
+export * from './export-jobs';
+export * from './export-token';
+export * from './export-source';

@@ -22,3 +22,4 @@ export * from './bus/postgres';
 export * from './bus/kafka';
 export * from './outbox-relay';
 export * from './bus/config';
+export * from './object-store';

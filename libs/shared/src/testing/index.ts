@@ -1,3 +1,5 @@
 export * from './postgres';
 export * from './redis';
 export * from './kafka';
+export * from './s3';
+export * from './tools';

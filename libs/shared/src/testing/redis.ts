@@ -1,25 +1,14 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync } from 'node:fs';
 import net from 'node:net';
-import path from 'node:path';
 import { freePort } from '../stack/ports';
+import { findTool } from './tools';
 
 /**
  * The redis-server binary for tests: $REDIS_SERVER, else the first on PATH (the Debian package installs
  * /usr/bin/redis-server). Missing under CI=true is an error: CI installs it (.ci/run), so nothing may skip.
  */
 export function findRedisServer(): string | undefined {
-  const candidates = [
-    process.env.REDIS_SERVER,
-    ...(process.env.PATH ?? '').split(path.delimiter).map((dir) => path.join(dir, 'redis-server')),
-    '/usr/bin/redis-server',
-    '/usr/sbin/redis-server',
-  ];
-  const found = candidates.find((c): c is string => !!c && existsSync(c));
-  if (!found && process.env.CI === 'true') {
-    throw new Error('redis-server is missing: install the Debian package redis-server (bash .ci/run does) or set REDIS_SERVER');
-  }
-  return found;
+  return findTool('redis-server', 'REDIS_SERVER', 'install the Debian package redis-server (bash .ci/run does) or set REDIS_SERVER', ['/usr/bin/redis-server', '/usr/sbin/redis-server']);
 }
 
 /**

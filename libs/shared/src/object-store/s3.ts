@@ -1,0 +1,159 @@
+import {
+  AbortMultipartUploadCommand,
+  CompleteMultipartUploadCommand,
+  CreateMultipartUploadCommand,
+  DeleteObjectCommand,
+  GetObjectCommand,
+  HeadObjectCommand,
+  ListMultipartUploadsCommand,
+  PutObjectCommand,
+  S3Client,
+  UploadPartCommand,
+  type CompletedPart,
+} from '@aws-sdk/client-s3';
+import { Readable } from 'node:stream';
+import { checkKey, type ByteRange, type ObjectStore, type ObjectWriter } from './port';
+
+export interface S3StoreOptions {
+  bucket: string;
+  /** Custom endpoint of an S3-compatible server (versitygw, Ceph, ...); unset = AWS. */
+  endpoint?: string;
+  region: string;
+  /** Static credentials; unset = the SDK's default chain (environment, instance role, ...). */
+  accessKeyId?: string;
+  secretAccessKey?: string;
+  forcePathStyle: boolean;
+  /** Key prefix inside the bucket, e.g. "exports/". */
+  prefix?: string;
+  /** Multipart part size in bytes (S3's minimum is 5 MiB for every part but the last). */
+  partSize: number;
+  /** Parts uploaded at once per writer (memory: up to (1 + this) × partSize per writer). */
+  concurrency?: number;
+}
+
+const MIN_PART = 5 * 1024 * 1024;
+
+function isNotFound(err: unknown): boolean {
+  const e = err as { name?: string; $metadata?: { httpStatusCode?: number } };
+  return e?.name === 'NotFound' || e?.name === 'NoSuchKey' || e?.$metadata?.httpStatusCode === 404;
+}
+
+/**
+ * Objects in an S3 bucket through @aws-sdk/client-s3. A writer buffers one part (partSize) and uploads it
+ * with multipart upload while the next fills (at most `concurrency` parts in flight, so memory stays flat
+ * whatever the object's size); an object smaller than one part is one PutObject. Nothing is visible under
+ * the key before CompleteMultipartUpload; abort() (or sweep() after a crash) drops the uploaded parts.
+ */
+export function createS3ObjectStore(o: S3StoreOptions): ObjectStore {
+  if (o.partSize < MIN_PART) throw new Error('S3 part size must be at least 5 MiB');
+  const client = new S3Client({
+    region: o.region,
+    endpoint: o.endpoint,
+    forcePathStyle: o.forcePathStyle,
+    credentials: o.accessKeyId && o.secretAccessKey ? { accessKeyId: o.accessKeyId, secretAccessKey: o.secretAccessKey } : undefined,
+    // Checksums only when an operation requires them: S3-compatible servers differ in what they accept.
+    requestChecksumCalculation: 'WHEN_REQUIRED',
+    responseChecksumValidation: 'WHEN_REQUIRED',
+  });
+  const Bucket = o.bucket;
+  const keyOf = (key: string) => `${o.prefix ?? ''}${checkKey(key)}`;
+  const concurrency = o.concurrency ?? 2;
+
+  return {
+    kind: 's3',
+    async create(key: string, contentType: string): Promise<ObjectWriter> {
+      const Key = keyOf(key);
+      let chunks: Buffer[] = [];
+      let buffered = 0;
+      let size = 0;
+      let uploadId: string | undefined;
+      const parts: CompletedPart[] = [];
+      const inFlight = new Set<Promise<void>>();
+      let failure: unknown;
+
+      const startPart = async (body: Buffer) => {
+        uploadId ??= (await client.send(new CreateMultipartUploadCommand({ Bucket, Key, ContentType: contentType }))).UploadId;
+        const PartNumber = parts.length + 1;
+        const slot: CompletedPart = { PartNumber };
+        parts.push(slot);
+        const p = client
+          .send(new UploadPartCommand({ Bucket, Key, UploadId: uploadId, PartNumber, Body: body, ContentLength: body.length }))
+          .then((r) => void (slot.ETag = r.ETag))
+          .catch((err: unknown) => void (failure ??= err))
+          .finally(() => inFlight.delete(p));
+        inFlight.add(p);
+        while (inFlight.size >= concurrency) await Promise.race(inFlight);
+        if (failure) throw failure;
+      };
+      const take = () => {
+        const body = Buffer.concat(chunks, buffered);
+        chunks = [];
+        buffered = 0;
+        return body;
+      };
+
+      return {
+        async write(chunk) {
+          if (failure) throw failure;
+          chunks.push(chunk);
+          buffered += chunk.length;
+          size += chunk.length;
+          if (buffered >= o.partSize) await startPart(take());
+        },
+        async finish() {
+          if (uploadId === undefined) {
+            const body = take();
+            await client.send(new PutObjectCommand({ Bucket, Key, Body: body, ContentType: contentType, ContentLength: body.length }));
+            return { size };
+          }
+          if (buffered > 0) await startPart(take());
+          await Promise.all(inFlight);
+          if (failure) throw failure;
+          await client.send(new CompleteMultipartUploadCommand({ Bucket, Key, UploadId: uploadId, MultipartUpload: { Parts: parts } }));
+          return { size };
+        },
+        async abort() {
+          chunks = [];
+          await Promise.allSettled(inFlight);
+          if (uploadId) await client.send(new AbortMultipartUploadCommand({ Bucket, Key, UploadId: uploadId })).catch(() => undefined);
+        },
+      };
+    },
+    async stat(key) {
+      try {
+        const head = await client.send(new HeadObjectCommand({ Bucket, Key: keyOf(key) }));
+        return { size: Number(head.ContentLength ?? 0) };
+      } catch (err) {
+        if (isNotFound(err)) return undefined;
+        throw err;
+      }
+    },
+    async read(key: string, range?: ByteRange): Promise<Readable> {
+      const res = await client.send(new GetObjectCommand({ Bucket, Key: keyOf(key), Range: range ? `bytes=${range.start}-${range.end}` : undefined }));
+      if (!(res.Body instanceof Readable)) throw new Error('S3 GetObject returned no stream');
+      return res.Body;
+    },
+    async delete(key) {
+      await client.send(new DeleteObjectCommand({ Bucket, Key: keyOf(key) }));
+    },
+    async sweep(olderThanMs) {
+      let removed = 0;
+      const cutoff = Date.now() - olderThanMs;
+      let KeyMarker: string | undefined;
+      let UploadIdMarker: string | undefined;
+      for (;;) {
+        const page = await client.send(new ListMultipartUploadsCommand({ Bucket, Prefix: o.prefix, KeyMarker, UploadIdMarker }));
+        for (const u of page.Uploads ?? []) {
+          if (u.Key && u.UploadId && u.Initiated && u.Initiated.getTime() < cutoff) {
+            await client.send(new AbortMultipartUploadCommand({ Bucket, Key: u.Key, UploadId: u.UploadId })).catch(() => undefined);
+            removed++;
+          }
+        }
+        if (!page.IsTruncated) return removed;
+        KeyMarker = page.NextKeyMarker;
+        UploadIdMarker = page.NextUploadIdMarker;
+      }
+    },
+    close: async () => client.destroy(),
+  };
+}
