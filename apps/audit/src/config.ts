@@ -1,10 +1,11 @@
-import { busConfig, busConfigProblems, commonConfig, ConfigError, databaseConfig, env, loadConfig } from '@secsvc/shared';
+import { busConfig, busConfigProblems, commonConfig, ConfigError, databaseConfig, env, loadConfig, migrationConfig } from '@secsvc/shared';
 import { z } from 'zod';
 
 export const auditConfigShape = {
   ...commonConfig,
   ...databaseConfig,
   ...busConfig,
+  ...migrationConfig,
   GRPC_HOST: env.host('127.0.0.1'),
   GRPC_PORT: env.port(50053),
   ADMIN_PORT: env.port(9103),

@@ -1,6 +1,6 @@
 import { audit, descriptorSets, serviceNames } from '@secsvc/proto';
 import { applyRetention, GeoIp, LogStore, migrateClickHouse, openClickHouse } from '@secsvc/audit-store';
-import { createEventBus, createPool, pingDatabase, runProcess, startGrpcServer } from '@secsvc/shared';
+import { createEventBus, createPool, migratedOnly, pingDatabase, runProcess, startGrpcServer } from '@secsvc/shared';
 import { loadAuditConfig } from './config';
 import { startConsumer } from './consumer';
 import type { AuditContext } from './context';
@@ -18,6 +18,10 @@ void runProcess('audit', () => loadAuditConfig(), async ({ config, logger, metri
   const applied = await migrateClickHouse(ch);
   if (applied > 0) logger.info({ applied }, 'ClickHouse migrations applied');
   await applyRetention(ch, config.AUDIT_RETENTION_DAYS);
+  // Every migration of this process comes before this line: the migrations Job runs exactly these.
+  if (config.MIGRATE_ONLY) {
+    return migratedOnly({ name: 'clickhouse', close: () => ch.close() }, { name: 'postgres', close: () => pool.end() });
+  }
   const store = new LogStore(ch);
   const bus = await createEventBus(config, logger, 'audit');
   const consumer = config.AUDIT_CONSUMER

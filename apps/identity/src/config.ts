@@ -1,4 +1,4 @@
-import { assertBusConfig, busConfig, commonConfig, databaseConfig, env, loadConfig } from '@secsvc/shared';
+import { assertBusConfig, busConfig, commonConfig, databaseConfig, env, loadConfig, migrationConfig } from '@secsvc/shared';
 import { z } from 'zod';
 
 export const identityConfigShape = {
@@ -6,6 +6,7 @@ export const identityConfigShape = {
   ...databaseConfig,
   // EVENT_BUS, KAFKA_BROKERS...: where the outbox relay publishes auth events
   ...busConfig,
+  ...migrationConfig,
   GRPC_HOST: env.host('127.0.0.1'),
   GRPC_PORT: env.port(50051),
   ADMIN_PORT: env.port(9101),

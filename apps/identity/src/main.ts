@@ -1,5 +1,5 @@
 import { identity, descriptorSets, serviceNames } from '@secsvc/proto';
-import { createPool, migrate, pingDatabase, readMigrations, runProcess, startGrpcServer, startServiceOutboxRelay } from '@secsvc/shared';
+import { createPool, migrate, migratedOnly, pingDatabase, readMigrations, runProcess, startGrpcServer, startServiceOutboxRelay } from '@secsvc/shared';
 import { loadIdentityConfig } from './config';
 import { migrationsDir } from './migrations';
 import type { IdentityContext } from './context';
@@ -23,6 +23,7 @@ import { reportRateLimitExceeded } from './rpc/report-rate-limit-exceeded';
 void runProcess('identity', () => loadIdentityConfig(), async ({ config, logger, metrics }) => {
   const pool = createPool(config.DATABASE_URL, config.DATABASE_POOL_MAX, logger, 'identity');
   await migrate(pool, 'identity', await readMigrations(migrationsDir), logger);
+  if (config.MIGRATE_ONLY) return migratedOnly({ name: 'postgres', close: () => pool.end() });
   await ensureBootstrapKey(pool, config.SERVER_SECRET, config.BOOTSTRAP_API_KEY, logger, (line) =>
     process.stdout.write(line + '\n'),
   );

@@ -1,5 +1,5 @@
 import { descriptorSets, policy, serviceNames } from '@secsvc/proto';
-import { createPool, migrate, pingDatabase, readMigrations, runProcess, startGrpcServer, startServiceOutboxRelay } from '@secsvc/shared';
+import { createPool, migrate, migratedOnly, pingDatabase, readMigrations, runProcess, startGrpcServer, startServiceOutboxRelay } from '@secsvc/shared';
 import { loadPolicyConfig } from './config';
 import { startDecisionRuntime } from './decision-runtime';
 import { migrationsDir } from './migrations';
@@ -8,6 +8,7 @@ import { policyService } from './rpc';
 void runProcess('policy', () => loadPolicyConfig(), async ({ config, logger, metrics }) => {
   const pool = createPool(config.DATABASE_URL, config.DATABASE_POOL_MAX, logger, 'policy');
   await migrate(pool, 'policy', await readMigrations(migrationsDir), logger);
+  if (config.MIGRATE_ONLY) return migratedOnly({ name: 'postgres', close: () => pool.end() });
   // LISTEN before the first load, so no change can fall between a load and the subscription.
   const { decisions, feed } = await startDecisionRuntime(pool, config.DATABASE_URL, logger);
   const relay = await startServiceOutboxRelay({ config, pool, schema: 'policy', logger, metrics });

@@ -17,6 +17,14 @@ export interface StartedProcess {
   ready: () => Promise<boolean>;
 }
 
+/** What `start` returns under MIGRATE_ONLY=true: migrations applied; runProcess closes these and exits 0. */
+export interface MigratedOnly {
+  migratedOnly: true;
+  closers: Closable[];
+}
+
+export const migratedOnly = (...closers: Closable[]): MigratedOnly => ({ migratedOnly: true, closers });
+
 interface BaseConfig {
   LOG_LEVEL: string;
   ADMIN_HOST: string;
@@ -30,7 +38,7 @@ interface BaseConfig {
 export async function runProcess<C extends BaseConfig>(
   service: string,
   loadConfig: () => C,
-  start: (ctx: ProcessContext<C>) => Promise<StartedProcess>,
+  start: (ctx: ProcessContext<C>) => Promise<StartedProcess | MigratedOnly>,
 ): Promise<void> {
   let config: C;
   try {
@@ -46,6 +54,12 @@ export async function runProcess<C extends BaseConfig>(
   const metrics = new Metrics(service);
   try {
     const started = await start({ config, logger, metrics });
+    if ('migratedOnly' in started) {
+      // No admin server, no signal handlers: close what the migrations opened and leave with success.
+      for (const step of started.closers) await step.close();
+      logger.info(`${service} migrations applied (MIGRATE_ONLY), exiting`);
+      process.exit(0);
+    }
     const admin = await startAdminServer({ host: config.ADMIN_HOST, port: config.ADMIN_PORT, metrics, ready: started.ready });
     const shutdown = installShutdown(logger, [{ name: 'admin', close: admin.close }, ...started.closers]);
     if (process.env.SECSVC_EXIT_WITH_PARENT === '1') {
