@@ -15,6 +15,8 @@ export const identityConfigShape = {
   /** Audience (aud) of access tokens. */
   JWT_AUDIENCE: z.string().min(1).default('secsvc'),
   ACCESS_TOKEN_TTL_SECONDS: env.int(900, 60, 86_400),
+  /** Lifetime of each OAuth refresh token (every refresh issues a new one with a fresh lifetime). */
+  OAUTH_REFRESH_TOKEN_TTL_SECONDS: env.int(30 * 86_400, 3600, 365 * 86_400),
   /** Encrypts the JWT signing keys at rest (≥ 32 characters); derived from SERVER_SECRET when unset. */
   JWT_MASTER_KEY: env.secret().optional(),
   /** Local mail port: password reset messages are written here as JSON files (and noted on the console). */

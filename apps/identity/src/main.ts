@@ -19,6 +19,11 @@ import { listUsers } from './rpc/list-users';
 import { updateUser } from './rpc/update-user';
 import { watchCredentialChanges } from './rpc/watch-credential-changes';
 import { reportRateLimitExceeded } from './rpc/report-rate-limit-exceeded';
+import { createOAuthClient, deleteOAuthClient, getOAuthClient, listOAuthClients, updateOAuthClient } from './rpc/oauth-clients';
+import { authorize } from './rpc/oauth-authorize';
+import { token } from './rpc/oauth-token';
+import { introspectToken } from './rpc/oauth-introspect';
+import { authenticateOAuthClient, revokeToken } from './rpc/oauth-revoke';
 
 void runProcess('identity', () => loadIdentityConfig(), async ({ config, logger, metrics }) => {
   const pool = createPool(config.DATABASE_URL, config.DATABASE_POOL_MAX, logger, 'identity');
@@ -71,6 +76,16 @@ void runProcess('identity', () => loadIdentityConfig(), async ({ config, logger,
           revokeSession: revokeSession(ctx),
           listUserSessions: listUserSessions(ctx),
           revokeUserSessions: revokeUserSessions(ctx),
+          createOAuthClient: createOAuthClient(ctx),
+          listOAuthClients: listOAuthClients(ctx),
+          getOAuthClient: getOAuthClient(ctx),
+          updateOAuthClient: updateOAuthClient(ctx),
+          deleteOAuthClient: deleteOAuthClient(ctx),
+          authorize: authorize(ctx),
+          token: token(ctx, signingKeys),
+          revokeToken: revokeToken(ctx, signingKeys),
+          introspectToken: introspectToken(ctx, signingKeys),
+          authenticateOAuthClient: authenticateOAuthClient(ctx),
         },
       },
     ],

@@ -29,7 +29,7 @@ async function userWithPassword(password = GOOD) {
   return u;
 }
 const logIn = (email: string, password: string, ip = '203.0.113.1') =>
-  login(ctx)({ environment: 'live', email, password, ip, userAgent: 'jest', expiresInSeconds: 0 }, call());
+  login(ctx)({ environment: 'live', email, password, ip, userAgent: 'jest', expiresInSeconds: 0, oauthClientId: '' }, call());
 
 async function resetMailFor(email: string): Promise<string> {
   for (let i = 0; i < 100; i++) {

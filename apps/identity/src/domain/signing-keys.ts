@@ -1,5 +1,6 @@
 import { createCipheriv, createDecipheriv, hkdfSync, randomBytes } from 'node:crypto';
-import { exportJWK, generateKeyPair, importJWK, type JWK, type KeyLike } from 'jose';
+import { randomUUID } from 'node:crypto';
+import { exportJWK, generateKeyPair, importJWK, SignJWT, type JWK, type JWTPayload, type KeyLike } from 'jose';
 import { withTransaction, type Pool } from '@secsvc/shared';
 
 export const ALG = 'ES256';
@@ -75,4 +76,26 @@ export class SigningKeyStore {
       jwks: { keys: rows.map((r) => r.public_jwk) },
     };
   }
+}
+
+/**
+ * Signs a JWT with the current key: the given claims plus iss, sub, aud, iat, exp and a fresh jti. `typ` is
+ * at+jwt for access tokens (RFC 9068) and JWT for ID tokens.
+ */
+export async function signJwt(
+  keys: SigningKeyStore,
+  typ: 'at+jwt' | 'JWT',
+  claims: JWTPayload,
+  std: { issuer: string; subject: string; audience: string; issuedAt: number; expiresAt: number },
+): Promise<string> {
+  const { current } = await keys.get();
+  return new SignJWT(claims)
+    .setProtectedHeader({ alg: ALG, kid: current.kid, typ })
+    .setIssuer(std.issuer)
+    .setSubject(std.subject)
+    .setAudience(std.audience)
+    .setIssuedAt(std.issuedAt)
+    .setExpirationTime(std.expiresAt)
+    .setJti(randomUUID())
+    .sign(current.key);
 }

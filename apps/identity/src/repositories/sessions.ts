@@ -37,6 +37,12 @@ export const sessionsRepository = {
     return rows[0];
   },
 
+  /** The active session with this id (for introspection of its access tokens). */
+  async findActiveById(db: Db, id: string): Promise<SessionRow | undefined> {
+    const { rows } = await db.query<SessionRow>(`SELECT ${COLUMNS} FROM sessions WHERE id = $1 AND revoked_at IS NULL AND expires_at > now()`, [id]);
+    return rows[0];
+  },
+
   async revokeByHash(db: Db, environment: string, hash: Buffer): Promise<SessionRow | undefined> {
     const { rows } = await db.query<SessionRow>(
       `UPDATE sessions SET revoked_at = now()

@@ -7,6 +7,7 @@ import { checkPasswordRules, dummyHash, hashPassword, verifyPassword } from '../
 import { SESSION_MAX_SECONDS, SESSION_MIN_SECONDS } from '../domain/sessions';
 import { appendEvent } from '../repositories/outbox';
 import { passwordsRepository } from '../repositories/passwords';
+import { oauthGrantsRepository } from '../repositories/oauth';
 import { sessionsRepository } from '../repositories/sessions';
 import { usersRepository } from '../repositories/users';
 import { openSession, toSessionMessage } from './sessions';
@@ -65,6 +66,8 @@ export const login =
     // The same work whether or not the account exists or has a password: no enumeration by timing.
     const ok = await verifyPassword(req.password, user?.password_hash ?? (await dummyHash()));
     const context = { ip: req.ip, userAgent: req.userAgent };
+    // On an OAuth login page: authMethod oauth, with the client the user is logging in to.
+    const loginMethod = req.oauthClientId ? { authMethod: 'oauth', clientId: req.oauthClientId.slice(0, 64) } : { authMethod: 'password' };
     if (!user || !user.password_hash || !ok) {
       await withTransaction(ctx.pool, async (client) => {
         await passwordsRepository.recordFailure(client, environment, email, ip);
@@ -75,7 +78,7 @@ export const login =
           type: 'user.login',
           result: 'failure',
           traceId: call.requestId,
-          metadata: { authMethod: 'password', mfaUsed: false, reason: 'invalid_credentials' },
+          metadata: { ...loginMethod, mfaUsed: false, reason: 'invalid_credentials' },
         });
       });
       throw new AppError('unauthorized', 'Invalid email or password');
@@ -91,7 +94,7 @@ export const login =
         target: { id: opened.row.id, type: 'session' },
         result: 'success',
         traceId: call.requestId,
-        metadata: { authMethod: 'password', mfaUsed: false },
+        metadata: { ...loginMethod, mfaUsed: false },
       });
       return opened;
     });
@@ -161,8 +164,11 @@ export const confirmPasswordReset =
       await passwordsRepository.setHash(client, environment, user.id, await hashPassword(req.password));
       await passwordsRepository.useResetToken(client, row.id);
       const ended = await sessionsRepository.revokeAllOfUser(client, environment, user.id);
+      // Their OAuth grants end too: refresh tokens stop working and gateways refuse the access tokens.
+      const grantsEnded = await oauthGrantsRepository.revokeAllOfUser(client, environment, user.id, 'password_reset');
       await event(client, call, environment, 'user.password_reset.completed', 'success', { id: user.id, email: user.email, type: 'user' }, { id: user.id, type: 'user' }, {
         sessionsRevoked: ended.length,
+        oauthGrantsRevoked: grantsEnded.length,
       });
       return 'done' as const;
     });

@@ -1,10 +1,8 @@
 import type { identity } from '@secsvc/proto';
 import { AppError, type CallContext } from '@secsvc/shared';
-import { randomUUID } from 'node:crypto';
-import { SignJWT } from 'jose';
 import type { IdentityContext } from '../context';
 import { hashSessionToken, looksLikeSessionToken } from '../domain/sessions';
-import { ALG, type SigningKeyStore } from '../domain/signing-keys';
+import { signJwt, type SigningKeyStore } from '../domain/signing-keys';
 import { recordAuthFailure } from '../repositories/outbox';
 import { sessionsRepository } from '../repositories/sessions';
 import { usersRepository } from '../repositories/users';
@@ -25,16 +23,12 @@ export const issueAccessToken =
     if (!user) throw refused;
     const now = Math.floor(Date.now() / 1000);
     const exp = Math.min(now + ctx.config.ACCESS_TOKEN_TTL_SECONDS, Math.floor(session.expires_at.getTime() / 1000));
-    const { current } = await keys.get();
-    const accessToken = await new SignJWT({ sid: session.id, env: session.environment, roles: user.roles })
-      .setProtectedHeader({ alg: ALG, kid: current.kid, typ: 'at+jwt' })
-      .setIssuer(ctx.config.ISSUER)
-      .setSubject(session.user_id)
-      .setAudience(ctx.config.JWT_AUDIENCE)
-      .setIssuedAt(now)
-      .setExpirationTime(exp)
-      .setJti(randomUUID())
-      .sign(current.key);
+    const accessToken = await signJwt(
+      keys,
+      'at+jwt',
+      { sid: session.id, env: session.environment, roles: user.roles },
+      { issuer: ctx.config.ISSUER, subject: session.user_id, audience: ctx.config.JWT_AUDIENCE, issuedAt: now, expiresAt: exp },
+    );
     return { accessToken, expiresIn: exp - now, sessionId: session.id };
   };
 

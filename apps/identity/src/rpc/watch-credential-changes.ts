@@ -3,7 +3,7 @@ import type { CallContext, Pool, ServerStream } from '@secsvc/shared';
 import type { CredentialChangeFeed } from '../domain/credential-change-feed';
 
 /**
- * Streams the sessions revoked or deleted within the access-token lifetime (a new gateway must refuse their
+ * Streams the sessions and OAuth grants revoked or deleted within the access-token lifetime (a new gateway must refuse their
  * JWTs too), then "ready", then one "changed" per credential change, until the client goes or the feed resets.
  * Subscribing before the snapshot means no change falls between the two.
  */
@@ -25,7 +25,8 @@ export const watchCredentialChanges =
       try {
         const { rows } = await pool.query<{ id: string }>(
           `SELECT id FROM sessions WHERE revoked_at > now() - make_interval(secs => $1)
-           UNION ALL SELECT id FROM ended_sessions WHERE ended_at > now() - make_interval(secs => $1)`,
+           UNION ALL SELECT id FROM ended_sessions WHERE ended_at > now() - make_interval(secs => $1)
+           UNION ALL SELECT id FROM oauth_grants WHERE revoked_at > now() - make_interval(secs => $1)`,
           [accessTokenTtlSeconds + 60],
         );
         for (const r of rows) stream.write({ kind: 'changed', id: r.id });

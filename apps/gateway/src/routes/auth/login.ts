@@ -25,6 +25,7 @@ export const loginRoute = defineRoute({
         ip: ctx.call.headers['x-client-ip'] ?? '',
         userAgent: ctx.call.headers['x-user-agent'] ?? '',
         expiresInSeconds: 0,
+        oauthClientId: '',
       },
       ctx.call,
     );

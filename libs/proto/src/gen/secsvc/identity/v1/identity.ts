@@ -217,6 +217,11 @@ export interface LoginRequest {
   userAgent: string;
   /** 0 = the default (24 hours). */
   expiresInSeconds: number;
+  /**
+   * Set when the login happens on the OAuth login page of this client: the user.login event then has
+   * authMethod "oauth" and the client id in its metadata.
+   */
+  oauthClientId: string;
 }
 
 export interface RequestPasswordResetRequest {
@@ -346,6 +351,198 @@ export interface RevokeUserSessionsRequest {
 
 export interface RevokeUserSessionsResponse {
   revoked: number;
+}
+
+/** An OAuth client as lists and lookups show it: never the secret. */
+export interface OAuthClient {
+  /** cli_... */
+  id: string;
+  environment: string;
+  name: string;
+  /** "public" | "confidential" */
+  type: string;
+  redirectUris: string[];
+  scopes: string[];
+  firstParty: boolean;
+  createdAt: string | undefined;
+  updatedAt: string | undefined;
+}
+
+export interface CreateOAuthClientRequest {
+  environment: string;
+  name: string;
+  type: string;
+  redirectUris: string[];
+  scopes: string[];
+  firstParty: boolean;
+}
+
+export interface CreatedOAuthClient {
+  client:
+    | OAuthClient
+    | undefined;
+  /** Confidential clients only: shown once. */
+  clientSecret: string;
+}
+
+export interface ListOAuthClientsRequest {
+  environment: string;
+  limit: number;
+  cursor: string;
+}
+
+export interface ListOAuthClientsResponse {
+  clients: OAuthClient[];
+  hasMore: boolean;
+  nextCursor: string;
+}
+
+export interface GetOAuthClientRequest {
+  environment: string;
+  id: string;
+}
+
+/** A list that may be absent (absent = unchanged). */
+export interface StringList {
+  values: string[];
+}
+
+export interface UpdateOAuthClientRequest {
+  environment: string;
+  id: string;
+  name?:
+    | string
+    | undefined;
+  /** Replaces the stored list when present. */
+  redirectUris: StringList | undefined;
+  scopes: StringList | undefined;
+  firstParty?: boolean | undefined;
+}
+
+export interface DeleteOAuthClientRequest {
+  environment: string;
+  id: string;
+}
+
+export interface DeleteOAuthClientResponse {
+  /** Grants that were still active. */
+  grantsRevoked: number;
+}
+
+export interface AuthorizeRequest {
+  /** The parameters of the authorization request as received (absent ones empty). */
+  clientId: string;
+  redirectUri: string;
+  responseType: string;
+  scope: string;
+  state: string;
+  nonce: string;
+  codeChallenge: string;
+  codeChallengeMethod: string;
+  prompt: string;
+  maxAge: string;
+  /** Names of parameters that were given more than once (refused). */
+  repeatedParams: string[];
+  /** The browser's login session at the authorization server (a session token from its cookie), if any. */
+  sessionToken: string;
+  /** True right after the login form was accepted (prompt=login and max_age are satisfied). */
+  freshLogin: boolean;
+  /** The consent form's answer: "allow", "deny", or empty when no consent form was submitted. */
+  consent: string;
+}
+
+export interface AuthorizeResponse {
+  /** "error_page" | "redirect" | "login" | "consent" */
+  outcome: string;
+  /** error_page and error redirects: the RFC 6749 error code and a description. */
+  error: string;
+  errorDescription: string;
+  /** redirect: the full URL to send the browser to (code or error, state and iss added). */
+  redirectTo: string;
+  /** login and consent pages: the client's name, environment and validated redirect URI. */
+  clientName: string;
+  environment: string;
+  redirectUri: string;
+  /** consent: the scopes asked for, and who is logged in. */
+  scopes: string[];
+  userEmail: string;
+}
+
+export interface TokenRequest {
+  grantType: string;
+  code: string;
+  redirectUri: string;
+  codeVerifier: string;
+  refreshToken: string;
+  scope: string;
+  clientId: string;
+  clientSecret: string;
+  /** How the client authenticated: "client_secret_basic", "client_secret_post" or "none". */
+  clientAuthMethod: string;
+  repeatedParams: string[];
+}
+
+export interface TokenResponse {
+  /** Set on failure (RFC 6749 5.2), with the HTTP status to answer (400, 401 invalid_client, 429). */
+  error: string;
+  errorDescription: string;
+  status: number;
+  retryAfterSeconds: number;
+  accessToken: string;
+  tokenType: string;
+  expiresIn: number;
+  refreshToken: string;
+  idToken: string;
+  scope: string;
+}
+
+export interface RevokeTokenRequest {
+  token: string;
+  tokenTypeHint: string;
+  clientId: string;
+  clientSecret: string;
+  clientAuthMethod: string;
+}
+
+export interface RevokeTokenResponse {
+  /** Set when the client could not be authenticated or the request is malformed (as in TokenResponse). */
+  error: string;
+  errorDescription: string;
+  status: number;
+  retryAfterSeconds: number;
+}
+
+export interface IntrospectTokenRequest {
+  token: string;
+  tokenTypeHint: string;
+  clientId: string;
+  clientSecret: string;
+  clientAuthMethod: string;
+}
+
+export interface IntrospectTokenResponse {
+  error: string;
+  errorDescription: string;
+  status: number;
+  retryAfterSeconds: number;
+  /** The RFC 7662 answer as a JSON object ({"active": false} for anything not active). */
+  resultJson: string;
+}
+
+export interface AuthenticateOAuthClientRequest {
+  clientId: string;
+  clientSecret: string;
+  clientAuthMethod: string;
+}
+
+export interface AuthenticateOAuthClientResponse {
+  error: string;
+  errorDescription: string;
+  status: number;
+  retryAfterSeconds: number;
+  clientId: string;
+  environment: string;
+  type: string;
 }
 
 function createBaseUser(): User {
@@ -3088,7 +3285,7 @@ export const SetPasswordResponse: MessageFns<SetPasswordResponse> = {
 };
 
 function createBaseLoginRequest(): LoginRequest {
-  return { environment: "", email: "", password: "", ip: "", userAgent: "", expiresInSeconds: 0 };
+  return { environment: "", email: "", password: "", ip: "", userAgent: "", expiresInSeconds: 0, oauthClientId: "" };
 }
 
 export const LoginRequest: MessageFns<LoginRequest> = {
@@ -3110,6 +3307,9 @@ export const LoginRequest: MessageFns<LoginRequest> = {
     }
     if (message.expiresInSeconds !== 0) {
       writer.uint32(48).int32(message.expiresInSeconds);
+    }
+    if (message.oauthClientId !== "") {
+      writer.uint32(58).string(message.oauthClientId);
     }
     return writer;
   },
@@ -3175,6 +3375,14 @@ export const LoginRequest: MessageFns<LoginRequest> = {
             message.expiresInSeconds = reader.int32();
             continue;
           }
+          case 7: {
+            if (tag !== 58) {
+              break;
+            }
+
+            message.oauthClientId = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -3203,6 +3411,11 @@ export const LoginRequest: MessageFns<LoginRequest> = {
         : isSet(object.expires_in_seconds)
         ? globalThis.Number(object.expires_in_seconds)
         : 0,
+      oauthClientId: isSet(object.oauthClientId)
+        ? globalThis.String(object.oauthClientId)
+        : isSet(object.oauth_client_id)
+        ? globalThis.String(object.oauth_client_id)
+        : "",
     };
   },
 
@@ -3226,6 +3439,9 @@ export const LoginRequest: MessageFns<LoginRequest> = {
     if (message.expiresInSeconds !== 0) {
       obj.expiresInSeconds = Math.round(message.expiresInSeconds);
     }
+    if (message.oauthClientId !== "") {
+      obj.oauthClientId = message.oauthClientId;
+    }
     return obj;
   },
 
@@ -3240,6 +3456,7 @@ export const LoginRequest: MessageFns<LoginRequest> = {
     message.ip = object.ip ?? "";
     message.userAgent = object.userAgent ?? "";
     message.expiresInSeconds = object.expiresInSeconds ?? 0;
+    message.oauthClientId = object.oauthClientId ?? "";
     return message;
   },
 };
@@ -5244,6 +5461,3094 @@ export const RevokeUserSessionsResponse: MessageFns<RevokeUserSessionsResponse> 
   },
 };
 
+function createBaseOAuthClient(): OAuthClient {
+  return {
+    id: "",
+    environment: "",
+    name: "",
+    type: "",
+    redirectUris: [],
+    scopes: [],
+    firstParty: false,
+    createdAt: undefined,
+    updatedAt: undefined,
+  };
+}
+
+export const OAuthClient: MessageFns<OAuthClient> = {
+  encode(message: OAuthClient, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.id !== "") {
+      writer.uint32(10).string(message.id);
+    }
+    if (message.environment !== "") {
+      writer.uint32(18).string(message.environment);
+    }
+    if (message.name !== "") {
+      writer.uint32(26).string(message.name);
+    }
+    if (message.type !== "") {
+      writer.uint32(34).string(message.type);
+    }
+    for (const v of message.redirectUris) {
+      writer.uint32(42).string(v!);
+    }
+    for (const v of message.scopes) {
+      writer.uint32(50).string(v!);
+    }
+    if (message.firstParty !== false) {
+      writer.uint32(56).bool(message.firstParty);
+    }
+    if (message.createdAt !== undefined) {
+      Timestamp.encode(toTimestamp(message.createdAt), writer.uint32(66).fork()).join();
+    }
+    if (message.updatedAt !== undefined) {
+      Timestamp.encode(toTimestamp(message.updatedAt), writer.uint32(74).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): OAuthClient {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseOAuthClient();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.id = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.environment = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.name = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.type = reader.string();
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.redirectUris.push(reader.string());
+            continue;
+          }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.scopes.push(reader.string());
+            continue;
+          }
+          case 7: {
+            if (tag !== 56) {
+              break;
+            }
+
+            message.firstParty = reader.bool();
+            continue;
+          }
+          case 8: {
+            if (tag !== 66) {
+              break;
+            }
+
+            message.createdAt = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 9: {
+            if (tag !== 74) {
+              break;
+            }
+
+            message.updatedAt = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): OAuthClient {
+    return {
+      id: isSet(object.id) ? globalThis.String(object.id) : "",
+      environment: isSet(object.environment) ? globalThis.String(object.environment) : "",
+      name: isSet(object.name) ? globalThis.String(object.name) : "",
+      type: isSet(object.type) ? globalThis.String(object.type) : "",
+      redirectUris: globalThis.Array.isArray(object?.redirectUris)
+        ? object.redirectUris.map((e: any) => globalThis.String(e))
+        : globalThis.Array.isArray(object?.redirect_uris)
+        ? object.redirect_uris.map((e: any) => globalThis.String(e))
+        : [],
+      scopes: globalThis.Array.isArray(object?.scopes) ? object.scopes.map((e: any) => globalThis.String(e)) : [],
+      firstParty: isSet(object.firstParty)
+        ? globalThis.Boolean(object.firstParty)
+        : isSet(object.first_party)
+        ? globalThis.Boolean(object.first_party)
+        : false,
+      createdAt: isSet(object.createdAt)
+        ? globalThis.String(object.createdAt)
+        : isSet(object.created_at)
+        ? globalThis.String(object.created_at)
+        : undefined,
+      updatedAt: isSet(object.updatedAt)
+        ? globalThis.String(object.updatedAt)
+        : isSet(object.updated_at)
+        ? globalThis.String(object.updated_at)
+        : undefined,
+    };
+  },
+
+  toJSON(message: OAuthClient): unknown {
+    const obj: any = {};
+    if (message.id !== "") {
+      obj.id = message.id;
+    }
+    if (message.environment !== "") {
+      obj.environment = message.environment;
+    }
+    if (message.name !== "") {
+      obj.name = message.name;
+    }
+    if (message.type !== "") {
+      obj.type = message.type;
+    }
+    if (message.redirectUris?.length) {
+      obj.redirectUris = message.redirectUris;
+    }
+    if (message.scopes?.length) {
+      obj.scopes = message.scopes;
+    }
+    if (message.firstParty !== false) {
+      obj.firstParty = message.firstParty;
+    }
+    if (message.createdAt !== undefined) {
+      obj.createdAt = message.createdAt;
+    }
+    if (message.updatedAt !== undefined) {
+      obj.updatedAt = message.updatedAt;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<OAuthClient>, I>>(base?: I): OAuthClient {
+    return OAuthClient.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<OAuthClient>, I>>(object: I): OAuthClient {
+    const message = createBaseOAuthClient();
+    message.id = object.id ?? "";
+    message.environment = object.environment ?? "";
+    message.name = object.name ?? "";
+    message.type = object.type ?? "";
+    message.redirectUris = object.redirectUris?.map((e) => e) || [];
+    message.scopes = object.scopes?.map((e) => e) || [];
+    message.firstParty = object.firstParty ?? false;
+    message.createdAt = object.createdAt ?? undefined;
+    message.updatedAt = object.updatedAt ?? undefined;
+    return message;
+  },
+};
+
+function createBaseCreateOAuthClientRequest(): CreateOAuthClientRequest {
+  return { environment: "", name: "", type: "", redirectUris: [], scopes: [], firstParty: false };
+}
+
+export const CreateOAuthClientRequest: MessageFns<CreateOAuthClientRequest> = {
+  encode(message: CreateOAuthClientRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.environment !== "") {
+      writer.uint32(10).string(message.environment);
+    }
+    if (message.name !== "") {
+      writer.uint32(18).string(message.name);
+    }
+    if (message.type !== "") {
+      writer.uint32(26).string(message.type);
+    }
+    for (const v of message.redirectUris) {
+      writer.uint32(34).string(v!);
+    }
+    for (const v of message.scopes) {
+      writer.uint32(42).string(v!);
+    }
+    if (message.firstParty !== false) {
+      writer.uint32(48).bool(message.firstParty);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): CreateOAuthClientRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseCreateOAuthClientRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.environment = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.name = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.type = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.redirectUris.push(reader.string());
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.scopes.push(reader.string());
+            continue;
+          }
+          case 6: {
+            if (tag !== 48) {
+              break;
+            }
+
+            message.firstParty = reader.bool();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): CreateOAuthClientRequest {
+    return {
+      environment: isSet(object.environment) ? globalThis.String(object.environment) : "",
+      name: isSet(object.name) ? globalThis.String(object.name) : "",
+      type: isSet(object.type) ? globalThis.String(object.type) : "",
+      redirectUris: globalThis.Array.isArray(object?.redirectUris)
+        ? object.redirectUris.map((e: any) => globalThis.String(e))
+        : globalThis.Array.isArray(object?.redirect_uris)
+        ? object.redirect_uris.map((e: any) => globalThis.String(e))
+        : [],
+      scopes: globalThis.Array.isArray(object?.scopes) ? object.scopes.map((e: any) => globalThis.String(e)) : [],
+      firstParty: isSet(object.firstParty)
+        ? globalThis.Boolean(object.firstParty)
+        : isSet(object.first_party)
+        ? globalThis.Boolean(object.first_party)
+        : false,
+    };
+  },
+
+  toJSON(message: CreateOAuthClientRequest): unknown {
+    const obj: any = {};
+    if (message.environment !== "") {
+      obj.environment = message.environment;
+    }
+    if (message.name !== "") {
+      obj.name = message.name;
+    }
+    if (message.type !== "") {
+      obj.type = message.type;
+    }
+    if (message.redirectUris?.length) {
+      obj.redirectUris = message.redirectUris;
+    }
+    if (message.scopes?.length) {
+      obj.scopes = message.scopes;
+    }
+    if (message.firstParty !== false) {
+      obj.firstParty = message.firstParty;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<CreateOAuthClientRequest>, I>>(base?: I): CreateOAuthClientRequest {
+    return CreateOAuthClientRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<CreateOAuthClientRequest>, I>>(object: I): CreateOAuthClientRequest {
+    const message = createBaseCreateOAuthClientRequest();
+    message.environment = object.environment ?? "";
+    message.name = object.name ?? "";
+    message.type = object.type ?? "";
+    message.redirectUris = object.redirectUris?.map((e) => e) || [];
+    message.scopes = object.scopes?.map((e) => e) || [];
+    message.firstParty = object.firstParty ?? false;
+    return message;
+  },
+};
+
+function createBaseCreatedOAuthClient(): CreatedOAuthClient {
+  return { client: undefined, clientSecret: "" };
+}
+
+export const CreatedOAuthClient: MessageFns<CreatedOAuthClient> = {
+  encode(message: CreatedOAuthClient, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.client !== undefined) {
+      OAuthClient.encode(message.client, writer.uint32(10).fork()).join();
+    }
+    if (message.clientSecret !== "") {
+      writer.uint32(18).string(message.clientSecret);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): CreatedOAuthClient {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseCreatedOAuthClient();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.client = OAuthClient.decode(reader, reader.uint32());
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.clientSecret = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): CreatedOAuthClient {
+    return {
+      client: isSet(object.client) ? OAuthClient.fromJSON(object.client) : undefined,
+      clientSecret: isSet(object.clientSecret)
+        ? globalThis.String(object.clientSecret)
+        : isSet(object.client_secret)
+        ? globalThis.String(object.client_secret)
+        : "",
+    };
+  },
+
+  toJSON(message: CreatedOAuthClient): unknown {
+    const obj: any = {};
+    if (message.client !== undefined) {
+      obj.client = OAuthClient.toJSON(message.client);
+    }
+    if (message.clientSecret !== "") {
+      obj.clientSecret = message.clientSecret;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<CreatedOAuthClient>, I>>(base?: I): CreatedOAuthClient {
+    return CreatedOAuthClient.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<CreatedOAuthClient>, I>>(object: I): CreatedOAuthClient {
+    const message = createBaseCreatedOAuthClient();
+    message.client = (object.client !== undefined && object.client !== null)
+      ? OAuthClient.fromPartial(object.client)
+      : undefined;
+    message.clientSecret = object.clientSecret ?? "";
+    return message;
+  },
+};
+
+function createBaseListOAuthClientsRequest(): ListOAuthClientsRequest {
+  return { environment: "", limit: 0, cursor: "" };
+}
+
+export const ListOAuthClientsRequest: MessageFns<ListOAuthClientsRequest> = {
+  encode(message: ListOAuthClientsRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.environment !== "") {
+      writer.uint32(10).string(message.environment);
+    }
+    if (message.limit !== 0) {
+      writer.uint32(16).int32(message.limit);
+    }
+    if (message.cursor !== "") {
+      writer.uint32(26).string(message.cursor);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ListOAuthClientsRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseListOAuthClientsRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.environment = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.limit = reader.int32();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.cursor = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ListOAuthClientsRequest {
+    return {
+      environment: isSet(object.environment) ? globalThis.String(object.environment) : "",
+      limit: isSet(object.limit) ? globalThis.Number(object.limit) : 0,
+      cursor: isSet(object.cursor) ? globalThis.String(object.cursor) : "",
+    };
+  },
+
+  toJSON(message: ListOAuthClientsRequest): unknown {
+    const obj: any = {};
+    if (message.environment !== "") {
+      obj.environment = message.environment;
+    }
+    if (message.limit !== 0) {
+      obj.limit = Math.round(message.limit);
+    }
+    if (message.cursor !== "") {
+      obj.cursor = message.cursor;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ListOAuthClientsRequest>, I>>(base?: I): ListOAuthClientsRequest {
+    return ListOAuthClientsRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ListOAuthClientsRequest>, I>>(object: I): ListOAuthClientsRequest {
+    const message = createBaseListOAuthClientsRequest();
+    message.environment = object.environment ?? "";
+    message.limit = object.limit ?? 0;
+    message.cursor = object.cursor ?? "";
+    return message;
+  },
+};
+
+function createBaseListOAuthClientsResponse(): ListOAuthClientsResponse {
+  return { clients: [], hasMore: false, nextCursor: "" };
+}
+
+export const ListOAuthClientsResponse: MessageFns<ListOAuthClientsResponse> = {
+  encode(message: ListOAuthClientsResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.clients) {
+      OAuthClient.encode(v!, writer.uint32(10).fork()).join();
+    }
+    if (message.hasMore !== false) {
+      writer.uint32(16).bool(message.hasMore);
+    }
+    if (message.nextCursor !== "") {
+      writer.uint32(26).string(message.nextCursor);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ListOAuthClientsResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseListOAuthClientsResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.clients.push(OAuthClient.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.hasMore = reader.bool();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.nextCursor = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ListOAuthClientsResponse {
+    return {
+      clients: globalThis.Array.isArray(object?.clients) ? object.clients.map((e: any) => OAuthClient.fromJSON(e)) : [],
+      hasMore: isSet(object.hasMore)
+        ? globalThis.Boolean(object.hasMore)
+        : isSet(object.has_more)
+        ? globalThis.Boolean(object.has_more)
+        : false,
+      nextCursor: isSet(object.nextCursor)
+        ? globalThis.String(object.nextCursor)
+        : isSet(object.next_cursor)
+        ? globalThis.String(object.next_cursor)
+        : "",
+    };
+  },
+
+  toJSON(message: ListOAuthClientsResponse): unknown {
+    const obj: any = {};
+    if (message.clients?.length) {
+      obj.clients = message.clients.map((e) => OAuthClient.toJSON(e));
+    }
+    if (message.hasMore !== false) {
+      obj.hasMore = message.hasMore;
+    }
+    if (message.nextCursor !== "") {
+      obj.nextCursor = message.nextCursor;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ListOAuthClientsResponse>, I>>(base?: I): ListOAuthClientsResponse {
+    return ListOAuthClientsResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ListOAuthClientsResponse>, I>>(object: I): ListOAuthClientsResponse {
+    const message = createBaseListOAuthClientsResponse();
+    message.clients = object.clients?.map((e) => OAuthClient.fromPartial(e)) || [];
+    message.hasMore = object.hasMore ?? false;
+    message.nextCursor = object.nextCursor ?? "";
+    return message;
+  },
+};
+
+function createBaseGetOAuthClientRequest(): GetOAuthClientRequest {
+  return { environment: "", id: "" };
+}
+
+export const GetOAuthClientRequest: MessageFns<GetOAuthClientRequest> = {
+  encode(message: GetOAuthClientRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.environment !== "") {
+      writer.uint32(10).string(message.environment);
+    }
+    if (message.id !== "") {
+      writer.uint32(18).string(message.id);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): GetOAuthClientRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseGetOAuthClientRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.environment = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.id = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): GetOAuthClientRequest {
+    return {
+      environment: isSet(object.environment) ? globalThis.String(object.environment) : "",
+      id: isSet(object.id) ? globalThis.String(object.id) : "",
+    };
+  },
+
+  toJSON(message: GetOAuthClientRequest): unknown {
+    const obj: any = {};
+    if (message.environment !== "") {
+      obj.environment = message.environment;
+    }
+    if (message.id !== "") {
+      obj.id = message.id;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<GetOAuthClientRequest>, I>>(base?: I): GetOAuthClientRequest {
+    return GetOAuthClientRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<GetOAuthClientRequest>, I>>(object: I): GetOAuthClientRequest {
+    const message = createBaseGetOAuthClientRequest();
+    message.environment = object.environment ?? "";
+    message.id = object.id ?? "";
+    return message;
+  },
+};
+
+function createBaseStringList(): StringList {
+  return { values: [] };
+}
+
+export const StringList: MessageFns<StringList> = {
+  encode(message: StringList, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.values) {
+      writer.uint32(10).string(v!);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): StringList {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseStringList();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.values.push(reader.string());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): StringList {
+    return {
+      values: globalThis.Array.isArray(object?.values) ? object.values.map((e: any) => globalThis.String(e)) : [],
+    };
+  },
+
+  toJSON(message: StringList): unknown {
+    const obj: any = {};
+    if (message.values?.length) {
+      obj.values = message.values;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<StringList>, I>>(base?: I): StringList {
+    return StringList.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<StringList>, I>>(object: I): StringList {
+    const message = createBaseStringList();
+    message.values = object.values?.map((e) => e) || [];
+    return message;
+  },
+};
+
+function createBaseUpdateOAuthClientRequest(): UpdateOAuthClientRequest {
+  return {
+    environment: "",
+    id: "",
+    name: undefined,
+    redirectUris: undefined,
+    scopes: undefined,
+    firstParty: undefined,
+  };
+}
+
+export const UpdateOAuthClientRequest: MessageFns<UpdateOAuthClientRequest> = {
+  encode(message: UpdateOAuthClientRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.environment !== "") {
+      writer.uint32(10).string(message.environment);
+    }
+    if (message.id !== "") {
+      writer.uint32(18).string(message.id);
+    }
+    if (message.name !== undefined) {
+      writer.uint32(26).string(message.name);
+    }
+    if (message.redirectUris !== undefined) {
+      StringList.encode(message.redirectUris, writer.uint32(34).fork()).join();
+    }
+    if (message.scopes !== undefined) {
+      StringList.encode(message.scopes, writer.uint32(42).fork()).join();
+    }
+    if (message.firstParty !== undefined) {
+      writer.uint32(48).bool(message.firstParty);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): UpdateOAuthClientRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseUpdateOAuthClientRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.environment = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.id = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.name = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.redirectUris = StringList.decode(reader, reader.uint32());
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.scopes = StringList.decode(reader, reader.uint32());
+            continue;
+          }
+          case 6: {
+            if (tag !== 48) {
+              break;
+            }
+
+            message.firstParty = reader.bool();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): UpdateOAuthClientRequest {
+    return {
+      environment: isSet(object.environment) ? globalThis.String(object.environment) : "",
+      id: isSet(object.id) ? globalThis.String(object.id) : "",
+      name: isSet(object.name) ? globalThis.String(object.name) : undefined,
+      redirectUris: isSet(object.redirectUris)
+        ? StringList.fromJSON(object.redirectUris)
+        : isSet(object.redirect_uris)
+        ? StringList.fromJSON(object.redirect_uris)
+        : undefined,
+      scopes: isSet(object.scopes) ? StringList.fromJSON(object.scopes) : undefined,
+      firstParty: isSet(object.firstParty)
+        ? globalThis.Boolean(object.firstParty)
+        : isSet(object.first_party)
+        ? globalThis.Boolean(object.first_party)
+        : undefined,
+    };
+  },
+
+  toJSON(message: UpdateOAuthClientRequest): unknown {
+    const obj: any = {};
+    if (message.environment !== "") {
+      obj.environment = message.environment;
+    }
+    if (message.id !== "") {
+      obj.id = message.id;
+    }
+    if (message.name !== undefined) {
+      obj.name = message.name;
+    }
+    if (message.redirectUris !== undefined) {
+      obj.redirectUris = StringList.toJSON(message.redirectUris);
+    }
+    if (message.scopes !== undefined) {
+      obj.scopes = StringList.toJSON(message.scopes);
+    }
+    if (message.firstParty !== undefined) {
+      obj.firstParty = message.firstParty;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<UpdateOAuthClientRequest>, I>>(base?: I): UpdateOAuthClientRequest {
+    return UpdateOAuthClientRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<UpdateOAuthClientRequest>, I>>(object: I): UpdateOAuthClientRequest {
+    const message = createBaseUpdateOAuthClientRequest();
+    message.environment = object.environment ?? "";
+    message.id = object.id ?? "";
+    message.name = object.name ?? undefined;
+    message.redirectUris = (object.redirectUris !== undefined && object.redirectUris !== null)
+      ? StringList.fromPartial(object.redirectUris)
+      : undefined;
+    message.scopes = (object.scopes !== undefined && object.scopes !== null)
+      ? StringList.fromPartial(object.scopes)
+      : undefined;
+    message.firstParty = object.firstParty ?? undefined;
+    return message;
+  },
+};
+
+function createBaseDeleteOAuthClientRequest(): DeleteOAuthClientRequest {
+  return { environment: "", id: "" };
+}
+
+export const DeleteOAuthClientRequest: MessageFns<DeleteOAuthClientRequest> = {
+  encode(message: DeleteOAuthClientRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.environment !== "") {
+      writer.uint32(10).string(message.environment);
+    }
+    if (message.id !== "") {
+      writer.uint32(18).string(message.id);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): DeleteOAuthClientRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseDeleteOAuthClientRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.environment = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.id = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): DeleteOAuthClientRequest {
+    return {
+      environment: isSet(object.environment) ? globalThis.String(object.environment) : "",
+      id: isSet(object.id) ? globalThis.String(object.id) : "",
+    };
+  },
+
+  toJSON(message: DeleteOAuthClientRequest): unknown {
+    const obj: any = {};
+    if (message.environment !== "") {
+      obj.environment = message.environment;
+    }
+    if (message.id !== "") {
+      obj.id = message.id;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<DeleteOAuthClientRequest>, I>>(base?: I): DeleteOAuthClientRequest {
+    return DeleteOAuthClientRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<DeleteOAuthClientRequest>, I>>(object: I): DeleteOAuthClientRequest {
+    const message = createBaseDeleteOAuthClientRequest();
+    message.environment = object.environment ?? "";
+    message.id = object.id ?? "";
+    return message;
+  },
+};
+
+function createBaseDeleteOAuthClientResponse(): DeleteOAuthClientResponse {
+  return { grantsRevoked: 0 };
+}
+
+export const DeleteOAuthClientResponse: MessageFns<DeleteOAuthClientResponse> = {
+  encode(message: DeleteOAuthClientResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.grantsRevoked !== 0) {
+      writer.uint32(8).int32(message.grantsRevoked);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): DeleteOAuthClientResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseDeleteOAuthClientResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.grantsRevoked = reader.int32();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): DeleteOAuthClientResponse {
+    return {
+      grantsRevoked: isSet(object.grantsRevoked)
+        ? globalThis.Number(object.grantsRevoked)
+        : isSet(object.grants_revoked)
+        ? globalThis.Number(object.grants_revoked)
+        : 0,
+    };
+  },
+
+  toJSON(message: DeleteOAuthClientResponse): unknown {
+    const obj: any = {};
+    if (message.grantsRevoked !== 0) {
+      obj.grantsRevoked = Math.round(message.grantsRevoked);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<DeleteOAuthClientResponse>, I>>(base?: I): DeleteOAuthClientResponse {
+    return DeleteOAuthClientResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<DeleteOAuthClientResponse>, I>>(object: I): DeleteOAuthClientResponse {
+    const message = createBaseDeleteOAuthClientResponse();
+    message.grantsRevoked = object.grantsRevoked ?? 0;
+    return message;
+  },
+};
+
+function createBaseAuthorizeRequest(): AuthorizeRequest {
+  return {
+    clientId: "",
+    redirectUri: "",
+    responseType: "",
+    scope: "",
+    state: "",
+    nonce: "",
+    codeChallenge: "",
+    codeChallengeMethod: "",
+    prompt: "",
+    maxAge: "",
+    repeatedParams: [],
+    sessionToken: "",
+    freshLogin: false,
+    consent: "",
+  };
+}
+
+export const AuthorizeRequest: MessageFns<AuthorizeRequest> = {
+  encode(message: AuthorizeRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.clientId !== "") {
+      writer.uint32(10).string(message.clientId);
+    }
+    if (message.redirectUri !== "") {
+      writer.uint32(18).string(message.redirectUri);
+    }
+    if (message.responseType !== "") {
+      writer.uint32(26).string(message.responseType);
+    }
+    if (message.scope !== "") {
+      writer.uint32(34).string(message.scope);
+    }
+    if (message.state !== "") {
+      writer.uint32(42).string(message.state);
+    }
+    if (message.nonce !== "") {
+      writer.uint32(50).string(message.nonce);
+    }
+    if (message.codeChallenge !== "") {
+      writer.uint32(58).string(message.codeChallenge);
+    }
+    if (message.codeChallengeMethod !== "") {
+      writer.uint32(66).string(message.codeChallengeMethod);
+    }
+    if (message.prompt !== "") {
+      writer.uint32(74).string(message.prompt);
+    }
+    if (message.maxAge !== "") {
+      writer.uint32(82).string(message.maxAge);
+    }
+    for (const v of message.repeatedParams) {
+      writer.uint32(90).string(v!);
+    }
+    if (message.sessionToken !== "") {
+      writer.uint32(98).string(message.sessionToken);
+    }
+    if (message.freshLogin !== false) {
+      writer.uint32(104).bool(message.freshLogin);
+    }
+    if (message.consent !== "") {
+      writer.uint32(114).string(message.consent);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): AuthorizeRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseAuthorizeRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.clientId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.redirectUri = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.responseType = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.scope = reader.string();
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.state = reader.string();
+            continue;
+          }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.nonce = reader.string();
+            continue;
+          }
+          case 7: {
+            if (tag !== 58) {
+              break;
+            }
+
+            message.codeChallenge = reader.string();
+            continue;
+          }
+          case 8: {
+            if (tag !== 66) {
+              break;
+            }
+
+            message.codeChallengeMethod = reader.string();
+            continue;
+          }
+          case 9: {
+            if (tag !== 74) {
+              break;
+            }
+
+            message.prompt = reader.string();
+            continue;
+          }
+          case 10: {
+            if (tag !== 82) {
+              break;
+            }
+
+            message.maxAge = reader.string();
+            continue;
+          }
+          case 11: {
+            if (tag !== 90) {
+              break;
+            }
+
+            message.repeatedParams.push(reader.string());
+            continue;
+          }
+          case 12: {
+            if (tag !== 98) {
+              break;
+            }
+
+            message.sessionToken = reader.string();
+            continue;
+          }
+          case 13: {
+            if (tag !== 104) {
+              break;
+            }
+
+            message.freshLogin = reader.bool();
+            continue;
+          }
+          case 14: {
+            if (tag !== 114) {
+              break;
+            }
+
+            message.consent = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): AuthorizeRequest {
+    return {
+      clientId: isSet(object.clientId)
+        ? globalThis.String(object.clientId)
+        : isSet(object.client_id)
+        ? globalThis.String(object.client_id)
+        : "",
+      redirectUri: isSet(object.redirectUri)
+        ? globalThis.String(object.redirectUri)
+        : isSet(object.redirect_uri)
+        ? globalThis.String(object.redirect_uri)
+        : "",
+      responseType: isSet(object.responseType)
+        ? globalThis.String(object.responseType)
+        : isSet(object.response_type)
+        ? globalThis.String(object.response_type)
+        : "",
+      scope: isSet(object.scope) ? globalThis.String(object.scope) : "",
+      state: isSet(object.state) ? globalThis.String(object.state) : "",
+      nonce: isSet(object.nonce) ? globalThis.String(object.nonce) : "",
+      codeChallenge: isSet(object.codeChallenge)
+        ? globalThis.String(object.codeChallenge)
+        : isSet(object.code_challenge)
+        ? globalThis.String(object.code_challenge)
+        : "",
+      codeChallengeMethod: isSet(object.codeChallengeMethod)
+        ? globalThis.String(object.codeChallengeMethod)
+        : isSet(object.code_challenge_method)
+        ? globalThis.String(object.code_challenge_method)
+        : "",
+      prompt: isSet(object.prompt) ? globalThis.String(object.prompt) : "",
+      maxAge: isSet(object.maxAge)
+        ? globalThis.String(object.maxAge)
+        : isSet(object.max_age)
+        ? globalThis.String(object.max_age)
+        : "",
+      repeatedParams: globalThis.Array.isArray(object?.repeatedParams)
+        ? object.repeatedParams.map((e: any) => globalThis.String(e))
+        : globalThis.Array.isArray(object?.repeated_params)
+        ? object.repeated_params.map((e: any) => globalThis.String(e))
+        : [],
+      sessionToken: isSet(object.sessionToken)
+        ? globalThis.String(object.sessionToken)
+        : isSet(object.session_token)
+        ? globalThis.String(object.session_token)
+        : "",
+      freshLogin: isSet(object.freshLogin)
+        ? globalThis.Boolean(object.freshLogin)
+        : isSet(object.fresh_login)
+        ? globalThis.Boolean(object.fresh_login)
+        : false,
+      consent: isSet(object.consent) ? globalThis.String(object.consent) : "",
+    };
+  },
+
+  toJSON(message: AuthorizeRequest): unknown {
+    const obj: any = {};
+    if (message.clientId !== "") {
+      obj.clientId = message.clientId;
+    }
+    if (message.redirectUri !== "") {
+      obj.redirectUri = message.redirectUri;
+    }
+    if (message.responseType !== "") {
+      obj.responseType = message.responseType;
+    }
+    if (message.scope !== "") {
+      obj.scope = message.scope;
+    }
+    if (message.state !== "") {
+      obj.state = message.state;
+    }
+    if (message.nonce !== "") {
+      obj.nonce = message.nonce;
+    }
+    if (message.codeChallenge !== "") {
+      obj.codeChallenge = message.codeChallenge;
+    }
+    if (message.codeChallengeMethod !== "") {
+      obj.codeChallengeMethod = message.codeChallengeMethod;
+    }
+    if (message.prompt !== "") {
+      obj.prompt = message.prompt;
+    }
+    if (message.maxAge !== "") {
+      obj.maxAge = message.maxAge;
+    }
+    if (message.repeatedParams?.length) {
+      obj.repeatedParams = message.repeatedParams;
+    }
+    if (message.sessionToken !== "") {
+      obj.sessionToken = message.sessionToken;
+    }
+    if (message.freshLogin !== false) {
+      obj.freshLogin = message.freshLogin;
+    }
+    if (message.consent !== "") {
+      obj.consent = message.consent;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<AuthorizeRequest>, I>>(base?: I): AuthorizeRequest {
+    return AuthorizeRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<AuthorizeRequest>, I>>(object: I): AuthorizeRequest {
+    const message = createBaseAuthorizeRequest();
+    message.clientId = object.clientId ?? "";
+    message.redirectUri = object.redirectUri ?? "";
+    message.responseType = object.responseType ?? "";
+    message.scope = object.scope ?? "";
+    message.state = object.state ?? "";
+    message.nonce = object.nonce ?? "";
+    message.codeChallenge = object.codeChallenge ?? "";
+    message.codeChallengeMethod = object.codeChallengeMethod ?? "";
+    message.prompt = object.prompt ?? "";
+    message.maxAge = object.maxAge ?? "";
+    message.repeatedParams = object.repeatedParams?.map((e) => e) || [];
+    message.sessionToken = object.sessionToken ?? "";
+    message.freshLogin = object.freshLogin ?? false;
+    message.consent = object.consent ?? "";
+    return message;
+  },
+};
+
+function createBaseAuthorizeResponse(): AuthorizeResponse {
+  return {
+    outcome: "",
+    error: "",
+    errorDescription: "",
+    redirectTo: "",
+    clientName: "",
+    environment: "",
+    redirectUri: "",
+    scopes: [],
+    userEmail: "",
+  };
+}
+
+export const AuthorizeResponse: MessageFns<AuthorizeResponse> = {
+  encode(message: AuthorizeResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.outcome !== "") {
+      writer.uint32(10).string(message.outcome);
+    }
+    if (message.error !== "") {
+      writer.uint32(18).string(message.error);
+    }
+    if (message.errorDescription !== "") {
+      writer.uint32(26).string(message.errorDescription);
+    }
+    if (message.redirectTo !== "") {
+      writer.uint32(34).string(message.redirectTo);
+    }
+    if (message.clientName !== "") {
+      writer.uint32(42).string(message.clientName);
+    }
+    if (message.environment !== "") {
+      writer.uint32(50).string(message.environment);
+    }
+    if (message.redirectUri !== "") {
+      writer.uint32(58).string(message.redirectUri);
+    }
+    for (const v of message.scopes) {
+      writer.uint32(66).string(v!);
+    }
+    if (message.userEmail !== "") {
+      writer.uint32(74).string(message.userEmail);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): AuthorizeResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseAuthorizeResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.outcome = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.error = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.errorDescription = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.redirectTo = reader.string();
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.clientName = reader.string();
+            continue;
+          }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.environment = reader.string();
+            continue;
+          }
+          case 7: {
+            if (tag !== 58) {
+              break;
+            }
+
+            message.redirectUri = reader.string();
+            continue;
+          }
+          case 8: {
+            if (tag !== 66) {
+              break;
+            }
+
+            message.scopes.push(reader.string());
+            continue;
+          }
+          case 9: {
+            if (tag !== 74) {
+              break;
+            }
+
+            message.userEmail = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): AuthorizeResponse {
+    return {
+      outcome: isSet(object.outcome) ? globalThis.String(object.outcome) : "",
+      error: isSet(object.error) ? globalThis.String(object.error) : "",
+      errorDescription: isSet(object.errorDescription)
+        ? globalThis.String(object.errorDescription)
+        : isSet(object.error_description)
+        ? globalThis.String(object.error_description)
+        : "",
+      redirectTo: isSet(object.redirectTo)
+        ? globalThis.String(object.redirectTo)
+        : isSet(object.redirect_to)
+        ? globalThis.String(object.redirect_to)
+        : "",
+      clientName: isSet(object.clientName)
+        ? globalThis.String(object.clientName)
+        : isSet(object.client_name)
+        ? globalThis.String(object.client_name)
+        : "",
+      environment: isSet(object.environment) ? globalThis.String(object.environment) : "",
+      redirectUri: isSet(object.redirectUri)
+        ? globalThis.String(object.redirectUri)
+        : isSet(object.redirect_uri)
+        ? globalThis.String(object.redirect_uri)
+        : "",
+      scopes: globalThis.Array.isArray(object?.scopes)
+        ? object.scopes.map((e: any) => globalThis.String(e))
+        : [],
+      userEmail: isSet(object.userEmail)
+        ? globalThis.String(object.userEmail)
+        : isSet(object.user_email)
+        ? globalThis.String(object.user_email)
+        : "",
+    };
+  },
+
+  toJSON(message: AuthorizeResponse): unknown {
+    const obj: any = {};
+    if (message.outcome !== "") {
+      obj.outcome = message.outcome;
+    }
+    if (message.error !== "") {
+      obj.error = message.error;
+    }
+    if (message.errorDescription !== "") {
+      obj.errorDescription = message.errorDescription;
+    }
+    if (message.redirectTo !== "") {
+      obj.redirectTo = message.redirectTo;
+    }
+    if (message.clientName !== "") {
+      obj.clientName = message.clientName;
+    }
+    if (message.environment !== "") {
+      obj.environment = message.environment;
+    }
+    if (message.redirectUri !== "") {
+      obj.redirectUri = message.redirectUri;
+    }
+    if (message.scopes?.length) {
+      obj.scopes = message.scopes;
+    }
+    if (message.userEmail !== "") {
+      obj.userEmail = message.userEmail;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<AuthorizeResponse>, I>>(base?: I): AuthorizeResponse {
+    return AuthorizeResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<AuthorizeResponse>, I>>(object: I): AuthorizeResponse {
+    const message = createBaseAuthorizeResponse();
+    message.outcome = object.outcome ?? "";
+    message.error = object.error ?? "";
+    message.errorDescription = object.errorDescription ?? "";
+    message.redirectTo = object.redirectTo ?? "";
+    message.clientName = object.clientName ?? "";
+    message.environment = object.environment ?? "";
+    message.redirectUri = object.redirectUri ?? "";
+    message.scopes = object.scopes?.map((e) => e) || [];
+    message.userEmail = object.userEmail ?? "";
+    return message;
+  },
+};
+
+function createBaseTokenRequest(): TokenRequest {
+  return {
+    grantType: "",
+    code: "",
+    redirectUri: "",
+    codeVerifier: "",
+    refreshToken: "",
+    scope: "",
+    clientId: "",
+    clientSecret: "",
+    clientAuthMethod: "",
+    repeatedParams: [],
+  };
+}
+
+export const TokenRequest: MessageFns<TokenRequest> = {
+  encode(message: TokenRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.grantType !== "") {
+      writer.uint32(10).string(message.grantType);
+    }
+    if (message.code !== "") {
+      writer.uint32(18).string(message.code);
+    }
+    if (message.redirectUri !== "") {
+      writer.uint32(26).string(message.redirectUri);
+    }
+    if (message.codeVerifier !== "") {
+      writer.uint32(34).string(message.codeVerifier);
+    }
+    if (message.refreshToken !== "") {
+      writer.uint32(42).string(message.refreshToken);
+    }
+    if (message.scope !== "") {
+      writer.uint32(50).string(message.scope);
+    }
+    if (message.clientId !== "") {
+      writer.uint32(58).string(message.clientId);
+    }
+    if (message.clientSecret !== "") {
+      writer.uint32(66).string(message.clientSecret);
+    }
+    if (message.clientAuthMethod !== "") {
+      writer.uint32(74).string(message.clientAuthMethod);
+    }
+    for (const v of message.repeatedParams) {
+      writer.uint32(82).string(v!);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): TokenRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseTokenRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.grantType = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.code = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.redirectUri = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.codeVerifier = reader.string();
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.refreshToken = reader.string();
+            continue;
+          }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.scope = reader.string();
+            continue;
+          }
+          case 7: {
+            if (tag !== 58) {
+              break;
+            }
+
+            message.clientId = reader.string();
+            continue;
+          }
+          case 8: {
+            if (tag !== 66) {
+              break;
+            }
+
+            message.clientSecret = reader.string();
+            continue;
+          }
+          case 9: {
+            if (tag !== 74) {
+              break;
+            }
+
+            message.clientAuthMethod = reader.string();
+            continue;
+          }
+          case 10: {
+            if (tag !== 82) {
+              break;
+            }
+
+            message.repeatedParams.push(reader.string());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): TokenRequest {
+    return {
+      grantType: isSet(object.grantType)
+        ? globalThis.String(object.grantType)
+        : isSet(object.grant_type)
+        ? globalThis.String(object.grant_type)
+        : "",
+      code: isSet(object.code) ? globalThis.String(object.code) : "",
+      redirectUri: isSet(object.redirectUri)
+        ? globalThis.String(object.redirectUri)
+        : isSet(object.redirect_uri)
+        ? globalThis.String(object.redirect_uri)
+        : "",
+      codeVerifier: isSet(object.codeVerifier)
+        ? globalThis.String(object.codeVerifier)
+        : isSet(object.code_verifier)
+        ? globalThis.String(object.code_verifier)
+        : "",
+      refreshToken: isSet(object.refreshToken)
+        ? globalThis.String(object.refreshToken)
+        : isSet(object.refresh_token)
+        ? globalThis.String(object.refresh_token)
+        : "",
+      scope: isSet(object.scope) ? globalThis.String(object.scope) : "",
+      clientId: isSet(object.clientId)
+        ? globalThis.String(object.clientId)
+        : isSet(object.client_id)
+        ? globalThis.String(object.client_id)
+        : "",
+      clientSecret: isSet(object.clientSecret)
+        ? globalThis.String(object.clientSecret)
+        : isSet(object.client_secret)
+        ? globalThis.String(object.client_secret)
+        : "",
+      clientAuthMethod: isSet(object.clientAuthMethod)
+        ? globalThis.String(object.clientAuthMethod)
+        : isSet(object.client_auth_method)
+        ? globalThis.String(object.client_auth_method)
+        : "",
+      repeatedParams: globalThis.Array.isArray(object?.repeatedParams)
+        ? object.repeatedParams.map((e: any) => globalThis.String(e))
+        : globalThis.Array.isArray(object?.repeated_params)
+        ? object.repeated_params.map((e: any) => globalThis.String(e))
+        : [],
+    };
+  },
+
+  toJSON(message: TokenRequest): unknown {
+    const obj: any = {};
+    if (message.grantType !== "") {
+      obj.grantType = message.grantType;
+    }
+    if (message.code !== "") {
+      obj.code = message.code;
+    }
+    if (message.redirectUri !== "") {
+      obj.redirectUri = message.redirectUri;
+    }
+    if (message.codeVerifier !== "") {
+      obj.codeVerifier = message.codeVerifier;
+    }
+    if (message.refreshToken !== "") {
+      obj.refreshToken = message.refreshToken;
+    }
+    if (message.scope !== "") {
+      obj.scope = message.scope;
+    }
+    if (message.clientId !== "") {
+      obj.clientId = message.clientId;
+    }
+    if (message.clientSecret !== "") {
+      obj.clientSecret = message.clientSecret;
+    }
+    if (message.clientAuthMethod !== "") {
+      obj.clientAuthMethod = message.clientAuthMethod;
+    }
+    if (message.repeatedParams?.length) {
+      obj.repeatedParams = message.repeatedParams;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<TokenRequest>, I>>(base?: I): TokenRequest {
+    return TokenRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<TokenRequest>, I>>(object: I): TokenRequest {
+    const message = createBaseTokenRequest();
+    message.grantType = object.grantType ?? "";
+    message.code = object.code ?? "";
+    message.redirectUri = object.redirectUri ?? "";
+    message.codeVerifier = object.codeVerifier ?? "";
+    message.refreshToken = object.refreshToken ?? "";
+    message.scope = object.scope ?? "";
+    message.clientId = object.clientId ?? "";
+    message.clientSecret = object.clientSecret ?? "";
+    message.clientAuthMethod = object.clientAuthMethod ?? "";
+    message.repeatedParams = object.repeatedParams?.map((e) => e) || [];
+    return message;
+  },
+};
+
+function createBaseTokenResponse(): TokenResponse {
+  return {
+    error: "",
+    errorDescription: "",
+    status: 0,
+    retryAfterSeconds: 0,
+    accessToken: "",
+    tokenType: "",
+    expiresIn: 0,
+    refreshToken: "",
+    idToken: "",
+    scope: "",
+  };
+}
+
+export const TokenResponse: MessageFns<TokenResponse> = {
+  encode(message: TokenResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.error !== "") {
+      writer.uint32(10).string(message.error);
+    }
+    if (message.errorDescription !== "") {
+      writer.uint32(18).string(message.errorDescription);
+    }
+    if (message.status !== 0) {
+      writer.uint32(24).int32(message.status);
+    }
+    if (message.retryAfterSeconds !== 0) {
+      writer.uint32(32).int32(message.retryAfterSeconds);
+    }
+    if (message.accessToken !== "") {
+      writer.uint32(42).string(message.accessToken);
+    }
+    if (message.tokenType !== "") {
+      writer.uint32(50).string(message.tokenType);
+    }
+    if (message.expiresIn !== 0) {
+      writer.uint32(56).int32(message.expiresIn);
+    }
+    if (message.refreshToken !== "") {
+      writer.uint32(66).string(message.refreshToken);
+    }
+    if (message.idToken !== "") {
+      writer.uint32(74).string(message.idToken);
+    }
+    if (message.scope !== "") {
+      writer.uint32(82).string(message.scope);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): TokenResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseTokenResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.error = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.errorDescription = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.status = reader.int32();
+            continue;
+          }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.retryAfterSeconds = reader.int32();
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.accessToken = reader.string();
+            continue;
+          }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.tokenType = reader.string();
+            continue;
+          }
+          case 7: {
+            if (tag !== 56) {
+              break;
+            }
+
+            message.expiresIn = reader.int32();
+            continue;
+          }
+          case 8: {
+            if (tag !== 66) {
+              break;
+            }
+
+            message.refreshToken = reader.string();
+            continue;
+          }
+          case 9: {
+            if (tag !== 74) {
+              break;
+            }
+
+            message.idToken = reader.string();
+            continue;
+          }
+          case 10: {
+            if (tag !== 82) {
+              break;
+            }
+
+            message.scope = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): TokenResponse {
+    return {
+      error: isSet(object.error) ? globalThis.String(object.error) : "",
+      errorDescription: isSet(object.errorDescription)
+        ? globalThis.String(object.errorDescription)
+        : isSet(object.error_description)
+        ? globalThis.String(object.error_description)
+        : "",
+      status: isSet(object.status) ? globalThis.Number(object.status) : 0,
+      retryAfterSeconds: isSet(object.retryAfterSeconds)
+        ? globalThis.Number(object.retryAfterSeconds)
+        : isSet(object.retry_after_seconds)
+        ? globalThis.Number(object.retry_after_seconds)
+        : 0,
+      accessToken: isSet(object.accessToken)
+        ? globalThis.String(object.accessToken)
+        : isSet(object.access_token)
+        ? globalThis.String(object.access_token)
+        : "",
+      tokenType: isSet(object.tokenType)
+        ? globalThis.String(object.tokenType)
+        : isSet(object.token_type)
+        ? globalThis.String(object.token_type)
+        : "",
+      expiresIn: isSet(object.expiresIn)
+        ? globalThis.Number(object.expiresIn)
+        : isSet(object.expires_in)
+        ? globalThis.Number(object.expires_in)
+        : 0,
+      refreshToken: isSet(object.refreshToken)
+        ? globalThis.String(object.refreshToken)
+        : isSet(object.refresh_token)
+        ? globalThis.String(object.refresh_token)
+        : "",
+      idToken: isSet(object.idToken)
+        ? globalThis.String(object.idToken)
+        : isSet(object.id_token)
+        ? globalThis.String(object.id_token)
+        : "",
+      scope: isSet(object.scope) ? globalThis.String(object.scope) : "",
+    };
+  },
+
+  toJSON(message: TokenResponse): unknown {
+    const obj: any = {};
+    if (message.error !== "") {
+      obj.error = message.error;
+    }
+    if (message.errorDescription !== "") {
+      obj.errorDescription = message.errorDescription;
+    }
+    if (message.status !== 0) {
+      obj.status = Math.round(message.status);
+    }
+    if (message.retryAfterSeconds !== 0) {
+      obj.retryAfterSeconds = Math.round(message.retryAfterSeconds);
+    }
+    if (message.accessToken !== "") {
+      obj.accessToken = message.accessToken;
+    }
+    if (message.tokenType !== "") {
+      obj.tokenType = message.tokenType;
+    }
+    if (message.expiresIn !== 0) {
+      obj.expiresIn = Math.round(message.expiresIn);
+    }
+    if (message.refreshToken !== "") {
+      obj.refreshToken = message.refreshToken;
+    }
+    if (message.idToken !== "") {
+      obj.idToken = message.idToken;
+    }
+    if (message.scope !== "") {
+      obj.scope = message.scope;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<TokenResponse>, I>>(base?: I): TokenResponse {
+    return TokenResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<TokenResponse>, I>>(object: I): TokenResponse {
+    const message = createBaseTokenResponse();
+    message.error = object.error ?? "";
+    message.errorDescription = object.errorDescription ?? "";
+    message.status = object.status ?? 0;
+    message.retryAfterSeconds = object.retryAfterSeconds ?? 0;
+    message.accessToken = object.accessToken ?? "";
+    message.tokenType = object.tokenType ?? "";
+    message.expiresIn = object.expiresIn ?? 0;
+    message.refreshToken = object.refreshToken ?? "";
+    message.idToken = object.idToken ?? "";
+    message.scope = object.scope ?? "";
+    return message;
+  },
+};
+
+function createBaseRevokeTokenRequest(): RevokeTokenRequest {
+  return { token: "", tokenTypeHint: "", clientId: "", clientSecret: "", clientAuthMethod: "" };
+}
+
+export const RevokeTokenRequest: MessageFns<RevokeTokenRequest> = {
+  encode(message: RevokeTokenRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.token !== "") {
+      writer.uint32(10).string(message.token);
+    }
+    if (message.tokenTypeHint !== "") {
+      writer.uint32(18).string(message.tokenTypeHint);
+    }
+    if (message.clientId !== "") {
+      writer.uint32(26).string(message.clientId);
+    }
+    if (message.clientSecret !== "") {
+      writer.uint32(34).string(message.clientSecret);
+    }
+    if (message.clientAuthMethod !== "") {
+      writer.uint32(42).string(message.clientAuthMethod);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): RevokeTokenRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseRevokeTokenRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.token = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.tokenTypeHint = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.clientId = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.clientSecret = reader.string();
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.clientAuthMethod = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): RevokeTokenRequest {
+    return {
+      token: isSet(object.token) ? globalThis.String(object.token) : "",
+      tokenTypeHint: isSet(object.tokenTypeHint)
+        ? globalThis.String(object.tokenTypeHint)
+        : isSet(object.token_type_hint)
+        ? globalThis.String(object.token_type_hint)
+        : "",
+      clientId: isSet(object.clientId)
+        ? globalThis.String(object.clientId)
+        : isSet(object.client_id)
+        ? globalThis.String(object.client_id)
+        : "",
+      clientSecret: isSet(object.clientSecret)
+        ? globalThis.String(object.clientSecret)
+        : isSet(object.client_secret)
+        ? globalThis.String(object.client_secret)
+        : "",
+      clientAuthMethod: isSet(object.clientAuthMethod)
+        ? globalThis.String(object.clientAuthMethod)
+        : isSet(object.client_auth_method)
+        ? globalThis.String(object.client_auth_method)
+        : "",
+    };
+  },
+
+  toJSON(message: RevokeTokenRequest): unknown {
+    const obj: any = {};
+    if (message.token !== "") {
+      obj.token = message.token;
+    }
+    if (message.tokenTypeHint !== "") {
+      obj.tokenTypeHint = message.tokenTypeHint;
+    }
+    if (message.clientId !== "") {
+      obj.clientId = message.clientId;
+    }
+    if (message.clientSecret !== "") {
+      obj.clientSecret = message.clientSecret;
+    }
+    if (message.clientAuthMethod !== "") {
+      obj.clientAuthMethod = message.clientAuthMethod;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<RevokeTokenRequest>, I>>(base?: I): RevokeTokenRequest {
+    return RevokeTokenRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<RevokeTokenRequest>, I>>(object: I): RevokeTokenRequest {
+    const message = createBaseRevokeTokenRequest();
+    message.token = object.token ?? "";
+    message.tokenTypeHint = object.tokenTypeHint ?? "";
+    message.clientId = object.clientId ?? "";
+    message.clientSecret = object.clientSecret ?? "";
+    message.clientAuthMethod = object.clientAuthMethod ?? "";
+    return message;
+  },
+};
+
+function createBaseRevokeTokenResponse(): RevokeTokenResponse {
+  return { error: "", errorDescription: "", status: 0, retryAfterSeconds: 0 };
+}
+
+export const RevokeTokenResponse: MessageFns<RevokeTokenResponse> = {
+  encode(message: RevokeTokenResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.error !== "") {
+      writer.uint32(10).string(message.error);
+    }
+    if (message.errorDescription !== "") {
+      writer.uint32(18).string(message.errorDescription);
+    }
+    if (message.status !== 0) {
+      writer.uint32(24).int32(message.status);
+    }
+    if (message.retryAfterSeconds !== 0) {
+      writer.uint32(32).int32(message.retryAfterSeconds);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): RevokeTokenResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseRevokeTokenResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.error = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.errorDescription = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.status = reader.int32();
+            continue;
+          }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.retryAfterSeconds = reader.int32();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): RevokeTokenResponse {
+    return {
+      error: isSet(object.error) ? globalThis.String(object.error) : "",
+      errorDescription: isSet(object.errorDescription)
+        ? globalThis.String(object.errorDescription)
+        : isSet(object.error_description)
+        ? globalThis.String(object.error_description)
+        : "",
+      status: isSet(object.status) ? globalThis.Number(object.status) : 0,
+      retryAfterSeconds: isSet(object.retryAfterSeconds)
+        ? globalThis.Number(object.retryAfterSeconds)
+        : isSet(object.retry_after_seconds)
+        ? globalThis.Number(object.retry_after_seconds)
+        : 0,
+    };
+  },
+
+  toJSON(message: RevokeTokenResponse): unknown {
+    const obj: any = {};
+    if (message.error !== "") {
+      obj.error = message.error;
+    }
+    if (message.errorDescription !== "") {
+      obj.errorDescription = message.errorDescription;
+    }
+    if (message.status !== 0) {
+      obj.status = Math.round(message.status);
+    }
+    if (message.retryAfterSeconds !== 0) {
+      obj.retryAfterSeconds = Math.round(message.retryAfterSeconds);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<RevokeTokenResponse>, I>>(base?: I): RevokeTokenResponse {
+    return RevokeTokenResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<RevokeTokenResponse>, I>>(object: I): RevokeTokenResponse {
+    const message = createBaseRevokeTokenResponse();
+    message.error = object.error ?? "";
+    message.errorDescription = object.errorDescription ?? "";
+    message.status = object.status ?? 0;
+    message.retryAfterSeconds = object.retryAfterSeconds ?? 0;
+    return message;
+  },
+};
+
+function createBaseIntrospectTokenRequest(): IntrospectTokenRequest {
+  return { token: "", tokenTypeHint: "", clientId: "", clientSecret: "", clientAuthMethod: "" };
+}
+
+export const IntrospectTokenRequest: MessageFns<IntrospectTokenRequest> = {
+  encode(message: IntrospectTokenRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.token !== "") {
+      writer.uint32(10).string(message.token);
+    }
+    if (message.tokenTypeHint !== "") {
+      writer.uint32(18).string(message.tokenTypeHint);
+    }
+    if (message.clientId !== "") {
+      writer.uint32(26).string(message.clientId);
+    }
+    if (message.clientSecret !== "") {
+      writer.uint32(34).string(message.clientSecret);
+    }
+    if (message.clientAuthMethod !== "") {
+      writer.uint32(42).string(message.clientAuthMethod);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): IntrospectTokenRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseIntrospectTokenRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.token = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.tokenTypeHint = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.clientId = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.clientSecret = reader.string();
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.clientAuthMethod = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): IntrospectTokenRequest {
+    return {
+      token: isSet(object.token) ? globalThis.String(object.token) : "",
+      tokenTypeHint: isSet(object.tokenTypeHint)
+        ? globalThis.String(object.tokenTypeHint)
+        : isSet(object.token_type_hint)
+        ? globalThis.String(object.token_type_hint)
+        : "",
+      clientId: isSet(object.clientId)
+        ? globalThis.String(object.clientId)
+        : isSet(object.client_id)
+        ? globalThis.String(object.client_id)
+        : "",
+      clientSecret: isSet(object.clientSecret)
+        ? globalThis.String(object.clientSecret)
+        : isSet(object.client_secret)
+        ? globalThis.String(object.client_secret)
+        : "",
+      clientAuthMethod: isSet(object.clientAuthMethod)
+        ? globalThis.String(object.clientAuthMethod)
+        : isSet(object.client_auth_method)
+        ? globalThis.String(object.client_auth_method)
+        : "",
+    };
+  },
+
+  toJSON(message: IntrospectTokenRequest): unknown {
+    const obj: any = {};
+    if (message.token !== "") {
+      obj.token = message.token;
+    }
+    if (message.tokenTypeHint !== "") {
+      obj.tokenTypeHint = message.tokenTypeHint;
+    }
+    if (message.clientId !== "") {
+      obj.clientId = message.clientId;
+    }
+    if (message.clientSecret !== "") {
+      obj.clientSecret = message.clientSecret;
+    }
+    if (message.clientAuthMethod !== "") {
+      obj.clientAuthMethod = message.clientAuthMethod;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<IntrospectTokenRequest>, I>>(base?: I): IntrospectTokenRequest {
+    return IntrospectTokenRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<IntrospectTokenRequest>, I>>(object: I): IntrospectTokenRequest {
+    const message = createBaseIntrospectTokenRequest();
+    message.token = object.token ?? "";
+    message.tokenTypeHint = object.tokenTypeHint ?? "";
+    message.clientId = object.clientId ?? "";
+    message.clientSecret = object.clientSecret ?? "";
+    message.clientAuthMethod = object.clientAuthMethod ?? "";
+    return message;
+  },
+};
+
+function createBaseIntrospectTokenResponse(): IntrospectTokenResponse {
+  return { error: "", errorDescription: "", status: 0, retryAfterSeconds: 0, resultJson: "" };
+}
+
+export const IntrospectTokenResponse: MessageFns<IntrospectTokenResponse> = {
+  encode(message: IntrospectTokenResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.error !== "") {
+      writer.uint32(10).string(message.error);
+    }
+    if (message.errorDescription !== "") {
+      writer.uint32(18).string(message.errorDescription);
+    }
+    if (message.status !== 0) {
+      writer.uint32(24).int32(message.status);
+    }
+    if (message.retryAfterSeconds !== 0) {
+      writer.uint32(32).int32(message.retryAfterSeconds);
+    }
+    if (message.resultJson !== "") {
+      writer.uint32(42).string(message.resultJson);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): IntrospectTokenResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseIntrospectTokenResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.error = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.errorDescription = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.status = reader.int32();
+            continue;
+          }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.retryAfterSeconds = reader.int32();
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.resultJson = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): IntrospectTokenResponse {
+    return {
+      error: isSet(object.error) ? globalThis.String(object.error) : "",
+      errorDescription: isSet(object.errorDescription)
+        ? globalThis.String(object.errorDescription)
+        : isSet(object.error_description)
+        ? globalThis.String(object.error_description)
+        : "",
+      status: isSet(object.status) ? globalThis.Number(object.status) : 0,
+      retryAfterSeconds: isSet(object.retryAfterSeconds)
+        ? globalThis.Number(object.retryAfterSeconds)
+        : isSet(object.retry_after_seconds)
+        ? globalThis.Number(object.retry_after_seconds)
+        : 0,
+      resultJson: isSet(object.resultJson)
+        ? globalThis.String(object.resultJson)
+        : isSet(object.result_json)
+        ? globalThis.String(object.result_json)
+        : "",
+    };
+  },
+
+  toJSON(message: IntrospectTokenResponse): unknown {
+    const obj: any = {};
+    if (message.error !== "") {
+      obj.error = message.error;
+    }
+    if (message.errorDescription !== "") {
+      obj.errorDescription = message.errorDescription;
+    }
+    if (message.status !== 0) {
+      obj.status = Math.round(message.status);
+    }
+    if (message.retryAfterSeconds !== 0) {
+      obj.retryAfterSeconds = Math.round(message.retryAfterSeconds);
+    }
+    if (message.resultJson !== "") {
+      obj.resultJson = message.resultJson;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<IntrospectTokenResponse>, I>>(base?: I): IntrospectTokenResponse {
+    return IntrospectTokenResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<IntrospectTokenResponse>, I>>(object: I): IntrospectTokenResponse {
+    const message = createBaseIntrospectTokenResponse();
+    message.error = object.error ?? "";
+    message.errorDescription = object.errorDescription ?? "";
+    message.status = object.status ?? 0;
+    message.retryAfterSeconds = object.retryAfterSeconds ?? 0;
+    message.resultJson = object.resultJson ?? "";
+    return message;
+  },
+};
+
+function createBaseAuthenticateOAuthClientRequest(): AuthenticateOAuthClientRequest {
+  return { clientId: "", clientSecret: "", clientAuthMethod: "" };
+}
+
+export const AuthenticateOAuthClientRequest: MessageFns<AuthenticateOAuthClientRequest> = {
+  encode(message: AuthenticateOAuthClientRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.clientId !== "") {
+      writer.uint32(10).string(message.clientId);
+    }
+    if (message.clientSecret !== "") {
+      writer.uint32(18).string(message.clientSecret);
+    }
+    if (message.clientAuthMethod !== "") {
+      writer.uint32(26).string(message.clientAuthMethod);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): AuthenticateOAuthClientRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseAuthenticateOAuthClientRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.clientId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.clientSecret = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.clientAuthMethod = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): AuthenticateOAuthClientRequest {
+    return {
+      clientId: isSet(object.clientId)
+        ? globalThis.String(object.clientId)
+        : isSet(object.client_id)
+        ? globalThis.String(object.client_id)
+        : "",
+      clientSecret: isSet(object.clientSecret)
+        ? globalThis.String(object.clientSecret)
+        : isSet(object.client_secret)
+        ? globalThis.String(object.client_secret)
+        : "",
+      clientAuthMethod: isSet(object.clientAuthMethod)
+        ? globalThis.String(object.clientAuthMethod)
+        : isSet(object.client_auth_method)
+        ? globalThis.String(object.client_auth_method)
+        : "",
+    };
+  },
+
+  toJSON(message: AuthenticateOAuthClientRequest): unknown {
+    const obj: any = {};
+    if (message.clientId !== "") {
+      obj.clientId = message.clientId;
+    }
+    if (message.clientSecret !== "") {
+      obj.clientSecret = message.clientSecret;
+    }
+    if (message.clientAuthMethod !== "") {
+      obj.clientAuthMethod = message.clientAuthMethod;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<AuthenticateOAuthClientRequest>, I>>(base?: I): AuthenticateOAuthClientRequest {
+    return AuthenticateOAuthClientRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<AuthenticateOAuthClientRequest>, I>>(
+    object: I,
+  ): AuthenticateOAuthClientRequest {
+    const message = createBaseAuthenticateOAuthClientRequest();
+    message.clientId = object.clientId ?? "";
+    message.clientSecret = object.clientSecret ?? "";
+    message.clientAuthMethod = object.clientAuthMethod ?? "";
+    return message;
+  },
+};
+
+function createBaseAuthenticateOAuthClientResponse(): AuthenticateOAuthClientResponse {
+  return { error: "", errorDescription: "", status: 0, retryAfterSeconds: 0, clientId: "", environment: "", type: "" };
+}
+
+export const AuthenticateOAuthClientResponse: MessageFns<AuthenticateOAuthClientResponse> = {
+  encode(message: AuthenticateOAuthClientResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.error !== "") {
+      writer.uint32(10).string(message.error);
+    }
+    if (message.errorDescription !== "") {
+      writer.uint32(18).string(message.errorDescription);
+    }
+    if (message.status !== 0) {
+      writer.uint32(24).int32(message.status);
+    }
+    if (message.retryAfterSeconds !== 0) {
+      writer.uint32(32).int32(message.retryAfterSeconds);
+    }
+    if (message.clientId !== "") {
+      writer.uint32(42).string(message.clientId);
+    }
+    if (message.environment !== "") {
+      writer.uint32(50).string(message.environment);
+    }
+    if (message.type !== "") {
+      writer.uint32(58).string(message.type);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): AuthenticateOAuthClientResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseAuthenticateOAuthClientResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.error = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.errorDescription = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.status = reader.int32();
+            continue;
+          }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.retryAfterSeconds = reader.int32();
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.clientId = reader.string();
+            continue;
+          }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.environment = reader.string();
+            continue;
+          }
+          case 7: {
+            if (tag !== 58) {
+              break;
+            }
+
+            message.type = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): AuthenticateOAuthClientResponse {
+    return {
+      error: isSet(object.error) ? globalThis.String(object.error) : "",
+      errorDescription: isSet(object.errorDescription)
+        ? globalThis.String(object.errorDescription)
+        : isSet(object.error_description)
+        ? globalThis.String(object.error_description)
+        : "",
+      status: isSet(object.status) ? globalThis.Number(object.status) : 0,
+      retryAfterSeconds: isSet(object.retryAfterSeconds)
+        ? globalThis.Number(object.retryAfterSeconds)
+        : isSet(object.retry_after_seconds)
+        ? globalThis.Number(object.retry_after_seconds)
+        : 0,
+      clientId: isSet(object.clientId)
+        ? globalThis.String(object.clientId)
+        : isSet(object.client_id)
+        ? globalThis.String(object.client_id)
+        : "",
+      environment: isSet(object.environment) ? globalThis.String(object.environment) : "",
+      type: isSet(object.type) ? globalThis.String(object.type) : "",
+    };
+  },
+
+  toJSON(message: AuthenticateOAuthClientResponse): unknown {
+    const obj: any = {};
+    if (message.error !== "") {
+      obj.error = message.error;
+    }
+    if (message.errorDescription !== "") {
+      obj.errorDescription = message.errorDescription;
+    }
+    if (message.status !== 0) {
+      obj.status = Math.round(message.status);
+    }
+    if (message.retryAfterSeconds !== 0) {
+      obj.retryAfterSeconds = Math.round(message.retryAfterSeconds);
+    }
+    if (message.clientId !== "") {
+      obj.clientId = message.clientId;
+    }
+    if (message.environment !== "") {
+      obj.environment = message.environment;
+    }
+    if (message.type !== "") {
+      obj.type = message.type;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<AuthenticateOAuthClientResponse>, I>>(base?: I): AuthenticateOAuthClientResponse {
+    return AuthenticateOAuthClientResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<AuthenticateOAuthClientResponse>, I>>(
+    object: I,
+  ): AuthenticateOAuthClientResponse {
+    const message = createBaseAuthenticateOAuthClientResponse();
+    message.error = object.error ?? "";
+    message.errorDescription = object.errorDescription ?? "";
+    message.status = object.status ?? 0;
+    message.retryAfterSeconds = object.retryAfterSeconds ?? 0;
+    message.clientId = object.clientId ?? "";
+    message.environment = object.environment ?? "";
+    message.type = object.type ?? "";
+    return message;
+  },
+};
+
 /**
  * Users and credentials. Every request names the environment ("live" or "test") it is scoped to; nothing
  * created in one environment is visible from the other.
@@ -5534,6 +8839,126 @@ export const IdentityServiceService = {
     responseDeserialize: (value: Buffer): ReportRateLimitExceededResponse =>
       ReportRateLimitExceededResponse.decode(value),
   },
+  /**
+   * OAuth 2.0 authorization server (RFC 6749, RFC 7636 PKCE, RFC 7009, RFC 7662, OpenID Connect Core).
+   * Clients belong to an environment; client secrets, codes and refresh tokens are stored only as keyed
+   * hashes. Protocol errors are answered in the response messages (error, error_description), never as
+   * gRPC errors: those mean the service itself failed.
+   */
+  createOAuthClient: {
+    path: "/secsvc.identity.v1.IdentityService/CreateOAuthClient" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: CreateOAuthClientRequest): Buffer =>
+      Buffer.from(CreateOAuthClientRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): CreateOAuthClientRequest => CreateOAuthClientRequest.decode(value),
+    responseSerialize: (value: CreatedOAuthClient): Buffer => Buffer.from(CreatedOAuthClient.encode(value).finish()),
+    responseDeserialize: (value: Buffer): CreatedOAuthClient => CreatedOAuthClient.decode(value),
+  },
+  listOAuthClients: {
+    path: "/secsvc.identity.v1.IdentityService/ListOAuthClients" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: ListOAuthClientsRequest): Buffer =>
+      Buffer.from(ListOAuthClientsRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): ListOAuthClientsRequest => ListOAuthClientsRequest.decode(value),
+    responseSerialize: (value: ListOAuthClientsResponse): Buffer =>
+      Buffer.from(ListOAuthClientsResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): ListOAuthClientsResponse => ListOAuthClientsResponse.decode(value),
+  },
+  getOAuthClient: {
+    path: "/secsvc.identity.v1.IdentityService/GetOAuthClient" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: GetOAuthClientRequest): Buffer =>
+      Buffer.from(GetOAuthClientRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): GetOAuthClientRequest => GetOAuthClientRequest.decode(value),
+    responseSerialize: (value: OAuthClient): Buffer => Buffer.from(OAuthClient.encode(value).finish()),
+    responseDeserialize: (value: Buffer): OAuthClient => OAuthClient.decode(value),
+  },
+  updateOAuthClient: {
+    path: "/secsvc.identity.v1.IdentityService/UpdateOAuthClient" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: UpdateOAuthClientRequest): Buffer =>
+      Buffer.from(UpdateOAuthClientRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): UpdateOAuthClientRequest => UpdateOAuthClientRequest.decode(value),
+    responseSerialize: (value: OAuthClient): Buffer => Buffer.from(OAuthClient.encode(value).finish()),
+    responseDeserialize: (value: Buffer): OAuthClient => OAuthClient.decode(value),
+  },
+  /**
+   * Deletes the client with everything issued to it: its grants end, so its refresh and access tokens stop
+   * working at once (announced on WatchCredentialChanges like a revoked session).
+   */
+  deleteOAuthClient: {
+    path: "/secsvc.identity.v1.IdentityService/DeleteOAuthClient" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: DeleteOAuthClientRequest): Buffer =>
+      Buffer.from(DeleteOAuthClientRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): DeleteOAuthClientRequest => DeleteOAuthClientRequest.decode(value),
+    responseSerialize: (value: DeleteOAuthClientResponse): Buffer =>
+      Buffer.from(DeleteOAuthClientResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): DeleteOAuthClientResponse => DeleteOAuthClientResponse.decode(value),
+  },
+  /**
+   * The authorization endpoint's decision on one request: an error page (the redirect URI is not trusted),
+   * a redirect to the client (code or error), or the login or consent page to show.
+   */
+  authorize: {
+    path: "/secsvc.identity.v1.IdentityService/Authorize" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: AuthorizeRequest): Buffer => Buffer.from(AuthorizeRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): AuthorizeRequest => AuthorizeRequest.decode(value),
+    responseSerialize: (value: AuthorizeResponse): Buffer => Buffer.from(AuthorizeResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): AuthorizeResponse => AuthorizeResponse.decode(value),
+  },
+  /** The token endpoint: authorization_code, refresh_token and client_credentials grants. */
+  token: {
+    path: "/secsvc.identity.v1.IdentityService/Token" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: TokenRequest): Buffer => Buffer.from(TokenRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): TokenRequest => TokenRequest.decode(value),
+    responseSerialize: (value: TokenResponse): Buffer => Buffer.from(TokenResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): TokenResponse => TokenResponse.decode(value),
+  },
+  /** RFC 7009: revoking a refresh or access token ends its whole grant. */
+  revokeToken: {
+    path: "/secsvc.identity.v1.IdentityService/RevokeToken" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: RevokeTokenRequest): Buffer => Buffer.from(RevokeTokenRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): RevokeTokenRequest => RevokeTokenRequest.decode(value),
+    responseSerialize: (value: RevokeTokenResponse): Buffer => Buffer.from(RevokeTokenResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): RevokeTokenResponse => RevokeTokenResponse.decode(value),
+  },
+  /** RFC 7662 for any credential: access and refresh tokens, session tokens and API keys. */
+  introspectToken: {
+    path: "/secsvc.identity.v1.IdentityService/IntrospectToken" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: IntrospectTokenRequest): Buffer =>
+      Buffer.from(IntrospectTokenRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): IntrospectTokenRequest => IntrospectTokenRequest.decode(value),
+    responseSerialize: (value: IntrospectTokenResponse): Buffer =>
+      Buffer.from(IntrospectTokenResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): IntrospectTokenResponse => IntrospectTokenResponse.decode(value),
+  },
+  /** Client authentication alone (the gateway answers introspection of access tokens itself and caches it). */
+  authenticateOAuthClient: {
+    path: "/secsvc.identity.v1.IdentityService/AuthenticateOAuthClient" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: AuthenticateOAuthClientRequest): Buffer =>
+      Buffer.from(AuthenticateOAuthClientRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): AuthenticateOAuthClientRequest => AuthenticateOAuthClientRequest.decode(value),
+    responseSerialize: (value: AuthenticateOAuthClientResponse): Buffer =>
+      Buffer.from(AuthenticateOAuthClientResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): AuthenticateOAuthClientResponse =>
+      AuthenticateOAuthClientResponse.decode(value),
+  },
 } as const;
 
 export interface IdentityServiceServer extends UntypedServiceImplementation {
@@ -5593,6 +9018,34 @@ export interface IdentityServiceServer extends UntypedServiceImplementation {
    * as a rate_limit.exceeded event; actor and context come from the call metadata like every event's.
    */
   reportRateLimitExceeded: handleUnaryCall<ReportRateLimitExceededRequest, ReportRateLimitExceededResponse>;
+  /**
+   * OAuth 2.0 authorization server (RFC 6749, RFC 7636 PKCE, RFC 7009, RFC 7662, OpenID Connect Core).
+   * Clients belong to an environment; client secrets, codes and refresh tokens are stored only as keyed
+   * hashes. Protocol errors are answered in the response messages (error, error_description), never as
+   * gRPC errors: those mean the service itself failed.
+   */
+  createOAuthClient: handleUnaryCall<CreateOAuthClientRequest, CreatedOAuthClient>;
+  listOAuthClients: handleUnaryCall<ListOAuthClientsRequest, ListOAuthClientsResponse>;
+  getOAuthClient: handleUnaryCall<GetOAuthClientRequest, OAuthClient>;
+  updateOAuthClient: handleUnaryCall<UpdateOAuthClientRequest, OAuthClient>;
+  /**
+   * Deletes the client with everything issued to it: its grants end, so its refresh and access tokens stop
+   * working at once (announced on WatchCredentialChanges like a revoked session).
+   */
+  deleteOAuthClient: handleUnaryCall<DeleteOAuthClientRequest, DeleteOAuthClientResponse>;
+  /**
+   * The authorization endpoint's decision on one request: an error page (the redirect URI is not trusted),
+   * a redirect to the client (code or error), or the login or consent page to show.
+   */
+  authorize: handleUnaryCall<AuthorizeRequest, AuthorizeResponse>;
+  /** The token endpoint: authorization_code, refresh_token and client_credentials grants. */
+  token: handleUnaryCall<TokenRequest, TokenResponse>;
+  /** RFC 7009: revoking a refresh or access token ends its whole grant. */
+  revokeToken: handleUnaryCall<RevokeTokenRequest, RevokeTokenResponse>;
+  /** RFC 7662 for any credential: access and refresh tokens, session tokens and API keys. */
+  introspectToken: handleUnaryCall<IntrospectTokenRequest, IntrospectTokenResponse>;
+  /** Client authentication alone (the gateway answers introspection of access tokens itself and caches it). */
+  authenticateOAuthClient: handleUnaryCall<AuthenticateOAuthClientRequest, AuthenticateOAuthClientResponse>;
 }
 
 export interface IdentityServiceClient extends Client {
@@ -6003,6 +9456,174 @@ export interface IdentityServiceClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: ReportRateLimitExceededResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * OAuth 2.0 authorization server (RFC 6749, RFC 7636 PKCE, RFC 7009, RFC 7662, OpenID Connect Core).
+   * Clients belong to an environment; client secrets, codes and refresh tokens are stored only as keyed
+   * hashes. Protocol errors are answered in the response messages (error, error_description), never as
+   * gRPC errors: those mean the service itself failed.
+   */
+  createOAuthClient(
+    request: CreateOAuthClientRequest,
+    callback: (error: ServiceError | null, response: CreatedOAuthClient) => void,
+  ): ClientUnaryCall;
+  createOAuthClient(
+    request: CreateOAuthClientRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: CreatedOAuthClient) => void,
+  ): ClientUnaryCall;
+  createOAuthClient(
+    request: CreateOAuthClientRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: CreatedOAuthClient) => void,
+  ): ClientUnaryCall;
+  listOAuthClients(
+    request: ListOAuthClientsRequest,
+    callback: (error: ServiceError | null, response: ListOAuthClientsResponse) => void,
+  ): ClientUnaryCall;
+  listOAuthClients(
+    request: ListOAuthClientsRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: ListOAuthClientsResponse) => void,
+  ): ClientUnaryCall;
+  listOAuthClients(
+    request: ListOAuthClientsRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: ListOAuthClientsResponse) => void,
+  ): ClientUnaryCall;
+  getOAuthClient(
+    request: GetOAuthClientRequest,
+    callback: (error: ServiceError | null, response: OAuthClient) => void,
+  ): ClientUnaryCall;
+  getOAuthClient(
+    request: GetOAuthClientRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: OAuthClient) => void,
+  ): ClientUnaryCall;
+  getOAuthClient(
+    request: GetOAuthClientRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: OAuthClient) => void,
+  ): ClientUnaryCall;
+  updateOAuthClient(
+    request: UpdateOAuthClientRequest,
+    callback: (error: ServiceError | null, response: OAuthClient) => void,
+  ): ClientUnaryCall;
+  updateOAuthClient(
+    request: UpdateOAuthClientRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: OAuthClient) => void,
+  ): ClientUnaryCall;
+  updateOAuthClient(
+    request: UpdateOAuthClientRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: OAuthClient) => void,
+  ): ClientUnaryCall;
+  /**
+   * Deletes the client with everything issued to it: its grants end, so its refresh and access tokens stop
+   * working at once (announced on WatchCredentialChanges like a revoked session).
+   */
+  deleteOAuthClient(
+    request: DeleteOAuthClientRequest,
+    callback: (error: ServiceError | null, response: DeleteOAuthClientResponse) => void,
+  ): ClientUnaryCall;
+  deleteOAuthClient(
+    request: DeleteOAuthClientRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: DeleteOAuthClientResponse) => void,
+  ): ClientUnaryCall;
+  deleteOAuthClient(
+    request: DeleteOAuthClientRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: DeleteOAuthClientResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * The authorization endpoint's decision on one request: an error page (the redirect URI is not trusted),
+   * a redirect to the client (code or error), or the login or consent page to show.
+   */
+  authorize(
+    request: AuthorizeRequest,
+    callback: (error: ServiceError | null, response: AuthorizeResponse) => void,
+  ): ClientUnaryCall;
+  authorize(
+    request: AuthorizeRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: AuthorizeResponse) => void,
+  ): ClientUnaryCall;
+  authorize(
+    request: AuthorizeRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: AuthorizeResponse) => void,
+  ): ClientUnaryCall;
+  /** The token endpoint: authorization_code, refresh_token and client_credentials grants. */
+  token(
+    request: TokenRequest,
+    callback: (error: ServiceError | null, response: TokenResponse) => void,
+  ): ClientUnaryCall;
+  token(
+    request: TokenRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: TokenResponse) => void,
+  ): ClientUnaryCall;
+  token(
+    request: TokenRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: TokenResponse) => void,
+  ): ClientUnaryCall;
+  /** RFC 7009: revoking a refresh or access token ends its whole grant. */
+  revokeToken(
+    request: RevokeTokenRequest,
+    callback: (error: ServiceError | null, response: RevokeTokenResponse) => void,
+  ): ClientUnaryCall;
+  revokeToken(
+    request: RevokeTokenRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: RevokeTokenResponse) => void,
+  ): ClientUnaryCall;
+  revokeToken(
+    request: RevokeTokenRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: RevokeTokenResponse) => void,
+  ): ClientUnaryCall;
+  /** RFC 7662 for any credential: access and refresh tokens, session tokens and API keys. */
+  introspectToken(
+    request: IntrospectTokenRequest,
+    callback: (error: ServiceError | null, response: IntrospectTokenResponse) => void,
+  ): ClientUnaryCall;
+  introspectToken(
+    request: IntrospectTokenRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: IntrospectTokenResponse) => void,
+  ): ClientUnaryCall;
+  introspectToken(
+    request: IntrospectTokenRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: IntrospectTokenResponse) => void,
+  ): ClientUnaryCall;
+  /** Client authentication alone (the gateway answers introspection of access tokens itself and caches it). */
+  authenticateOAuthClient(
+    request: AuthenticateOAuthClientRequest,
+    callback: (error: ServiceError | null, response: AuthenticateOAuthClientResponse) => void,
+  ): ClientUnaryCall;
+  authenticateOAuthClient(
+    request: AuthenticateOAuthClientRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: AuthenticateOAuthClientResponse) => void,
+  ): ClientUnaryCall;
+  authenticateOAuthClient(
+    request: AuthenticateOAuthClientRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: AuthenticateOAuthClientResponse) => void,
   ): ClientUnaryCall;
 }
 

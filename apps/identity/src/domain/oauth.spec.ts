@@ -1,0 +1,63 @@
+import { createHash } from 'node:crypto';
+import { atHash, checkAuthorization, parseScope, pkceMatches, redirectUriProblem, redirectWith, scopesOutside } from './oauth';
+
+const params = (over: Partial<Parameters<typeof checkAuthorization>[0]> = {}) => ({
+  responseType: 'code',
+  scope: 'openid read:users',
+  state: '',
+  nonce: '',
+  codeChallenge: '',
+  codeChallengeMethod: '',
+  prompt: '',
+  maxAge: '',
+  repeatedParams: [],
+  ...over,
+});
+const confidential = { type: 'confidential', scopes: ['openid', 'read:users'] };
+const challengeOf = (v: string) => createHash('sha256').update(v).digest('base64url');
+
+describe('oauth domain rules', () => {
+  it('parses space-separated scopes and finds the ones outside a set', () => {
+    expect(parseScope('  openid  read:users openid ')).toEqual(['openid', 'read:users']);
+    expect(scopesOutside(['a', 'b', 'c'], ['b'])).toEqual(['a', 'c']);
+  });
+
+  it('accepts https and loopback http redirect URIs only, exactly as written', () => {
+    expect(redirectUriProblem('https://app.example.com/cb')).toBeUndefined();
+    expect(redirectUriProblem('http://127.0.0.1:3000/cb')).toBeUndefined();
+    expect(redirectUriProblem('http://app.example.com/cb')).toMatch(/loopback/);
+    expect(redirectUriProblem('javascript:alert(1)')).toMatch(/https/);
+    expect(redirectUriProblem('https://APP.example.com/cb')).toMatch(/canonical/);
+    expect(redirectUriProblem('https://app.example.com/*')).toMatch(/wildcard/);
+  });
+
+  it('checks PKCE S256 in constant time and refuses malformed verifiers', () => {
+    const verifier = 'a'.repeat(43);
+    expect(pkceMatches(verifier, challengeOf(verifier))).toBe(true);
+    expect(pkceMatches('b'.repeat(43), challengeOf(verifier))).toBe(false);
+    expect(pkceMatches('short', challengeOf('short'))).toBe(false);
+    expect(pkceMatches('a'.repeat(129), challengeOf('a'.repeat(129)))).toBe(false);
+  });
+
+  it('computes at_hash as the left half of SHA-256', () => {
+    expect(atHash('token')).toBe(createHash('sha256').update('token').digest().subarray(0, 16).toString('base64url'));
+  });
+
+  it('validates authorization requests', () => {
+    expect(checkAuthorization(params(), confidential)).toMatchObject({ scopes: ['openid', 'read:users'] });
+    expect(checkAuthorization(params(), { ...confidential, type: 'public' })).toMatchObject({ error: 'invalid_request' });
+    expect(checkAuthorization(params({ codeChallenge: challengeOf('x'.repeat(43)), codeChallengeMethod: 'plain' }), confidential)).toMatchObject({
+      error: 'invalid_request',
+    });
+    expect(checkAuthorization(params({ codeChallenge: challengeOf('x'.repeat(43)) }), confidential)).toMatchObject({ error: 'invalid_request' });
+    expect(checkAuthorization(params({ responseType: 'token' }), confidential)).toMatchObject({ error: 'unsupported_response_type' });
+    expect(checkAuthorization(params({ scope: 'write:users' }), confidential)).toMatchObject({ error: 'invalid_scope' });
+    expect(checkAuthorization(params({ prompt: 'none login' }), confidential)).toMatchObject({ error: 'invalid_request' });
+    expect(checkAuthorization(params({ maxAge: '-1' }), confidential)).toMatchObject({ error: 'invalid_request' });
+    expect(checkAuthorization(params({ maxAge: '300', prompt: 'login' }), confidential)).toMatchObject({ maxAge: 300 });
+  });
+
+  it('adds response parameters to the redirect URI, keeping its own query', () => {
+    expect(redirectWith('https://app.example.com/cb?x=1', { code: 'c', state: 's&t', iss: undefined })).toBe('https://app.example.com/cb?x=1&code=c&state=s%26t');
+  });
+});

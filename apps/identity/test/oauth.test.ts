@@ -1,0 +1,527 @@
+/** The OAuth authorization server's RPCs against a real PostgreSQL: clients, authorize, token, revoke, introspect. */
+import { Metadata } from '@grpc/grpc-js';
+import { AppError, type CallContext, type Pool } from '@secsvc/shared';
+import { createHash, randomBytes } from 'node:crypto';
+import { createLocalJWKSet, decodeJwt, jwtVerify } from 'jose';
+import type { IdentityConfig } from '../src/config';
+import type { IdentityContext } from '../src/context';
+import { masterKey, SigningKeyStore } from '../src/domain/signing-keys';
+import { createUser } from '../src/rpc/create-user';
+import { deleteUser } from '../src/rpc/delete-user';
+import { authorize } from '../src/rpc/oauth-authorize';
+import { createOAuthClient, deleteOAuthClient, getOAuthClient, listOAuthClients, updateOAuthClient } from '../src/rpc/oauth-clients';
+import { introspectToken } from '../src/rpc/oauth-introspect';
+import { authenticateOAuthClient, revokeToken } from '../src/rpc/oauth-revoke';
+import { token } from '../src/rpc/oauth-token';
+import { confirmPasswordReset, login, requestPasswordReset, setPassword } from '../src/rpc/passwords';
+import { createSession } from '../src/rpc/sessions';
+import { getJwks } from '../src/rpc/tokens';
+import { closeIdentityTestDb, identityTestDb, type IdentityTestDb } from './support/db';
+
+const config = {
+  SERVER_SECRET: 'o'.repeat(40),
+  ISSUER: 'https://auth.example.com',
+  JWT_AUDIENCE: 'secsvc',
+  ACCESS_TOKEN_TTL_SECONDS: 900,
+  OAUTH_REFRESH_TOKEN_TTL_SECONDS: 30 * 86_400,
+} as IdentityConfig;
+const PASSWORD = 'correct horse battery staple';
+const REDIRECT = 'https://app.example.com/callback';
+
+let t: IdentityTestDb;
+let pool: Pool;
+let ctx: IdentityContext;
+let keys: SigningKeyStore;
+const mails: { to: string; data: { token?: string } }[] = [];
+
+let ipCounter = 0;
+/** Each call from its own ip unless told, so the per-ip failure throttle of one test does not leak into another. */
+const call = (ip = `198.51.100.${(ipCounter++ % 250) + 1}`): CallContext => {
+  const metadata = new Metadata();
+  metadata.set('x-client-ip', ip);
+  metadata.set('x-user-agent', 'jest');
+  return { requestId: 'req_oauthtests000000000', metadata };
+};
+
+beforeAll(async () => {
+  t = await identityTestDb(config, { mailer: { send: async (m) => void mails.push(m as never) } });
+  ({ pool, ctx } = t);
+  keys = new SigningKeyStore(pool, masterKey(undefined, config.SERVER_SECRET));
+});
+
+afterAll(() => closeIdentityTestDb(t));
+
+let n = 0;
+async function userWithSession(environment = 'live') {
+  const u = await createUser(ctx)({ environment, email: `o${n++}@example.com`, name: 'Ada O', roles: ['role_reader'], metadataJson: '' }, call());
+  const s = await createSession(ctx)({ environment, userId: u.id, expiresInSeconds: 3600, metadataJson: '' }, call());
+  return { user: u, sessionToken: s.token, sessionId: s.session!.id };
+}
+
+async function newClient(over: Partial<{ type: string; scopes: string[]; firstParty: boolean; redirectUris: string[]; environment: string }> = {}) {
+  const created = await createOAuthClient(ctx)(
+    {
+      environment: over.environment ?? 'live',
+      name: 'Example app',
+      type: over.type ?? 'confidential',
+      redirectUris: over.redirectUris ?? [REDIRECT],
+      scopes: over.scopes ?? ['openid', 'profile', 'email', 'offline_access', 'read:users'],
+      firstParty: over.firstParty ?? true,
+    },
+    call(),
+  );
+  return { id: created.client!.id, secret: created.clientSecret, client: created.client! };
+}
+
+const pkce = () => {
+  const verifier = randomBytes(32).toString('base64url');
+  return { verifier, challenge: createHash('sha256').update(verifier).digest('base64url') };
+};
+
+const authParams = (clientId: string, over: Partial<Parameters<ReturnType<typeof authorize>>[0]> = {}) => ({
+  clientId,
+  redirectUri: REDIRECT,
+  responseType: 'code',
+  scope: 'openid profile email offline_access read:users',
+  state: 'st-123',
+  nonce: 'n-456',
+  codeChallenge: '',
+  codeChallengeMethod: '',
+  prompt: '',
+  maxAge: '',
+  repeatedParams: [],
+  sessionToken: '',
+  freshLogin: false,
+  consent: '',
+  ...over,
+});
+
+/** A code for a logged-in user (first-party client: no consent step). */
+async function codeFor(client: { id: string }, sessionToken: string, over: Partial<Parameters<ReturnType<typeof authorize>>[0]> = {}) {
+  const res = await authorize(ctx)(authParams(client.id, { sessionToken, ...over }), call());
+  expect(res.outcome).toBe('redirect');
+  const url = new URL(res.redirectTo);
+  expect(url.searchParams.get('error')).toBeNull();
+  return url.searchParams.get('code')!;
+}
+
+const tokenReq = (over: Partial<Parameters<ReturnType<typeof token>>[0]>) => ({
+  grantType: '',
+  code: '',
+  redirectUri: '',
+  codeVerifier: '',
+  refreshToken: '',
+  scope: '',
+  clientId: '',
+  clientSecret: '',
+  clientAuthMethod: 'client_secret_basic',
+  repeatedParams: [],
+  ...over,
+});
+const exchange = (client: { id: string; secret: string }, code: string, over: Partial<Parameters<ReturnType<typeof token>>[0]> = {}) =>
+  token(ctx, keys)(tokenReq({ grantType: 'authorization_code', code, redirectUri: REDIRECT, clientId: client.id, clientSecret: client.secret, ...over }), call());
+const refreshWith = (client: { id: string; secret: string }, refreshToken: string, scope = '') =>
+  token(ctx, keys)(tokenReq({ grantType: 'refresh_token', refreshToken, scope, clientId: client.id, clientSecret: client.secret }), call());
+const introspect = async (client: { id: string; secret: string }, tok: string) =>
+  JSON.parse(
+    (await introspectToken(ctx, keys)({ token: tok, tokenTypeHint: '', clientId: client.id, clientSecret: client.secret, clientAuthMethod: 'client_secret_basic' }, call()))
+      .resultJson,
+  );
+const revoke = (client: { id: string; secret: string }, tok: string) =>
+  revokeToken(ctx, keys)({ token: tok, tokenTypeHint: '', clientId: client.id, clientSecret: client.secret, clientAuthMethod: 'client_secret_post' }, call());
+const grantRevoked = async (grantId: string) => (await pool.query('SELECT revoked_at FROM oauth_grants WHERE id = $1', [grantId])).rows[0]?.revoked_at !== null;
+const events = async (type: string) => (await pool.query(`SELECT payload FROM outbox WHERE event_type = $1 ORDER BY seq`, [type])).rows.map((r) => r.payload);
+
+async function rejected(p: Promise<unknown>): Promise<AppError> {
+  const err = await p.then(() => undefined, (e: unknown) => e);
+  expect(err).toBeInstanceOf(AppError);
+  return err as AppError;
+}
+
+describe('client registration', () => {
+  it('creates a confidential client with a secret shown once and stored only as a hash', async () => {
+    const c = await newClient();
+    expect(c.id).toMatch(/^cli_[0-9a-z]{26}$/);
+    expect(c.secret).toMatch(/^ocs_/);
+    const { rows } = await pool.query('SELECT secret_hash FROM oauth_clients WHERE id = $1', [c.id]);
+    expect(rows[0].secret_hash).toHaveLength(32);
+    expect(Buffer.from(rows[0].secret_hash).toString('latin1')).not.toContain(c.secret);
+    const pub = await newClient({ type: 'public' });
+    expect(pub.secret).toBe('');
+    expect((await events('oauth_client.created')).length).toBeGreaterThanOrEqual(2);
+  });
+
+  it('names every faulty field: redirect URIs (exact, https or loopback http), scopes, type', async () => {
+    const err = await rejected(
+      createOAuthClient(ctx)(
+        {
+          environment: 'live',
+          name: ' ',
+          type: 'spa',
+          redirectUris: ['http://evil.example/cb', 'https://*.example.com/cb', 'https://app.example.com/cb#frag', 'relative/path', 'https://u:p@app.example.com/'],
+          scopes: ['openid', 'admin:everything', 'openid'],
+          firstParty: false,
+        },
+        call(),
+      ),
+    );
+    const fields = err.details.map((d) => d.field);
+    expect(fields).toEqual(
+      expect.arrayContaining(['name', 'type', 'redirectUris[0]', 'redirectUris[1]', 'redirectUris[2]', 'redirectUris[3]', 'redirectUris[4]', 'scopes[1]', 'scopes[2]']),
+    );
+    // loopback http is fine
+    await expect(newClient({ redirectUris: ['http://127.0.0.1:8123/cb', 'http://[::1]:8123/cb', 'http://localhost/cb'] })).resolves.toBeDefined();
+  });
+
+  it('lists with cursors, reads, updates and scopes everything to the environment', async () => {
+    const a = await newClient({ environment: 'test' });
+    const b = await newClient({ environment: 'test' });
+    const first = await listOAuthClients(ctx)({ environment: 'test', limit: 1, cursor: '' });
+    expect(first.clients.map((c) => c.id)).toEqual([b.id]);
+    const second = await listOAuthClients(ctx)({ environment: 'test', limit: 1, cursor: first.nextCursor });
+    expect(second.clients.map((c) => c.id)).toEqual([a.id]);
+    await expect(getOAuthClient(ctx)({ environment: 'live', id: a.id })).rejects.toMatchObject({ code: 'not_found' });
+    const updated = await updateOAuthClient(ctx)(
+      { environment: 'test', id: a.id, name: 'Renamed', redirectUris: { values: ['https://new.example.com/cb'] }, scopes: undefined, firstParty: false },
+      call(),
+    );
+    expect(updated).toMatchObject({ name: 'Renamed', redirectUris: ['https://new.example.com/cb'], firstParty: false, scopes: a.client.scopes });
+    const bad = await rejected(updateOAuthClient(ctx)({ environment: 'test', id: a.id, redirectUris: { values: ['ftp://x'] }, scopes: { values: [] } }, call()));
+    expect(bad.details.map((d) => d.field)).toEqual(['redirectUris[0]', 'scopes']);
+  });
+});
+
+describe('authorization endpoint', () => {
+  it('shows errors on a page while the redirect URI is not trusted (unknown client, mismatch, open redirects)', async () => {
+    const c = await newClient();
+    expect((await authorize(ctx)(authParams(''), call())).outcome).toBe('error_page');
+    const unknown = await authorize(ctx)(authParams('cli_00000000000000000000000000'), call());
+    expect(unknown).toMatchObject({ outcome: 'error_page', error: 'invalid_client', redirectTo: '' });
+    for (const evil of [
+      'https://evil.example.com/callback',
+      'https://app.example.com/callback/../evil',
+      'https://app.example.com/callback?next=https://evil.example.com',
+      'https://app.example.com/Callback',
+      'https://app.example.com.evil.example/callback',
+      'https://app.example.com@evil.example/callback',
+      'https://app.example.com/callback#x',
+      '//evil.example/callback',
+      '',
+    ]) {
+      const res = await authorize(ctx)(authParams(c.id, { redirectUri: evil }), call());
+      expect(res).toMatchObject({ outcome: 'error_page', redirectTo: '' });
+    }
+    expect((await authorize(ctx)(authParams(c.id, { repeatedParams: ['redirect_uri'] }), call())).outcome).toBe('error_page');
+  });
+
+  it('sends later errors back to the client with state and iss', async () => {
+    const c = await newClient({ type: 'public' });
+    const s256 = { codeChallenge: pkce().challenge, codeChallengeMethod: 'S256' };
+    const cases: [Partial<Parameters<ReturnType<typeof authorize>>[0]>, string][] = [
+      [{ responseType: 'token' }, 'unsupported_response_type'],
+      [{ ...s256, scope: 'openid admin:all' }, 'invalid_scope'],
+      [{ ...s256, scope: 'openid write:policies' }, 'invalid_scope'],
+      [{ ...s256, scope: '' }, 'invalid_scope'],
+      [{}, 'invalid_request'], // public client without PKCE
+      [{ codeChallenge: pkce().challenge, codeChallengeMethod: 'plain' }, 'invalid_request'],
+      [{ codeChallenge: 'short', codeChallengeMethod: 'S256' }, 'invalid_request'],
+      [{ codeChallenge: pkce().challenge, codeChallengeMethod: 'S256', repeatedParams: ['scope'] }, 'invalid_request'],
+    ];
+    for (const [over, error] of cases) {
+      const res = await authorize(ctx)(authParams(c.id, over), call());
+      expect(res.outcome).toBe('redirect');
+      const url = new URL(res.redirectTo);
+      expect(`${url.origin}${url.pathname}`).toBe(REDIRECT);
+      expect(Object.fromEntries(url.searchParams)).toMatchObject({ error, state: 'st-123', iss: config.ISSUER });
+    }
+  });
+
+  it('asks for login, then consent (remembered per user, client and scopes), then issues a code', async () => {
+    const c = await newClient({ firstParty: false });
+    const { user, sessionToken } = await userWithSession();
+    expect((await authorize(ctx)(authParams(c.id), call())).outcome).toBe('login');
+    expect((await authorize(ctx)(authParams(c.id, { prompt: 'none' }), call())).redirectTo).toContain('error=login_required');
+    const consent = await authorize(ctx)(authParams(c.id, { sessionToken, scope: 'openid email' }), call());
+    expect(consent).toMatchObject({ outcome: 'consent', scopes: ['openid', 'email'], userEmail: user.email, clientName: 'Example app' });
+    expect((await authorize(ctx)(authParams(c.id, { sessionToken, prompt: 'none' }), call())).redirectTo).toContain('error=consent_required');
+    const denied = await authorize(ctx)(authParams(c.id, { sessionToken, scope: 'openid email', consent: 'deny' }), call());
+    expect(denied.redirectTo).toContain('error=access_denied');
+    const allowed = await authorize(ctx)(authParams(c.id, { sessionToken, scope: 'openid email', consent: 'allow' }), call());
+    expect(new URL(allowed.redirectTo).searchParams.get('code')).toMatch(/^ocd_/);
+    expect((await events('oauth.consent.granted')).at(-1)).toMatchObject({ actor: { id: user.id }, target: { id: c.id } });
+    // remembered for those scopes, asked again for more
+    expect((await authorize(ctx)(authParams(c.id, { sessionToken, scope: 'openid' }), call())).outcome).toBe('redirect');
+    expect((await authorize(ctx)(authParams(c.id, { sessionToken, scope: 'openid profile' }), call())).outcome).toBe('consent');
+    expect((await authorize(ctx)(authParams(c.id, { sessionToken, scope: 'openid', prompt: 'consent' }), call())).outcome).toBe('consent');
+    // prompt=login and max_age ask for the password again unless the login just happened
+    expect((await authorize(ctx)(authParams(c.id, { sessionToken, scope: 'openid', prompt: 'login' }), call())).outcome).toBe('login');
+    expect((await authorize(ctx)(authParams(c.id, { sessionToken, scope: 'openid', prompt: 'login', freshLogin: true }), call())).outcome).toBe('redirect');
+  });
+
+  it('does not accept a login session of the other environment', async () => {
+    const c = await newClient({ environment: 'test' });
+    const { sessionToken } = await userWithSession('live');
+    expect((await authorize(ctx)(authParams(c.id, { sessionToken }), call())).outcome).toBe('login');
+  });
+
+  it('records user.login with authMethod oauth and the client for logins on the OAuth page', async () => {
+    const c = await newClient();
+    const u = await createUser(ctx)({ environment: 'live', email: `login${n++}@example.com`, name: 'L', roles: [], metadataJson: '' }, call());
+    await setPassword(ctx)({ environment: 'live', userId: u.id, password: PASSWORD }, call());
+    await login(ctx)({ environment: 'live', email: u.email, password: PASSWORD, ip: '203.0.113.9', userAgent: 'jest', expiresInSeconds: 0, oauthClientId: c.id }, call());
+    const last = (await events('user.login')).at(-1);
+    expect(JSON.parse(last.metadataJson)).toMatchObject({ authMethod: 'oauth', clientId: c.id });
+  });
+});
+
+describe('token endpoint: authorization code', () => {
+  it('exchanges a code (PKCE) for an access token, a refresh token and an ID token', async () => {
+    const c = await newClient({ type: 'public' });
+    const { user, sessionToken } = await userWithSession();
+    const { verifier, challenge } = pkce();
+    const code = await codeFor(c, sessionToken, { codeChallenge: challenge, codeChallengeMethod: 'S256' });
+    const res = await token(ctx, keys)(
+      tokenReq({ grantType: 'authorization_code', code, redirectUri: REDIRECT, codeVerifier: verifier, clientId: c.id, clientAuthMethod: 'none' }),
+      call(),
+    );
+    expect(res).toMatchObject({ error: '', status: 200, tokenType: 'Bearer', expiresIn: 900, scope: 'openid profile email offline_access read:users' });
+    expect(res.refreshToken).toMatch(/^ort_/);
+    const jwks = createLocalJWKSet(JSON.parse((await getJwks(keys)()).jwksJson));
+    const at = await jwtVerify(res.accessToken, jwks, { issuer: config.ISSUER, audience: 'secsvc', typ: 'at+jwt' });
+    expect(at.payload).toMatchObject({ sub: user.id, client_id: c.id, env: 'live', scope: res.scope, roles: ['role_reader'] });
+    expect(at.payload.sid).toMatch(/^grt_/);
+    const id = await jwtVerify(res.idToken, jwks, { issuer: config.ISSUER, audience: c.id });
+    const atHash = createHash('sha256').update(res.accessToken).digest().subarray(0, 16).toString('base64url');
+    expect(id.payload).toMatchObject({ sub: user.id, nonce: 'n-456', at_hash: atHash, email: user.email, email_verified: false, name: 'Ada O', azp: c.id });
+    expect(typeof id.payload.auth_time).toBe('number');
+    expect((await events('oauth.token.issued')).at(-1)).toMatchObject({ actor: { id: user.id }, target: { id: at.payload.sid } });
+    const { rows } = await pool.query('SELECT count(*)::int AS n FROM oauth_refresh_tokens');
+    expect(rows[0].n).toBeGreaterThan(0);
+  });
+
+  it('refuses a wrong code_verifier, and the code is spent', async () => {
+    const c = await newClient({ type: 'public' });
+    const { sessionToken } = await userWithSession();
+    const { verifier, challenge } = pkce();
+    const code = await codeFor(c, sessionToken, { codeChallenge: challenge, codeChallengeMethod: 'S256' });
+    const wrong = await exchange({ id: c.id, secret: '' }, code, { codeVerifier: pkce().verifier, clientAuthMethod: 'none' });
+    expect(wrong).toMatchObject({ error: 'invalid_grant', status: 400, accessToken: '' });
+    expect(wrong.errorDescription).toContain('code_verifier');
+    const right = await exchange({ id: c.id, secret: '' }, code, { codeVerifier: verifier, clientAuthMethod: 'none' });
+    expect(right.error).toBe('invalid_grant');
+  });
+
+  it('refuses a missing verifier when PKCE was used, and a verifier when it was not', async () => {
+    const c = await newClient({ type: 'public' });
+    const { sessionToken } = await userWithSession();
+    const code = await codeFor(c, sessionToken, { codeChallenge: pkce().challenge, codeChallengeMethod: 'S256' });
+    expect((await exchange({ id: c.id, secret: '' }, code, { clientAuthMethod: 'none' })).errorDescription).toContain('code_verifier: is required');
+    const conf = await newClient();
+    const code2 = await codeFor(conf, sessionToken);
+    expect((await exchange(conf, code2, { codeVerifier: pkce().verifier })).error).toBe('invalid_grant');
+  });
+
+  it('a reused code fails and revokes every token issued from it (cascade)', async () => {
+    const c = await newClient();
+    const { sessionToken } = await userWithSession();
+    const code = await codeFor(c, sessionToken);
+    const first = await exchange(c, code);
+    expect(first.error).toBe('');
+    const sid = decodeJwt(first.accessToken).sid as string;
+    expect((await introspect(c, first.accessToken)).active).toBe(true);
+    const again = await exchange(c, code);
+    expect(again).toMatchObject({ error: 'invalid_grant' });
+    expect(await grantRevoked(sid)).toBe(true);
+    expect((await introspect(c, first.accessToken)).active).toBe(false);
+    expect((await refreshWith(c, first.refreshToken)).error).toBe('invalid_grant');
+    expect((await events('oauth.token.revoked')).at(-1)).toMatchObject({ target: { id: sid } });
+    expect(JSON.parse((await events('oauth.token.revoked')).at(-1).metadataJson).reason).toBe('code_reuse');
+  });
+
+  it('refuses a redirect_uri that differs from the authorization request', async () => {
+    const c = await newClient({ redirectUris: [REDIRECT, 'https://app.example.com/other'] });
+    const { sessionToken } = await userWithSession();
+    const code = await codeFor(c, sessionToken);
+    const res = await exchange(c, code, { redirectUri: 'https://app.example.com/other' });
+    expect(res.error).toBe('invalid_grant');
+    expect(res.errorDescription).toContain('redirect_uri');
+  });
+
+  it('refuses an expired code (60 s)', async () => {
+    const c = await newClient();
+    const { sessionToken } = await userWithSession();
+    const code = await codeFor(c, sessionToken);
+    const { rows } = await pool.query(`SELECT expires_at - created_at AS ttl FROM oauth_codes ORDER BY created_at DESC LIMIT 1`);
+    expect(rows[0].ttl.seconds ?? rows[0].ttl.minutes * 60).toBe(60);
+    await pool.query(`UPDATE oauth_codes SET expires_at = now() - interval '1 second' WHERE used_at IS NULL`);
+    const res = await exchange(c, code);
+    expect(res.error).toBe('invalid_grant');
+    expect(res.errorDescription).toContain('expired');
+  });
+
+  it('refuses a code issued to another client and leaves it usable by its own', async () => {
+    const a = await newClient();
+    const b = await newClient();
+    const { sessionToken } = await userWithSession();
+    const code = await codeFor(a, sessionToken);
+    expect((await exchange(b, code)).error).toBe('invalid_grant');
+    expect((await exchange(a, code)).error).toBe('');
+  });
+
+  it('refuses unknown clients, wrong secrets, and public clients presenting a secret (invalid_client, 401)', async () => {
+    const conf = await newClient();
+    const pub = await newClient({ type: 'public' });
+    const unknown = await exchange({ id: 'cli_00000000000000000000000000', secret: 'x' }, 'ocd_x');
+    expect(unknown).toMatchObject({ error: 'invalid_client', status: 401 });
+    expect((await exchange({ id: conf.id, secret: conf.secret.slice(0, -1) + 'x' }, 'ocd_x')).error).toBe('invalid_client');
+    expect((await exchange({ id: conf.id, secret: '' }, 'ocd_x', { clientAuthMethod: 'none' })).error).toBe('invalid_client');
+    const pubWithSecret = await exchange({ id: pub.id, secret: conf.secret }, 'ocd_x', { clientAuthMethod: 'client_secret_post' });
+    expect(pubWithSecret).toMatchObject({ error: 'invalid_client', status: 401 });
+    expect(pubWithSecret.errorDescription).toContain('public client');
+  });
+
+  it('throttles failed client authentications per client like failed logins (429 with a wait)', async () => {
+    const c = await newClient();
+    for (let i = 0; i < 5; i++) expect((await exchange({ id: c.id, secret: 'ocs_wrong' }, 'ocd_x')).error).toBe('invalid_client');
+    const throttled = await exchange(c, 'ocd_x');
+    expect(throttled).toMatchObject({ error: 'temporarily_unavailable', status: 429 });
+    expect(throttled.retryAfterSeconds).toBeGreaterThan(0);
+  });
+
+  it('refuses repeated parameters and unknown grant types', async () => {
+    const c = await newClient();
+    expect((await token(ctx, keys)(tokenReq({ grantType: 'password', clientId: c.id, clientSecret: c.secret }), call())).error).toBe('unsupported_grant_type');
+    expect((await token(ctx, keys)(tokenReq({ grantType: 'authorization_code', repeatedParams: ['code'], clientId: c.id, clientSecret: c.secret }), call())).error).toBe(
+      'invalid_request',
+    );
+  });
+});
+
+describe('token endpoint: refresh and client credentials', () => {
+  it('rotates refresh tokens; reusing an old one revokes the whole family', async () => {
+    const c = await newClient();
+    const { user, sessionToken } = await userWithSession();
+    const first = await exchange(c, await codeFor(c, sessionToken));
+    const second = await refreshWith(c, first.refreshToken);
+    expect(second.error).toBe('');
+    expect(second.refreshToken).not.toBe(first.refreshToken);
+    expect(decodeJwt(second.idToken).nonce).toBeUndefined();
+    const third = await refreshWith(c, second.refreshToken);
+    expect(third.error).toBe('');
+    const reuse = await refreshWith(c, first.refreshToken);
+    expect(reuse).toMatchObject({ error: 'invalid_grant' });
+    expect(reuse.errorDescription).toContain('already used');
+    const sid = decodeJwt(third.accessToken).sid as string;
+    expect(await grantRevoked(sid)).toBe(true);
+    expect((await refreshWith(c, third.refreshToken)).error).toBe('invalid_grant');
+    expect((await introspect(c, third.accessToken)).active).toBe(false);
+    expect((await events('oauth.refresh_reuse_detected')).at(-1)).toMatchObject({ actor: { id: user.id }, target: { id: sid }, result: 'failure' });
+  });
+
+  it('refuses scope escalation on refresh and allows narrowing', async () => {
+    const c = await newClient({ scopes: ['openid', 'offline_access', 'read:users', 'write:users'] });
+    const { sessionToken } = await userWithSession();
+    const first = await exchange(c, await codeFor(c, sessionToken, { scope: 'openid offline_access read:users' }));
+    const escalate = await refreshWith(c, first.refreshToken, 'openid offline_access read:users write:users');
+    expect(escalate).toMatchObject({ error: 'invalid_scope' });
+    expect(escalate.errorDescription).toContain('write:users');
+    const narrow = await refreshWith(c, first.refreshToken, 'read:users');
+    expect(narrow).toMatchObject({ error: '', scope: 'read:users', idToken: '' });
+    expect(decodeJwt(narrow.accessToken).scope).toBe('read:users');
+  });
+
+  it('issues no refresh token without offline_access', async () => {
+    const c = await newClient();
+    const { sessionToken } = await userWithSession();
+    const res = await exchange(c, await codeFor(c, sessionToken, { scope: 'openid read:users' }));
+    expect(res).toMatchObject({ error: '', refreshToken: '' });
+  });
+
+  it('refuses another client presenting the refresh token', async () => {
+    const a = await newClient();
+    const b = await newClient();
+    const { sessionToken } = await userWithSession();
+    const first = await exchange(a, await codeFor(a, sessionToken));
+    expect((await refreshWith(b, first.refreshToken)).error).toBe('invalid_grant');
+    expect((await refreshWith(a, first.refreshToken)).error).toBe('');
+  });
+
+  it('client_credentials: confidential clients only, API scopes only; the token acts as the client', async () => {
+    const c = await newClient({ scopes: ['openid', 'read:users', 'read:logs'] });
+    const res = await token(ctx, keys)(tokenReq({ grantType: 'client_credentials', clientId: c.id, clientSecret: c.secret }), call());
+    expect(res).toMatchObject({ error: '', scope: 'read:users read:logs', refreshToken: '', idToken: '' });
+    const claims = decodeJwt(res.accessToken);
+    expect(claims).toMatchObject({ sub: c.id, client_id: c.id, scope: 'read:users read:logs' });
+    expect(claims.roles).toBeUndefined();
+    expect((await token(ctx, keys)(tokenReq({ grantType: 'client_credentials', scope: 'openid', clientId: c.id, clientSecret: c.secret }), call())).error).toBe('invalid_scope');
+    const pub = await newClient({ type: 'public' });
+    expect((await token(ctx, keys)(tokenReq({ grantType: 'client_credentials', clientId: pub.id, clientAuthMethod: 'none' }), call())).error).toBe('unauthorized_client');
+  });
+});
+
+describe('revocation and introspection', () => {
+  it('introspects every kind of credential, only within the client environment', async () => {
+    const c = await newClient();
+    const { user, sessionToken } = await userWithSession();
+    const tokens = await exchange(c, await codeFor(c, sessionToken));
+    expect(await introspect(c, tokens.accessToken)).toMatchObject({ active: true, sub: user.id, client_id: c.id, scope: tokens.scope, token_type: 'Bearer' });
+    expect(await introspect(c, tokens.refreshToken)).toMatchObject({ active: true, token_type: 'refresh_token', client_id: c.id });
+    expect(await introspect(c, sessionToken)).toMatchObject({ active: true, token_type: 'session', sub: user.id });
+    expect(await introspect(c, tokens.idToken)).toEqual({ active: false });
+    expect(await introspect(c, 'garbage')).toEqual({ active: false });
+    const testClient = await newClient({ environment: 'test' });
+    expect(await introspect(testClient, tokens.accessToken)).toEqual({ active: false });
+    expect(await introspect(testClient, sessionToken)).toEqual({ active: false });
+    // another client may introspect the access token (resource servers), not the refresh token
+    const other = await newClient();
+    expect((await introspect(other, tokens.accessToken)).active).toBe(true);
+    expect(await introspect(other, tokens.refreshToken)).toEqual({ active: false });
+    const badAuth = await introspectToken(ctx, keys)({ token: tokens.accessToken, tokenTypeHint: '', clientId: c.id, clientSecret: 'nope', clientAuthMethod: 'client_secret_basic' }, call());
+    expect(badAuth).toMatchObject({ error: 'invalid_client', status: 401, resultJson: '' });
+  });
+
+  it('revoking a refresh token or an access token ends the grant; other clients cannot', async () => {
+    const c = await newClient();
+    const other = await newClient();
+    const { sessionToken } = await userWithSession();
+    const a = await exchange(c, await codeFor(c, sessionToken));
+    expect(await revoke(other, a.refreshToken)).toMatchObject({ error: '', status: 200 });
+    expect((await introspect(c, a.accessToken)).active).toBe(true);
+    expect((await revoke(c, a.refreshToken)).status).toBe(200);
+    expect((await introspect(c, a.accessToken)).active).toBe(false);
+    expect((await refreshWith(c, a.refreshToken)).error).toBe('invalid_grant');
+    const b = await exchange(c, await codeFor(c, sessionToken));
+    await revoke(c, b.accessToken);
+    expect((await refreshWith(c, b.refreshToken)).error).toBe('invalid_grant');
+    expect(await revoke(c, 'unknown-token')).toMatchObject({ status: 200 });
+  });
+
+  it('ends grants when the client is deleted, the user is deleted, or the password is reset', async () => {
+    const c = await newClient();
+    const { user, sessionToken } = await userWithSession();
+    const viaClient = await exchange(c, await codeFor(c, sessionToken));
+    const other = await newClient();
+    const viaUser = await exchange(other, await codeFor(other, sessionToken));
+    expect((await deleteOAuthClient(ctx)({ environment: 'live', id: c.id }, call())).grantsRevoked).toBe(1);
+    const tomb = await pool.query('SELECT 1 FROM ended_sessions WHERE id = $1', [decodeJwt(viaClient.accessToken).sid]);
+    expect(tomb.rowCount).toBe(1);
+    expect((await authenticateOAuthClient(ctx)({ clientId: c.id, clientSecret: c.secret, clientAuthMethod: 'client_secret_basic' }, call())).error).toBe('invalid_client');
+
+    await setPassword(ctx)({ environment: 'live', userId: user.id, password: PASSWORD }, call());
+    await requestPasswordReset(ctx)({ environment: 'live', email: user.email }, call());
+    let resetToken: string | undefined;
+    for (let i = 0; i < 100 && !resetToken; i++) {
+      resetToken = mails.find((m) => m.to === user.email)?.data.token;
+      if (!resetToken) await new Promise((r) => setTimeout(r, 20));
+    }
+    await confirmPasswordReset(ctx)({ environment: 'live', token: resetToken!, password: PASSWORD + '!' }, call());
+    expect((await introspect(other, viaUser.accessToken)).active).toBe(false);
+    expect((await refreshWith(other, viaUser.refreshToken)).error).toBe('invalid_grant');
+
+    const { sessionToken: s2, user: u2 } = await userWithSession();
+    const beforeDelete = await exchange(other, await codeFor(other, s2));
+    await deleteUser(ctx)({ environment: 'live', id: u2.id }, call());
+    expect((await pool.query('SELECT 1 FROM ended_sessions WHERE id = $1', [decodeJwt(beforeDelete.accessToken).sid])).rowCount).toBe(1);
+    expect(await rejected(getOAuthClient(ctx)({ environment: 'live', id: c.id }))).toMatchObject({ code: 'not_found' });
+  });
+});
