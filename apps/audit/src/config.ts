@@ -1,4 +1,4 @@
-import { busConfig, busConfigProblems, commonConfig, ConfigError, databaseConfig, env, loadConfig, migrationConfig } from '@secsvc/shared';
+import { busConfig, busConfigProblems, commonConfig, ConfigError, databaseConfig, env, loadConfig, migrationConfig, objectStoreConfig } from '@secsvc/shared';
 import { z } from 'zod';
 
 export const auditConfigShape = {
@@ -27,6 +27,12 @@ export const auditConfigShape = {
   AUDIT_BATCH_WAIT_MS: env.int(200, 0, 10_000),
   /** Off: this replica only serves reads (the consumer runs elsewhere). */
   AUDIT_CONSUMER: env.bool(true),
+  /** Where export files are (read for downloads; the export worker writes them). */
+  ...objectStoreConfig,
+  /** Longest time range (from..to) of one export. */
+  EXPORT_MAX_RANGE_DAYS: env.int(366, 1, 36_500),
+  /** Rows per ClickHouse page when streaming an export's rows to a worker (StreamLogs). */
+  EXPORT_PAGE_SIZE: env.int(10_000, 100, 100_000),
 };
 
 export type AuditConfig = ReturnType<typeof loadAuditConfig>;

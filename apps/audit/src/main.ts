@@ -1,15 +1,21 @@
 import { audit, descriptorSets, serviceNames } from '@secsvc/proto';
-import { applyRetention, GeoIp, LogStore, migrateClickHouse, openClickHouse } from '@secsvc/audit-store';
-import { createEventBus, createPool, migratedOnly, pingDatabase, runProcess, startGrpcServer } from '@secsvc/shared';
+import { applyRetention, ExportJobs, GeoIp, LogStore, migrateAuditSchema, migrateClickHouse, openClickHouse } from '@secsvc/audit-store';
+import { createEventBus, createObjectStore, createPool, migratedOnly, pingDatabase, runProcess, startGrpcServer, startServiceOutboxRelay } from '@secsvc/shared';
 import { loadAuditConfig } from './config';
 import { startConsumer } from './consumer';
 import type { AuditContext } from './context';
 import { getLog } from './rpc/get-log';
 import { listLogs } from './rpc/list-logs';
 import { searchLogs } from './rpc/search-logs';
+import type { ExportContext } from './export-context';
+import { createExport } from './rpc/create-export';
+import { downloadExport } from './rpc/download-export';
+import { getExport } from './rpc/get-export';
+import { streamLogs } from './rpc/stream-logs';
 
 void runProcess('audit', () => loadAuditConfig(), async ({ config, logger, metrics }) => {
   const pool = createPool(config.DATABASE_URL, config.DATABASE_POOL_MAX, logger, 'audit');
+  await migrateAuditSchema(pool, logger);
   const ch = await openClickHouse(
     config.CLICKHOUSE_URL
       ? { url: config.CLICKHOUSE_URL, username: config.CLICKHOUSE_USER, password: config.CLICKHOUSE_PASSWORD, database: config.CLICKHOUSE_DATABASE }
@@ -28,6 +34,14 @@ void runProcess('audit', () => loadAuditConfig(), async ({ config, logger, metri
     ? await startConsumer({ bus, store, geo: await GeoIp.open(), logger, metrics, maxBatchSize: config.AUDIT_BATCH_SIZE, maxWaitMs: config.AUDIT_BATCH_WAIT_MS })
     : undefined;
   const ctx: AuditContext = { store, secret: config.SERVER_SECRET, logger };
+  const objects = createObjectStore(config);
+  const exportCtx: ExportContext = {
+    ...ctx,
+    ch,
+    exports: { jobs: new ExportJobs(pool), objects, maxRangeDays: config.EXPORT_MAX_RANGE_DAYS, pageSize: config.EXPORT_PAGE_SIZE },
+  };
+  // log.export.* events go out through the audit schema's own outbox, like every producing service's.
+  const relay = await startServiceOutboxRelay({ config, pool, schema: 'audit', logger, metrics });
   const grpcServer = await startGrpcServer({
     host: config.GRPC_HOST,
     port: config.GRPC_PORT,
@@ -38,9 +52,15 @@ void runProcess('audit', () => loadAuditConfig(), async ({ config, logger, metri
       {
         name: serviceNames.audit,
         definition: audit.AuditServiceService,
-        implementation: { listLogs: listLogs(ctx), getLog: getLog(ctx), searchLogs: searchLogs(ctx) },
-        // Exports are the Export issue's work.
-        notYetImplemented: ['createExport', 'getExport'],
+        implementation: {
+          listLogs: listLogs(ctx),
+          getLog: getLog(ctx),
+          searchLogs: searchLogs(ctx),
+          createExport: createExport(exportCtx),
+          getExport: getExport(exportCtx),
+          streamLogs: streamLogs(exportCtx),
+          downloadExport: downloadExport(exportCtx),
+        },
       },
     ],
   });
@@ -50,6 +70,8 @@ void runProcess('audit', () => loadAuditConfig(), async ({ config, logger, metri
       { name: 'grpc', close: () => grpcServer.close() },
       // The consumer finishes its batch (and moves its position) before the store closes.
       { name: 'consumer', close: async () => consumer?.stop() },
+      { name: 'outbox relay', close: () => relay.close() },
+      { name: 'object store', close: () => objects.close() },
       { name: 'event bus', close: () => bus.close() },
       { name: 'clickhouse', close: () => ch.close() },
       { name: 'postgres', close: () => pool.end() },

@@ -9,6 +9,7 @@ export const errorCodes = {
   conflict: { http: 409, grpc: GrpcStatus.ALREADY_EXISTS },
   payload_too_large: { http: 413, grpc: GrpcStatus.INVALID_ARGUMENT },
   unsupported_media_type: { http: 415, grpc: GrpcStatus.INVALID_ARGUMENT },
+  range_not_satisfiable: { http: 416, grpc: GrpcStatus.OUT_OF_RANGE },
   rate_limited: { http: 429, grpc: GrpcStatus.RESOURCE_EXHAUSTED },
   internal_error: { http: 500, grpc: GrpcStatus.INTERNAL },
   unavailable: { http: 503, grpc: GrpcStatus.UNAVAILABLE },

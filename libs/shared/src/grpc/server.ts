@@ -25,6 +25,16 @@ export interface ServerStream<Res> {
   onClose: (fn: () => void) => void;
 }
 
+/** A server stream that sends much data: flow-controlled writes, and failure after the handler returned. */
+export interface BulkServerStream<Res> extends ServerStream<Res> {
+  /** Writes one message; resolves once the client can take more (HTTP/2 flow control), rejects when the call closed. */
+  send: (message: Res) => Promise<void>;
+  /** Ends the call with an error status (an AppError keeps its code and details; anything else is internal). */
+  fail: (err: unknown) => void;
+  /** True once the call ended (finished, failed or cancelled by the client). */
+  isClosed: () => boolean;
+}
+
 type UnaryImpl = (req: never, ctx: CallContext) => Promise<unknown>;
 type StreamImpl = (req: never, ctx: CallContext, stream: never) => void;
 
@@ -103,7 +113,9 @@ function wrapServerStream(
     const ctx = callContext(call.metadata);
     const started = process.hrtime.bigint();
     let closed = false;
-    const closers: (() => void)[] = [];
+    // A send() waiting for 'drain': rejected when the call closes first.
+    let waiting: (() => void) | undefined;
+    const closers: (() => void)[] = [() => waiting?.()];
     const close = (code: grpc.status) => {
       if (closed) return;
       closed = true;
@@ -112,23 +124,43 @@ function wrapServerStream(
     };
     call.on('cancelled', () => close(grpc.status.CANCELLED));
     call.on('close', () => close(grpc.status.OK));
-    requestContext.run({ requestId: ctx.requestId }, () => {
-      try {
-        const stream: ServerStream<unknown> = {
-          write: (m) => void (!closed && call.write(m)),
-          end: () => {
-            if (closed) return;
-            call.end();
-            close(grpc.status.OK);
-          },
-          onClose: (c) => (closed ? c() : closers.push(c)),
-        };
-        fn(call.request as never, ctx, stream as never);
-      } catch (err) {
+    const stream: BulkServerStream<unknown> = {
+      write: (m) => void (!closed && call.write(m)),
+      end: () => {
+        if (closed) return;
+        call.end();
+        close(grpc.status.OK);
+      },
+      onClose: (c) => (closed ? c() : closers.push(c)),
+      send: (m) =>
+        new Promise<void>((resolve, reject) => {
+          if (closed) return reject(new Error('stream closed'));
+          if (call.write(m)) return resolve();
+          const drained = () => {
+            waiting = undefined;
+            resolve();
+          };
+          call.once('drain', drained);
+          waiting = () => {
+            call.off('drain', drained);
+            reject(new Error('stream closed'));
+          };
+        }),
+      fail: (err) => {
+        if (closed) return;
         const appErr = toAppError(err);
         if (appErr.code === 'internal_error') logger.error({ err: { message: (err as Error)?.message }, method }, 'stream failed');
-        call.emit('error', toGrpcError(appErr));
-        close(toGrpcError(appErr).code ?? grpc.status.UNKNOWN);
+        const grpcErr = toGrpcError(appErr);
+        call.emit('error', grpcErr);
+        close(grpcErr.code ?? grpc.status.UNKNOWN);
+      },
+      isClosed: () => closed,
+    };
+    requestContext.run({ requestId: ctx.requestId }, () => {
+      try {
+        fn(call.request as never, ctx, stream as never);
+      } catch (err) {
+        stream.fail(err);
       }
     });
   };

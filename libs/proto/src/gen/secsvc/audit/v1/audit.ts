@@ -11,7 +11,9 @@ import {
   type ChannelCredentials,
   Client,
   type ClientOptions,
+  type ClientReadableStream,
   type ClientUnaryCall,
+  type handleServerStreamingCall,
   type handleUnaryCall,
   makeGenericClientConstructor,
   type Metadata,
@@ -96,7 +98,7 @@ export interface CreateExportRequest {
   to:
     | string
     | undefined;
-  /** "json" | "csv" */
+  /** "json" | "csv" | "ndjson" */
   format: string;
   events: string[];
   query: string;
@@ -115,7 +117,7 @@ export interface ExportError {
 export interface Export {
   id: string;
   environment: string;
-  /** "processing" | "completed" | "failed" */
+  /** "processing" | "completed" | "failed" | "expired" */
   status: string;
   format: string;
   estimatedRecords: number;
@@ -125,7 +127,64 @@ export interface Export {
   sha256: string;
   createdAt: string | undefined;
   completedAt?: string | undefined;
-  error?: ExportError | undefined;
+  error?:
+    | ExportError
+    | undefined;
+  /** Completed: when the download link and the file expire, and the signed token of the link. */
+  expiresAt?: string | undefined;
+  downloadToken: string;
+}
+
+export interface StreamLogsRequest {
+  environment: string;
+  from: string | undefined;
+  to: string | undefined;
+  events: string[];
+  query: string;
+  /** Rows per ClickHouse page (memory held by the service per stream); 0 = the service's default. */
+  pageSize: number;
+}
+
+/**
+ * Whole rows as ClickHouse JSONCompactEachRow lines, columns in libs/audit-store LOG_COLUMNS order
+ * (decodeRowPage reads them): pages pass through the service without being parsed.
+ */
+export interface LogRowsChunk {
+  rows: Buffer;
+  count: number;
+}
+
+export interface DownloadExportRequest {
+  id: string;
+  /** "json" | "csv" | "ndjson": the file name's extension, bound into the token. */
+  format: string;
+  token: string;
+  /** The HTTP Range header, if any (one byte range is served; anything else gets the whole file). */
+  range: string;
+  /** HEAD: the head only, no bytes. */
+  headOnly: boolean;
+  /** Who downloads, for log.export.downloaded. */
+  clientIp: string;
+  userAgent: string;
+}
+
+export interface DownloadHead {
+  /** Size of the whole file. */
+  size: number;
+  /** The bytes that follow: [start, end], inclusive; partial when a range was served. */
+  start: number;
+  end: number;
+  partial: boolean;
+  contentType: string;
+  filename: string;
+  sha256: string;
+  /** The Range header asked for bytes beyond the end (HTTP 416 with Content-Range bytes * /size). */
+  unsatisfiable: boolean;
+}
+
+export interface DownloadChunk {
+  head?: DownloadHead | undefined;
+  data?: Buffer | undefined;
 }
 
 function createBaseLocation(): Location {
@@ -1491,6 +1550,8 @@ function createBaseExport(): Export {
     createdAt: undefined,
     completedAt: undefined,
     error: undefined,
+    expiresAt: undefined,
+    downloadToken: "",
   };
 }
 
@@ -1531,6 +1592,12 @@ export const Export: MessageFns<Export> = {
     }
     if (message.error !== undefined) {
       ExportError.encode(message.error, writer.uint32(98).fork()).join();
+    }
+    if (message.expiresAt !== undefined) {
+      Timestamp.encode(toTimestamp(message.expiresAt), writer.uint32(106).fork()).join();
+    }
+    if (message.downloadToken !== "") {
+      writer.uint32(114).string(message.downloadToken);
     }
     return writer;
   },
@@ -1644,6 +1711,22 @@ export const Export: MessageFns<Export> = {
             message.error = ExportError.decode(reader, reader.uint32());
             continue;
           }
+          case 13: {
+            if (tag !== 106) {
+              break;
+            }
+
+            message.expiresAt = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 14: {
+            if (tag !== 114) {
+              break;
+            }
+
+            message.downloadToken = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1694,6 +1777,16 @@ export const Export: MessageFns<Export> = {
         ? globalThis.String(object.completed_at)
         : undefined,
       error: isSet(object.error) ? ExportError.fromJSON(object.error) : undefined,
+      expiresAt: isSet(object.expiresAt)
+        ? globalThis.String(object.expiresAt)
+        : isSet(object.expires_at)
+        ? globalThis.String(object.expires_at)
+        : undefined,
+      downloadToken: isSet(object.downloadToken)
+        ? globalThis.String(object.downloadToken)
+        : isSet(object.download_token)
+        ? globalThis.String(object.download_token)
+        : "",
     };
   },
 
@@ -1735,6 +1828,12 @@ export const Export: MessageFns<Export> = {
     if (message.error !== undefined) {
       obj.error = ExportError.toJSON(message.error);
     }
+    if (message.expiresAt !== undefined) {
+      obj.expiresAt = message.expiresAt;
+    }
+    if (message.downloadToken !== "") {
+      obj.downloadToken = message.downloadToken;
+    }
     return obj;
   },
 
@@ -1757,14 +1856,700 @@ export const Export: MessageFns<Export> = {
     message.error = (object.error !== undefined && object.error !== null)
       ? ExportError.fromPartial(object.error)
       : undefined;
+    message.expiresAt = object.expiresAt ?? undefined;
+    message.downloadToken = object.downloadToken ?? "";
     return message;
   },
 };
 
-/**
- * Audit log reads and search (apps/audit), and exports (the Export issue; until then those RPCs answer
- * UNIMPLEMENTED).
- */
+function createBaseStreamLogsRequest(): StreamLogsRequest {
+  return { environment: "", from: undefined, to: undefined, events: [], query: "", pageSize: 0 };
+}
+
+export const StreamLogsRequest: MessageFns<StreamLogsRequest> = {
+  encode(message: StreamLogsRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.environment !== "") {
+      writer.uint32(10).string(message.environment);
+    }
+    if (message.from !== undefined) {
+      Timestamp.encode(toTimestamp(message.from), writer.uint32(18).fork()).join();
+    }
+    if (message.to !== undefined) {
+      Timestamp.encode(toTimestamp(message.to), writer.uint32(26).fork()).join();
+    }
+    for (const v of message.events) {
+      writer.uint32(34).string(v!);
+    }
+    if (message.query !== "") {
+      writer.uint32(42).string(message.query);
+    }
+    if (message.pageSize !== 0) {
+      writer.uint32(48).int32(message.pageSize);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): StreamLogsRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseStreamLogsRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.environment = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.from = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.to = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.events.push(reader.string());
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.query = reader.string();
+            continue;
+          }
+          case 6: {
+            if (tag !== 48) {
+              break;
+            }
+
+            message.pageSize = reader.int32();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): StreamLogsRequest {
+    return {
+      environment: isSet(object.environment) ? globalThis.String(object.environment) : "",
+      from: isSet(object.from) ? globalThis.String(object.from) : undefined,
+      to: isSet(object.to) ? globalThis.String(object.to) : undefined,
+      events: globalThis.Array.isArray(object?.events) ? object.events.map((e: any) => globalThis.String(e)) : [],
+      query: isSet(object.query) ? globalThis.String(object.query) : "",
+      pageSize: isSet(object.pageSize)
+        ? globalThis.Number(object.pageSize)
+        : isSet(object.page_size)
+        ? globalThis.Number(object.page_size)
+        : 0,
+    };
+  },
+
+  toJSON(message: StreamLogsRequest): unknown {
+    const obj: any = {};
+    if (message.environment !== "") {
+      obj.environment = message.environment;
+    }
+    if (message.from !== undefined) {
+      obj.from = message.from;
+    }
+    if (message.to !== undefined) {
+      obj.to = message.to;
+    }
+    if (message.events?.length) {
+      obj.events = message.events;
+    }
+    if (message.query !== "") {
+      obj.query = message.query;
+    }
+    if (message.pageSize !== 0) {
+      obj.pageSize = Math.round(message.pageSize);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<StreamLogsRequest>, I>>(base?: I): StreamLogsRequest {
+    return StreamLogsRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<StreamLogsRequest>, I>>(object: I): StreamLogsRequest {
+    const message = createBaseStreamLogsRequest();
+    message.environment = object.environment ?? "";
+    message.from = object.from ?? undefined;
+    message.to = object.to ?? undefined;
+    message.events = object.events?.map((e) => e) || [];
+    message.query = object.query ?? "";
+    message.pageSize = object.pageSize ?? 0;
+    return message;
+  },
+};
+
+function createBaseLogRowsChunk(): LogRowsChunk {
+  return { rows: Buffer.alloc(0), count: 0 };
+}
+
+export const LogRowsChunk: MessageFns<LogRowsChunk> = {
+  encode(message: LogRowsChunk, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.rows.length !== 0) {
+      writer.uint32(10).bytes(message.rows);
+    }
+    if (message.count !== 0) {
+      writer.uint32(16).int32(message.count);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): LogRowsChunk {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseLogRowsChunk();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.rows = Buffer.from(reader.bytes());
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.count = reader.int32();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): LogRowsChunk {
+    return {
+      rows: isSet(object.rows) ? Buffer.from(bytesFromBase64(object.rows)) : Buffer.alloc(0),
+      count: isSet(object.count) ? globalThis.Number(object.count) : 0,
+    };
+  },
+
+  toJSON(message: LogRowsChunk): unknown {
+    const obj: any = {};
+    if (message.rows.length !== 0) {
+      obj.rows = base64FromBytes(message.rows);
+    }
+    if (message.count !== 0) {
+      obj.count = Math.round(message.count);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<LogRowsChunk>, I>>(base?: I): LogRowsChunk {
+    return LogRowsChunk.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<LogRowsChunk>, I>>(object: I): LogRowsChunk {
+    const message = createBaseLogRowsChunk();
+    message.rows = object.rows ?? Buffer.alloc(0);
+    message.count = object.count ?? 0;
+    return message;
+  },
+};
+
+function createBaseDownloadExportRequest(): DownloadExportRequest {
+  return { id: "", format: "", token: "", range: "", headOnly: false, clientIp: "", userAgent: "" };
+}
+
+export const DownloadExportRequest: MessageFns<DownloadExportRequest> = {
+  encode(message: DownloadExportRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.id !== "") {
+      writer.uint32(10).string(message.id);
+    }
+    if (message.format !== "") {
+      writer.uint32(18).string(message.format);
+    }
+    if (message.token !== "") {
+      writer.uint32(26).string(message.token);
+    }
+    if (message.range !== "") {
+      writer.uint32(34).string(message.range);
+    }
+    if (message.headOnly !== false) {
+      writer.uint32(40).bool(message.headOnly);
+    }
+    if (message.clientIp !== "") {
+      writer.uint32(50).string(message.clientIp);
+    }
+    if (message.userAgent !== "") {
+      writer.uint32(58).string(message.userAgent);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): DownloadExportRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseDownloadExportRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.id = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.format = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.token = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.range = reader.string();
+            continue;
+          }
+          case 5: {
+            if (tag !== 40) {
+              break;
+            }
+
+            message.headOnly = reader.bool();
+            continue;
+          }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.clientIp = reader.string();
+            continue;
+          }
+          case 7: {
+            if (tag !== 58) {
+              break;
+            }
+
+            message.userAgent = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): DownloadExportRequest {
+    return {
+      id: isSet(object.id) ? globalThis.String(object.id) : "",
+      format: isSet(object.format) ? globalThis.String(object.format) : "",
+      token: isSet(object.token) ? globalThis.String(object.token) : "",
+      range: isSet(object.range) ? globalThis.String(object.range) : "",
+      headOnly: isSet(object.headOnly)
+        ? globalThis.Boolean(object.headOnly)
+        : isSet(object.head_only)
+        ? globalThis.Boolean(object.head_only)
+        : false,
+      clientIp: isSet(object.clientIp)
+        ? globalThis.String(object.clientIp)
+        : isSet(object.client_ip)
+        ? globalThis.String(object.client_ip)
+        : "",
+      userAgent: isSet(object.userAgent)
+        ? globalThis.String(object.userAgent)
+        : isSet(object.user_agent)
+        ? globalThis.String(object.user_agent)
+        : "",
+    };
+  },
+
+  toJSON(message: DownloadExportRequest): unknown {
+    const obj: any = {};
+    if (message.id !== "") {
+      obj.id = message.id;
+    }
+    if (message.format !== "") {
+      obj.format = message.format;
+    }
+    if (message.token !== "") {
+      obj.token = message.token;
+    }
+    if (message.range !== "") {
+      obj.range = message.range;
+    }
+    if (message.headOnly !== false) {
+      obj.headOnly = message.headOnly;
+    }
+    if (message.clientIp !== "") {
+      obj.clientIp = message.clientIp;
+    }
+    if (message.userAgent !== "") {
+      obj.userAgent = message.userAgent;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<DownloadExportRequest>, I>>(base?: I): DownloadExportRequest {
+    return DownloadExportRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<DownloadExportRequest>, I>>(object: I): DownloadExportRequest {
+    const message = createBaseDownloadExportRequest();
+    message.id = object.id ?? "";
+    message.format = object.format ?? "";
+    message.token = object.token ?? "";
+    message.range = object.range ?? "";
+    message.headOnly = object.headOnly ?? false;
+    message.clientIp = object.clientIp ?? "";
+    message.userAgent = object.userAgent ?? "";
+    return message;
+  },
+};
+
+function createBaseDownloadHead(): DownloadHead {
+  return { size: 0, start: 0, end: 0, partial: false, contentType: "", filename: "", sha256: "", unsatisfiable: false };
+}
+
+export const DownloadHead: MessageFns<DownloadHead> = {
+  encode(message: DownloadHead, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.size !== 0) {
+      writer.uint32(8).int64(message.size);
+    }
+    if (message.start !== 0) {
+      writer.uint32(16).int64(message.start);
+    }
+    if (message.end !== 0) {
+      writer.uint32(24).int64(message.end);
+    }
+    if (message.partial !== false) {
+      writer.uint32(32).bool(message.partial);
+    }
+    if (message.contentType !== "") {
+      writer.uint32(42).string(message.contentType);
+    }
+    if (message.filename !== "") {
+      writer.uint32(50).string(message.filename);
+    }
+    if (message.sha256 !== "") {
+      writer.uint32(58).string(message.sha256);
+    }
+    if (message.unsatisfiable !== false) {
+      writer.uint32(64).bool(message.unsatisfiable);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): DownloadHead {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseDownloadHead();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.size = longToNumber(reader.int64());
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.start = longToNumber(reader.int64());
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.end = longToNumber(reader.int64());
+            continue;
+          }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.partial = reader.bool();
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.contentType = reader.string();
+            continue;
+          }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.filename = reader.string();
+            continue;
+          }
+          case 7: {
+            if (tag !== 58) {
+              break;
+            }
+
+            message.sha256 = reader.string();
+            continue;
+          }
+          case 8: {
+            if (tag !== 64) {
+              break;
+            }
+
+            message.unsatisfiable = reader.bool();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): DownloadHead {
+    return {
+      size: isSet(object.size) ? globalThis.Number(object.size) : 0,
+      start: isSet(object.start) ? globalThis.Number(object.start) : 0,
+      end: isSet(object.end) ? globalThis.Number(object.end) : 0,
+      partial: isSet(object.partial) ? globalThis.Boolean(object.partial) : false,
+      contentType: isSet(object.contentType)
+        ? globalThis.String(object.contentType)
+        : isSet(object.content_type)
+        ? globalThis.String(object.content_type)
+        : "",
+      filename: isSet(object.filename) ? globalThis.String(object.filename) : "",
+      sha256: isSet(object.sha256) ? globalThis.String(object.sha256) : "",
+      unsatisfiable: isSet(object.unsatisfiable) ? globalThis.Boolean(object.unsatisfiable) : false,
+    };
+  },
+
+  toJSON(message: DownloadHead): unknown {
+    const obj: any = {};
+    if (message.size !== 0) {
+      obj.size = Math.round(message.size);
+    }
+    if (message.start !== 0) {
+      obj.start = Math.round(message.start);
+    }
+    if (message.end !== 0) {
+      obj.end = Math.round(message.end);
+    }
+    if (message.partial !== false) {
+      obj.partial = message.partial;
+    }
+    if (message.contentType !== "") {
+      obj.contentType = message.contentType;
+    }
+    if (message.filename !== "") {
+      obj.filename = message.filename;
+    }
+    if (message.sha256 !== "") {
+      obj.sha256 = message.sha256;
+    }
+    if (message.unsatisfiable !== false) {
+      obj.unsatisfiable = message.unsatisfiable;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<DownloadHead>, I>>(base?: I): DownloadHead {
+    return DownloadHead.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<DownloadHead>, I>>(object: I): DownloadHead {
+    const message = createBaseDownloadHead();
+    message.size = object.size ?? 0;
+    message.start = object.start ?? 0;
+    message.end = object.end ?? 0;
+    message.partial = object.partial ?? false;
+    message.contentType = object.contentType ?? "";
+    message.filename = object.filename ?? "";
+    message.sha256 = object.sha256 ?? "";
+    message.unsatisfiable = object.unsatisfiable ?? false;
+    return message;
+  },
+};
+
+function createBaseDownloadChunk(): DownloadChunk {
+  return { head: undefined, data: undefined };
+}
+
+export const DownloadChunk: MessageFns<DownloadChunk> = {
+  encode(message: DownloadChunk, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.head !== undefined) {
+      DownloadHead.encode(message.head, writer.uint32(10).fork()).join();
+    }
+    if (message.data !== undefined) {
+      writer.uint32(18).bytes(message.data);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): DownloadChunk {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseDownloadChunk();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.head = DownloadHead.decode(reader, reader.uint32());
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.data = Buffer.from(reader.bytes());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): DownloadChunk {
+    return {
+      head: isSet(object.head) ? DownloadHead.fromJSON(object.head) : undefined,
+      data: isSet(object.data) ? Buffer.from(bytesFromBase64(object.data)) : undefined,
+    };
+  },
+
+  toJSON(message: DownloadChunk): unknown {
+    const obj: any = {};
+    if (message.head !== undefined) {
+      obj.head = DownloadHead.toJSON(message.head);
+    }
+    if (message.data !== undefined) {
+      obj.data = base64FromBytes(message.data);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<DownloadChunk>, I>>(base?: I): DownloadChunk {
+    return DownloadChunk.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<DownloadChunk>, I>>(object: I): DownloadChunk {
+    const message = createBaseDownloadChunk();
+    message.head = (object.head !== undefined && object.head !== null)
+      ? DownloadHead.fromPartial(object.head)
+      : undefined;
+    message.data = object.data ?? undefined;
+    return message;
+  },
+};
+
+/** Audit log reads and search, and log exports (apps/audit). */
 export type AuditServiceService = typeof AuditServiceService;
 export const AuditServiceService = {
   listLogs: {
@@ -1812,6 +2597,33 @@ export const AuditServiceService = {
     responseSerialize: (value: Export): Buffer => Buffer.from(Export.encode(value).finish()),
     responseDeserialize: (value: Buffer): Export => Export.decode(value),
   },
+  /**
+   * The rows of an export, newest first, for the export worker when it cannot read ClickHouse itself (the
+   * embedded engine of the local profile belongs to this process). Internal to the audit context.
+   */
+  streamLogs: {
+    path: "/secsvc.audit.v1.AuditService/StreamLogs" as const,
+    requestStream: false as const,
+    responseStream: true as const,
+    requestSerialize: (value: StreamLogsRequest): Buffer => Buffer.from(StreamLogsRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): StreamLogsRequest => StreamLogsRequest.decode(value),
+    responseSerialize: (value: LogRowsChunk): Buffer => Buffer.from(LogRowsChunk.encode(value).finish()),
+    responseDeserialize: (value: Buffer): LogRowsChunk => LogRowsChunk.decode(value),
+  },
+  /**
+   * A completed export's file (or one byte range of it), for the gateway's download host. The first message
+   * is the head, the rest carry the bytes in order.
+   */
+  downloadExport: {
+    path: "/secsvc.audit.v1.AuditService/DownloadExport" as const,
+    requestStream: false as const,
+    responseStream: true as const,
+    requestSerialize: (value: DownloadExportRequest): Buffer =>
+      Buffer.from(DownloadExportRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): DownloadExportRequest => DownloadExportRequest.decode(value),
+    responseSerialize: (value: DownloadChunk): Buffer => Buffer.from(DownloadChunk.encode(value).finish()),
+    responseDeserialize: (value: Buffer): DownloadChunk => DownloadChunk.decode(value),
+  },
 } as const;
 
 export interface AuditServiceServer extends UntypedServiceImplementation {
@@ -1820,6 +2632,16 @@ export interface AuditServiceServer extends UntypedServiceImplementation {
   searchLogs: handleUnaryCall<SearchLogsRequest, SearchLogsResponse>;
   createExport: handleUnaryCall<CreateExportRequest, Export>;
   getExport: handleUnaryCall<GetExportRequest, Export>;
+  /**
+   * The rows of an export, newest first, for the export worker when it cannot read ClickHouse itself (the
+   * embedded engine of the local profile belongs to this process). Internal to the audit context.
+   */
+  streamLogs: handleServerStreamingCall<StreamLogsRequest, LogRowsChunk>;
+  /**
+   * A completed export's file (or one byte range of it), for the gateway's download host. The first message
+   * is the head, the rest carry the bytes in order.
+   */
+  downloadExport: handleServerStreamingCall<DownloadExportRequest, DownloadChunk>;
 }
 
 export interface AuditServiceClient extends Client {
@@ -1895,6 +2717,26 @@ export interface AuditServiceClient extends Client {
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: Export) => void,
   ): ClientUnaryCall;
+  /**
+   * The rows of an export, newest first, for the export worker when it cannot read ClickHouse itself (the
+   * embedded engine of the local profile belongs to this process). Internal to the audit context.
+   */
+  streamLogs(request: StreamLogsRequest, options?: Partial<CallOptions>): ClientReadableStream<LogRowsChunk>;
+  streamLogs(
+    request: StreamLogsRequest,
+    metadata?: Metadata,
+    options?: Partial<CallOptions>,
+  ): ClientReadableStream<LogRowsChunk>;
+  /**
+   * A completed export's file (or one byte range of it), for the gateway's download host. The first message
+   * is the head, the rest carry the bytes in order.
+   */
+  downloadExport(request: DownloadExportRequest, options?: Partial<CallOptions>): ClientReadableStream<DownloadChunk>;
+  downloadExport(
+    request: DownloadExportRequest,
+    metadata?: Metadata,
+    options?: Partial<CallOptions>,
+  ): ClientReadableStream<DownloadChunk>;
 }
 
 export const AuditServiceClient = makeGenericClientConstructor(
@@ -1905,6 +2747,14 @@ export const AuditServiceClient = makeGenericClientConstructor(
   service: typeof AuditServiceService;
   serviceName: string;
 };
+
+function bytesFromBase64(b64: string): Uint8Array {
+  return Uint8Array.from(globalThis.Buffer.from(b64, "base64"));
+}
+
+function base64FromBytes(arr: Uint8Array): string {
+  return globalThis.Buffer.from(arr).toString("base64");
+}
 
 function floatToJson(value: number | null | undefined): number | string | null | undefined {
   return typeof value === "number" && !globalThis.Number.isFinite(value) ? globalThis.String(value) : value;
