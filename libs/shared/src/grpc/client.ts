@@ -50,12 +50,17 @@ export function createClient<C>(
   Ctor: new (address: string, creds: grpc.ChannelCredentials, options?: Partial<grpc.ClientOptions>) => C,
   address: string,
 ): C {
+  // A target naming several replicas (`dns:///<headless service>:port`, or an `ipv4:a:p,b:p` list) spreads
+  // calls over all of them (one HTTP/2 connection per replica). A plain host:port keeps pick_first, which
+  // reconnects at once on the next call after the server restarted instead of failing calls during a backoff.
+  const balanced = /^(dns|ipv4):/.test(address);
   return new Ctor(address, grpc.credentials.createInsecure(), {
     'grpc.keepalive_time_ms': 30_000,
     'grpc.enable_retries': 0,
-    // Calls spread over every address the target resolves to (`dns:///<headless service>:port`, or an
-    // `ipv4:a:p,b:p` list): one long-lived HTTP/2 connection per replica instead of all traffic on one.
-    'grpc.service_config': JSON.stringify({ loadBalancingConfig: [{ round_robin: {} }] }),
+    // A replica that went away is tried again soon (default backoff grows to 120 s).
+    'grpc.initial_reconnect_backoff_ms': 250,
+    'grpc.max_reconnect_backoff_ms': 5_000,
+    ...(balanced ? { 'grpc.service_config': JSON.stringify({ loadBalancingConfig: [{ round_robin: {} }] }) } : {}),
   });
 }
 

@@ -1,10 +1,9 @@
-import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { chmod, mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { createInterface } from 'node:readline';
 import { checkHealth } from '../grpc/client';
+import { AppProcess, httpOk, waitUntil } from './app-process';
 import { freePort } from './ports';
 import { startEmbeddedPostgres, type EmbeddedPostgresServer } from './postgres';
 
@@ -62,21 +61,6 @@ async function loadSecrets(dataDir: string): Promise<Secrets> {
 
 const pick = async (port: number) => (port === 0 ? freePort() : port);
 
-async function waitFor(what: string, check: () => Promise<boolean>, deadline: number, failed: () => string | undefined) {
-  for (;;) {
-    const failure = failed();
-    if (failure) throw new Error(failure);
-    if (await check().catch(() => false)) return;
-    if (Date.now() > deadline) throw new Error(`${what} did not become healthy in time`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
-
-async function httpOk(url: string): Promise<boolean> {
-  const res = await fetch(url, { signal: AbortSignal.timeout(1000) });
-  return res.ok;
-}
-
 /**
  * The local profile as separate processes: embedded PostgreSQL, then identity, policy, audit and the export
  * worker (each applies its migrations), then the gateway once they are healthy. stop() ends them in reverse.
@@ -96,29 +80,17 @@ export async function startLocalStack(opts: LocalStackOptions): Promise<LocalSta
     password: secrets.postgresPassword,
     onLog: (line) => out('postgres', line),
   });
-  const children = new Map<AppName, ChildProcess>();
-  const launchEnv = new Map<AppName, Record<string, string | undefined>>();
-  const restarting = new Set<AppName>();
+  const procs = new Map<AppName, AppProcess>();
   let stopping = false;
   let startupFailure: string | undefined;
-  const lastLines = new Map<AppName, string[]>();
   let bootstrapKey: string | undefined;
 
   const stop = async () => {
     stopping = true;
     const codes: Partial<Record<AppName, number | null>> = {};
     for (const name of ['gateway', 'export-worker', 'audit', 'policy', 'identity'] as AppName[]) {
-      const child = children.get(name);
-      if (!child) continue;
-      if (child.exitCode !== null || child.signalCode !== null) {
-        codes[name] = child.exitCode;
-        continue;
-      }
-      const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
-      child.kill('SIGTERM');
-      const timer = setTimeout(() => child.kill('SIGKILL'), 15_000);
-      codes[name] = await exited;
-      clearTimeout(timer);
+      const proc = procs.get(name);
+      if (proc) codes[name] = await proc.stop();
     }
     await pg.stop();
     return codes;
@@ -150,35 +122,27 @@ export async function startLocalStack(opts: LocalStackOptions): Promise<LocalSta
       ...opts.env,
     };
     const launch = (name: AppName, env: Record<string, string | undefined>) => {
-      const child = spawn(process.execPath, [...(opts.nodeArgs ?? []), path.join(opts.rootDir, 'apps', name, 'dist', 'main.js')], {
-        cwd: opts.rootDir,
-        env: { ...common, ...env, ADMIN_PORT: String(adminPorts[name]), SECSVC_EXIT_WITH_PARENT: '1' },
-        // Own process group: a terminal's Ctrl-C reaches only the launcher, which stops the apps in order.
-        // The open stdin pipe closes if the launcher dies, and the app then shuts itself down.
-        detached: true,
-        stdio: ['pipe', 'pipe', 'pipe'],
-      });
-      children.set(name, child);
-      launchEnv.set(name, env);
-      lastLines.set(name, []);
-      for (const stream of [child.stdout!, child.stderr!]) {
-        createInterface({ input: stream }).on('line', (line) => {
+      const proc: AppProcess = new AppProcess(name, {
+        rootDir: opts.rootDir,
+        app: name,
+        env: { ...common, ...env, ADMIN_PORT: String(adminPorts[name]) },
+        nodeArgs: opts.nodeArgs,
+        onLine: (line) => {
           if (line.startsWith(BOOTSTRAP_MARKER + ' ')) {
             bootstrapKey = line.slice(BOOTSTRAP_MARKER.length + 1).trim();
-            return;
+            return true;
           }
-          const tail = lastLines.get(name)!;
-          tail.push(line);
-          if (tail.length > 20) tail.shift();
           out(name, line);
-        });
-      }
-      child.once('exit', (code, signal) => {
-        if (stopping || restarting.has(name)) return;
-        const reason = `${name} exited (${signal ?? `code ${code}`}) during start-up:\n${lastLines.get(name)!.join('\n')}`;
-        startupFailure ??= reason;
-        opts.onExit?.(name, code);
+          return false;
+        },
+        onUnexpectedExit: (code, signal) => {
+          if (stopping) return;
+          startupFailure ??= `${name} exited (${signal ?? `code ${code}`}) during start-up:\n${proc.lastLines.join('\n')}`;
+          opts.onExit?.(name, code);
+        },
       });
+      procs.set(name, proc);
+      proc.start();
     };
 
     launch('identity', { GRPC_PORT: String(grpcPorts.identity) });
@@ -187,10 +151,10 @@ export async function startLocalStack(opts: LocalStackOptions): Promise<LocalSta
     launch('export-worker', {});
     const failed = () => startupFailure;
     await Promise.all([
-      waitFor('identity', () => checkHealth(grpc.identity), deadline, failed),
-      waitFor('policy', () => checkHealth(grpc.policy), deadline, failed),
-      waitFor('audit', () => checkHealth(grpc.audit), deadline, failed),
-      waitFor('export-worker', () => httpOk(`http://127.0.0.1:${adminPorts['export-worker']}/readyz`), deadline, failed),
+      waitUntil('identity', () => checkHealth(grpc.identity), deadline, failed),
+      waitUntil('policy', () => checkHealth(grpc.policy), deadline, failed),
+      waitUntil('audit', () => checkHealth(grpc.audit), deadline, failed),
+      waitUntil('export-worker', () => httpOk(`http://127.0.0.1:${adminPorts['export-worker']}/readyz`), deadline, failed),
     ]);
     launch('gateway', {
       HOST: opts.host,
@@ -200,7 +164,7 @@ export async function startLocalStack(opts: LocalStackOptions): Promise<LocalSta
       AUDIT_ADDR: grpc.audit,
     });
     const baseUrl = `http://${opts.host}:${gatewayPort}`;
-    await waitFor('gateway', () => httpOk(`${baseUrl}/readyz`), deadline, failed);
+    await waitUntil('gateway', () => httpOk(`${baseUrl}/readyz`), deadline, failed);
     const admin = Object.fromEntries(
       (Object.keys(adminPorts) as AppName[]).map((n) => [n, `http://127.0.0.1:${adminPorts[n]}`]),
     ) as Record<AppName, string>;
@@ -212,16 +176,10 @@ export async function startLocalStack(opts: LocalStackOptions): Promise<LocalSta
       gateway: () => httpOk(`${baseUrl}/readyz`),
     };
     const restart = async (name: AppName, signal: NodeJS.Signals = 'SIGKILL') => {
-      const child = children.get(name)!;
-      restarting.add(name);
-      if (child.exitCode === null && child.signalCode === null) {
-        const exited = new Promise((r) => child.once('exit', r));
-        child.kill(signal);
-        await exited;
-      }
-      restarting.delete(name);
-      launch(name, launchEnv.get(name)!);
-      await waitFor(name, healthy[name], Date.now() + (opts.startTimeoutMs ?? 60_000), () => startupFailure);
+      const proc = procs.get(name)!;
+      await proc.stop(signal);
+      proc.start();
+      await waitUntil(name, healthy[name], Date.now() + (opts.startTimeoutMs ?? 60_000), () => startupFailure);
     };
     return { baseUrl: `${baseUrl}/v1`, port: gatewayPort, databaseUrl, grpc, admin, bootstrapKey, stop, restart };
   } catch (err) {

@@ -1,0 +1,198 @@
+import { randomBytes } from 'node:crypto';
+import { chmod, mkdir } from 'node:fs/promises';
+import path from 'node:path';
+import { BOOTSTRAP_MARKER } from '../constants';
+import { checkHealth } from '../grpc/client';
+import { startKafka, type KafkaTestBroker } from '../testing/kafka';
+import { startTestRedis, type TestRedis } from '../testing/redis';
+import { startTestS3, type TestS3 } from '../testing/s3';
+import { AppProcess, httpOk, waitUntil } from './app-process';
+import { startLoadBalancer, type LoadBalancer } from './load-balancer';
+import { freePort } from './ports';
+import { startEmbeddedPostgres, type EmbeddedPostgresServer } from './postgres';
+
+type Replicated = 'gateway' | 'identity' | 'policy' | 'export-worker';
+
+export interface DistributedStackOptions {
+  /** Repository root: apps are started from apps/<name>/dist/main.js. */
+  rootDir: string;
+  dataDir: string;
+  /** The load balancer's address (0 = a free port). */
+  host: string;
+  port: number;
+  /** Replicas of each stateless app (default 2 each); the audit service runs once (it owns embedded ClickHouse). */
+  replicas?: Partial<Record<Replicated, number>>;
+  /** Extra environment for every app. */
+  env?: Record<string, string | undefined>;
+  /** Every output line of every app instance (`identity-2`, ...). */
+  onOutput?: (instance: string, line: string) => void;
+  startTimeoutMs?: number;
+}
+
+export interface DistributedStack {
+  /** The load balancer in front of the gateways: http://host:port/v1 */
+  baseUrl: string;
+  /** Each gateway directly: http://127.0.0.1:<port>/v1 */
+  gateways: string[];
+  /** gRPC addresses of every replica. */
+  grpc: { identity: string[]; policy: string[]; audit: string };
+  databaseUrl: string;
+  kafkaBrokers: string[];
+  redisUrl: string;
+  s3: Pick<TestS3, 'endpoint' | 'env'> & { bucket: string };
+  bootstrapKey: string;
+  /** Admin origin (/healthz, /readyz, /metrics) of each instance, e.g. admin['export-worker-1']. */
+  admin: Record<string, string>;
+  /** Instances by name: gateway-1, gateway-2, identity-1, ..., audit-1. */
+  instances: string[];
+  /** Ends one instance (SIGKILL: a crash; SIGTERM: a drain). */
+  kill: (instance: string, signal?: NodeJS.Signals) => Promise<void>;
+  /** Starts a killed instance again on its ports; resolves once it is healthy. */
+  start: (instance: string) => Promise<void>;
+  stop: () => Promise<void>;
+}
+
+/**
+ * The distributed profile on one machine: a real Kafka broker (KRaft), redis-server, versitygw (S3) and
+ * PostgreSQL, then two replicas of identity, policy, export-worker and gateway (one audit service: no
+ * ClickHouse server can be installed here, so the log store is embedded chdb), and a round-robin load balancer
+ * in front of the gateways. Gateways reach the gRPC replicas through `ipv4:` targets (client-side round robin).
+ */
+export async function startDistributedStack(opts: DistributedStackOptions): Promise<DistributedStack> {
+  const deadline = () => Date.now() + (opts.startTimeoutMs ?? 120_000);
+  const replicas = { gateway: 2, identity: 2, policy: 2, 'export-worker': 2, ...opts.replicas };
+  await mkdir(opts.dataDir, { recursive: true, mode: 0o711 });
+  await chmod(opts.dataDir, 0o711);
+  const out = opts.onOutput ?? (() => undefined);
+  const instances = new Map<string, { proc: AppProcess; healthy: () => Promise<boolean> }>();
+  let pg: EmbeddedPostgresServer | undefined;
+  let kafka: KafkaTestBroker | undefined;
+  let redis: TestRedis | undefined;
+  let s3: TestS3 | undefined;
+  let lb: LoadBalancer | undefined;
+  let failure: string | undefined;
+  let stopping = false;
+
+  const stop = async () => {
+    stopping = true;
+    await lb?.close();
+    for (const app of ['gateway', 'export-worker', 'audit', 'policy', 'identity']) {
+      await Promise.all([...instances.entries()].filter(([n]) => n.startsWith(`${app}-`)).map(([, i]) => i.proc.stop()));
+    }
+    await Promise.all([kafka?.stop(), redis?.stop(), s3?.stop()]);
+    await pg?.stop();
+  };
+
+  try {
+    const secret = randomBytes(32).toString('base64url');
+    const bootstrapKey = opts.env?.BOOTSTRAP_API_KEY ?? `svc_sk_${randomBytes(32).toString('base64url')}`;
+    [pg, kafka, redis, s3] = await Promise.all([
+      (async () => startEmbeddedPostgres({ dataDir: path.join(opts.dataDir, 'postgres'), port: await freePort(), password: randomBytes(18).toString('base64url'), onLog: (l) => out('postgres', l) }))(),
+      startKafka(),
+      startTestRedis(),
+      startTestS3(),
+    ]);
+    const databaseUrl = await pg.ensureDatabase('secsvc');
+    const bucket = await s3.createBucket('secsvc-exports');
+    const lbPort = opts.port === 0 ? await freePort() : opts.port;
+    const origin = `http://${opts.host}:${lbPort}`;
+    const ports = async (n: number) => Promise.all(Array.from({ length: n }, () => freePort()));
+    const grpcPorts = { identity: await ports(replicas.identity), policy: await ports(replicas.policy), audit: await ports(1) };
+    const ipv4 = (ps: number[]) => `ipv4:${ps.map((p) => `127.0.0.1:${p}`).join(',')}`;
+    const common = {
+      PATH: process.env.PATH,
+      NODE_ENV: process.env.NODE_ENV ?? 'production',
+      PROFILE: 'distributed',
+      DATABASE_URL: databaseUrl,
+      SERVER_SECRET: secret,
+      EVENT_BUS: 'kafka',
+      KAFKA_BROKERS: kafka.brokers.join(','),
+      REDIS_URL: redis.url,
+      RATE_LIMIT_STORE: 'redis',
+      ISSUER: origin,
+      MAIL_DIR: path.join(opts.dataDir, 'mail'),
+      BOOTSTRAP_API_KEY: bootstrapKey,
+      ADMIN_HOST: '127.0.0.1',
+      GRPC_HOST: '127.0.0.1',
+      IDENTITY_ADDR: ipv4(grpcPorts.identity),
+      POLICY_ADDR: ipv4(grpcPorts.policy),
+      AUDIT_ADDR: `127.0.0.1:${grpcPorts.audit[0]}`,
+      ...s3.env(bucket),
+      ...opts.env,
+    };
+    const admin: Record<string, string> = {};
+    const gateways: string[] = [];
+
+    const launch = async (app: string, index: number, env: Record<string, string>, healthy: () => Promise<boolean>) => {
+      const name = `${app}-${index + 1}`;
+      const adminPort = await freePort();
+      admin[name] = `http://127.0.0.1:${adminPort}`;
+      const proc = new AppProcess(name, {
+        rootDir: opts.rootDir,
+        app,
+        env: { ...common, ...env, ADMIN_PORT: String(adminPort) },
+        onLine: (line) => {
+          if (line.startsWith(BOOTSTRAP_MARKER + ' ')) return true;
+          out(name, line);
+          return false;
+        },
+        onUnexpectedExit: (code, signal) => {
+          if (stopping) return;
+          failure ??= `${name} exited (${signal ?? `code ${code}`}):\n${proc.lastLines.join('\n')}`;
+        },
+      });
+      instances.set(name, { proc, healthy });
+      proc.start();
+      await waitUntil(name, healthy, deadline(), () => failure);
+    };
+
+    // Replicas of one app start one after the other (the first applies migrations and the bootstrap key).
+    for (let i = 0; i < replicas.identity; i++) await launch('identity', i, { GRPC_PORT: String(grpcPorts.identity[i]) }, () => checkHealth(`127.0.0.1:${grpcPorts.identity[i]}`));
+    for (let i = 0; i < replicas.policy; i++) await launch('policy', i, { GRPC_PORT: String(grpcPorts.policy[i]) }, () => checkHealth(`127.0.0.1:${grpcPorts.policy[i]}`));
+    await launch('audit', 0, { GRPC_PORT: String(grpcPorts.audit[0]), CLICKHOUSE_PATH: path.join(opts.dataDir, 'clickhouse') }, () => checkHealth(`127.0.0.1:${grpcPorts.audit[0]}`));
+    for (let i = 0; i < replicas['export-worker']; i++) {
+      const name = `export-worker-${i + 1}`;
+      await launch('export-worker', i, {}, () => httpOk(`${admin[name]}/readyz`));
+    }
+    for (let i = 0; i < replicas.gateway; i++) {
+      const port = await freePort();
+      gateways.push(`http://127.0.0.1:${port}/v1`);
+      await launch('gateway', i, { HOST: '127.0.0.1', PORT: String(port) }, () => httpOk(`http://127.0.0.1:${port}/readyz`));
+    }
+    lb = await startLoadBalancer({ host: opts.host, port: lbPort, upstreams: gateways.map((g) => g.replace(/\/v1$/, '')) });
+
+    const instance = (name: string) => {
+      const i = instances.get(name);
+      if (!i) throw new Error(`no instance ${name} (have ${[...instances.keys()].join(', ')})`);
+      return i;
+    };
+    return {
+      baseUrl: `${lb.origin}/v1`,
+      gateways,
+      grpc: {
+        identity: grpcPorts.identity.map((p) => `127.0.0.1:${p}`),
+        policy: grpcPorts.policy.map((p) => `127.0.0.1:${p}`),
+        audit: `127.0.0.1:${grpcPorts.audit[0]}`,
+      },
+      databaseUrl,
+      kafkaBrokers: kafka.brokers,
+      redisUrl: redis.url,
+      s3: { endpoint: s3.endpoint, env: s3.env, bucket },
+      bootstrapKey,
+      admin,
+      instances: [...instances.keys()],
+      kill: async (name, signal = 'SIGKILL') => {
+        await instance(name).proc.stop(signal);
+      },
+      start: async (name) => {
+        const i = instance(name);
+        i.proc.start();
+        await waitUntil(name, i.healthy, deadline(), () => failure);
+      },
+      stop,
+    };
+  } catch (err) {
+    await stop().catch(() => undefined);
+    throw err;
+  }
+}
