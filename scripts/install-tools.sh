@@ -24,6 +24,24 @@ if [ ! -x "$BIN/opa" ] || [ "$(cat "$BIN/opa.version" 2>/dev/null)" != "$OPA_VER
 fi
 echo "opa $OPA_VERSION: $BIN/opa"
 
+# kustomize renders deploy/k8s's overlays and kubeconform validates the rendered objects offline against the
+# JSON schemas vendored in deploy/k8s/schemas (the deploy/test project runs both).
+KUSTOMIZE_VERSION=v5.7.1
+if [ ! -x "$BIN/kustomize" ] || [ "$(cat "$BIN/kustomize.version" 2>/dev/null)" != "$KUSTOMIZE_VERSION" ]; then
+  echo "installing kustomize $KUSTOMIZE_VERSION into $BIN"
+  GOBIN="$BIN" CGO_ENABLED=0 go install "sigs.k8s.io/kustomize/kustomize/v5@$KUSTOMIZE_VERSION"
+  echo "$KUSTOMIZE_VERSION" > "$BIN/kustomize.version"
+fi
+echo "kustomize $KUSTOMIZE_VERSION: $BIN/kustomize"
+
+KUBECONFORM_VERSION=v0.8.0
+if [ ! -x "$BIN/kubeconform" ] || [ "$(cat "$BIN/kubeconform.version" 2>/dev/null)" != "$KUBECONFORM_VERSION" ]; then
+  echo "installing kubeconform $KUBECONFORM_VERSION into $BIN"
+  GOBIN="$BIN" CGO_ENABLED=0 go install "github.com/yannh/kubeconform/cmd/kubeconform@$KUBECONFORM_VERSION"
+  echo "$KUBECONFORM_VERSION" > "$BIN/kubeconform.version"
+fi
+echo "kubeconform $KUBECONFORM_VERSION: $BIN/kubeconform"
+
 VERSITYGW_VERSION=v1.8.0
 # versitygw: an S3-compatible server over a posix directory, for the S3 object-store tests and the export
 # benchmark (libs/shared/src/testing/s3.ts starts it; keep VERSITYGW_VERSION there in step).
