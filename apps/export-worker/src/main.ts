@@ -1,17 +1,57 @@
-import { commonConfig, createPool, databaseConfig, env, loadConfig, pingDatabase, runProcess } from '@secsvc/shared';
+import { randomBytes } from 'node:crypto';
+import os from 'node:os';
+import { audit } from '@secsvc/proto';
+import { EXPORT_JOBS_CHANNEL, ExportJobs, migrateAuditSchema, openClickHouse } from '@secsvc/audit-store';
+import { createClient, createObjectStore, createPool, PgChannelListener, pingDatabase, runProcess } from '@secsvc/shared';
+import { loadWorkerConfig } from './config';
+import { auditLogSource, clickHouseLogSource } from './log-source';
+import { ExportWorker } from './worker';
 
-const configShape = {
-  ...commonConfig,
-  ...databaseConfig,
-  ADMIN_PORT: env.port(9104),
-};
+/** Unfinished writes (partial files, multipart uploads) older than this are swept. */
+const SWEEP_AFTER_MS = 6 * 3_600_000;
 
-// The export job loop (claim, stream, write, complete) is the Export issue. Until then the worker is a
-// process with its admin surface (health, readiness against Postgres, metrics) and graceful shutdown.
-void runProcess('export-worker', () => loadConfig(configShape), async ({ config, logger }) => {
+void runProcess('export-worker', () => loadWorkerConfig(), async ({ config, logger, metrics }) => {
   const pool = createPool(config.DATABASE_URL, config.DATABASE_POOL_MAX, logger, 'audit');
+  await migrateAuditSchema(pool, logger);
+  const objects = createObjectStore(config);
+  // Rows: ClickHouse directly when a server is configured, else the audit service (which owns embedded chdb).
+  const ch = config.CLICKHOUSE_URL
+    ? await openClickHouse({ url: config.CLICKHOUSE_URL, username: config.CLICKHOUSE_USER, password: config.CLICKHOUSE_PASSWORD, database: config.CLICKHOUSE_DATABASE })
+    : undefined;
+  const auditClient = ch ? undefined : createClient(audit.AuditServiceClient, config.AUDIT_ADDR);
+  const source = ch ? clickHouseLogSource(ch, config.EXPORT_PAGE_SIZE) : auditLogSource(auditClient!, config.EXPORT_PAGE_SIZE);
+  const leaseMs = config.EXPORT_LEASE_SECONDS * 1000;
+  const worker = new ExportWorker(
+    new ExportJobs(pool),
+    source,
+    objects,
+    {
+      workerId: `${os.hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`,
+      leaseMs,
+      heartbeatMs: Math.min(1000, Math.floor(leaseMs / 3)),
+      maxAttempts: config.EXPORT_MAX_ATTEMPTS,
+      retryDelayMs: config.EXPORT_RETRY_DELAY_SECONDS * 1000,
+      linkTtlMs: config.EXPORT_LINK_TTL_SECONDS * 1000,
+      concurrency: config.EXPORT_CONCURRENCY,
+      pollMs: config.EXPORT_POLL_MS,
+      cleanupIntervalMs: config.EXPORT_CLEANUP_INTERVAL_SECONDS * 1000,
+      sweepAfterMs: SWEEP_AFTER_MS,
+    },
+    logger,
+    metrics,
+  );
+  const listener = new PgChannelListener(config.DATABASE_URL, EXPORT_JOBS_CHANNEL, logger, { onNotify: () => worker.wake(), onLive: () => worker.wake() });
+  await listener.start();
+  worker.start();
+  logger.info({ source: source.kind, store: objects.kind, concurrency: config.EXPORT_CONCURRENCY }, 'export worker running');
   return {
-    closers: [{ name: 'postgres', close: () => pool.end() }],
+    closers: [
+      { name: 'worker', close: () => worker.stop() },
+      { name: 'listener', close: () => listener.stop() },
+      { name: 'log source', close: async () => (auditClient?.close(), await ch?.close()) },
+      { name: 'object store', close: () => objects.close() },
+      { name: 'postgres', close: () => pool.end() },
+    ],
     ready: () => pingDatabase(pool),
   };
 });

@@ -217,6 +217,15 @@ export class ExportJobs {
     return res.rowCount === 1;
   }
 
+  /** Gives a claimed job back unfinished (the worker is shutting down): its attempt does not count. */
+  async release(job: ClaimedJob): Promise<void> {
+    await this.pool.query(
+      `UPDATE export_jobs SET lease_token = NULL, lease_expires_at = NULL, attempts = greatest(attempts - 1, 0), processed_records = 0
+        WHERE id = $1 AND lease_token = $2 AND status = 'processing'`,
+      [job.id, job.leaseToken],
+    );
+  }
+
   /** processing → completed, once: false (and nothing changes) when the lease is not this worker's. */
   async complete(job: ClaimedJob, file: CompletedFile): Promise<boolean> {
     return withTransaction(this.pool, async (db) => {

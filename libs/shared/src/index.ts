@@ -23,3 +23,4 @@ export * from './bus/kafka';
 export * from './outbox-relay';
 export * from './bus/config';
 export * from './object-store';
+export * from './waker';

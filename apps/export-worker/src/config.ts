@@ -1,0 +1,38 @@
+import { commonConfig, databaseConfig, env, loadConfig, objectStoreConfig } from '@secsvc/shared';
+import { z } from 'zod';
+
+export const workerConfigShape = {
+  ...commonConfig,
+  ...databaseConfig,
+  ...objectStoreConfig,
+  ADMIN_PORT: env.port(9104),
+  /** The audit service, whose StreamLogs feeds the worker when it does not read ClickHouse itself. */
+  AUDIT_ADDR: env.address('127.0.0.1:50053'),
+  /** A ClickHouse server: when set the worker reads rows from it directly (distributed profile). */
+  CLICKHOUSE_URL: z.string().url('must be a URL').optional(),
+  CLICKHOUSE_USER: z.string().optional(),
+  CLICKHOUSE_PASSWORD: z.string().optional(),
+  CLICKHOUSE_DATABASE: z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'must be a database name').optional(),
+  /** How long a finished export stays downloadable (the link's expiresAt); the file is deleted after. */
+  EXPORT_LINK_TTL_SECONDS: env.int(3600, 60, 30 * 86_400),
+  /** Attempts before a job ends as failed. */
+  EXPORT_MAX_ATTEMPTS: env.int(3, 1, 100),
+  /** A claim's lease; renewed every third of it (at most every second). A killed worker's job is retried after it. */
+  EXPORT_LEASE_SECONDS: env.int(30, 2, 3600),
+  /** Wait before a failed attempt is retried. */
+  EXPORT_RETRY_DELAY_SECONDS: env.int(5, 0, 3600),
+  /** Jobs this worker runs at once. */
+  EXPORT_CONCURRENCY: env.int(1, 1, 32),
+  /** Rows per page read from ClickHouse / asked of StreamLogs. */
+  EXPORT_PAGE_SIZE: env.int(10_000, 100, 100_000),
+  /** Poll interval for new jobs when no notification arrives. */
+  EXPORT_POLL_MS: env.int(2000, 50, 60_000),
+  /** How often expired files are deleted and leftovers swept. */
+  EXPORT_CLEANUP_INTERVAL_SECONDS: env.int(60, 1, 86_400),
+};
+
+export type WorkerConfig = ReturnType<typeof loadWorkerConfig>;
+
+export function loadWorkerConfig(source: Record<string, string | undefined> = process.env) {
+  return loadConfig(workerConfigShape, source);
+}

@@ -1,0 +1,38 @@
+import type { LogRow } from '@secsvc/audit-store';
+
+/** The SPEC full form of a log entry (GET /logs/{id}), built straight from a stored row. */
+export interface FullEntry {
+  id: string;
+  timestamp: string;
+  event: string;
+  actor: { id?: string; email?: string; type: string };
+  target?: { id: string; type: string };
+  context: { ip: string; userAgent: string; location?: { city: string; country: string; region: string; coordinates: { lat: number; lng: number } } };
+  result: string;
+  traceId: string;
+  metadata: Record<string, unknown>;
+}
+
+/** A stored metadata text as an object ({} when it is not a JSON object). */
+export function metadataOf(text: string): Record<string, unknown> {
+  try {
+    const v: unknown = JSON.parse(text);
+    return v && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>) : {};
+  } catch {
+    return {};
+  }
+}
+
+export function fullForm(r: LogRow): FullEntry {
+  const actor: FullEntry['actor'] = r.actor_id ? (r.actor_email ? { id: r.actor_id, email: r.actor_email, type: r.actor_type } : { id: r.actor_id, type: r.actor_type }) : r.actor_email ? { email: r.actor_email, type: r.actor_type } : { type: r.actor_type };
+  const context: FullEntry['context'] =
+    r.lat !== null && r.lng !== null
+      ? { ip: r.ip, userAgent: r.user_agent, location: { city: r.city, country: r.country, region: r.region, coordinates: { lat: r.lat, lng: r.lng } } }
+      : { ip: r.ip, userAgent: r.user_agent };
+  const entry: FullEntry = { id: r.id, timestamp: r.timestamp, event: r.event, actor, context, result: r.result, traceId: r.trace_id, metadata: metadataOf(r.metadata) };
+  if (r.target_id) {
+    // Keep the SPEC's field order: target right after actor.
+    return { id: entry.id, timestamp: entry.timestamp, event: entry.event, actor, target: { id: r.target_id, type: r.target_type }, context, result: entry.result, traceId: entry.traceId, metadata: entry.metadata };
+  }
+  return entry;
+}
