@@ -2,17 +2,12 @@
  * The pipeline over a real Kafka broker (KRaft, started by the harness): outbox → relay → Kafka → consumer →
  * ClickHouse, with the broker restarted and the consumer killed mid-stream; every event is stored exactly once.
  */
-import { mkdtemp, rm } from 'node:fs/promises';
-import os from 'node:os';
-import path from 'node:path';
-import pg from 'pg';
-import { GeoIp, LogStore, migrateClickHouse, openClickHouse, type ClickHouseClient, type LogRow } from '@secsvc/audit-store';
-import { appendEvent, createKafkaBus, createLogger, createPool, OutboxRelay, type EventBus, type Subscription } from '@secsvc/shared';
-import { kafkaUnavailable, startKafka, stopTestPostgres, testDatabase, type KafkaTestBroker, type TestDatabase } from '@secsvc/shared/testing';
+import type pg from 'pg';
+import type { ClickHouseClient, GeoIp, LogRow, LogStore } from '@secsvc/audit-store';
+import { appendEvent, createKafkaBus, createLogger, type EventBus, type Logger, type Subscription } from '@secsvc/shared';
+import { kafkaUnavailable, startKafka, type KafkaTestBroker } from '@secsvc/shared/testing';
 import { startConsumer } from '../src/consumer';
-import { eventInput, OUTBOX_DDL, until } from './support';
-
-const logger = createLogger('audit-kafka-test', 'silent');
+import { eventInput, startPipeline, until } from './support';
 
 // Without the broker jars or java: under CI=true the suite runs and fails with the reason (CI must not pass on
 // a missing dependency); elsewhere it is skipped and says why on stderr.
@@ -23,42 +18,23 @@ const describeKafka = skip ? describe.skip : describe; // skip reason: no Kafka 
 
 describeKafka('audit pipeline over Kafka', () => {
   let broker: KafkaTestBroker;
-  let db: TestDatabase;
+  let pipeline: Awaited<ReturnType<typeof startPipeline>>;
+  let logger: Logger;
   let pool: pg.Pool;
-  let chDir: string;
   let ch: ClickHouseClient;
   let store: LogStore;
-  let producerBus: EventBus;
   let consumerBus: EventBus;
-  let relay: OutboxRelay;
   let geo: GeoIp;
 
   beforeAll(async () => {
-    [broker, db] = await Promise.all([startKafka(), testDatabase()]);
-    const c = new pg.Client({ connectionString: db.url });
-    await c.connect();
-    await c.query(OUTBOX_DDL);
-    await c.end();
-    pool = createPool(db.url, 6, logger, 'svc');
-    chDir = await mkdtemp(path.join(os.tmpdir(), 'secsvc-audit-kafka-'));
-    ch = await openClickHouse({ path: chDir });
-    await migrateClickHouse(ch);
-    store = new LogStore(ch);
-    producerBus = await createKafkaBus({ brokers: broker.brokers, logger, clientId: 'svc' });
+    broker = await startKafka();
+    pipeline = await startPipeline(() => createKafkaBus({ brokers: broker.brokers, logger: createLogger('audit-kafka-test', 'silent'), clientId: 'svc' }));
+    ({ logger, pool, ch, store, geo } = pipeline);
     consumerBus = await createKafkaBus({ brokers: broker.brokers, logger, clientId: 'audit' });
-    relay = new OutboxRelay({ pool, databaseUrl: db.url, schema: 'svc', bus: producerBus, logger, pollMs: 100 });
-    await relay.start();
-    geo = await GeoIp.open();
   }, 180_000);
   afterAll(async () => {
-    await relay?.stop();
-    await producerBus?.close();
     await consumerBus?.close();
-    await pool?.end();
-    await ch?.close();
-    if (chDir) await rm(chDir, { recursive: true, force: true });
-    await db?.drop();
-    await stopTestPostgres();
+    await pipeline?.close();
     await broker?.stop();
   }, 60_000);
 

@@ -1,65 +1,40 @@
-import { mkdtemp, rm } from 'node:fs/promises';
-import os from 'node:os';
-import path from 'node:path';
-import pg from 'pg';
+import type pg from 'pg';
 import { events } from '@secsvc/proto';
-import { GeoIp, LogStore, migrateClickHouse, openClickHouse, type ClickHouseClient, type LogRow } from '@secsvc/audit-store';
+import type { ClickHouseClient, GeoIp, LogRow, LogStore } from '@secsvc/audit-store';
 import {
   AUTH_EVENTS_TOPIC,
   appendEvent,
   createLogger,
-  createPool,
   createPostgresBus,
   Metrics,
-  OutboxRelay,
   withTransaction,
   type EventBus,
+  type Logger,
   type Subscription,
 } from '@secsvc/shared';
-import { stopTestPostgres, testDatabase, type TestDatabase } from '@secsvc/shared/testing';
 import { startConsumer } from '../src/consumer';
-import { eventInput as event, OUTBOX_DDL, until } from './support';
+import { eventInput as event, startPipeline, until } from './support';
 import type { AuditContext } from '../src/context';
 import { getLog } from '../src/rpc/get-log';
 import { listLogs } from '../src/rpc/list-logs';
 
-const logger = createLogger('audit-test', 'silent');
 const SECRET = 'test-secret-test-secret-test-secret-0123';
-let db: TestDatabase;
+let pipeline: Awaited<ReturnType<typeof startPipeline>>;
+let logger: Logger;
 let pool: pg.Pool;
-let chDir: string;
 let ch: ClickHouseClient;
 let store: LogStore;
 let bus: EventBus;
-let relay: OutboxRelay;
 let geo: GeoIp;
 let ctx: AuditContext;
 
 beforeAll(async () => {
-  db = await testDatabase();
-  const c = new pg.Client({ connectionString: db.url });
-  await c.connect();
-  await c.query(OUTBOX_DDL);
-  await c.end();
-  pool = createPool(db.url, 6, logger, 'svc');
-  chDir = await mkdtemp(path.join(os.tmpdir(), 'secsvc-audit-'));
-  ch = await openClickHouse({ path: chDir });
-  await migrateClickHouse(ch);
-  store = new LogStore(ch);
-  bus = await createPostgresBus({ url: db.url, logger, pollMs: 100 });
-  relay = new OutboxRelay({ pool, databaseUrl: db.url, schema: 'svc', bus, logger, pollMs: 100 });
-  await relay.start();
-  geo = await GeoIp.open();
+  pipeline = await startPipeline((url) => createPostgresBus({ url, logger: createLogger('audit-test', 'silent'), pollMs: 100 }));
+  ({ logger, pool, ch, store, bus, geo } = pipeline);
   ctx = { store, secret: SECRET, logger };
 }, 60_000);
 afterAll(async () => {
-  await relay.stop();
-  await bus.close();
-  await pool.end();
-  await ch.close();
-  await rm(chDir, { recursive: true, force: true });
-  await db.drop();
-  await stopTestPostgres();
+  await pipeline?.close();
 });
 
 const count = async () => (await store.count({ environment: 'live' })) + (await store.count({ environment: 'test' }));

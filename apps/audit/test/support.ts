@@ -1,4 +1,10 @@
-import type { appendEvent } from '@secsvc/shared';
+import { mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import pg from 'pg';
+import { GeoIp, LogStore, migrateClickHouse, openClickHouse } from '@secsvc/audit-store';
+import { createLogger, createPool, OutboxRelay, type appendEvent, type EventBus } from '@secsvc/shared';
+import { stopTestPostgres, testDatabase } from '@secsvc/shared/testing';
 
 /** A producing service's outbox, as identity's and policy's migrations create it (schema svc). */
 export const OUTBOX_DDL = `
@@ -31,3 +37,43 @@ export const eventInput = (i: number, over: Partial<Parameters<typeof appendEven
   authMethod: 'password',
   ...over,
 });
+
+/**
+ * What both pipeline suites need: a fresh database with the producing service's outbox (schema svc), a pool on
+ * it, embedded ClickHouse with the audit schema in a temp dir, the GeoIP database, and an outbox relay on the
+ * bus `makeBus` returns for the database URL. close() stops and deletes all of it.
+ */
+export async function startPipeline(makeBus: (databaseUrl: string) => Promise<EventBus>) {
+  const logger = createLogger('audit-test', 'silent');
+  const db = await testDatabase();
+  const c = new pg.Client({ connectionString: db.url });
+  await c.connect();
+  await c.query(OUTBOX_DDL);
+  await c.end();
+  const pool = createPool(db.url, 6, logger, 'svc');
+  const chDir = await mkdtemp(path.join(os.tmpdir(), 'secsvc-audit-'));
+  const ch = await openClickHouse({ path: chDir });
+  await migrateClickHouse(ch);
+  const bus = await makeBus(db.url);
+  const relay = new OutboxRelay({ pool, databaseUrl: db.url, schema: 'svc', bus, logger, pollMs: 100 });
+  await relay.start();
+  return {
+    logger,
+    db,
+    pool,
+    ch,
+    store: new LogStore(ch),
+    bus,
+    relay,
+    geo: await GeoIp.open(),
+    close: async () => {
+      await relay.stop();
+      await bus.close();
+      await pool.end();
+      await ch.close();
+      await rm(chDir, { recursive: true, force: true });
+      await db.drop();
+      await stopTestPostgres();
+    },
+  };
+}

@@ -1,6 +1,9 @@
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
+import { chmod, mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
 import path from 'node:path';
+import { startLocalStack } from '@secsvc/shared/stack';
 import { findTool } from '@secsvc/shared/testing';
 
 const reflectionProto = path.join(
@@ -62,4 +65,33 @@ export function apiClient(baseUrl: string, key: string): Api {
  */
 export function findGrpcurl(): string | undefined {
   return findTool('grpcurl', 'GRPCURL', 'run scripts/install-tools.sh');
+}
+
+/**
+ * The local stack for one test file: free ports, a fresh temporary data directory (mode 0711, so the
+ * postgres user can pass through when tests run as root), `key` as the bootstrap admin key. stop() ends the
+ * stack and deletes the directory.
+ */
+export async function startTestStack(name: string, key: string, env: Record<string, string> = {}) {
+  const tmp = await mkdtemp(path.join(os.tmpdir(), `secsvc-e2e-${name}-`));
+  await chmod(tmp, 0o711);
+  const stack = await startLocalStack({
+    rootDir: path.resolve(__dirname, '../../..'),
+    dataDir: path.join(tmp, 'data'),
+    host: '127.0.0.1',
+    port: 0,
+    ports: { postgres: 0, identity: 0, policy: 0, audit: 0, admin: { gateway: 0, identity: 0, policy: 0, audit: 0, 'export-worker': 0 } },
+    env: { LOG_LEVEL: 'warn', BOOTSTRAP_API_KEY: key, ...env },
+  }).catch(async (err: unknown) => {
+    await rm(tmp, { recursive: true, force: true });
+    throw err;
+  });
+  return {
+    stack,
+    api: apiClient(stack.baseUrl, key),
+    stop: async () => {
+      await stack.stop();
+      await rm(tmp, { recursive: true, force: true });
+    },
+  };
 }
