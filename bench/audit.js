@@ -19,7 +19,7 @@ const { performance } = require('node:perf_hooks');
 const pg = require('pg');
 const { events } = require('@secsvc/proto');
 const { GeoIp, LOG_COLUMNS, LogStore, migrateClickHouse, openClickHouse, rowFromEvent, compileSearchQuery, parseSearchQuery } = require('@secsvc/audit-store');
-const { createKafkaBus, createLogger, createPool, createPostgresBus, newId, OutboxRelay, AUDIT_CONSUMER_GROUP } = require('@secsvc/shared');
+const { createKafkaBus, createLogger, createPool, createPostgresBus, newId, OutboxRelay, outboxDdl, AUDIT_CONSUMER_GROUP } = require('@secsvc/shared');
 const { kafkaUnavailable, startKafka, testDatabase, stopTestPostgres } = require('@secsvc/shared/testing');
 const { machine } = require('./support');
 
@@ -27,15 +27,6 @@ const EVENTS = Number(process.env.BENCH_EVENTS ?? 1_000_000);
 const ROWS = Number(process.env.BENCH_ROWS ?? 10_000_000);
 const RUNS = Number(process.env.BENCH_RUNS ?? 50);
 const logger = createLogger('bench-audit', 'warn');
-
-const OUTBOX_DDL = `
-  CREATE SCHEMA svc; SET search_path TO svc;
-  CREATE TABLE outbox (seq bigserial PRIMARY KEY, event_id text NOT NULL UNIQUE,
-    environment text NOT NULL CHECK (environment IN ('live', 'test')), event_type text NOT NULL, event_key text NOT NULL,
-    payload jsonb NOT NULL, created_at timestamptz NOT NULL DEFAULT now(), published_at timestamptz);
-  CREATE FUNCTION notify_outbox() RETURNS trigger LANGUAGE plpgsql AS $$
-  BEGIN PERFORM pg_notify('secsvc_outbox', TG_TABLE_SCHEMA); RETURN NULL; END $$;
-  CREATE TRIGGER outbox_notify AFTER INSERT ON outbox FOR EACH STATEMENT EXECUTE FUNCTION notify_outbox();`;
 
 const KINDS = ['user.login', 'user.logout', 'user.created', 'user.updated', 'session.created', 'api_key.created', 'policy.updated', 'auth.failed'];
 const IPS = ['81.2.69.142', '8.8.8.8', '2001:4860:4860::8888', '127.0.0.1', '203.0.113.9', '1.1.1.1'];
@@ -58,7 +49,7 @@ function makeEvent(i, t0) {
 async function fillOutbox(url, n) {
   const client = new pg.Client({ connectionString: url });
   await client.connect();
-  await client.query(OUTBOX_DDL);
+  await client.query(outboxDdl('svc'));
   const t0 = Date.now() - 3_600_000;
   const started = performance.now();
   for (let from = 0; from < n; from += 10_000) {

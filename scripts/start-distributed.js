@@ -9,6 +9,7 @@ const path = require('node:path');
 const { loadConfig, env, ConfigError } = require('@secsvc/shared');
 const { startDistributedStack } = require('@secsvc/shared/stack');
 const { z } = require('zod');
+const stopOnSignal = require('./stop-on-signal');
 
 let config;
 try {
@@ -54,24 +55,10 @@ async function main() {
       '',
     ].join('\n'),
   );
-  let stopping = false;
-  for (const signal of ['SIGINT', 'SIGTERM']) {
-    process.on(signal, () => {
-      if (stopping) return;
-      stopping = true;
-      console.log('stopping...');
-      stack
-        .stop()
-        .then(() => fs.rmSync(tmp, { recursive: true, force: true }))
-        .then(
-          () => process.exit(0),
-          (err) => {
-            console.error(err);
-            process.exit(1);
-          },
-        );
-    });
-  }
+  stopOnSignal(async () => {
+    await stack.stop();
+    fs.rmSync(tmp, { recursive: true, force: true });
+  });
 }
 
 main().catch((err) => {

@@ -4,6 +4,7 @@ const path = require('node:path');
 const { loadConfig, env, ConfigError } = require('@secsvc/shared');
 const { startLocalStack } = require('@secsvc/shared/stack');
 const { z } = require('zod');
+const stopOnSignal = require('./stop-on-signal');
 
 const rootDir = path.resolve(__dirname, '..');
 let config;
@@ -70,21 +71,7 @@ async function main() {
     );
   }
   console.log(lines.join('\n') + '\n');
-  let stopping = false;
-  for (const signal of ['SIGINT', 'SIGTERM']) {
-    process.on(signal, () => {
-      if (stopping) return;
-      stopping = true;
-      console.log('stopping...');
-      stack.stop().then(
-        () => process.exit(0),
-        (err) => {
-          console.error(err);
-          process.exit(1);
-        },
-      );
-    });
-  }
+  stopOnSignal(() => stack.stop());
 }
 
 main().catch((err) => {

@@ -3,18 +3,8 @@ import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { GeoIp, LogStore, migrateClickHouse, openClickHouse } from '@secsvc/audit-store';
-import { createLogger, createPool, OutboxRelay, type appendEvent, type EventBus } from '@secsvc/shared';
+import { createLogger, createPool, OutboxRelay, outboxDdl, type appendEvent, type EventBus } from '@secsvc/shared';
 import { stopTestPostgres, testDatabase } from '@secsvc/shared/testing';
-
-/** A producing service's outbox, as identity's and policy's migrations create it (schema svc). */
-export const OUTBOX_DDL = `
-  CREATE SCHEMA svc; SET search_path TO svc;
-  CREATE TABLE outbox (seq bigserial PRIMARY KEY, event_id text NOT NULL UNIQUE,
-    environment text NOT NULL CHECK (environment IN ('live', 'test')), event_type text NOT NULL, event_key text NOT NULL,
-    payload jsonb NOT NULL, created_at timestamptz NOT NULL DEFAULT now(), published_at timestamptz);
-  CREATE FUNCTION notify_outbox() RETURNS trigger LANGUAGE plpgsql AS $$
-  BEGIN PERFORM pg_notify('secsvc_outbox', TG_TABLE_SCHEMA); RETURN NULL; END $$;
-  CREATE TRIGGER outbox_notify AFTER INSERT ON outbox FOR EACH STATEMENT EXECUTE FUNCTION notify_outbox();`;
 
 /** Waits until `cond` holds (polling every 50 ms), or fails after `ms`. */
 export async function until(cond: () => Promise<boolean>, ms = 30_000): Promise<void> {
@@ -48,7 +38,7 @@ export async function startPipeline(makeBus: (databaseUrl: string) => Promise<Ev
   const db = await testDatabase();
   const c = new pg.Client({ connectionString: db.url });
   await c.connect();
-  await c.query(OUTBOX_DDL);
+  await c.query(outboxDdl('svc'));
   await c.end();
   const pool = createPool(db.url, 6, logger, 'svc');
   const chDir = await mkdtemp(path.join(os.tmpdir(), 'secsvc-audit-'));

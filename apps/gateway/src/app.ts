@@ -18,6 +18,7 @@ import { authRoutes } from './routes/auth';
 import { policyRoutes } from './routes/policies';
 import { sessionRoutes } from './routes/sessions';
 import { userRoutes } from './routes/users';
+import { downloadRouter, type DownloadSource } from './downloads';
 
 export const routes: Route[] = [...userRoutes, ...apiKeyRoutes, ...sessionRoutes, ...authRoutes, ...policyRoutes, ...logRoutes];
 
@@ -36,6 +37,8 @@ export interface GatewayDeps {
   jwt?: JwtVerifier;
   verifyCache?: VerifyCache;
   rolesCache?: RolesCache;
+  /** The download host of export files (DOWNLOAD_BASE_URL; absent: not served). baseUrl is read per request. */
+  downloads?: { baseUrl: string; open: DownloadSource };
 }
 
 const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH']);
@@ -99,7 +102,7 @@ function mount(router: express.Router, route: Route, deps: GatewayDeps): void {
           'x-user-agent': (req.get('user-agent') ?? '').slice(0, 512),
         },
       };
-      const out = await route.handle(input, { requestId: req.requestId, principal, clients: deps.clients, call, verifyCache: deps.verifyCache, rolesCache: deps.rolesCache });
+      const out = await route.handle(input, { requestId: req.requestId, principal, clients: deps.clients, call, verifyCache: deps.verifyCache, rolesCache: deps.rolesCache, downloadBaseUrl: deps.downloads?.baseUrl });
       if (out.body === undefined) res.status(out.status).end();
       else res.status(out.status).json(out.body);
     } catch (err) {
@@ -127,6 +130,9 @@ export function createApp(deps: GatewayDeps): express.Express {
   app.get('/readyz', (_req, res, next) => {
     deps.ready().then((ok) => void res.status(ok ? 200 : 503).json({ status: ok ? 'ready' : 'not ready' }), next);
   });
+
+  // Export files by signed link (no API key): the download host of DOWNLOAD_BASE_URL.
+  if (deps.downloads) app.use(new URL(deps.downloads.baseUrl).pathname.replace(/\/+$/, '') || '/', downloadRouter(deps.downloads.open));
 
   const openapi = buildOpenApi(routes, `http://${deps.config.HOST}:${deps.config.PORT}/v1`);
   const v1 = express.Router();

@@ -27,6 +27,8 @@ export const gatewayConfigShape = {
   JWT_AUDIENCE: z.string().min(1).default('secsvc'),
   /** Identity's ACCESS_TOKEN_TTL_SECONDS: how long revoked sessions are remembered for their tokens. */
   ACCESS_TOKEN_TTL_SECONDS: env.int(900, 60, 86_400),
+  /** The download host of export links (served by this gateway at its path). Default: http://127.0.0.1:<PORT>/downloads. */
+  DOWNLOAD_BASE_URL: z.string().regex(/^https?:\/\/[^\s?#]+$/, 'must be an http(s) URL without query or fragment').optional(),
 };
 
 export type GatewayConfig = ReturnType<typeof loadGatewayConfig>;

@@ -35,6 +35,8 @@ export interface RouteContext {
   verifyCache?: VerifyCache;
   /** Cache of users' roles for the simulator (absent: every simulate asks identity). */
   rolesCache?: RolesCache;
+  /** DOWNLOAD_BASE_URL: where export download links point. */
+  downloadBaseUrl?: string;
   /** Options for every gRPC call of this request: request id, deadline, and who/where for audit events. */
   call: { requestId: string; deadlineMs: number; headers: Record<string, string> };
 }

@@ -7,6 +7,7 @@ import { JwtVerifier } from './jwt-verifier';
 import { RolesCache } from './roles-cache';
 import { VerifyCache } from './verify-cache';
 import { loadGatewayConfig } from './config';
+import { auditDownloadSource } from './downloads';
 
 void runProcess('gateway', () => loadGatewayConfig(), async ({ config, logger, metrics }) => {
   const identityClient = createClient(identity.IdentityServiceClient, config.IDENTITY_ADDR);
@@ -33,7 +34,9 @@ void runProcess('gateway', () => loadGatewayConfig(), async ({ config, logger, m
   authCache.start();
   const verifyCache = new VerifyCache(authCache, config.AUTH_CACHE_TTL_MS);
   const rolesCache = new RolesCache(authCache, config.AUTH_CACHE_TTL_MS);
-  const app = createApp({ config, clients, logger, metrics, ready, authCache, jwt, verifyCache, rolesCache });
+  // Export links point at DOWNLOAD_BASE_URL, else at this gateway's own port (known once it listens).
+  const downloads = { baseUrl: (config.DOWNLOAD_BASE_URL ?? `http://127.0.0.1:${config.PORT}/downloads`).replace(/\/+$/, ''), open: auditDownloadSource(auditClient) };
+  const app = createApp({ config, clients, logger, metrics, ready, authCache, jwt, verifyCache, rolesCache, downloads });
   const server = app.listen(config.PORT, config.HOST);
   await new Promise<void>((resolve, reject) => {
     server.once('listening', resolve);
@@ -43,6 +46,7 @@ void runProcess('gateway', () => loadGatewayConfig(), async ({ config, logger, m
   server.headersTimeout = 66_000;
   server.requestTimeout = 30_000;
   logger.info({ port: (server.address() as AddressInfo).port }, 'gateway listening');
+  if (!config.DOWNLOAD_BASE_URL) downloads.baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}/downloads`;
   return {
     closers: [
       {

@@ -42,3 +42,23 @@ export async function appendEvent(db: PoolClient | Pool, input: EventInput): Pro
   ]);
   return event.id;
 }
+
+/**
+ * The DDL of a producing service's outbox in `schema`, exactly as the services' migrations create it (table,
+ * index and notify trigger): for tests and benchmarks that need an outbox without a whole service.
+ */
+export function outboxDdl(schema: string): string {
+  if (!/^[a-z_][a-z0-9_]*$/.test(schema)) throw new Error(`invalid schema name ${schema}`);
+  return `
+    CREATE SCHEMA ${schema};
+    SET search_path TO ${schema};
+    CREATE TABLE outbox (
+      seq bigserial PRIMARY KEY, event_id text NOT NULL UNIQUE,
+      environment text NOT NULL CHECK (environment IN ('live', 'test')), event_type text NOT NULL,
+      event_key text NOT NULL, payload jsonb NOT NULL, created_at timestamptz NOT NULL DEFAULT now(), published_at timestamptz);
+    CREATE INDEX outbox_unpublished ON outbox (seq) WHERE published_at IS NULL;
+    CREATE FUNCTION notify_outbox() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN PERFORM pg_notify('secsvc_outbox', TG_TABLE_SCHEMA); RETURN NULL; END $$;
+    CREATE TRIGGER outbox_notify AFTER INSERT ON outbox FOR EACH STATEMENT EXECUTE FUNCTION notify_outbox();
+    RESET search_path;`;
+}

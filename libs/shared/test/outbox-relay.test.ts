@@ -1,7 +1,7 @@
 import pg from 'pg';
 import { createPool } from '../src/db';
 import { createLogger } from '../src/logger';
-import { appendEvent } from '../src/outbox';
+import { appendEvent, outboxDdl } from '../src/outbox';
 import { OutboxRelay } from '../src/outbox-relay';
 import { createPostgresBus } from '../src/bus/postgres';
 import type { BusRecord, EventBus } from '../src/bus/port';
@@ -12,23 +12,11 @@ let db: TestDatabase;
 let pool: pg.Pool;
 let bus: EventBus;
 
-// The outbox of a producing service, as identity's and policy's migrations create it.
-const OUTBOX_DDL = `
-  CREATE SCHEMA svc;
-  SET search_path TO svc;
-  CREATE TABLE outbox (
-    seq bigserial PRIMARY KEY, event_id text NOT NULL UNIQUE,
-    environment text NOT NULL CHECK (environment IN ('live', 'test')), event_type text NOT NULL,
-    event_key text NOT NULL, payload jsonb NOT NULL, created_at timestamptz NOT NULL DEFAULT now(), published_at timestamptz);
-  CREATE FUNCTION notify_outbox() RETURNS trigger LANGUAGE plpgsql AS $$
-  BEGIN PERFORM pg_notify('secsvc_outbox', TG_TABLE_SCHEMA); RETURN NULL; END $$;
-  CREATE TRIGGER outbox_notify AFTER INSERT ON outbox FOR EACH STATEMENT EXECUTE FUNCTION notify_outbox();`;
-
 beforeAll(async () => {
   db = await testDatabase();
   const c = new pg.Client({ connectionString: db.url });
   await c.connect();
-  await c.query(OUTBOX_DDL);
+  await c.query(outboxDdl('svc'));
   await c.end();
   pool = createPool(db.url, 4, logger, 'svc');
   bus = await createPostgresBus({ url: db.url, logger, pollMs: 100 });
