@@ -43,7 +43,7 @@ function run(app: string, env: Record<string, string>): Promise<Run> {
 }
 
 const messages = (r: Run) => r.lines.map((l) => l.msg ?? '');
-const migrationFiles = (app: string) => readdirSync(path.join(rootDir, 'apps', app, 'migrations')).filter((f) => f.endsWith('.sql'));
+const migrationFiles = (dir: string) => readdirSync(path.join(rootDir, dir, 'migrations')).filter((f) => f.endsWith('.sql'));
 
 describe('MIGRATE_ONLY=true', () => {
   let db: TestDatabase;
@@ -71,11 +71,11 @@ describe('MIGRATE_ONLY=true', () => {
     expect(first.stderr).toBe('');
     expect(first.code).toBe(0);
     expect(messages(first)).toContain(`${app} migrations applied (MIGRATE_ONLY), exiting`);
-    expect(first.lines.filter((l) => l.msg === 'migration applied' && l.schema === app)).toHaveLength(migrationFiles(app).length);
+    expect(first.lines.filter((l) => l.msg === 'migration applied' && l.schema === app)).toHaveLength(migrationFiles(`apps/${app}`).length);
     // Nothing after the migrations ran: no gRPC server, no admin server.
     expect(messages(first).some((m) => /gRPC listening|started$/.test(m))).toBe(false);
     const { rows } = await client.query<{ version: number }>(`SELECT version FROM ${app}.schema_migrations ORDER BY version`);
-    expect(rows.map((r) => r.version)).toEqual(migrationFiles(app).map((_, i) => i + 1));
+    expect(rows.map((r) => r.version)).toEqual(migrationFiles(`apps/${app}`).map((_, i) => i + 1));
 
     const second = await run(app, base);
     expect(second.code).toBe(0);
@@ -88,7 +88,7 @@ describe('MIGRATE_ONLY=true', () => {
     expect(rows[0]!.n).toBe('0');
   });
 
-  it('audit applies its ClickHouse migrations, exits 0, and finds them applied on the next run', async () => {
+  it('audit applies its Postgres schema and ClickHouse migrations, exits 0, and finds them applied on the next run', async () => {
     const env = { ...base, CLICKHOUSE_PATH: path.join(chDir, 'clickhouse') };
     const first = await run('audit', env);
     expect(first.stderr).toBe('');
@@ -97,6 +97,9 @@ describe('MIGRATE_ONLY=true', () => {
     expect(applied?.applied).toBeGreaterThan(0);
     expect(messages(first)).toContain('audit migrations applied (MIGRATE_ONLY), exiting');
     expect(messages(first).some((m) => /gRPC listening|started$/.test(m))).toBe(false);
+    // The audit schema in Postgres (export jobs, outbox: libs/audit-store/migrations).
+    const { rows } = await client.query<{ version: number }>('SELECT version FROM audit.schema_migrations ORDER BY version');
+    expect(rows.map((r) => r.version)).toEqual(migrationFiles('libs/audit-store').map((_, i) => i + 1));
 
     const second = await run('audit', env);
     expect(second.code).toBe(0);

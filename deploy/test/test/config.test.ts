@@ -1,0 +1,114 @@
+/**
+ * The rendered environment of every container is accepted by that app's own configuration loader (the code
+ * each process runs at start), and every variable the manifests set is one some app reads: a typo or a
+ * half-configured distributed profile fails here instead of in a crash-looping pod.
+ */
+import { auditConfigShape, loadAuditConfig } from '../../../apps/audit/src/config';
+import { loadWorkerConfig, workerConfigShape } from '../../../apps/export-worker/src/config';
+import { gatewayConfigShape, loadGatewayConfig } from '../../../apps/gateway/src/config';
+import { identityConfigShape, loadIdentityConfig } from '../../../apps/identity/src/config';
+import { loadPolicyConfig, policyConfigShape } from '../../../apps/policy/src/config';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { describeWithTools, find, k8sDir, objects, OVERLAYS, type K8sObject } from './support/tools';
+
+const apps: Record<string, { shape: object; load: (env: Record<string, string>) => unknown }> = {
+  gateway: { shape: gatewayConfigShape, load: loadGatewayConfig },
+  identity: { shape: identityConfigShape, load: loadIdentityConfig },
+  policy: { shape: policyConfigShape, load: loadPolicyConfig },
+  audit: { shape: auditConfigShape, load: loadAuditConfig },
+  'export-worker': { shape: workerConfigShape, load: loadWorkerConfig },
+};
+
+/** Variables read by Node.js itself rather than by our configuration. */
+const RUNTIME_VARIABLES = new Set(['NODE_EXTRA_CA_CERTS']);
+
+/** Stand-ins for the values of the Secrets the manifests reference (by Secret and key). */
+const SECRET_VALUES: Record<string, string> = {
+  'secsvc-pg-app/uri': 'postgresql://secsvc:pw@secsvc-pg-rw:5432/secsvc',
+  'secsvc-secrets/SERVER_SECRET': 's'.repeat(48),
+  'secsvc-secrets/REDIS_URL': 'redis://:pw@redis:6379/0',
+  'secsvc-secrets/CLICKHOUSE_PASSWORD': 'pw',
+  'secsvc-app/password': 'pw',
+};
+
+interface EnvVar {
+  name: string;
+  value?: string;
+  valueFrom?: { secretKeyRef?: { name: string; key: string; optional?: boolean } };
+}
+
+/** The environment a container starts with; optional Secret keys are left out (as when they are absent). */
+function environment(objs: K8sObject[], container: { env?: EnvVar[]; envFrom?: { configMapRef?: { name: string } }[] }) {
+  const env: Record<string, string> = {};
+  for (const from of container.envFrom ?? []) Object.assign(env, find(objs, 'ConfigMap', from.configMapRef!.name).data);
+  for (const e of container.env ?? []) {
+    const ref = e.valueFrom?.secretKeyRef;
+    if (ref?.optional) continue;
+    const value = ref ? SECRET_VALUES[`${ref.name}/${ref.key}`] : e.value;
+    if (value === undefined) throw new Error(`no stand-in for ${e.name} (${ref ? `${ref.name}/${ref.key}` : 'no value'})`);
+    env[e.name] = value.replace(/\$\(([A-Z_]+)\)/g, (_, n: string) => env[n] ?? '');
+  }
+  return env;
+}
+
+for (const overlay of OVERLAYS) {
+  describeWithTools(`overlay ${overlay}: configuration`, () => {
+    const objs = () => objects(`overlays/${overlay}`);
+
+    it.each(Object.keys(apps))('%s accepts its Deployment environment', (app) => {
+      const container = find(objs(), 'Deployment', app).spec.template.spec.containers[0];
+      expect(() => apps[app]!.load(environment(objs(), container))).not.toThrow();
+      const unknown = (container.env as EnvVar[]).map((e) => e.name).filter((n) => !(n in apps[app]!.shape) && !RUNTIME_VARIABLES.has(n));
+      expect(unknown).toEqual([]);
+    });
+
+    it('runs the distributed profile with Kafka, a ClickHouse server, Redis and S3', () => {
+      const env = (app: string) => environment(objs(), find(objs(), 'Deployment', app).spec.template.spec.containers[0]);
+      const gateway = loadGatewayConfig(env('gateway'));
+      expect([gateway.PROFILE, gateway.RATE_LIMIT_STORE, gateway.IDENTITY_ADDR]).toEqual(['distributed', 'redis', 'dns:///identity-headless:50051']);
+      const audit = loadAuditConfig(env('audit'));
+      expect([audit.EVENT_BUS, audit.CLICKHOUSE_URL, audit.MIGRATE_ONLY]).toEqual(['kafka', 'http://clickhouse-secsvc:8123', false]);
+      const worker = loadWorkerConfig(env('export-worker'));
+      expect([worker.EXPORT_STORE, worker.CLICKHOUSE_URL]).toEqual(['s3', 'http://clickhouse-secsvc:8123']);
+      const identity = loadIdentityConfig(env('identity'));
+      expect(identity.KAFKA_SSL).toBe(overlay === 'prod');
+      // Each gRPC target has a headless Service behind it.
+      for (const addr of [gateway.IDENTITY_ADDR, gateway.POLICY_ADDR, gateway.AUDIT_ADDR]) {
+        const [, name, port] = /^dns:\/\/\/([a-z-]+):(\d+)$/.exec(addr)!;
+        const svc = find(objs(), 'Service', name!);
+        expect(svc.spec.clusterIP).toBe('None');
+        expect(svc.spec.ports.map((p: { port: number }) => p.port)).toContain(Number(port));
+      }
+    });
+
+    it('the migrations Job containers accept their environment with MIGRATE_ONLY=true', () => {
+      const job = find(objs(), 'Job', 'secsvc-migrate').spec.template.spec;
+      for (const c of [...job.initContainers, ...job.containers]) {
+        const config = apps[c.name]!.load(environment(objs(), c)) as { MIGRATE_ONLY: boolean };
+        expect([c.name, config.MIGRATE_ONLY]).toEqual([c.name, true]);
+      }
+    });
+
+    it('documents in secret.example.env exactly the keys of secsvc-secrets that the manifests reference', () => {
+      const referenced = new Set<string>();
+      const walk = (node: unknown): void => {
+        if (Array.isArray(node)) return node.forEach(walk);
+        if (node === null || typeof node !== 'object') return;
+        const ref = (node as { secretKeyRef?: { name: string; key: string } }).secretKeyRef;
+        if (ref?.name === 'secsvc-secrets') referenced.add(ref.key);
+        Object.values(node).forEach(walk);
+      };
+      walk(objs());
+      const example = readFileSync(path.join(k8sDir, 'secret.example.env'), 'utf8');
+      const documented = new Set([...example.matchAll(/^(?:# )?([A-Z][A-Z0-9_]+)=/gm)].map((m) => m[1]!));
+      expect([...referenced].sort()).toEqual([...documented].sort());
+    });
+
+    it('sets in the ConfigMap only variables some app reads', () => {
+      const known = new Set(Object.values(apps).flatMap((a) => Object.keys(a.shape)));
+      const data = find(objs(), 'ConfigMap', 'secsvc-config').data as Record<string, string>;
+      expect(Object.keys(data).filter((k) => !known.has(k))).toEqual([]);
+    });
+  });
+}
