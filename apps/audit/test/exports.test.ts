@@ -160,7 +160,7 @@ describe('DownloadExport', () => {
     const w = await objects.create(`live/${job.id}/1.csv`, 'text/csv');
     await w.write(content);
     await w.finish();
-    await jobs.complete(job, { objectKey: `live/${job.id}/1.csv`, totalRecords: rows.length, fileSizeBytes: content.length, sha256: createHash('sha256').update(content).digest('hex'), expiresAt: new Date(Date.now() + 60_000) });
+    await jobs.complete(job, { objectKey: `live/${job.id}/1.csv`, totalRecords: rows.length, fileSizeBytes: content.length, sha256: createHash('sha256').update(content).digest('hex'), linkTtlMs: 60_000 });
     exp = await unary(client.getExport, { environment: 'live', id: job.id });
   });
 

@@ -41,7 +41,7 @@ class FakeQueue implements JobQueue {
   async complete(job: ClaimedJob, file: CompletedFile) {
     const j = this.jobs.get(job.id)!;
     if (j.lease !== job.leaseToken || j.status !== 'processing') return false;
-    Object.assign(j, { status: 'completed', totalRecords: file.totalRecords, fileSizeBytes: file.fileSizeBytes, sha256: file.sha256, objectKey: file.objectKey, expiresAt: file.expiresAt.toISOString(), lease: undefined });
+    Object.assign(j, { status: 'completed', totalRecords: file.totalRecords, fileSizeBytes: file.fileSizeBytes, sha256: file.sha256, objectKey: file.objectKey, expiresAt: new Date(Date.now() + file.linkTtlMs).toISOString(), lease: undefined });
     this.completed.push(job.id);
     return true;
   }

@@ -165,8 +165,7 @@ export class ExportWorker {
       clearInterval(heartbeat);
       await beating;
       if (abort.signal.aborted) throw abort.signal.reason;
-      const expiresAt = new Date(Date.now() + this.s.linkTtlMs);
-      if (await this.queue.complete(job, { ...file, objectKey: key, expiresAt })) {
+      if (await this.queue.complete(job, { ...file, objectKey: key, linkTtlMs: this.s.linkTtlMs })) {
         this.rowsTotal?.inc(file.totalRecords);
         this.jobsTotal?.inc({ outcome: 'completed' });
         log.info({ ...file }, 'export completed');

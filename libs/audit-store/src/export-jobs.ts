@@ -65,8 +65,8 @@ export interface CompletedFile {
   totalRecords: number;
   fileSizeBytes: number;
   sha256: string;
-  /** When the download link (and the file) expire. */
-  expiresAt: Date;
+  /** How long the download link (and the file) last from completion (expiresAt = completedAt + this). */
+  linkTtlMs: number;
 }
 
 interface JobRow {
@@ -230,10 +230,11 @@ export class ExportJobs {
   async complete(job: ClaimedJob, file: CompletedFile): Promise<boolean> {
     return withTransaction(this.pool, async (db) => {
       const { rows } = await db.query<JobRow>(
-        `UPDATE export_jobs SET status = 'completed', completed_at = now(), expires_at = $3, total_records = $4, processed_records = $4,
+        `UPDATE export_jobs SET status = 'completed', completed_at = now(), expires_at = now() + make_interval(secs => $3::double precision / 1000),
+                total_records = $4, processed_records = $4,
                 file_size_bytes = $5, sha256 = $6, object_key = $7, lease_token = NULL, lease_expires_at = NULL
           WHERE id = $1 AND lease_token = $2 AND status = 'processing' RETURNING *`,
-        [job.id, job.leaseToken, file.expiresAt, file.totalRecords, file.fileSizeBytes, file.sha256, file.objectKey],
+        [job.id, job.leaseToken, file.linkTtlMs, file.totalRecords, file.fileSizeBytes, file.sha256, file.objectKey],
       );
       if (!rows[0]) return false;
       const done = toJob(rows[0]);

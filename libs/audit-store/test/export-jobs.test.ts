@@ -41,7 +41,7 @@ function newExport(over: Partial<NewExport> = {}): NewExport {
   };
 }
 const outbox = async () => (await pool.query<{ event_type: string; payload: { target: { id: string }; actor: { id?: string }; metadataJson: string } }>('SELECT event_type, payload FROM outbox ORDER BY seq')).rows;
-const file = (over = {}) => ({ objectKey: 'live/x/1.csv', totalRecords: 40, fileSizeBytes: 1234, sha256: 'ab'.repeat(32), expiresAt: new Date(Date.now() + 3_600_000), ...over });
+const file = (over = {}) => ({ objectKey: 'live/x/1.csv', totalRecords: 40, fileSizeBytes: 1234, sha256: 'ab'.repeat(32), linkTtlMs: 3_600_000, ...over });
 
 test('create stores the job as processing and writes log.export.created in the same transaction', async () => {
   const job = await jobs.create(newExport());
@@ -119,7 +119,7 @@ test('a job whose worker died on every attempt ends as failed (worker_lost)', as
 test('expired exports lose their file and become expired; downloads are recorded as events', async () => {
   const job = await jobs.create(newExport());
   const c = (await jobs.claim('a', 60_000, 3))!;
-  await jobs.complete(c, file({ expiresAt: new Date(Date.now() - 1000) }));
+  await jobs.complete(c, file({ linkTtlMs: -1000 }));
   const other = await jobs.create(newExport());
   await jobs.complete((await jobs.claim('a', 60_000, 3))!, file({ objectKey: 'live/y/1.csv' }));
   const removed: string[] = [];

@@ -48,6 +48,11 @@ export class AppProcess {
     });
   }
 
+  /** The running child's process id. */
+  get pid(): number | undefined {
+    return this.child?.pid;
+  }
+
   get running(): boolean {
     return !!this.child && this.child.exitCode === null && this.child.signalCode === null;
   }

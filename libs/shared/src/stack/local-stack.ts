@@ -43,6 +43,8 @@ export interface LocalStack {
   stop: () => Promise<Partial<Record<AppName, number | null>>>;
   /** Ends one app (SIGKILL by default: a crash) and starts it again on the same ports; resolves once healthy. */
   restart: (app: AppName, signal?: NodeJS.Signals) => Promise<void>;
+  /** The process id of a running app (benchmarks read its memory). */
+  pid: (app: AppName) => number | undefined;
 }
 
 interface Secrets {
@@ -147,8 +149,11 @@ export async function startLocalStack(opts: LocalStackOptions): Promise<LocalSta
 
     launch('identity', { GRPC_PORT: String(grpcPorts.identity) });
     launch('policy', { GRPC_PORT: String(grpcPorts.policy) });
-    launch('audit', { GRPC_PORT: String(grpcPorts.audit), CLICKHOUSE_PATH: path.join(opts.dataDir, 'clickhouse') });
-    launch('export-worker', {});
+    // Export files: the worker writes them, audit reads them for downloads (the local object store).
+    const exportDir = path.join(opts.dataDir, 'exports');
+    launch('audit', { GRPC_PORT: String(grpcPorts.audit), CLICKHOUSE_PATH: path.join(opts.dataDir, 'clickhouse'), EXPORT_DIR: exportDir });
+    // The worker reads rows through audit's StreamLogs: the embedded ClickHouse admits one process.
+    launch('export-worker', { AUDIT_ADDR: grpc.audit, EXPORT_DIR: exportDir });
     const failed = () => startupFailure;
     await Promise.all([
       waitUntil('identity', () => checkHealth(grpc.identity), deadline, failed),
@@ -181,7 +186,8 @@ export async function startLocalStack(opts: LocalStackOptions): Promise<LocalSta
       proc.start();
       await waitUntil(name, healthy[name], Date.now() + (opts.startTimeoutMs ?? 60_000), () => startupFailure);
     };
-    return { baseUrl: `${baseUrl}/v1`, port: gatewayPort, databaseUrl, grpc, admin, bootstrapKey, stop, restart };
+    const pid = (name: AppName) => procs.get(name)?.pid;
+    return { baseUrl: `${baseUrl}/v1`, port: gatewayPort, databaseUrl, grpc, admin, bootstrapKey, stop, restart, pid };
   } catch (err) {
     await stop().catch(() => undefined);
     throw err;
