@@ -9,6 +9,7 @@ import { gatewayConfigShape, loadGatewayConfig } from '../../../apps/gateway/src
 import { identityConfigShape, loadIdentityConfig } from '../../../apps/identity/src/config';
 import { loadPolicyConfig, policyConfigShape } from '../../../apps/policy/src/config';
 import { readFileSync } from 'node:fs';
+import { AUDIT_CONSUMER_GROUP, AUTH_EVENTS_TOPIC } from '@secsvc/shared';
 import path from 'node:path';
 import { describeWithTools, find, k8sDir, objects, OVERLAYS, type K8sObject } from './support/tools';
 
@@ -103,6 +104,21 @@ for (const overlay of OVERLAYS) {
       const example = readFileSync(path.join(k8sDir, 'secret.example.env'), 'utf8');
       const documented = new Set([...example.matchAll(/^(?:# )?([A-Z][A-Z0-9_]+)=/gm)].map((m) => m[1]!));
       expect([...referenced].sort()).toEqual([...documented].sort());
+    });
+
+    it('declares the Kafka topic and (prod) ACLs the code uses', () => {
+      const topic = find(objs(), 'KafkaTopic', AUTH_EVENTS_TOPIC);
+      expect(String(topic.spec.partitions)).toBe(find(objs(), 'ConfigMap', 'secsvc-config').data.KAFKA_PARTITIONS);
+      expect(topic.metadata.labels!['strimzi.io/cluster']).toBe('secsvc-kafka');
+      const user = objs().find((o) => o.kind === 'KafkaUser');
+      if (overlay === 'dev') return expect(user).toBeUndefined();
+      const acls = user!.spec.authorization.acls as { resource: { type: string; name: string }; operations: string[] }[];
+      expect(acls.find((a) => a.resource.type === 'topic' && a.resource.name === AUTH_EVENTS_TOPIC)?.operations).toEqual(expect.arrayContaining(['Read', 'Write', 'Create', 'Describe']));
+      expect(acls.find((a) => a.resource.type === 'group' && a.resource.name === AUDIT_CONSUMER_GROUP)?.operations).toContain('Read');
+      // The SCRAM user the Deployments log in as is this KafkaUser, whose generated Secret they read.
+      const env = find(objs(), 'Deployment', 'audit').spec.template.spec.containers[0].env as EnvVar[];
+      expect(env.find((e) => e.name === 'KAFKA_SASL_USERNAME')?.value).toBe(user!.metadata.name);
+      expect(env.find((e) => e.name === 'KAFKA_SASL_PASSWORD')?.valueFrom?.secretKeyRef?.name).toBe(user!.metadata.name);
     });
 
     it('sets in the ConfigMap only variables some app reads', () => {
