@@ -10,17 +10,19 @@ import { authenticate } from './middleware/auth';
 import { errorHandler, notFound } from './middleware/errors';
 import { observe } from './middleware/observe';
 import { requestId } from './middleware/request-id';
+import { oauthRouter, requiredScope } from './oauth';
 import { buildOpenApi } from './openapi';
 import type { Route } from './routes/route';
 import { apiKeyRoutes } from './routes/api-keys';
 import { logRoutes } from './routes/logs';
+import { oauthClientRoutes } from './routes/oauth-clients';
 import { authRoutes } from './routes/auth';
 import { policyRoutes } from './routes/policies';
 import { sessionRoutes } from './routes/sessions';
 import { userRoutes } from './routes/users';
 import { downloadRouter, type DownloadSource } from './downloads';
 
-export const routes: Route[] = [...userRoutes, ...apiKeyRoutes, ...sessionRoutes, ...authRoutes, ...policyRoutes, ...logRoutes];
+export const routes: Route[] = [...userRoutes, ...apiKeyRoutes, ...sessionRoutes, ...authRoutes, ...policyRoutes, ...logRoutes, ...oauthClientRoutes];
 
 export const BODY_LIMIT = '1mb';
 
@@ -39,6 +41,8 @@ export interface GatewayDeps {
   rolesCache?: RolesCache;
   /** The download host of export files (DOWNLOAD_BASE_URL; absent: not served). baseUrl is read per request. */
   downloads?: { baseUrl: string; open: DownloadSource };
+  /** The OAuth 2.0 authorization server's endpoints (/oauth/*, discovery), with the public origin; absent = not served. */
+  oauth?: { issuer: string };
 }
 
 const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH']);
@@ -62,6 +66,15 @@ function mount(router: express.Router, route: Route, deps: GatewayDeps): void {
     res.locals.route = template;
     try {
       const principal = req.principal ?? ANONYMOUS;
+      if (principal.scopes) {
+        // OAuth access tokens: the route's scope first, then (for users) the policies as for any user.
+        const needed = requiredScope(route);
+        if (!needed || !principal.scopes.includes(needed)) {
+          const why = needed ? `the scope ${needed} is required` : 'OAuth access tokens cannot call this endpoint';
+          res.setHeader('WWW-Authenticate', `Bearer realm="secsvc", error="insufficient_scope"${needed ? `, scope="${needed}"` : ''}`);
+          throw new AppError('forbidden', `Insufficient scope: ${why}`, [{ field: 'scope', message: needed ? `${needed} is required` : 'no scope grants this endpoint' }]);
+        }
+      }
       if (principal.type === 'anonymous') {
         if (!route.anonymous) throw new AppError('unauthorized', 'Missing Authorization header (Bearer API key or session token)');
       } else if (principal.type === 'user') {
@@ -97,7 +110,7 @@ function mount(router: express.Router, route: Route, deps: GatewayDeps): void {
         headers: {
           'x-actor-id': principal.id,
           'x-actor-type': principal.type,
-          'x-auth-method': principal.type === 'api_key' ? 'api_key' : principal.keyType === 'none' ? 'none' : principal.keyType,
+          'x-auth-method': principal.clientId ? 'oauth' : principal.type === 'api_key' ? 'api_key' : principal.keyType === 'none' ? 'none' : principal.keyType,
           'x-client-ip': req.ip ?? '',
           'x-user-agent': (req.get('user-agent') ?? '').slice(0, 512),
         },
@@ -120,6 +133,20 @@ export function createApp(deps: GatewayDeps): express.Express {
   app.use(observe(deps.metrics, deps.logger));
 
   app.get('/healthz', (_req, res) => void res.json({ status: 'ok' }));
+  // The OAuth 2.0 authorization server (unversioned, as the standards name the paths), limited per client ip.
+  if (deps.oauth) {
+    app.use(
+      oauthRouter({
+        clients: deps.clients,
+        issuer: deps.oauth.issuer,
+        deadlineMs: deps.config.GRPC_DEADLINE_MS,
+        logger: deps.logger,
+        jwt: deps.jwt,
+        authCache: deps.authCache,
+      }),
+    );
+  }
+
   // Public keys of the access-token signers (RFC 7517), for anyone verifying our JWTs.
   app.get('/.well-known/jwks.json', (req, res, next) => {
     deps.clients.identity.getJwks({}, { requestId: req.requestId, deadlineMs: deps.config.GRPC_DEADLINE_MS }).then((jwks) => {

@@ -103,8 +103,8 @@ export class AuthCache {
   private invalidate(credentialId: string): void {
     this.generation++;
     for (const l of this.listeners) l(credentialId);
-    // Access tokens (JWTs) of a changed session are refused while they could still be unexpired.
-    if (credentialId.startsWith('ses_')) this.revokedSessions.set(credentialId, Date.now() + this.revokedRetentionMs);
+    // Access tokens (JWTs) of a changed session or OAuth grant are refused while they could still be unexpired.
+    if (credentialId.startsWith('ses_') || credentialId.startsWith('grt_')) this.revokedSessions.set(credentialId, Date.now() + this.revokedRetentionMs);
     for (const [k, e] of this.entries) if (e.principal.credentialId === credentialId) this.entries.delete(k);
   }
 

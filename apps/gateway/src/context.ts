@@ -21,6 +21,10 @@ export interface Principal {
   environment: 'live' | 'test';
   plan: string;
   roles?: string[];
+  /** OAuth access tokens: the scopes granted (a route needs its scope too); absent for other credentials. */
+  scopes?: string[];
+  /** OAuth access tokens: the client they were issued to. */
+  clientId?: string;
 }
 
 /** A caller without credentials, on the few routes that allow it (login pages); always the live environment. */

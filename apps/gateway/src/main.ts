@@ -36,7 +36,7 @@ void runProcess('gateway', () => loadGatewayConfig(), async ({ config, logger, m
   const rolesCache = new RolesCache(authCache, config.AUTH_CACHE_TTL_MS);
   // Export links point at DOWNLOAD_BASE_URL, else at this gateway's own port (known once it listens).
   const downloads = { baseUrl: (config.DOWNLOAD_BASE_URL ?? `http://127.0.0.1:${config.PORT}/downloads`).replace(/\/+$/, ''), open: auditDownloadSource(auditClient) };
-  const app = createApp({ config, clients, logger, metrics, ready, authCache, jwt, verifyCache, rolesCache, downloads });
+  const app = createApp({ config, clients, logger, metrics, ready, authCache, jwt, verifyCache, rolesCache, downloads, oauth: { issuer: config.ISSUER } });
   const server = app.listen(config.PORT, config.HOST);
   await new Promise<void>((resolve, reject) => {
     server.once('listening', resolve);

@@ -16,6 +16,7 @@ export * from './validation';
 export * from './constants';
 export * from './grpc/caller';
 export * from './outbox';
+export * from './oauth';
 export * from './pg-listener';
 export * from './bus/port';
 export * from './bus/postgres';

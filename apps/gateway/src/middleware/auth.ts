@@ -27,7 +27,14 @@ async function verifyJwt(token: string, jwt: JwtVerifier, cache: AuthCache | und
   const claims = await jwt.verify(token);
   if (cache.isSessionRevoked(claims.sid)) throw new AppError('unauthorized', 'Invalid access token: its session has ended');
   const roles = Array.isArray(claims.roles) ? claims.roles.filter((r): r is string => typeof r === 'string') : [];
-  return { type: 'user', id: claims.sub, credentialId: claims.sid, keyType: 'jwt', environment: env(claims.env), plan: 'pro', roles };
+  // OAuth access tokens carry their scopes and client; without them (session JWTs) nothing is narrowed.
+  const oauth = typeof claims.scope === 'string' && typeof claims.client_id === 'string' ? { scopes: claims.scope.split(' '), clientId: claims.client_id } : {};
+  if (oauth.clientId && claims.sub === oauth.clientId) {
+    // client_credentials: the token acts as the client, like a secret key of its environment limited to its scopes.
+    const keyType = env(claims.env) === 'test' ? 'test' : 'secret';
+    return { type: 'api_key', id: oauth.clientId, credentialId: claims.sid, keyType, environment: env(claims.env), plan: 'pro', ...oauth };
+  }
+  return { type: 'user', id: claims.sub, credentialId: claims.sid, keyType: 'jwt', environment: env(claims.env), plan: 'pro', roles, ...oauth };
 }
 
 /** Resolves a bearer credential with the identity service: an API key or a session token. */

@@ -1,23 +1,12 @@
 import { createHash } from 'node:crypto';
-import type { FieldError } from '@secsvc/shared';
+import { OAUTH_SCOPES, type FieldError } from '@secsvc/shared';
 import { sameHash } from './opaque-tokens';
 
 // The rules of the OAuth 2.0 authorization server that need no I/O: scopes, redirect URIs, PKCE and the
 // validation of authorization requests and client registrations.
 
 /** Every scope the server knows: OpenID Connect's and one per API area. */
-export const SCOPES = [
-  'openid',
-  'profile',
-  'email',
-  'offline_access',
-  'read:users',
-  'write:users',
-  'read:policies',
-  'write:policies',
-  'read:logs',
-  'export:logs',
-] as const;
+export const SCOPES = OAUTH_SCOPES;
 
 /** Scopes about a user: meaningless for client_credentials tokens, which act as the client itself. */
 export const USER_SCOPES = new Set(['openid', 'profile', 'email', 'offline_access']);

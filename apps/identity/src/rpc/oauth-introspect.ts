@@ -1,5 +1,5 @@
 import type { identity } from '@secsvc/proto';
-import type { CallContext } from '@secsvc/shared';
+import { activeAccessToken, type CallContext } from '@secsvc/shared';
 import type { IdentityContext } from '../context';
 import { hashesEqual, hashKey, looksLikeKey } from '../domain/api-keys';
 import { looksLikeOpaqueToken } from '../domain/opaque-tokens';
@@ -36,18 +36,7 @@ async function inspect(ctx: IdentityContext, keys: SigningKeyStore, client: OAut
     const grant = claims.sid.startsWith('grt_') ? await oauthGrantsRepository.get(ctx.pool, claims.sid) : undefined;
     const live = grant ? !grant.revoked_at : (await sessionsRepository.findActiveById(ctx.pool, claims.sid)) !== undefined;
     if (!live) return INACTIVE;
-    return {
-      active: true,
-      token_type: 'Bearer',
-      scope: claims.scope,
-      client_id: claims.client_id,
-      sub: claims.sub,
-      aud: claims.aud,
-      iss: claims.iss,
-      exp: claims.exp,
-      iat: claims.iat,
-      jti: claims.jti,
-    };
+    return activeAccessToken(claims);
   }
   if (looksLikeOpaqueToken(REFRESH_TOKEN_PREFIX, token)) {
     const rt = await oauthRefreshTokensRepository.find(ctx.pool, hashRefreshToken(token, ctx.config.SERVER_SECRET));

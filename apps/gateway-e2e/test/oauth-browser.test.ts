@@ -1,0 +1,173 @@
+/**
+ * The login and consent pages in a real browser: Debian's chromium driven by playwright-core, with
+ * JavaScript switched off (the pages must work without it), screenshots of each page in
+ * apps/gateway-e2e/test-output/oauth/ (gitignored). Without chromium the suite is skipped with a note;
+ * under CI=true a missing chromium is a failure.
+ */
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { existsSync, mkdirSync } from 'node:fs';
+import { createHash, randomBytes } from 'node:crypto';
+import path from 'node:path';
+import { chromium, type Browser, type Page } from 'playwright-core';
+import { json, PASSWORD, postForm, registerClient, startOAuthStack, userWithPassword, type OAuthStack } from './oauth-support';
+
+jest.setTimeout(180_000);
+
+const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+const OUT = path.resolve(__dirname, '..', 'test-output', 'oauth');
+const KEY = 'svc_sk_' + 'oauthBrowserTest'.repeat(3);
+
+const haveChromium = existsSync(CHROMIUM);
+if (!haveChromium && process.env.CI === 'true') {
+  throw new Error(`chromium is missing at ${CHROMIUM}: .ci/run installs it (apt-get install chromium)`);
+}
+// Loud on purpose: this suite is the only check of the pages in a browser.
+if (!haveChromium) process.stderr.write(`SKIPPED "login and consent pages in chromium": no chromium at ${CHROMIUM} (apt-get install -y chromium, or set CHROMIUM_PATH)\n`);
+const suite = haveChromium ? describe : describe.skip; // skip reason: chromium is not installed outside CI (CI=true throws instead)
+
+let s: OAuthStack;
+let browser: Browser;
+let callbackServer: Server;
+let callbackBase: string;
+let user: { email: string };
+let client: { clientId: string; clientSecret?: string };
+
+suite('login and consent pages in chromium', () => {
+  beforeAll(async () => {
+    mkdirSync(OUT, { recursive: true });
+    // The client application's callback: a page that says where the browser arrived.
+    callbackServer = createServer((req, res) => {
+      res.setHeader('content-type', 'text/html');
+      res.end('<!doctype html><title>Client app</title><p>Back at the client</p>');
+      void req;
+    });
+    await new Promise<void>((resolve) => callbackServer.listen(0, '127.0.0.1', resolve));
+    callbackBase = `http://127.0.0.1:${(callbackServer.address() as AddressInfo).port}`;
+    s = await startOAuthStack('oauth-browser', KEY);
+    user = await userWithPassword(s.api, 'grace.browser@example.com');
+    client = await registerClient(s.api, {
+      name: 'Partner <b>Dashboard</b>',
+      type: 'confidential',
+      redirectUris: [`${callbackBase}/callback`],
+      scopes: ['openid', 'email', 'profile', 'read:users'],
+    });
+    const root = process.getuid?.() === 0;
+    browser = await chromium.launch({
+      executablePath: CHROMIUM,
+      headless: true,
+      args: [...(root ? ['--no-sandbox'] : []), '--disable-background-networking', '--disable-component-update', '--no-first-run'],
+    });
+  });
+
+  afterAll(async () => {
+    await browser?.close();
+    await s?.stop();
+    await new Promise<void>((resolve) => (callbackServer ? callbackServer.close(() => resolve()) : resolve()));
+  });
+
+  function authorizationUrl(verifier: string) {
+    const url = new URL(`${s.issuer}/oauth/authorize`);
+    url.search = new URLSearchParams({
+      response_type: 'code',
+      client_id: client.clientId,
+      redirect_uri: `${callbackBase}/callback`,
+      scope: 'openid email profile read:users',
+      state: 'browser-state',
+      nonce: 'browser-nonce',
+      code_challenge: createHash('sha256').update(verifier).digest('base64url'),
+      code_challenge_method: 'S256',
+    }).toString();
+    return url.href;
+  }
+
+  /** A page without JavaScript that records Content-Security-Policy violations. */
+  async function newPage(): Promise<{ page: Page; problems: string[] }> {
+    const context = await browser.newContext({ javaScriptEnabled: false });
+    const page = await context.newPage();
+    const problems: string[] = [];
+    page.on('console', (m) => {
+      if (/Content Security Policy|Refused to/i.test(m.text())) problems.push(m.text());
+    });
+    return { page, problems };
+  }
+
+  it('signs in, consents and returns to the client with a code, all without JavaScript', async () => {
+    const verifier = randomBytes(32).toString('base64url');
+    const { page, problems } = await newPage();
+    const first = await page.goto(authorizationUrl(verifier));
+    expect(first!.status()).toBe(200);
+    const headers = first!.headers();
+    expect(headers['content-security-policy']).toContain("default-src 'none'");
+    expect(headers['content-security-policy']).toContain("frame-ancestors 'none'");
+    expect(headers['x-frame-options']).toBe('DENY');
+    const html = await page.content();
+    expect(html).not.toMatch(/<script/i);
+    // the client's name is text, not markup
+    expect(await page.locator('h1').textContent()).toBe('Sign in to continue to Partner <b>Dashboard</b>');
+    await page.screenshot({ path: path.join(OUT, '1-login.png'), fullPage: true });
+
+    await page.fill('#email', user.email);
+    await page.fill('#password', 'not the password at all');
+    await page.click('button[type=submit]');
+    expect(await page.locator('.error').textContent()).toBe('Invalid email or password');
+    expect(await page.inputValue('#email')).toBe(user.email);
+    await page.screenshot({ path: path.join(OUT, '2-login-error.png'), fullPage: true });
+
+    await page.fill('#password', PASSWORD);
+    await page.click('button[type=submit]');
+    await expect(page.locator('h1').textContent()).resolves.toBe('Partner <b>Dashboard</b> wants to access your account');
+    expect(await page.locator('ul.scopes li').count()).toBe(4);
+    await page.screenshot({ path: path.join(OUT, '3-consent.png'), fullPage: true });
+
+    await page.click('button[value=allow]');
+    await page.waitForURL(`${callbackBase}/callback?**`);
+    const back = new URL(page.url());
+    expect(back.searchParams.get('state')).toBe('browser-state');
+    expect(back.searchParams.get('iss')).toBe(s.issuer);
+    await page.screenshot({ path: path.join(OUT, '4-back-at-client.png'), fullPage: true });
+
+    const tokens = await json(
+      await postForm(`${s.issuer}/oauth/token`, {
+        grant_type: 'authorization_code',
+        code: back.searchParams.get('code')!,
+        redirect_uri: `${callbackBase}/callback`,
+        code_verifier: verifier,
+        client_id: client.clientId,
+        client_secret: client.clientSecret!,
+      }),
+    );
+    expect(tokens).toMatchObject({ token_type: 'Bearer', scope: 'openid email profile read:users' });
+    expect(problems).toEqual([]);
+
+    // The browser is now logged in and has consented: the next authorization goes straight back.
+    await page.goto(authorizationUrl(randomBytes(32).toString('base64url')));
+    await page.waitForURL(`${callbackBase}/callback?**`);
+    expect(new URL(page.url()).searchParams.get('code')).toMatch(/^ocd_/);
+    await page.context().close();
+  });
+
+  it('denying consent goes back to the client with access_denied', async () => {
+    const { page } = await newPage();
+    await page.goto(authorizationUrl(randomBytes(32).toString('base64url')) + '&prompt=consent');
+    await page.fill('#email', user.email);
+    await page.fill('#password', PASSWORD);
+    await page.click('button[type=submit]');
+    await page.click('button[value=deny]');
+    await page.waitForURL(`${callbackBase}/callback?**`);
+    expect(new URL(page.url()).searchParams.get('error')).toBe('access_denied');
+    await page.context().close();
+  });
+
+  it('shows an error page (not a redirect) for an unregistered redirect URI', async () => {
+    const { page } = await newPage();
+    const url = new URL(authorizationUrl('x'.repeat(43)));
+    url.searchParams.set('redirect_uri', 'https://evil.example/steal');
+    const res = await page.goto(url.href);
+    expect(res!.status()).toBe(400);
+    expect(page.url()).toBe(url.href);
+    expect(await page.locator('.error').textContent()).toContain('redirect_uri');
+    await page.screenshot({ path: path.join(OUT, '5-error-page.png'), fullPage: true });
+    await page.context().close();
+  });
+});

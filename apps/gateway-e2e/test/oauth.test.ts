@@ -1,0 +1,356 @@
+/**
+ * The OAuth 2.0 authorization server end to end, driven by the certified relying-party library
+ * openid-client over the whole stack: discovery, PKCE, code exchange, ID token validation, refresh, userinfo,
+ * revocation, introspection, client credentials; and every negative case of the issue as its own test.
+ */
+import type * as Oidc from 'openid-client' with { 'resolution-mode': 'import' };
+import pg from 'pg';
+import { createHash, randomBytes } from 'node:crypto';
+import { authorizeInteractively, get, hiddenInputs, Jar, json, PASSWORD, postForm, registerClient, startOAuthStack, userWithPassword, type OAuthStack } from './oauth-support';
+
+jest.setTimeout(120_000);
+
+const KEY = 'svc_sk_' + 'oauthE2eTests'.repeat(3);
+const REDIRECT = 'http://127.0.0.1:9/callback';
+const ALL = 'openid profile email offline_access read:users';
+
+let s: OAuthStack;
+/** openid-client is an ES module: loaded once (Jest's transform makes it CommonJS). */
+let oidc: typeof Oidc;
+let user: { id: string; email: string; name: string };
+let publicClient: { clientId: string };
+let confidential: { clientId: string; clientSecret?: string };
+
+beforeAll(async () => {
+  oidc = await import('openid-client');
+  s = await startOAuthStack('oauth', KEY);
+  user = await userWithPassword(s.api, 'ada.oauth@example.com', ['role_staff']);
+  // Users act under the policies: staff may read users (the token's scopes narrow it further).
+  await s.api('POST', '/policies', { name: 'staff read users', effect: 'allow', principals: ['role:staff'], actions: ['read', 'create'], resources: ['/users', '/users/*'] });
+  publicClient = await registerClient(s.api, { name: 'SPA', type: 'public', redirectUris: [REDIRECT], scopes: ALL.split(' '), firstParty: true });
+  confidential = await registerClient(s.api, {
+    name: 'Partner app',
+    type: 'confidential',
+    redirectUris: [REDIRECT],
+    scopes: [...ALL.split(' '), 'read:logs'],
+  });
+});
+
+afterAll(() => s?.stop());
+
+// The stack speaks http on 127.0.0.1: the library refuses that unless told.
+const insecure = () => ({ execute: [oidc.allowInsecureRequests] });
+const publicConfig = () => oidc.discovery(new URL(s.issuer), publicClient.clientId, undefined, oidc.None(), insecure());
+const confidentialConfig = () => oidc.discovery(new URL(s.issuer), confidential.clientId, undefined, oidc.ClientSecretBasic(confidential.clientSecret!), insecure());
+
+/** Authorization with PKCE as an app would do it: the URL, the user's login (and consent), the callback. */
+async function authorizeWithPkce(config: Oidc.Configuration, scope = ALL, email = user.email) {
+  const verifier = oidc.randomPKCECodeVerifier();
+  const state = oidc.randomState();
+  const nonce = oidc.randomNonce();
+  const url = oidc.buildAuthorizationUrl(config, {
+    redirect_uri: REDIRECT,
+    scope,
+    state,
+    nonce,
+    code_challenge: await oidc.calculatePKCECodeChallenge(verifier),
+    code_challenge_method: 'S256',
+  });
+  const callback = await authorizeInteractively(url, email);
+  return { verifier, state, nonce, callback };
+}
+
+async function tokensFor(config: Oidc.Configuration, scope = ALL) {
+  const a = await authorizeWithPkce(config, scope);
+  return oidc.authorizationCodeGrant(config, a.callback, { pkceCodeVerifier: a.verifier, expectedState: a.state, expectedNonce: a.nonce, idTokenExpected: scope.includes('openid') });
+}
+
+const bearer = (token: string) => ({ authorization: `Bearer ${token}` });
+const apiWith = (token: string, method = 'GET', path = `/users/${user.id}`, body?: unknown) =>
+  fetch(`${s.stack.baseUrl}${path}`, { method, headers: { ...bearer(token), ...(body ? { 'content-type': 'application/json' } : {}) }, body: body ? JSON.stringify(body) : undefined });
+const tokenPost = (fields: Record<string, string>, headers: Record<string, string> = {}) => postForm(`${s.issuer}/oauth/token`, fields, undefined, headers);
+const basic = (id: string, secret: string) => ({ authorization: `Basic ${Buffer.from(`${encodeURIComponent(id)}:${encodeURIComponent(secret)}`).toString('base64')}` });
+
+/** A code for the public client, with its verifier (no exchange yet). */
+async function publicCode(scope = ALL) {
+  const verifier = randomBytes(32).toString('base64url');
+  const url = new URL(`${s.issuer}/oauth/authorize`);
+  const params = {
+    response_type: 'code',
+    client_id: publicClient.clientId,
+    redirect_uri: REDIRECT,
+    scope,
+    state: 'st',
+    code_challenge: createHash('sha256').update(verifier).digest('base64url'),
+    code_challenge_method: 'S256',
+  };
+  for (const [k, v] of Object.entries(params)) url.searchParams.set(k, v);
+  const callback = await authorizeInteractively(url, user.email);
+  return { code: callback.searchParams.get('code')!, verifier };
+}
+const exchangePublic = (code: string, verifier: string, over: Record<string, string> = {}) =>
+  tokenPost({ grant_type: 'authorization_code', code, redirect_uri: REDIRECT, code_verifier: verifier, client_id: publicClient.clientId, ...over });
+
+async function untilStatus(fn: () => Promise<Response>, status: number): Promise<Response> {
+  let res = await fn();
+  for (let i = 0; i < 50 && res.status !== status; i++) {
+    await new Promise((r) => setTimeout(r, 50));
+    res = await fn();
+  }
+  return res;
+}
+
+describe('discovery', () => {
+  it('publishes OpenID Connect and RFC 8414 metadata that openid-client accepts', async () => {
+    const config = await publicConfig();
+    const meta = config.serverMetadata();
+    expect(meta).toMatchObject({
+      issuer: s.issuer,
+      authorization_endpoint: `${s.issuer}/oauth/authorize`,
+      token_endpoint: `${s.issuer}/oauth/token`,
+      jwks_uri: `${s.issuer}/.well-known/jwks.json`,
+      code_challenge_methods_supported: ['S256'],
+    });
+    expect(meta.scopes_supported).toEqual(expect.arrayContaining(['openid', 'offline_access', 'read:users', 'export:logs']));
+    const rfc8414 = await json(await fetch(`${s.issuer}/.well-known/oauth-authorization-server`));
+    expect(rfc8414).toEqual(meta);
+  });
+});
+
+describe('authorization code with PKCE (public client, openid-client)', () => {
+  it('logs in, exchanges the code, validates the ID token, reads userinfo and calls the API with the token', async () => {
+    const config = await publicConfig();
+    const tokens = await tokensFor(config);
+    const claims = tokens.claims()!;
+    expect(claims).toMatchObject({ iss: s.issuer, sub: user.id, aud: publicClient.clientId, email: user.email, name: user.name });
+    expect(tokens.refresh_token).toMatch(/^ort_/);
+    expect(tokens.expiresIn()).toBeGreaterThan(800);
+    const info = await oidc.fetchUserInfo(config, tokens.access_token, user.id);
+    expect(info).toMatchObject({ sub: user.id, email: user.email, email_verified: false, name: user.name });
+
+    // The access token acts as the user, within its scopes and the policies.
+    const read = await apiWith(tokens.access_token);
+    expect(read.status).toBe(200);
+    expect((await json(read)).data.id).toBe(user.id);
+    const write = await apiWith(tokens.access_token, 'POST', '/users', { email: 'new@example.com', name: 'New' });
+    expect(write.status).toBe(403);
+    expect(write.headers.get('www-authenticate')).toContain('insufficient_scope');
+    const body = await json(write);
+    expect(body.error).toMatchObject({ code: 'forbidden', details: [{ field: 'scope', message: 'write:users is required' }] });
+    expect((await apiWith(tokens.access_token, 'GET', '/api-keys')).status).toBe(403);
+  });
+
+  it('refreshes (rotation), introspects and revokes', async () => {
+    const config = await publicConfig();
+    const first = await tokensFor(config);
+    const second = await oidc.refreshTokenGrant(config, first.refresh_token!);
+    expect(second.refresh_token).not.toBe(first.refresh_token);
+    expect(second.claims()!.sub).toBe(user.id);
+
+    const conf = await confidentialConfig();
+    const active = await oidc.tokenIntrospection(conf, second.access_token);
+    expect(active).toMatchObject({ active: true, sub: user.id, client_id: publicClient.clientId, scope: ALL });
+    // public clients introspect their own refresh tokens too (client_id only)
+    expect((await oidc.tokenIntrospection(config, second.refresh_token!)).active).toBe(true);
+
+    await oidc.tokenRevocation(config, second.refresh_token!);
+    expect((await oidc.tokenIntrospection(conf, second.access_token)).active).toBe(false);
+    expect((await untilStatus(() => apiWith(second.access_token), 401)).status).toBe(401);
+    await expect(oidc.refreshTokenGrant(config, second.refresh_token!)).rejects.toMatchObject({ error: 'invalid_grant' });
+  });
+
+  it('introspection also answers for session tokens and API keys', async () => {
+    const conf = await confidentialConfig();
+    const login = await s.api('POST', '/auth/login', { email: user.email, password: PASSWORD });
+    expect(await oidc.tokenIntrospection(conf, login.body.data.token)).toMatchObject({ active: true, token_type: 'session', sub: user.id });
+    expect(await oidc.tokenIntrospection(conf, KEY)).toMatchObject({ active: true, token_type: 'api_key' });
+    expect(await oidc.tokenIntrospection(conf, 'svc_sk_' + 'x'.repeat(40))).toEqual({ active: false });
+  });
+});
+
+describe('confidential client', () => {
+  it('shows the consent page once, then remembers it; client_secret_basic', async () => {
+    const config = await confidentialConfig();
+    const jar = new Jar();
+    const url = oidc.buildAuthorizationUrl(config, { redirect_uri: REDIRECT, scope: 'openid email', state: 'x' });
+    let res = await get(url.href, jar);
+    jar.take(res);
+    let fields = hiddenInputs(await res.text());
+    expect(fields.action).toBe('login');
+    res = await postForm(`${s.issuer}/oauth/authorize`, { ...fields, email: user.email, password: PASSWORD }, jar);
+    jar.take(res);
+    expect(res.status).toBe(200);
+    const consent = await res.text();
+    expect(consent).toContain('Partner app wants to access your account');
+    expect(consent).toContain('See your email address');
+    fields = hiddenInputs(consent);
+    res = await postForm(`${s.issuer}/oauth/authorize`, { ...fields, consent: 'allow' }, jar);
+    expect(res.status).toBe(303);
+    const cb = new URL(res.headers.get('location')!);
+    expect(cb.searchParams.get('iss')).toBe(s.issuer);
+    const tokens = await oidc.authorizationCodeGrant(config, cb, { expectedState: 'x', idTokenExpected: true });
+    expect(tokens.claims()!.email).toBe(user.email);
+    // remembered: the logged-in browser goes straight back with a code
+    const again = await get(url.href, jar);
+    expect(again.status).toBe(302);
+    expect(new URL(again.headers.get('location')!).searchParams.get('code')).toMatch(/^ocd_/);
+  });
+
+  it('client_credentials: a token that acts as the client within its scopes', async () => {
+    const config = await confidentialConfig();
+    const tokens = await oidc.clientCredentialsGrant(config, { scope: 'read:users read:logs' });
+    expect(tokens.scope).toBe('read:users read:logs');
+    expect(tokens.refresh_token).toBeUndefined();
+    expect((await apiWith(tokens.access_token, 'GET', '/users?limit=1')).status).toBe(200);
+    expect((await apiWith(tokens.access_token, 'POST', '/users', { email: 'cc@example.com', name: 'C' })).status).toBe(403);
+  });
+
+  it('deleting the client revokes its tokens at once', async () => {
+    const c = await registerClient(s.api, { name: 'Doomed', type: 'confidential', redirectUris: [REDIRECT], scopes: ['read:users'] });
+    const res = await tokenPost({ grant_type: 'client_credentials' }, basic(c.clientId, c.clientSecret!));
+    const { access_token } = await json(res);
+    expect((await apiWith(access_token, 'GET', '/users?limit=1')).status).toBe(200);
+    expect((await s.api('DELETE', `/oauth/clients/${c.clientId}`)).status).toBe(204);
+    expect((await untilStatus(() => apiWith(access_token, 'GET', '/users?limit=1'), 401)).status).toBe(401);
+  });
+});
+
+describe('negative cases', () => {
+  it('wrong code_verifier', async () => {
+    const { code } = await publicCode();
+    const res = await exchangePublic(code, randomBytes(32).toString('base64url'));
+    expect(res.status).toBe(400);
+    expect(await json(res)).toMatchObject({ error: 'invalid_grant', error_description: expect.stringContaining('code_verifier') });
+    expect(res.headers.get('cache-control')).toBe('no-store');
+  });
+
+  it('reused code: refused, and every token issued from it is revoked (cascade)', async () => {
+    const { code, verifier } = await publicCode();
+    const first = await json(await exchangePublic(code, verifier));
+    expect((await apiWith(first.access_token)).status).toBe(200);
+    const second = await exchangePublic(code, verifier);
+    expect(second.status).toBe(400);
+    expect((await json(second)).error).toBe('invalid_grant');
+    expect((await untilStatus(() => apiWith(first.access_token), 401)).status).toBe(401);
+    const refresh = await tokenPost({ grant_type: 'refresh_token', refresh_token: first.refresh_token, client_id: publicClient.clientId });
+    expect((await json(refresh)).error).toBe('invalid_grant');
+  });
+
+  it('redirect_uri mismatch at the token endpoint', async () => {
+    const { code, verifier } = await publicCode();
+    const res = await exchangePublic(code, verifier, { redirect_uri: 'http://127.0.0.1:9/other' });
+    expect(await json(res)).toMatchObject({ error: 'invalid_grant', error_description: expect.stringContaining('redirect_uri') });
+  });
+
+  it('expired code (60 s)', async () => {
+    const { code, verifier } = await publicCode();
+    const db = new pg.Client({ connectionString: s.stack.databaseUrl });
+    await db.connect();
+    try {
+      await db.query(`UPDATE identity.oauth_codes SET expires_at = now() - interval '1 second' WHERE used_at IS NULL`);
+    } finally {
+      await db.end();
+    }
+    const res = await exchangePublic(code, verifier);
+    expect(await json(res)).toMatchObject({ error: 'invalid_grant', error_description: expect.stringContaining('expired') });
+  });
+
+  it('unknown client: an error page at the authorization endpoint, invalid_client at the token endpoint', async () => {
+    const page = await get(`${s.issuer}/oauth/authorize?response_type=code&client_id=cli_00000000000000000000000000&redirect_uri=${encodeURIComponent(REDIRECT)}`);
+    expect(page.status).toBe(400);
+    expect(page.headers.get('location')).toBeNull();
+    expect(await page.text()).toContain('unknown client');
+    const res = await tokenPost({ grant_type: 'client_credentials' }, basic('cli_00000000000000000000000000', 'ocs_nope'));
+    expect(res.status).toBe(401);
+    expect(res.headers.get('www-authenticate')).toContain('Basic');
+    expect((await json(res)).error).toBe('invalid_client');
+  });
+
+  it('refresh token reuse revokes the whole family', async () => {
+    const config = await publicConfig();
+    const first = await tokensFor(config);
+    const second = await oidc.refreshTokenGrant(config, first.refresh_token!);
+    await expect(oidc.refreshTokenGrant(config, first.refresh_token!)).rejects.toMatchObject({ error: 'invalid_grant' });
+    await expect(oidc.refreshTokenGrant(config, second.refresh_token!)).rejects.toMatchObject({ error: 'invalid_grant' });
+    expect((await untilStatus(() => apiWith(second.access_token), 401)).status).toBe(401);
+  });
+
+  it('CSRF token missing or wrong on the login form', async () => {
+    const jar = new Jar();
+    const url = `${s.issuer}/oauth/authorize?${new URLSearchParams({ response_type: 'code', client_id: confidential.clientId, redirect_uri: REDIRECT, scope: 'openid' })}`;
+    const page = await get(url, jar);
+    jar.take(page);
+    const fields = hiddenInputs(await page.text());
+    const { csrf_token: _csrf, ...withoutToken } = fields;
+    const missing = await postForm(`${s.issuer}/oauth/authorize`, { ...withoutToken, email: user.email, password: PASSWORD }, jar);
+    expect(missing.status).toBe(403);
+    expect(missing.headers.getSetCookie().some((c) => c.startsWith('secsvc_oauth_session='))).toBe(false);
+    const noCookie = await postForm(`${s.issuer}/oauth/authorize`, { ...fields, email: user.email, password: PASSWORD });
+    expect(noCookie.status).toBe(403);
+    const wrong = await postForm(`${s.issuer}/oauth/authorize`, { ...fields, csrf_token: randomBytes(32).toString('base64url'), email: user.email, password: PASSWORD }, jar);
+    expect(wrong.status).toBe(403);
+  });
+
+  it('open-redirect attempts are shown on a page, never redirected', async () => {
+    for (const evil of ['https://evil.example/callback', 'http://127.0.0.1:9/callback/../../evil', 'http://127.0.0.1:9/callback?x=1', 'http://127.0.0.1:9@evil.example/callback', '//evil.example/']) {
+      const url = `${s.issuer}/oauth/authorize?${new URLSearchParams({ response_type: 'code', client_id: publicClient.clientId, redirect_uri: evil, scope: 'openid' })}`;
+      const res = await get(url);
+      expect(res.status).toBe(400);
+      expect(res.headers.get('location')).toBeNull();
+    }
+    // a redirect_uri given twice is refused too
+    const twice = await get(`${s.issuer}/oauth/authorize?response_type=code&client_id=${publicClient.clientId}&redirect_uri=${encodeURIComponent(REDIRECT)}&redirect_uri=https://evil.example/`);
+    expect(twice.status).toBe(400);
+    expect(twice.headers.get('location')).toBeNull();
+  });
+
+  it('scope escalation on refresh', async () => {
+    const config = await publicConfig();
+    const narrow = await tokensFor(config, 'openid offline_access');
+    await expect(oidc.refreshTokenGrant(config, narrow.refresh_token!, { scope: 'openid offline_access read:users' })).rejects.toMatchObject({ error: 'invalid_scope' });
+  });
+
+  it('a public client presenting a secret', async () => {
+    const { code, verifier } = await publicCode();
+    const res = await tokenPost({ grant_type: 'authorization_code', code, redirect_uri: REDIRECT, code_verifier: verifier }, basic(publicClient.clientId, 'ocs_madeUp'));
+    expect(res.status).toBe(401);
+    expect(await json(res)).toMatchObject({ error: 'invalid_client', error_description: expect.stringContaining('public client') });
+  });
+
+  it('a token for another audience (the ID token) is refused by the API', async () => {
+    const tokens = await tokensFor(await publicConfig());
+    const res = await apiWith(tokens.id_token!);
+    expect(res.status).toBe(401);
+    expect(await json(await fetch(`${s.issuer}/oauth/userinfo`, { headers: bearer(tokens.id_token!) }))).toMatchObject({ error: 'invalid_token' });
+    const conf = await confidentialConfig();
+    expect(await oidc.tokenIntrospection(conf, tokens.id_token!)).toEqual({ active: false });
+  });
+
+  it('the login form is throttled per account (5 failures) like /auth/login', async () => {
+    const victim = await userWithPassword(s.api, 'throttled.oauth@example.com');
+    const url = `${s.issuer}/oauth/authorize?${new URLSearchParams({ response_type: 'code', client_id: confidential.clientId, redirect_uri: REDIRECT, scope: 'openid' })}`;
+    const attempt = async (password: string) => {
+      const jar = new Jar();
+      const page = await get(url, jar);
+      jar.take(page);
+      return postForm(`${s.issuer}/oauth/authorize`, { ...hiddenInputs(await page.text()), email: victim.email, password }, jar);
+    };
+    for (let i = 0; i < 5; i++) {
+      const res = await attempt('wrong password number ' + i);
+      expect(res.status).toBe(401);
+      expect(await res.text()).toContain('Invalid email or password');
+    }
+    const blocked = await attempt(PASSWORD);
+    expect(blocked.status).toBe(429);
+    expect(Number(blocked.headers.get('retry-after'))).toBeGreaterThan(0);
+  });
+
+  it('plain PKCE is refused and public clients must use PKCE (errors go back to the client)', async () => {
+    const base = { response_type: 'code', client_id: publicClient.clientId, redirect_uri: REDIRECT, scope: 'openid', state: 's1' };
+    const none = await get(`${s.issuer}/oauth/authorize?${new URLSearchParams(base)}`);
+    expect(none.status).toBe(302);
+    expect(Object.fromEntries(new URL(none.headers.get('location')!).searchParams)).toMatchObject({ error: 'invalid_request', state: 's1', iss: s.issuer });
+    const plain = await get(`${s.issuer}/oauth/authorize?${new URLSearchParams({ ...base, code_challenge: 'a'.repeat(43), code_challenge_method: 'plain' })}`);
+    expect(new URL(plain.headers.get('location')!).searchParams.get('error_description')).toContain('plain');
+  });
+});

@@ -1,0 +1,26 @@
+import type { Request } from 'express';
+import type { Logger } from '@secsvc/shared';
+import type { AuthCache } from '../auth-cache';
+import type { ServiceClients } from '../context';
+import type { JwtVerifier } from '../jwt-verifier';
+
+/** What the OAuth endpoints need from the gateway. */
+export interface OAuthDeps {
+  clients: ServiceClients;
+  /** The public origin (ISSUER): iss of every token, base of the discovery document. */
+  issuer: string;
+  deadlineMs: number;
+  logger: Logger;
+  /** With both, introspection of access tokens is answered at the gateway (see introspect.ts). */
+  jwt?: JwtVerifier;
+  authCache?: AuthCache;
+}
+
+/** gRPC call options: request id, deadline, and where the request came from (for events and throttling). */
+export function callOptions(deps: OAuthDeps, req: Request) {
+  return {
+    requestId: req.requestId,
+    deadlineMs: deps.deadlineMs,
+    headers: { 'x-client-ip': req.ip ?? '', 'x-user-agent': (req.get('user-agent') ?? '').slice(0, 512), 'x-auth-method': 'oauth' },
+  };
+}

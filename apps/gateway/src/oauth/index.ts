@@ -1,0 +1,33 @@
+import express, { type Request, type Response } from 'express';
+import { authorizeGet, authorizePost } from './authorize';
+import type { OAuthDeps } from './deps';
+import { discovery } from './discovery';
+import { STYLESHEET } from './pages';
+import { introspectEndpoint, revokeEndpoint, tokenEndpoint } from './token';
+import { userinfoEndpoint } from './userinfo';
+
+export type { OAuthDeps } from './deps';
+export { requiredScope } from './scopes';
+
+/**
+ * The OAuth 2.0 authorization server's HTTP surface (unversioned paths, as the standards name them):
+ * discovery, the authorization endpoint with its login and consent pages, token, revocation, introspection
+ * and userinfo. Every form body is urlencoded and at most 64 KiB.
+ */
+export function oauthRouter(deps: OAuthDeps): express.Router {
+  const router = express.Router();
+  const form = express.urlencoded({ extended: false, limit: '64kb', parameterLimit: 100 });
+  router.get(['/.well-known/openid-configuration', '/.well-known/oauth-authorization-server'], discovery(deps.issuer));
+  router.get('/oauth/assets/style.css', (_req: Request, res: Response) => {
+    res.setHeader('Cache-Control', 'public, max-age=3600');
+    res.type('text/css').send(STYLESHEET);
+  });
+  router.get('/oauth/authorize', authorizeGet(deps));
+  router.post('/oauth/authorize', form, authorizePost(deps));
+  router.post('/oauth/token', form, tokenEndpoint(deps));
+  router.post('/oauth/revoke', form, revokeEndpoint(deps));
+  router.post('/oauth/introspect', form, introspectEndpoint(deps));
+  router.get('/oauth/userinfo', userinfoEndpoint(deps));
+  router.post('/oauth/userinfo', form, userinfoEndpoint(deps));
+  return router;
+}

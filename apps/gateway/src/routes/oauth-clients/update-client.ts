@@ -1,0 +1,36 @@
+import { AppError, isId } from '@secsvc/shared';
+import { dataOf, defineRoute, errorSchema } from '../route';
+import { clientForm, clientIdParams, clientOf, updateClientBody } from './schemas';
+
+export const updateClientRoute = defineRoute({
+  method: 'patch',
+  path: '/oauth/clients/:id',
+  operationId: 'updateOAuthClient',
+  summary: 'Change an OAuth client: name, redirectUris and scopes (arrays replace the stored ones), firstParty',
+  tags: ['oauth'],
+  params: clientIdParams,
+  body: updateClientBody,
+  responses: {
+    200: { description: 'The client', schema: dataOf(clientForm) },
+    400: { description: 'Invalid body', schema: errorSchema },
+    404: { description: 'No such client', schema: errorSchema },
+  },
+  async handle({ params, body }, ctx) {
+    if (Object.values(body).every((v) => v === undefined)) {
+      throw AppError.invalid([{ field: '(body)', message: 'give at least one of name, redirectUris, scopes, firstParty' }]);
+    }
+    if (!isId('cli', params.id)) throw AppError.notFound('OAuth client');
+    const client = await ctx.clients.identity.updateOAuthClient(
+      {
+        environment: ctx.principal.environment,
+        id: params.id,
+        name: body.name,
+        redirectUris: body.redirectUris ? { values: body.redirectUris } : undefined,
+        scopes: body.scopes ? { values: body.scopes } : undefined,
+        firstParty: body.firstParty,
+      },
+      ctx.call,
+    );
+    return { status: 200, body: { data: clientOf(client) } };
+  },
+});

@@ -1,0 +1,32 @@
+// What the identity service and the gateway both know about OAuth: the scopes and the RFC 7662 answer for
+// an access token's claims.
+
+/** Every scope the authorization server knows: OpenID Connect's and one per API area. */
+export const OAUTH_SCOPES = [
+  'openid',
+  'profile',
+  'email',
+  'offline_access',
+  'read:users',
+  'write:users',
+  'read:policies',
+  'write:policies',
+  'read:logs',
+  'export:logs',
+] as const;
+
+/** The RFC 7662 answer for an active access token, from its verified claims. */
+export function activeAccessToken(claims: Record<string, unknown>): Record<string, unknown> {
+  return {
+    active: true,
+    token_type: 'Bearer',
+    scope: claims.scope,
+    client_id: claims.client_id,
+    sub: claims.sub,
+    aud: claims.aud,
+    iss: claims.iss,
+    exp: claims.exp,
+    iat: claims.iat,
+    jti: claims.jti,
+  };
+}
