@@ -48,10 +48,18 @@ export class SigningKeyStore {
 
   async get(): Promise<SigningKeys> {
     if (this.cached && Date.now() - this.cached.at < 60_000) return this.cached.keys;
-    const keys = await this.load();
-    this.cached = { at: Date.now(), keys };
-    return keys;
+    // One reload at a time: concurrent callers share it (a burst of token requests would otherwise queue
+    // on the advisory lock, one transaction each, every minute).
+    this.loading ??= this.load()
+      .then((keys) => {
+        this.cached = { at: Date.now(), keys };
+        return keys;
+      })
+      .finally(() => (this.loading = undefined));
+    return this.loading;
   }
+
+  private loading: Promise<SigningKeys> | undefined;
 
   private async load(): Promise<SigningKeys> {
     await withTransaction(this.pool, async (client) => {

@@ -115,18 +115,27 @@ export interface IssuedTokens {
   idToken: string;
 }
 
+/** A new refresh token of the grant (in the caller's transaction) when it holds offline_access, else ''. */
+export async function storeRefreshToken(ctx: IdentityContext, db: Db, grant: GrantRow): Promise<string> {
+  if (!grant.scopes.includes('offline_access')) return '';
+  const refreshToken = generateOpaqueToken(REFRESH_TOKEN_PREFIX);
+  await oauthRefreshTokensRepository.insert(db, hashRefreshToken(refreshToken, ctx.config.SERVER_SECRET), grant.id, ctx.config.OAUTH_REFRESH_TOKEN_TTL_SECONDS);
+  return refreshToken;
+}
+
 /**
- * The tokens of one grant: an access token (JWT, aud = the API, `scope`, `client_id`, sid = the grant), a
- * new refresh token when the grant holds offline_access, and an ID token when `scopes` hold openid.
+ * Signs the tokens of one grant (after its transaction committed, so no row stays locked meanwhile): an
+ * access token (JWT, aud = the API, `scope`, `client_id`, sid = the grant) and an ID token when `scopes`
+ * hold openid.
  */
-export async function issueTokens(
+export async function signTokens(
   ctx: IdentityContext,
   keys: SigningKeyStore,
-  db: Db,
   grant: GrantRow,
   scopes: string[],
   user: UserRow | undefined,
-  opts: { nonce?: string | null; refresh: boolean },
+  refreshToken: string,
+  nonce?: string | null,
 ): Promise<IssuedTokens> {
   const now = Math.floor(Date.now() / 1000);
   const exp = now + ctx.config.ACCESS_TOKEN_TTL_SECONDS;
@@ -135,15 +144,10 @@ export async function issueTokens(
   const claims = { sid: grant.id, env: grant.environment, scope, client_id: grant.client_id, ...(user ? { roles: user.roles } : {}) };
   const std = { issuer: ctx.config.ISSUER, subject, issuedAt: now, expiresAt: exp };
   const accessToken = await signJwt(keys, 'at+jwt', claims, { ...std, audience: ctx.config.JWT_AUDIENCE });
-  let refreshToken = '';
-  if (opts.refresh && grant.scopes.includes('offline_access')) {
-    refreshToken = generateOpaqueToken(REFRESH_TOKEN_PREFIX);
-    await oauthRefreshTokensRepository.insert(db, hashRefreshToken(refreshToken, ctx.config.SERVER_SECRET), grant.id, ctx.config.OAUTH_REFRESH_TOKEN_TTL_SECONDS);
-  }
   let idToken = '';
   if (user && scopes.includes('openid')) {
     const idClaims: Record<string, unknown> = { azp: grant.client_id, at_hash: atHash(accessToken) };
-    if (opts.nonce) idClaims.nonce = opts.nonce;
+    if (nonce) idClaims.nonce = nonce;
     if (grant.auth_time) idClaims.auth_time = Math.floor(grant.auth_time.getTime() / 1000);
     Object.assign(idClaims, userClaims(user, scopes));
     idToken = await signJwt(keys, 'JWT', idClaims, { ...std, audience: grant.client_id });

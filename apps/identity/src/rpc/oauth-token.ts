@@ -16,12 +16,27 @@ import {
   hashCode,
   hashRefreshToken,
   isFailure,
-  issueTokens,
   oauthEvent,
   REFRESH_TOKEN_PREFIX,
+  signTokens,
+  storeRefreshToken,
   type Failure,
   type IssuedTokens,
 } from './oauth-support';
+import type { GrantRow } from '../repositories/oauth';
+import type { UserRow } from '../repositories/users';
+
+/** What a grant's transaction decided; its tokens are signed after the commit. */
+interface Decided {
+  grant: GrantRow;
+  scopes: string[];
+  user: UserRow | undefined;
+  refreshToken: string;
+  nonce?: string | null;
+}
+
+const sign = (ctx: IdentityContext, keys: SigningKeyStore, d: Decided | Failure) =>
+  isFailure(d) ? d : signTokens(ctx, keys, d.grant, d.scopes, d.user, d.refreshToken, d.nonce);
 
 type Response = identity.TokenResponse;
 
@@ -62,7 +77,7 @@ async function redeemCode(ctx: IdentityContext, keys: SigningKeyStore, client: O
   if (!req.redirectUri) return failure('invalid_request', 'redirect_uri: is required');
   if (!looksLikeOpaqueToken(CODE_PREFIX, req.code)) return invalidGrant('code: unknown, expired or used');
   const hash = hashCode(req.code, ctx.config.SERVER_SECRET);
-  return withTransaction(ctx.pool, async (db) => {
+  const decided = await withTransaction(ctx.pool, async (db): Promise<Decided | Failure> => {
     const code = await oauthCodesRepository.lock(db, hash);
     // A code of another client is left alone: it is not this client's to spend.
     if (!code || code.client_id !== client.id) return invalidGrant('code: unknown, expired or used');
@@ -96,17 +111,18 @@ async function redeemCode(ctx: IdentityContext, keys: SigningKeyStore, client: O
       authTime: code.auth_time,
     });
     await oauthCodesRepository.markUsed(db, hash, grant.id);
-    const issued = await issueTokens(ctx, keys, db, grant, code.scopes, user, { nonce: code.nonce, refresh: true });
-    await issuedEvent(db, call, grant, 'authorization_code', code.scopes, issued);
-    return issued;
+    const refreshToken = await storeRefreshToken(ctx, db, grant);
+    await issuedEvent(db, call, grant, 'authorization_code', code.scopes, refreshToken);
+    return { grant, scopes: code.scopes, user, refreshToken, nonce: code.nonce };
   });
+  return sign(ctx, keys, decided);
 }
 
 async function refresh(ctx: IdentityContext, keys: SigningKeyStore, client: OAuthClientRow, req: identity.TokenRequest, call: CallContext) {
   if (!req.refreshToken) return failure('invalid_request', 'refresh_token: is required');
   if (!looksLikeOpaqueToken(REFRESH_TOKEN_PREFIX, req.refreshToken)) return invalidGrant('refresh_token: unknown, expired or revoked');
   const hash = hashRefreshToken(req.refreshToken, ctx.config.SERVER_SECRET);
-  return withTransaction(ctx.pool, async (db) => {
+  const decided = await withTransaction(ctx.pool, async (db): Promise<Decided | Failure> => {
     const rt = await oauthRefreshTokensRepository.lock(db, hash);
     if (!rt || rt.grant.client_id !== client.id) return invalidGrant('refresh_token: unknown, expired or revoked');
     const { grant } = rt;
@@ -127,10 +143,11 @@ async function refresh(ctx: IdentityContext, keys: SigningKeyStore, client: OAut
     const user = grant.user_id ? await usersRepository.get(db, grant.environment, grant.user_id) : undefined;
     if (!user) return invalidGrant('refresh_token: the user no longer exists');
     await oauthRefreshTokensRepository.markUsed(db, hash);
-    const issued = await issueTokens(ctx, keys, db, grant, scopes, user, { refresh: true });
-    await issuedEvent(db, call, grant, 'refresh_token', scopes, issued);
-    return issued;
+    const refreshToken = await storeRefreshToken(ctx, db, grant);
+    await issuedEvent(db, call, grant, 'refresh_token', scopes, refreshToken);
+    return { grant, scopes, user, refreshToken };
   });
+  return sign(ctx, keys, decided);
 }
 
 async function clientCredentials(ctx: IdentityContext, keys: SigningKeyStore, client: OAuthClientRow, req: identity.TokenRequest, call: CallContext) {
@@ -141,7 +158,7 @@ async function clientCredentials(ctx: IdentityContext, keys: SigningKeyStore, cl
   const beyond = scopesOutside(requested, client.scopes);
   if (beyond.length) return failure('invalid_scope', `scope: not allowed for this client: ${beyond.join(' ')}`);
   if (!requested.length) return failure('invalid_scope', 'scope: the client has no API scopes');
-  return withTransaction(ctx.pool, async (db) => {
+  const decided = await withTransaction(ctx.pool, async (db): Promise<Decided> => {
     const grant = await oauthGrantsRepository.insert(db, {
       id: newId('grt'),
       environment: client.environment,
@@ -150,10 +167,10 @@ async function clientCredentials(ctx: IdentityContext, keys: SigningKeyStore, cl
       scopes: requested,
       authTime: null,
     });
-    const issued = await issueTokens(ctx, keys, db, grant, requested, undefined, { refresh: false });
-    await issuedEvent(db, call, grant, 'client_credentials', requested, issued);
-    return issued;
+    await issuedEvent(db, call, grant, 'client_credentials', requested, '');
+    return { grant, scopes: requested, user: undefined, refreshToken: '' };
   });
+  return sign(ctx, keys, decided);
 }
 
 function issuedEvent(
@@ -162,13 +179,13 @@ function issuedEvent(
   grant: { id: string; environment: string; client_id: string; user_id: string | null },
   grantType: string,
   scopes: string[],
-  issued: IssuedTokens,
+  refreshToken: string,
 ) {
   return oauthEvent(db, call, 'oauth.token.issued', grant.environment, actorOf(grant), grantTarget(grant.id), 'success', {
     clientId: grant.client_id,
     grantType,
     scopes,
-    refreshToken: issued.refreshToken !== '',
-    idToken: issued.idToken !== '',
+    refreshToken: refreshToken !== '',
+    idToken: grant.user_id !== null && scopes.includes('openid'),
   });
 }
