@@ -1,5 +1,5 @@
 import type { LogRow } from '@secsvc/audit-store';
-import { metadataOf } from './full-form';
+import { memoByText, metadataOf } from './full-form';
 
 /** The CSV columns: the full form's nested fields as dotted names, then metadata's known keys and the rest. */
 export const CSV_COLUMNS = [
@@ -25,28 +25,29 @@ export const CSV_COLUMNS = [
   'metadata.other',
 ] as const;
 
-const NEEDS_QUOTES = /[",\r\n]/;
 /** Cells a spreadsheet would run as a formula (OWASP CSV injection: = + - @, and tab / carriage return). */
 const FORMULA = /^[=+\-@\t\r]/;
+/** Either of the two: the one test most cells (plain ids, times, names) need. */
+const SPECIAL = /[",\r\n]|^[=+\-@\t]/;
 
 /**
  * One text cell per RFC 4180 (quoted when it holds a comma, quote or line break; quotes doubled), made inert
  * for spreadsheets: a cell starting with =, +, -, @, tab or CR gets a leading apostrophe (and then quotes).
  */
 export function csvCell(value: string): string {
-  if (value.length === 0) return '';
+  if (!SPECIAL.test(value)) return value;
   const v = FORMULA.test(value) ? `'${value}` : value;
-  return NEEDS_QUOTES.test(v) || v !== value ? `"${v.replaceAll('"', '""')}"` : v;
+  return `"${v.replaceAll('"', '""')}"`;
 }
 
 const num = (n: number | null) => (n === null ? '' : String(n));
 
 /** The metadata columns: authMethod, mfaUsed, and every other key as one JSON object ('' when none). */
-function metadataCells(text: string): string {
+const metadataCells = memoByText((text: string): string => {
   const { authMethod, mfaUsed, ...other } = metadataOf(text);
   const rest = Object.keys(other).length ? JSON.stringify(other) : '';
   return `${authMethod === undefined ? '' : csvCell(String(authMethod))},${mfaUsed === undefined ? '' : csvCell(String(mfaUsed))},${csvCell(rest)}`;
-}
+});
 
 export const CSV_HEADER = CSV_COLUMNS.join(',') + '\r\n';
 

@@ -23,13 +23,33 @@ export function metadataOf(text: string): Record<string, unknown> {
   }
 }
 
+/**
+ * A memo of what a function makes of a metadata text: most entries share a handful of metadata texts
+ * ({"authMethod":"password","mfaUsed":false}, ...), so each is parsed once. Bounded: emptied when full.
+ */
+export function memoByText<T>(fn: (text: string) => T, max = 4096): (text: string) => T {
+  const memo = new Map<string, T>();
+  return (text) => {
+    let v = memo.get(text);
+    if (v === undefined) {
+      if (memo.size >= max) memo.clear();
+      v = fn(text);
+      memo.set(text, v);
+    }
+    return v;
+  };
+}
+
+/** metadataOf, memoized; the objects are shared, so callers only read (serialise) them. */
+const metadataShared = memoByText(metadataOf);
+
 export function fullForm(r: LogRow): FullEntry {
   const actor: FullEntry['actor'] = r.actor_id ? (r.actor_email ? { id: r.actor_id, email: r.actor_email, type: r.actor_type } : { id: r.actor_id, type: r.actor_type }) : r.actor_email ? { email: r.actor_email, type: r.actor_type } : { type: r.actor_type };
   const context: FullEntry['context'] =
     r.lat !== null && r.lng !== null
       ? { ip: r.ip, userAgent: r.user_agent, location: { city: r.city, country: r.country, region: r.region, coordinates: { lat: r.lat, lng: r.lng } } }
       : { ip: r.ip, userAgent: r.user_agent };
-  const entry: FullEntry = { id: r.id, timestamp: r.timestamp, event: r.event, actor, context, result: r.result, traceId: r.trace_id, metadata: metadataOf(r.metadata) };
+  const entry: FullEntry = { id: r.id, timestamp: r.timestamp, event: r.event, actor, context, result: r.result, traceId: r.trace_id, metadata: metadataShared(r.metadata) };
   if (r.target_id) {
     // Keep the SPEC's field order: target right after actor.
     return { id: entry.id, timestamp: entry.timestamp, event: entry.event, actor, target: { id: r.target_id, type: r.target_type }, context, result: entry.result, traceId: entry.traceId, metadata: entry.metadata };

@@ -1,0 +1,205 @@
+// Log export throughput and the worker's memory: 1,000,000 stored entries exported to CSV and to JSON, into
+// the local directory store and into S3 (a real versitygw), through the whole local stack (the worker reads
+// rows through audit's StreamLogs, as in the local profile). Also a 100,000-entry export (memory must not
+// grow with size) and, as the ceiling measured in the same run, StreamLogs read alone by a client that only
+// decodes the rows.
+//
+//   npm run build && npm run bench:export        (BENCH_ROWS=1000000 by default; needs versitygw for S3)
+const { spawnSync } = require('node:child_process');
+const fs = require('node:fs');
+const os = require('node:os');
+const path = require('node:path');
+const { performance } = require('node:perf_hooks');
+const { setTimeout } = require('node:timers');
+const grpc = require('@grpc/grpc-js');
+const { startLocalStack } = require('@secsvc/shared/stack');
+const { s3SkipReason, startTestS3 } = require('@secsvc/shared/testing');
+const { KEY, BENCH_LIMITS, machine } = require('./support');
+
+const ROWS = Number(process.env.BENCH_ROWS ?? 1_000_000);
+// 20 days ago (inside the 365-day retention); the filling child process gets the parent's value.
+const BASE = Number(process.env.BENCH_BASE_MS ?? Date.now() - 20 * 86_400_000);
+const STEP_MS = 1; // one entry per millisecond: 1,000,000 entries span ~17 minutes
+const WINDOW = { from: new Date(BASE).toISOString(), to: new Date(BASE + ROWS * STEP_MS).toISOString() };
+const SMALL = { from: WINDOW.from, to: new Date(BASE + (ROWS / 10) * STEP_MS).toISOString() };
+
+/** Child mode: fills an embedded ClickHouse directory with ROWS entries, then exits (releasing it). */
+async function fill(dir) {
+  const { applyRetention, LogStore, migrateClickHouse, openClickHouse, rowFromEvent } = require('@secsvc/audit-store');
+  const ch = await openClickHouse({ path: dir });
+  await migrateClickHouse(ch);
+  // As the audit service will find it: its start-up then changes nothing (a TTL change rewrites every part).
+  await applyRetention(ch, 365);
+  const store = new LogStore(ch);
+  const places = [undefined, { city: 'London', country: 'GB', region: 'England', lat: 51.5142, lng: -0.0931 }, { city: 'Zürich', country: 'CH', region: 'Zurich', lat: 47.3667, lng: 8.55 }];
+  const kinds = ['user.login', 'user.logout', 'api_key.created', 'user.password_reset.failed'];
+  for (let start = 0; start < ROWS; start += 25_000) {
+    const batch = [];
+    for (let i = start; i < Math.min(ROWS, start + 25_000); i++) {
+      batch.push(
+        rowFromEvent(
+          {
+            id: `log_01jd${String(i).padStart(22, '0')}`,
+            environment: 'live',
+            type: kinds[i % 4],
+            timestamp: new Date(BASE + i * STEP_MS).toISOString(),
+            actor: i % 9 === 0 ? { type: 'anonymous' } : { id: `user_01jd${String(i % 5000).padStart(22, '0')}`, email: `person${i % 5000}@example.com`, type: 'user' },
+            target: i % 2 ? { id: `ses_01jd${String(i).padStart(22, '0')}`, type: 'session' } : undefined,
+            context: { ip: `81.2.${i % 250}.${i % 199}`, userAgent: 'Mozilla/5.0 (Macintosh; Intel Mac OS X 14_5) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.5 Safari/605.1.15' },
+            result: i % 10 ? 'success' : 'failure',
+            traceId: `req_01jd${String(i).padStart(22, '0')}`,
+            metadataJson: JSON.stringify({ authMethod: i % 3 ? 'password' : 'api_key', mfaUsed: i % 4 === 0 }),
+          },
+          places[i % 3],
+        ),
+      );
+    }
+    await store.insert(batch);
+  }
+  // Historical data as it settles: parts merged, so no background merge competes with the measurement.
+  await ch.command({ query: 'OPTIMIZE TABLE audit_logs FINAL' });
+  await ch.close();
+}
+
+const api = (stack) => async (method, p, body) => {
+  const res = await globalThis.fetch(`${stack.baseUrl}${p}`, {
+    method,
+    headers: { authorization: `Bearer ${KEY}`, ...(body ? { 'content-type': 'application/json' } : {}) },
+    body: body ? JSON.stringify(body) : undefined,
+  });
+  return { status: res.status, body: await res.json() };
+};
+
+/** CPU time (user + system) a process has used so far, in microseconds (/proc/<pid>/stat, clock ticks). */
+function cpuMicros(pid) {
+  const fields = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+  return ((Number(fields[11]) + Number(fields[12])) * 1e6) / 100; // utime, stime in USER_HZ (100 on Linux)
+}
+
+/** Peak resident set (VmHWM) of a process, in MB. */
+function peakRssMb(pid) {
+  const m = /VmHWM:\s+(\d+) kB/.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'));
+  return Math.round(Number(m[1]) / 1024);
+}
+
+async function exportOnce(stack, label, format, window, expected) {
+  // A fresh worker process per run, so its peak RSS is this export's.
+  await stack.restart('export-worker', 'SIGTERM');
+  await new Promise((r) => setTimeout(r, 1000));
+  const pid = stack.pid('export-worker');
+  const idleMb = peakRssMb(pid);
+  const auditPid = stack.pid('audit');
+  const cpu0 = { worker: cpuMicros(pid), audit: cpuMicros(auditPid) };
+  const call = api(stack);
+  const created = await call('POST', '/logs/export', { ...window, format });
+  if (created.status !== 202) throw new Error(`POST /logs/export: ${created.status} ${JSON.stringify(created.body)}`);
+  let data;
+  for (;;) {
+    data = (await call('GET', `/logs/export/${created.body.data.exportId}`)).body.data;
+    if (data.status !== 'processing') break;
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  if (data.status !== 'completed' || data.totalRecords !== expected) throw new Error(`${label}: ${JSON.stringify(data)}`);
+  const seconds = (Date.parse(data.completedAt) - Date.parse(data.createdAt)) / 1000;
+  // CPU per entry of each side (the polling above adds a little to audit's), less sensitive to a busy
+  // machine than wall time: with a core each the pipeline could reach 1e6 / max(worker, audit) entries/s.
+  const workerUs = (cpuMicros(pid) - cpu0.worker) / data.totalRecords;
+  const auditUs = (cpuMicros(auditPid) - cpu0.audit) / data.totalRecords;
+  const result = {
+    label,
+    rows: data.totalRecords,
+    seconds,
+    rowsPerSecond: Math.round(data.totalRecords / seconds),
+    mb: Math.round(data.fileSizeBytes / 1048576),
+    peakRssMb: peakRssMb(pid),
+    idleRssMb: idleMb,
+    workerUs: Number(workerUs.toFixed(2)),
+    auditUs: Number(auditUs.toFixed(2)),
+  };
+  console.log(JSON.stringify(result));
+  return result;
+}
+
+/** StreamLogs read alone (decode only): the ceiling of what the worker can receive. */
+async function streamOnly(stack) {
+  const { audit } = require('@secsvc/proto');
+  const { decodeRowPage } = require('@secsvc/audit-store');
+  const client = new audit.AuditServiceClient(stack.grpc.audit, grpc.credentials.createInsecure());
+  const started = performance.now();
+  let rows = 0;
+  for await (const chunk of client.streamLogs({ environment: 'live', ...WINDOW, events: [], query: '', pageSize: 10_000 })) rows += decodeRowPage(chunk.rows.toString('utf8')).length;
+  client.close();
+  const seconds = (performance.now() - started) / 1000;
+  const result = { label: 'StreamLogs read + decode only (ceiling)', rows, seconds, rowsPerSecond: Math.round(rows / seconds) };
+  console.log(JSON.stringify(result));
+  return result;
+}
+
+async function withStack(dataDir, env, fn) {
+  const stack = await startLocalStack({
+    rootDir: path.resolve(__dirname, '..'),
+    dataDir,
+    host: '127.0.0.1',
+    port: 0,
+    ports: { postgres: 0, identity: 0, policy: 0, audit: 0, admin: { gateway: 0, identity: 0, policy: 0, audit: 0, 'export-worker': 0 } },
+    env: { LOG_LEVEL: 'warn', BOOTSTRAP_API_KEY: KEY, ...BENCH_LIMITS, AUDIT_RETENTION_DAYS: '365', ...env },
+  });
+  try {
+    return await fn(stack);
+  } finally {
+    await stack.stop();
+  }
+}
+
+async function main() {
+  if (process.argv[2] === '--fill') return fill(process.argv[3]);
+  const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'secsvc-bench-export-'));
+  fs.chmodSync(tmp, 0o711);
+  const dataDir = path.join(tmp, 'data');
+  fs.mkdirSync(dataDir, { recursive: true, mode: 0o711 });
+  try {
+    console.log(`${machine()}; ${ROWS.toLocaleString('en')} entries`);
+    let t = performance.now();
+    const filled = spawnSync(process.execPath, [path.join(__dirname, 'export.js'), '--fill', path.join(dataDir, 'clickhouse')], { stdio: 'inherit', env: { ...process.env, BENCH_BASE_MS: String(BASE) } });
+    if (filled.status !== 0) throw new Error('filling ClickHouse failed');
+    console.log(`filled embedded ClickHouse in ${((performance.now() - t) / 1000).toFixed(1)} s`);
+    const results = [];
+    await withStack(dataDir, {}, async (stack) => {
+      results.push(await streamOnly(stack));
+      results.push(await exportOnce(stack, 'csv, local directory', 'csv', WINDOW, ROWS));
+      results.push(await exportOnce(stack, 'json, local directory', 'json', WINDOW, ROWS));
+      results.push(await exportOnce(stack, `csv, local directory, ${(ROWS / 10).toLocaleString('en')} entries`, 'csv', SMALL, ROWS / 10));
+    });
+    const skip = s3SkipReason();
+    if (skip) console.log(`S3 runs skipped: ${skip}`);
+    else {
+      const s3 = await startTestS3();
+      try {
+        const bucket = await s3.createBucket();
+        await withStack(dataDir, s3.env(bucket), async (stack) => {
+          results.push(await exportOnce(stack, 'csv, S3 (versitygw)', 'csv', WINDOW, ROWS));
+          results.push(await exportOnce(stack, 'json, S3 (versitygw)', 'json', WINDOW, ROWS));
+        });
+      } finally {
+        await s3.stop();
+      }
+    }
+    const ceiling = results[0].rowsPerSecond;
+    console.log('\n| run | entries | seconds | entries/s | vs StreamLogs alone | file MB | worker peak RSS MB (idle) | CPU µs/entry worker / audit |');
+    console.log('|---|---:|---:|---:|---:|---:|---:|---:|');
+    for (const r of results) {
+      const cpu = r.workerUs === undefined ? '' : `${r.workerUs} / ${r.auditUs}`;
+      console.log(`| ${r.label} | ${r.rows.toLocaleString('en')} | ${r.seconds.toFixed(2)} | ${r.rowsPerSecond.toLocaleString('en')} | ${r === results[0] ? '1.00' : (r.rowsPerSecond / ceiling).toFixed(2)} | ${r.mb ?? ''} | ${r.peakRssMb ? `${r.peakRssMb} (${r.idleRssMb})` : ''} | ${cpu} |`);
+    }
+  } finally {
+    fs.rmSync(tmp, { recursive: true, force: true });
+  }
+}
+
+main().then(
+  () => process.exit(0),
+  (err) => {
+    console.error(err);
+    process.exit(1);
+  },
+);
