@@ -380,12 +380,16 @@ describe('token endpoint: authorization code', () => {
     expect(pubWithSecret.errorDescription).toContain('public client');
   });
 
-  it('throttles failed client authentications per client like failed logins (429 with a wait)', async () => {
+  it('throttles failed client authentications per client like failed logins (429 with a wait); the right secret still works', async () => {
     const c = await newClient();
     for (let i = 0; i < 5; i++) expect((await exchange({ id: c.id, secret: 'ocs_wrong' }, 'ocd_x')).error).toBe('invalid_client');
-    const throttled = await exchange(c, 'ocd_x');
+    const throttled = await exchange({ id: c.id, secret: 'ocs_wrong' }, 'ocd_x');
     expect(throttled).toMatchObject({ error: 'temporarily_unavailable', status: 429 });
     expect(throttled.retryAfterSeconds).toBeGreaterThan(0);
+    // nobody can lock a client out by sending wrong secrets: the real one authenticates (then the made-up code fails)
+    expect((await exchange(c, 'ocd_x')).error).toBe('invalid_grant');
+    const { rows } = await pool.query(`SELECT count(*)::int AS n FROM login_failures WHERE email = $1`, [`oauth-client:${c.id}`]);
+    expect(rows[0].n).toBe(6);
   });
 
   it('refuses repeated parameters and unknown grant types', async () => {

@@ -46,24 +46,26 @@ const throttleKey = (clientId: string) => `oauth-client:${clientId.slice(0, 64)}
 /**
  * RFC 6749 2.3: confidential clients authenticate with their secret (HTTP Basic or in the body), public
  * clients with their client_id alone; a public client presenting a secret is refused. Failures are counted
- * per client and per ip like failed logins (5 per client, 20 per ip in 15 minutes, then 429).
+ * per client and per ip like failed logins: past 5 per client or 20 per ip in 15 minutes a failure is
+ * answered 429 instead of 401. A correct secret is always accepted: secrets are 256 random bits, so the
+ * throttle only stops noise, and nobody can lock a client out by sending it wrong secrets.
  */
 export async function authenticateClient(
   ctx: IdentityContext,
   req: { clientId: string; clientSecret: string; clientAuthMethod: string },
   call: CallContext,
 ): Promise<OAuthClientRow | Failure> {
-  const ip = callerOf(call).context.ip || 'unknown';
-  const key = throttleKey(req.clientId);
   const client = /^cli_[0-9a-z]{26}$/.test(req.clientId) ? await oauthClientsRepository.get(ctx.pool, null, req.clientId) : undefined;
-  const environment = client?.environment ?? 'live';
-  const f = await passwordsRepository.failures(ctx.pool, environment, key, ip);
-  if (f.account >= ACCOUNT_FAILURE_LIMIT || f.by_ip >= IP_FAILURE_LIMIT) {
-    const wait = Math.max(1, f.account >= ACCOUNT_FAILURE_LIMIT ? (f.account_wait ?? 1) : 0, f.by_ip >= IP_FAILURE_LIMIT ? (f.ip_wait ?? 1) : 0);
-    return failure('temporarily_unavailable', 'Too many failed client authentications; try again later', 429, wait);
-  }
   const refuse = async (description: string): Promise<Failure> => {
+    const ip = callerOf(call).context.ip || 'unknown';
+    const environment = client?.environment ?? 'live';
+    const key = throttleKey(req.clientId);
     await passwordsRepository.recordFailure(ctx.pool, environment, key, ip);
+    const f = await passwordsRepository.failures(ctx.pool, environment, key, ip);
+    if (f.account > ACCOUNT_FAILURE_LIMIT || f.by_ip > IP_FAILURE_LIMIT) {
+      const wait = Math.max(1, f.account > ACCOUNT_FAILURE_LIMIT ? (f.account_wait ?? 1) : 0, f.by_ip > IP_FAILURE_LIMIT ? (f.ip_wait ?? 1) : 0);
+      return failure('temporarily_unavailable', 'Too many failed client authentications; try again later', 429, wait);
+    }
     return failure('invalid_client', description, 401);
   };
   if (!req.clientId) return refuse('client_id: is required (client authentication failed)');
@@ -75,7 +77,6 @@ export async function authenticateClient(
   if (!req.clientSecret || req.clientAuthMethod === 'none') return refuse('client authentication is required for a confidential client');
   const presented = hashClientSecret(req.clientSecret, ctx.config.SERVER_SECRET);
   if (!client.secret_hash || !sameHash(client.secret_hash, presented)) return refuse('invalid client credentials');
-  if (f.account > 0) await passwordsRepository.clearFailures(ctx.pool, environment, key);
   return client;
 }
 
