@@ -2,14 +2,16 @@
  * The distributed profile on one machine (`startDistributedStack`): Kafka, Redis, S3 (versitygw), PostgreSQL,
  * two replicas of gateway, identity, policy and export-worker behind a load balancer, one audit service.
  */
-import { policy } from '@secsvc/proto';
-import { createClient, promiseClient } from '@secsvc/shared';
+import { createHash } from 'node:crypto';
+import pg from 'pg';
+import { events, policy } from '@secsvc/proto';
+import { AUTH_EVENTS_TOPIC, createClient, createKafkaBus, createLogger, newId, promiseClient } from '@secsvc/shared';
 import { startDistributedStack, type DistributedStack } from '@secsvc/shared/stack';
 import { kafkaUnavailable, redisSkipReason, s3SkipReason } from '@secsvc/shared/testing';
 import { chmod, mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { apiClient, type Api } from './support';
+import { apiClient, eventually, type Api } from './support';
 
 jest.setTimeout(240_000);
 
@@ -20,6 +22,7 @@ const skip = missing !== '' && process.env.CI !== 'true';
 if (skip) process.stderr.write(`SKIPPED "distributed profile": ${missing}\n`);
 const describeDistributed = skip ? describe.skip : describe; // skip reason: a dependency is not installed (see above)
 
+
 describeDistributed('distributed profile: two replicas of every stateless service', () => {
   let tmp: string;
   let stack: DistributedStack;
@@ -29,7 +32,14 @@ describeDistributed('distributed profile: two replicas of every stateless servic
   beforeAll(async () => {
     tmp = await mkdtemp(path.join(os.tmpdir(), 'secsvc-e2e-dist-'));
     await chmod(tmp, 0o711);
-    stack = await startDistributedStack({ rootDir: path.resolve(__dirname, '../../..'), dataDir: path.join(tmp, 'data'), host: '127.0.0.1', port: 0, env: { LOG_LEVEL: 'warn' } });
+    stack = await startDistributedStack({
+      rootDir: path.resolve(__dirname, '../../..'),
+      dataDir: path.join(tmp, 'data'),
+      host: '127.0.0.1',
+      port: 0,
+      // A killed worker's export is taken over after 3 s; small pages make an export last long enough to kill it.
+      env: { LOG_LEVEL: 'warn', EXPORT_LEASE_SECONDS: '3', EXPORT_PAGE_SIZE: '200', EXPORT_RETRY_DELAY_SECONDS: '0', EXPORT_POLL_MS: '200' },
+    });
     api = apiClient(stack.baseUrl, stack.bootstrapKey);
     gw = stack.gateways.map((g) => apiClient(g, stack.bootstrapKey));
   }, 240_000);
@@ -118,6 +128,65 @@ describeDistributed('distributed profile: two replicas of every stateless servic
     }
     for (const id of ids) expect(entries.filter((e) => e.target?.id === id)).toHaveLength(1);
     expect(new Set(entries.map((e) => e.id)).size).toBe(entries.length);
+  });
+
+  it('an export is claimed by one worker and, when that worker is killed, finished once by the other (S3)', async () => {
+    // 20,000 events straight onto Kafka, as the relays publish them.
+    const bus = await createKafkaBus({ brokers: stack.kafkaBrokers, logger: createLogger('e2e', 'silent'), clientId: 'e2e' });
+    const base = Date.now() - 3_600_000;
+    const N = 20_000;
+    try {
+      const records = Array.from({ length: N }, (_, i) => {
+        const e: events.AuthEvent = {
+          id: newId('log', base + i),
+          environment: 'live',
+          type: 'bench.exported',
+          timestamp: new Date(base + i).toISOString(),
+          actor: { id: `user_${i % 50}`, type: 'user' },
+          context: { ip: '127.0.0.1', userAgent: 'e2e' },
+          result: 'success',
+          traceId: `req_${i}`,
+          metadataJson: '{}',
+        };
+        return { id: e.id, key: e.actor!.id!, value: JSON.stringify(events.AuthEvent.toJSON(e)) };
+      });
+      await bus.publish(AUTH_EVENTS_TOPIC, records);
+    } finally {
+      await bus.close();
+    }
+    const window = { from: new Date(base - 1000).toISOString(), to: new Date(base + N + 1000).toISOString() };
+    await eventually(async () => (await api('POST', '/logs/search', { ...window, query: 'event:bench.exported', limit: 1 })).body.meta?.totalHits, (n) => n === N, 60_000);
+
+    const db = new pg.Client({ connectionString: stack.databaseUrl });
+    await db.connect();
+    try {
+      const exp = (await api('POST', '/logs/export', { ...window, format: 'csv', events: ['bench.exported'] })).body.data;
+      const holder = await eventually(
+        async () => (await db.query(`SELECT worker_id FROM audit.export_jobs WHERE id = $1 AND lease_token IS NOT NULL`, [exp.exportId])).rows[0]?.worker_id as string | undefined,
+        (w) => !!w,
+        30_000,
+      );
+      const victim = stack.instanceOfPid(Number(holder!.split(':')[1]));
+      expect(victim).toMatch(/^export-worker-[12]$/);
+      await stack.kill(victim!, 'SIGKILL');
+      try {
+        const done = await eventually(async () => (await api('GET', `/logs/export/${exp.exportId}`)).body.data, (d) => d.status !== 'processing', 120_000);
+        expect(done).toMatchObject({ status: 'completed', totalRecords: N });
+        const row = (await db.query(`SELECT attempts, worker_id, object_key FROM audit.export_jobs WHERE id = $1`, [exp.exportId])).rows[0];
+        expect(row.attempts).toBe(2);
+        expect(stack.instanceOfPid(Number(String(row.worker_id).split(':')[1]))).not.toBe(victim);
+        const file = await fetch(done.downloadUrl);
+        expect(file.status).toBe(200);
+        const bytes = Buffer.from(await file.arrayBuffer());
+        expect(bytes.length).toBe(done.fileSizeBytes);
+        expect(createHash('sha256').update(bytes).digest('hex')).toBe(done.sha256);
+        expect(bytes.toString().split('\r\n')).toHaveLength(N + 2);
+      } finally {
+        await stack.start(victim!);
+      }
+    } finally {
+      await db.end();
+    }
   });
 
   it('keeps serving through the load balancer while one gateway is down', async () => {

@@ -7,8 +7,9 @@
 import { createHash } from 'node:crypto';
 import pg from 'pg';
 import { events } from '@secsvc/proto';
-import { AUTH_EVENTS_TOPIC, createLogger, createPostgresBus, type LocalStack } from '@secsvc/shared';
-import { startTestStack, type Api } from './support';
+import { AUTH_EVENTS_TOPIC, createLogger, createPostgresBus } from '@secsvc/shared';
+import type { LocalStack } from '@secsvc/shared/stack';
+import { eventually, startTestStack, type Api } from './support';
 
 jest.setTimeout(300_000);
 
@@ -66,19 +67,10 @@ afterAll(async () => {
   await stop?.();
 });
 
-async function eventually<T>(fn: () => Promise<T>, ok: (v: T) => boolean, ms = 120_000): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const v = await fn();
-    if (ok(v)) return v;
-    if (Date.now() > deadline) throw new Error(`condition not met in time (last: ${JSON.stringify(v)?.slice(0, 300)})`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
-}
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- JSON bodies, asserted field by field
 type Json = any;
-const completed = (id: string) => eventually(async () => (await api('GET', `/logs/export/${id}`)).body.data as Json, (d) => d.status !== 'processing');
+const completed = (id: string) => eventually(async () => (await api('GET', `/logs/export/${id}`)).body.data as Json, (d) => d.status !== 'processing', 120_000);
 
 async function fetchBytes(url: string, headers: Record<string, string> = {}) {
   const res = await fetch(url, { headers });

@@ -3,7 +3,7 @@
  * consumer → embedded ClickHouse, and are read back through GET /logs, GET /logs/{id} and POST /logs/search.
  */
 import type { LocalStack } from '@secsvc/shared/stack';
-import { apiClient, startTestStack, type Api } from './support';
+import { apiClient, eventually, startTestStack, type Api } from './support';
 
 jest.setTimeout(180_000);
 
@@ -36,14 +36,6 @@ async function allLogs(query: string, client: Api = api): Promise<Entry[]> {
   }
 }
 
-async function eventually<T>(fn: () => Promise<T>, ok: (v: T) => boolean, ms = 30_000): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const v = await fn();
-    if (ok(v) || Date.now() > deadline) return v;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
 
 describe('audit log', () => {
   let user: { id: string; email: string };

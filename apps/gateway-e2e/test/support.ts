@@ -95,3 +95,14 @@ export async function startTestStack(name: string, key: string, env: Record<stri
     },
   };
 }
+
+/** Polls `fn` (every 200 ms) until `ok` holds for its value, and returns that value; fails after `ms`. */
+export async function eventually<T>(fn: () => Promise<T>, ok: (v: T) => boolean, ms = 30_000): Promise<T> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const v = await fn();
+    if (ok(v)) return v;
+    if (Date.now() > deadline) throw new Error(`condition not met in time (last: ${JSON.stringify(v)?.slice(0, 300)})`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}

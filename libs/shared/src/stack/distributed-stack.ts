@@ -49,6 +49,8 @@ export interface DistributedStack {
   kill: (instance: string, signal?: NodeJS.Signals) => Promise<void>;
   /** Starts a killed instance again on its ports; resolves once it is healthy. */
   start: (instance: string) => Promise<void>;
+  /** The instance whose process has this id (apps name themselves by pid, e.g. an export job's worker_id). */
+  instanceOfPid: (pid: number) => string | undefined;
   stop: () => Promise<void>;
 }
 
@@ -189,6 +191,7 @@ export async function startDistributedStack(opts: DistributedStackOptions): Prom
         i.proc.start();
         await waitUntil(name, i.healthy, deadline(), () => failure);
       },
+      instanceOfPid: (pid) => [...instances.entries()].find(([, i]) => i.proc.pid === pid)?.[0],
       stop,
     };
   } catch (err) {
