@@ -345,6 +345,26 @@ describe('negative cases', () => {
     expect(Number(blocked.headers.get('retry-after'))).toBeGreaterThan(0);
   });
 
+  it('malformed token requests are 4xx in the RFC 6749 shape, never 500', async () => {
+    const many = Object.fromEntries(Array.from({ length: 150 }, (_, i) => [`p${i}`, 'x']));
+    const tooMany = await tokenPost({ grant_type: 'client_credentials', ...many });
+    expect(tooMany.status).toBe(413);
+    expect((await json(tooMany)).error).toBe('invalid_request');
+    const huge = await tokenPost({ grant_type: 'client_credentials', scope: 'x'.repeat(100_000) });
+    expect(huge.status).toBe(413);
+    const asJson = await fetch(`${s.issuer}/oauth/token`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"grant_type":"client_credentials"}' });
+    expect(asJson.status).toBe(400);
+    expect(await json(asJson)).toMatchObject({ error: 'invalid_request' });
+    const twice = await postForm(`${s.issuer}/oauth/token`, {}, undefined, {});
+    expect((await json(twice)).error).toBe('invalid_client');
+    const repeated = await fetch(`${s.issuer}/oauth/token`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded', ...basic(confidential.clientId, confidential.clientSecret!) },
+      body: 'grant_type=client_credentials&scope=read:users&scope=read:logs',
+    });
+    expect(await json(repeated)).toMatchObject({ error: 'invalid_request', error_description: 'scope: given more than once' });
+  });
+
   it('plain PKCE is refused and public clients must use PKCE (errors go back to the client)', async () => {
     const base = { response_type: 'code', client_id: publicClient.clientId, redirect_uri: REDIRECT, scope: 'openid', state: 's1' };
     const none = await get(`${s.issuer}/oauth/authorize?${new URLSearchParams(base)}`);

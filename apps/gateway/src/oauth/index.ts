@@ -1,7 +1,8 @@
-import express, { type Request, type Response } from 'express';
+import express, { type NextFunction, type Request, type Response } from 'express';
 import { authorizeGet, authorizePost } from './authorize';
 import type { OAuthDeps } from './deps';
 import { discovery } from './discovery';
+import { sendOAuthError } from './http';
 import { STYLESHEET } from './pages';
 import { introspectEndpoint, revokeEndpoint, tokenEndpoint } from './token';
 import { userinfoEndpoint } from './userinfo';
@@ -29,5 +30,12 @@ export function oauthRouter(deps: OAuthDeps): express.Router {
   router.post('/oauth/introspect', form, introspectEndpoint(deps));
   router.get('/oauth/userinfo', userinfoEndpoint(deps));
   router.post('/oauth/userinfo', form, userinfoEndpoint(deps));
+  // A form body the parser refused (too large, too many parameters, bad charset) is the client's fault: a
+  // 4xx in the RFC 6749 shape, never a 500.
+  router.use((err: unknown, _req: Request, res: Response, next: NextFunction) => {
+    const e = err as { type?: string; status?: number };
+    if (typeof e?.type !== 'string' || typeof e.status !== 'number' || e.status >= 500) return next(err);
+    sendOAuthError(res, { error: 'invalid_request', errorDescription: `the form body was refused (${e.type})`, status: e.status === 413 ? 413 : 400 });
+  });
   return router;
 }
