@@ -6,6 +6,7 @@
 import type * as Oidc from 'openid-client' with { 'resolution-mode': 'import' };
 import pg from 'pg';
 import { createHash, randomBytes } from 'node:crypto';
+import { eventually } from './support';
 import { authorizeInteractively, get, hiddenInputs, Jar, json, PASSWORD, postForm, registerClient, startOAuthStack, userWithPassword, type OAuthStack } from './oauth-support';
 
 jest.setTimeout(120_000);
@@ -91,14 +92,8 @@ async function publicCode(scope = ALL) {
 const exchangePublic = (code: string, verifier: string, over: Record<string, string> = {}) =>
   tokenPost({ grant_type: 'authorization_code', code, redirect_uri: REDIRECT, code_verifier: verifier, client_id: publicClient.clientId, ...over });
 
-async function untilStatus(fn: () => Promise<Response>, status: number): Promise<Response> {
-  let res = await fn();
-  for (let i = 0; i < 50 && res.status !== status; i++) {
-    await new Promise((r) => setTimeout(r, 50));
-    res = await fn();
-  }
-  return res;
-}
+/** The response once it has `status` (a revocation reaches every gateway through the change stream). */
+const untilStatus = (fn: () => Promise<Response>, status: number) => eventually(fn, (r) => r.status === status, 10_000);
 
 describe('discovery', () => {
   it('publishes OpenID Connect and RFC 8414 metadata that openid-client accepts', async () => {
