@@ -165,8 +165,9 @@ async function main() {
     console.log(`filled embedded ClickHouse in ${((performance.now() - t) / 1000).toFixed(1)} s`);
     const results = [];
     await withStack(dataDir, {}, async (stack) => {
-      results.push(await streamOnly(stack));
+      // The first export also warms the page cache for the rest (the ceiling included).
       results.push(await exportOnce(stack, 'csv, local directory', 'csv', WINDOW, ROWS));
+      results.unshift(await streamOnly(stack));
       results.push(await exportOnce(stack, 'json, local directory', 'json', WINDOW, ROWS));
       results.push(await exportOnce(stack, `csv, local directory, ${(ROWS / 10).toLocaleString('en')} entries`, 'csv', SMALL, ROWS / 10));
     });

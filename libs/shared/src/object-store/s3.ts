@@ -27,7 +27,7 @@ export interface S3StoreOptions {
   prefix?: string;
   /** Multipart part size in bytes (S3's minimum is 5 MiB for every part but the last). */
   partSize: number;
-  /** Parts uploaded at once per writer (memory: up to (1 + this) × partSize per writer). */
+  /** Parts uploading at once per writer while the next fills (memory: (1 + this) × partSize per writer). */
   concurrency?: number;
 }
 
@@ -39,9 +39,9 @@ function isNotFound(err: unknown): boolean {
 }
 
 /**
- * Objects in an S3 bucket through @aws-sdk/client-s3. A writer buffers one part (partSize) and uploads it
- * with multipart upload while the next fills (at most `concurrency` parts in flight, so memory stays flat
- * whatever the object's size); an object smaller than one part is one PutObject. Nothing is visible under
+ * Objects in an S3 bucket through @aws-sdk/client-s3. A writer fills one part (partSize) and uploads it with
+ * multipart upload while the next fills (at most `concurrency` parts in flight, in reused buffers, so memory
+ * stays flat whatever the object's size); an object smaller than one part is one PutObject. Nothing is visible under
  * the key before CompleteMultipartUpload; abort() (or sweep() after a crash) drops the uploaded parts.
  */
 export function createS3ObjectStore(o: S3StoreOptions): ObjectStore {
@@ -63,57 +63,66 @@ export function createS3ObjectStore(o: S3StoreOptions): ObjectStore {
     kind: 's3',
     async create(key: string, contentType: string): Promise<ObjectWriter> {
       const Key = keyOf(key);
-      let chunks: Buffer[] = [];
-      let buffered = 0;
+      // Part buffers: the one filling plus those uploading, reused once their upload settled, so a writer
+      // holds at most (concurrency + 1) × partSize bytes and makes no garbage per part.
+      const free: Buffer[] = [];
+      let current: Buffer | undefined;
+      let filled = 0;
       let size = 0;
       let uploadId: string | undefined;
       const parts: CompletedPart[] = [];
       const inFlight = new Set<Promise<void>>();
       let failure: unknown;
 
-      const startPart = async (body: Buffer) => {
+      const uploadPart = async () => {
+        const buf = current!;
+        const body = buf.subarray(0, filled);
+        current = undefined;
+        filled = 0;
+        while (inFlight.size >= concurrency) await Promise.race(inFlight);
+        if (failure) throw failure;
         uploadId ??= (await client.send(new CreateMultipartUploadCommand({ Bucket, Key, ContentType: contentType }))).UploadId;
         const PartNumber = parts.length + 1;
         const slot: CompletedPart = { PartNumber };
         parts.push(slot);
-        const p = client
+        const p: Promise<void> = client
           .send(new UploadPartCommand({ Bucket, Key, UploadId: uploadId, PartNumber, Body: body, ContentLength: body.length }))
           .then((r) => void (slot.ETag = r.ETag))
           .catch((err: unknown) => void (failure ??= err))
-          .finally(() => inFlight.delete(p));
+          .finally(() => {
+            inFlight.delete(p);
+            free.push(buf);
+          });
         inFlight.add(p);
-        while (inFlight.size >= concurrency) await Promise.race(inFlight);
-        if (failure) throw failure;
-      };
-      const take = () => {
-        const body = Buffer.concat(chunks, buffered);
-        chunks = [];
-        buffered = 0;
-        return body;
       };
 
       return {
         async write(chunk) {
           if (failure) throw failure;
-          chunks.push(chunk);
-          buffered += chunk.length;
           size += chunk.length;
-          if (buffered >= o.partSize) await startPart(take());
+          let off = 0;
+          while (off < chunk.length) {
+            current ??= free.pop() ?? Buffer.allocUnsafe(o.partSize);
+            const n = chunk.copy(current, filled, off);
+            filled += n;
+            off += n;
+            if (filled === o.partSize) await uploadPart();
+          }
         },
         async finish() {
-          if (uploadId === undefined) {
-            const body = take();
+          if (uploadId === undefined && inFlight.size === 0) {
+            const body = current ? current.subarray(0, filled) : Buffer.alloc(0);
             await client.send(new PutObjectCommand({ Bucket, Key, Body: body, ContentType: contentType, ContentLength: body.length }));
             return { size };
           }
-          if (buffered > 0) await startPart(take());
+          if (filled > 0) await uploadPart();
           await Promise.all(inFlight);
           if (failure) throw failure;
           await client.send(new CompleteMultipartUploadCommand({ Bucket, Key, UploadId: uploadId, MultipartUpload: { Parts: parts } }));
           return { size };
         },
         async abort() {
-          chunks = [];
+          current = undefined;
           await Promise.allSettled(inFlight);
           if (uploadId) await client.send(new AbortMultipartUploadCommand({ Bucket, Key, UploadId: uploadId })).catch(() => undefined);
         },
