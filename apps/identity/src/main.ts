@@ -24,6 +24,8 @@ import { authorize } from './rpc/oauth-authorize';
 import { token } from './rpc/oauth-token';
 import { introspectToken } from './rpc/oauth-introspect';
 import { authenticateOAuthClient, revokeToken } from './rpc/oauth-revoke';
+import { createSsoConnection, deleteSsoConnection, getSsoConnection, listSsoConnections, updateSsoConnection } from './rpc/sso-connections';
+import { completeSamlLogin, reportSamlLoginFailure, saveSamlRequest, takeSamlRequest } from './rpc/saml-login';
 
 void runProcess('identity', () => loadIdentityConfig(), async ({ config, logger, metrics }) => {
   const pool = createPool(config.DATABASE_URL, config.DATABASE_POOL_MAX, logger, 'identity');
@@ -86,6 +88,15 @@ void runProcess('identity', () => loadIdentityConfig(), async ({ config, logger,
           revokeToken: revokeToken(ctx, signingKeys),
           introspectToken: introspectToken(ctx, signingKeys),
           authenticateOAuthClient: authenticateOAuthClient(ctx),
+          createSsoConnection: createSsoConnection(ctx),
+          listSsoConnections: listSsoConnections(ctx),
+          getSsoConnection: getSsoConnection(ctx),
+          updateSsoConnection: updateSsoConnection(ctx),
+          deleteSsoConnection: deleteSsoConnection(ctx),
+          saveSamlRequest: saveSamlRequest(ctx),
+          takeSamlRequest: takeSamlRequest(ctx),
+          completeSamlLogin: completeSamlLogin(ctx),
+          reportSamlLoginFailure: reportSamlLoginFailure(ctx),
         },
       },
     ],

@@ -17,6 +17,7 @@ export * from './constants';
 export * from './grpc/caller';
 export * from './outbox';
 export * from './oauth';
+export * from './sso';
 export * from './pg-listener';
 export * from './bus/port';
 export * from './bus/postgres';

@@ -545,6 +545,137 @@ export interface AuthenticateOAuthClientResponse {
   type: string;
 }
 
+export interface SsoConnection {
+  id: string;
+  environment: string;
+  name: string;
+  /** The IdP metadata as given, and what the gateway read from it. */
+  idpMetadataXml: string;
+  idpEntityId: string;
+  idpSsoUrl: string;
+  /** PEM signing certificates of the IdP. */
+  idpCertificates: string[];
+  domains: string[];
+  defaultRoles: string[];
+  /** JSON object: email, name (attribute names of the assertion). */
+  attributeMappingJson: string;
+  allowIdpInitiated: boolean;
+  createdAt: string | undefined;
+  updatedAt: string | undefined;
+}
+
+export interface SsoConnectionFields {
+  name: string;
+  idpMetadataXml: string;
+  idpEntityId: string;
+  idpSsoUrl: string;
+  idpCertificates: string[];
+  domains: string[];
+  defaultRoles: string[];
+  attributeMappingJson: string;
+  allowIdpInitiated: boolean;
+}
+
+export interface CreateSsoConnectionRequest {
+  environment: string;
+  fields: SsoConnectionFields | undefined;
+}
+
+export interface ListSsoConnectionsRequest {
+  environment: string;
+  limit: number;
+  cursor: string;
+}
+
+export interface ListSsoConnectionsResponse {
+  connections: SsoConnection[];
+  hasMore: boolean;
+  nextCursor: string;
+}
+
+export interface GetSsoConnectionRequest {
+  environment: string;
+  id: string;
+  /** The SP endpoints (no credential) look a connection up by its id alone. */
+  anyEnvironment: boolean;
+}
+
+export interface UpdateSsoConnectionRequest {
+  environment: string;
+  id: string;
+  name?:
+    | string
+    | undefined;
+  /** Set together when the metadata changes. */
+  idpMetadataXml?: string | undefined;
+  idpEntityId?: string | undefined;
+  idpSsoUrl?: string | undefined;
+  idpCertificates: StringList | undefined;
+  domains: StringList | undefined;
+  defaultRoles: StringList | undefined;
+  attributeMappingJson?: string | undefined;
+  allowIdpInitiated?: boolean | undefined;
+}
+
+export interface DeleteSsoConnectionRequest {
+  environment: string;
+  id: string;
+}
+
+export interface DeleteSsoConnectionResponse {
+}
+
+export interface SaveSamlRequestRequest {
+  connectionId: string;
+  requestId: string;
+  ttlSeconds: number;
+}
+
+export interface SaveSamlRequestResponse {
+}
+
+export interface TakeSamlRequestRequest {
+  requestId: string;
+}
+
+export interface TakeSamlRequestResponse {
+  /** False when unknown, expired or already used. */
+  found: boolean;
+  connectionId: string;
+}
+
+export interface CompleteSamlLoginRequest {
+  connectionId: string;
+  assertionId: string;
+  /** Until when the assertion could be accepted (its NotOnOrAfter plus the allowed skew). */
+  assertionExpiresAt: string | undefined;
+  nameId: string;
+  email: string;
+  name: string;
+  ip: string;
+  userAgent: string;
+  /** 0 = the default (24 hours). */
+  expiresInSeconds: number;
+}
+
+export interface CompleteSamlLoginResponse {
+  session: CreatedSession | undefined;
+  userId: string;
+  /** The user was created by this login (just-in-time provisioning). */
+  provisioned: boolean;
+}
+
+export interface ReportSamlLoginFailureRequest {
+  connectionId: string;
+  reason: string;
+  email: string;
+  ip: string;
+  userAgent: string;
+}
+
+export interface ReportSamlLoginFailureResponse {
+}
+
 function createBaseUser(): User {
   return {
     id: "",
@@ -8549,6 +8680,2230 @@ export const AuthenticateOAuthClientResponse: MessageFns<AuthenticateOAuthClient
   },
 };
 
+function createBaseSsoConnection(): SsoConnection {
+  return {
+    id: "",
+    environment: "",
+    name: "",
+    idpMetadataXml: "",
+    idpEntityId: "",
+    idpSsoUrl: "",
+    idpCertificates: [],
+    domains: [],
+    defaultRoles: [],
+    attributeMappingJson: "",
+    allowIdpInitiated: false,
+    createdAt: undefined,
+    updatedAt: undefined,
+  };
+}
+
+export const SsoConnection: MessageFns<SsoConnection> = {
+  encode(message: SsoConnection, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.id !== "") {
+      writer.uint32(10).string(message.id);
+    }
+    if (message.environment !== "") {
+      writer.uint32(18).string(message.environment);
+    }
+    if (message.name !== "") {
+      writer.uint32(26).string(message.name);
+    }
+    if (message.idpMetadataXml !== "") {
+      writer.uint32(34).string(message.idpMetadataXml);
+    }
+    if (message.idpEntityId !== "") {
+      writer.uint32(42).string(message.idpEntityId);
+    }
+    if (message.idpSsoUrl !== "") {
+      writer.uint32(50).string(message.idpSsoUrl);
+    }
+    for (const v of message.idpCertificates) {
+      writer.uint32(58).string(v!);
+    }
+    for (const v of message.domains) {
+      writer.uint32(66).string(v!);
+    }
+    for (const v of message.defaultRoles) {
+      writer.uint32(74).string(v!);
+    }
+    if (message.attributeMappingJson !== "") {
+      writer.uint32(82).string(message.attributeMappingJson);
+    }
+    if (message.allowIdpInitiated !== false) {
+      writer.uint32(88).bool(message.allowIdpInitiated);
+    }
+    if (message.createdAt !== undefined) {
+      Timestamp.encode(toTimestamp(message.createdAt), writer.uint32(98).fork()).join();
+    }
+    if (message.updatedAt !== undefined) {
+      Timestamp.encode(toTimestamp(message.updatedAt), writer.uint32(106).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): SsoConnection {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseSsoConnection();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.id = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.environment = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.name = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.idpMetadataXml = reader.string();
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.idpEntityId = reader.string();
+            continue;
+          }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.idpSsoUrl = reader.string();
+            continue;
+          }
+          case 7: {
+            if (tag !== 58) {
+              break;
+            }
+
+            message.idpCertificates.push(reader.string());
+            continue;
+          }
+          case 8: {
+            if (tag !== 66) {
+              break;
+            }
+
+            message.domains.push(reader.string());
+            continue;
+          }
+          case 9: {
+            if (tag !== 74) {
+              break;
+            }
+
+            message.defaultRoles.push(reader.string());
+            continue;
+          }
+          case 10: {
+            if (tag !== 82) {
+              break;
+            }
+
+            message.attributeMappingJson = reader.string();
+            continue;
+          }
+          case 11: {
+            if (tag !== 88) {
+              break;
+            }
+
+            message.allowIdpInitiated = reader.bool();
+            continue;
+          }
+          case 12: {
+            if (tag !== 98) {
+              break;
+            }
+
+            message.createdAt = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 13: {
+            if (tag !== 106) {
+              break;
+            }
+
+            message.updatedAt = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): SsoConnection {
+    return {
+      id: isSet(object.id) ? globalThis.String(object.id) : "",
+      environment: isSet(object.environment) ? globalThis.String(object.environment) : "",
+      name: isSet(object.name) ? globalThis.String(object.name) : "",
+      idpMetadataXml: isSet(object.idpMetadataXml)
+        ? globalThis.String(object.idpMetadataXml)
+        : isSet(object.idp_metadata_xml)
+        ? globalThis.String(object.idp_metadata_xml)
+        : "",
+      idpEntityId: isSet(object.idpEntityId)
+        ? globalThis.String(object.idpEntityId)
+        : isSet(object.idp_entity_id)
+        ? globalThis.String(object.idp_entity_id)
+        : "",
+      idpSsoUrl: isSet(object.idpSsoUrl)
+        ? globalThis.String(object.idpSsoUrl)
+        : isSet(object.idp_sso_url)
+        ? globalThis.String(object.idp_sso_url)
+        : "",
+      idpCertificates: globalThis.Array.isArray(object?.idpCertificates)
+        ? object.idpCertificates.map((e: any) => globalThis.String(e))
+        : globalThis.Array.isArray(object?.idp_certificates)
+        ? object.idp_certificates.map((e: any) => globalThis.String(e))
+        : [],
+      domains: globalThis.Array.isArray(object?.domains) ? object.domains.map((e: any) => globalThis.String(e)) : [],
+      defaultRoles: globalThis.Array.isArray(object?.defaultRoles)
+        ? object.defaultRoles.map((e: any) => globalThis.String(e))
+        : globalThis.Array.isArray(object?.default_roles)
+        ? object.default_roles.map((e: any) => globalThis.String(e))
+        : [],
+      attributeMappingJson: isSet(object.attributeMappingJson)
+        ? globalThis.String(object.attributeMappingJson)
+        : isSet(object.attribute_mapping_json)
+        ? globalThis.String(object.attribute_mapping_json)
+        : "",
+      allowIdpInitiated: isSet(object.allowIdpInitiated)
+        ? globalThis.Boolean(object.allowIdpInitiated)
+        : isSet(object.allow_idp_initiated)
+        ? globalThis.Boolean(object.allow_idp_initiated)
+        : false,
+      createdAt: isSet(object.createdAt)
+        ? globalThis.String(object.createdAt)
+        : isSet(object.created_at)
+        ? globalThis.String(object.created_at)
+        : undefined,
+      updatedAt: isSet(object.updatedAt)
+        ? globalThis.String(object.updatedAt)
+        : isSet(object.updated_at)
+        ? globalThis.String(object.updated_at)
+        : undefined,
+    };
+  },
+
+  toJSON(message: SsoConnection): unknown {
+    const obj: any = {};
+    if (message.id !== "") {
+      obj.id = message.id;
+    }
+    if (message.environment !== "") {
+      obj.environment = message.environment;
+    }
+    if (message.name !== "") {
+      obj.name = message.name;
+    }
+    if (message.idpMetadataXml !== "") {
+      obj.idpMetadataXml = message.idpMetadataXml;
+    }
+    if (message.idpEntityId !== "") {
+      obj.idpEntityId = message.idpEntityId;
+    }
+    if (message.idpSsoUrl !== "") {
+      obj.idpSsoUrl = message.idpSsoUrl;
+    }
+    if (message.idpCertificates?.length) {
+      obj.idpCertificates = message.idpCertificates;
+    }
+    if (message.domains?.length) {
+      obj.domains = message.domains;
+    }
+    if (message.defaultRoles?.length) {
+      obj.defaultRoles = message.defaultRoles;
+    }
+    if (message.attributeMappingJson !== "") {
+      obj.attributeMappingJson = message.attributeMappingJson;
+    }
+    if (message.allowIdpInitiated !== false) {
+      obj.allowIdpInitiated = message.allowIdpInitiated;
+    }
+    if (message.createdAt !== undefined) {
+      obj.createdAt = message.createdAt;
+    }
+    if (message.updatedAt !== undefined) {
+      obj.updatedAt = message.updatedAt;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<SsoConnection>, I>>(base?: I): SsoConnection {
+    return SsoConnection.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<SsoConnection>, I>>(object: I): SsoConnection {
+    const message = createBaseSsoConnection();
+    message.id = object.id ?? "";
+    message.environment = object.environment ?? "";
+    message.name = object.name ?? "";
+    message.idpMetadataXml = object.idpMetadataXml ?? "";
+    message.idpEntityId = object.idpEntityId ?? "";
+    message.idpSsoUrl = object.idpSsoUrl ?? "";
+    message.idpCertificates = object.idpCertificates?.map((e) => e) || [];
+    message.domains = object.domains?.map((e) => e) || [];
+    message.defaultRoles = object.defaultRoles?.map((e) => e) || [];
+    message.attributeMappingJson = object.attributeMappingJson ?? "";
+    message.allowIdpInitiated = object.allowIdpInitiated ?? false;
+    message.createdAt = object.createdAt ?? undefined;
+    message.updatedAt = object.updatedAt ?? undefined;
+    return message;
+  },
+};
+
+function createBaseSsoConnectionFields(): SsoConnectionFields {
+  return {
+    name: "",
+    idpMetadataXml: "",
+    idpEntityId: "",
+    idpSsoUrl: "",
+    idpCertificates: [],
+    domains: [],
+    defaultRoles: [],
+    attributeMappingJson: "",
+    allowIdpInitiated: false,
+  };
+}
+
+export const SsoConnectionFields: MessageFns<SsoConnectionFields> = {
+  encode(message: SsoConnectionFields, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.name !== "") {
+      writer.uint32(10).string(message.name);
+    }
+    if (message.idpMetadataXml !== "") {
+      writer.uint32(18).string(message.idpMetadataXml);
+    }
+    if (message.idpEntityId !== "") {
+      writer.uint32(26).string(message.idpEntityId);
+    }
+    if (message.idpSsoUrl !== "") {
+      writer.uint32(34).string(message.idpSsoUrl);
+    }
+    for (const v of message.idpCertificates) {
+      writer.uint32(42).string(v!);
+    }
+    for (const v of message.domains) {
+      writer.uint32(50).string(v!);
+    }
+    for (const v of message.defaultRoles) {
+      writer.uint32(58).string(v!);
+    }
+    if (message.attributeMappingJson !== "") {
+      writer.uint32(66).string(message.attributeMappingJson);
+    }
+    if (message.allowIdpInitiated !== false) {
+      writer.uint32(72).bool(message.allowIdpInitiated);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): SsoConnectionFields {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseSsoConnectionFields();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.name = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.idpMetadataXml = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.idpEntityId = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.idpSsoUrl = reader.string();
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.idpCertificates.push(reader.string());
+            continue;
+          }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.domains.push(reader.string());
+            continue;
+          }
+          case 7: {
+            if (tag !== 58) {
+              break;
+            }
+
+            message.defaultRoles.push(reader.string());
+            continue;
+          }
+          case 8: {
+            if (tag !== 66) {
+              break;
+            }
+
+            message.attributeMappingJson = reader.string();
+            continue;
+          }
+          case 9: {
+            if (tag !== 72) {
+              break;
+            }
+
+            message.allowIdpInitiated = reader.bool();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): SsoConnectionFields {
+    return {
+      name: isSet(object.name) ? globalThis.String(object.name) : "",
+      idpMetadataXml: isSet(object.idpMetadataXml)
+        ? globalThis.String(object.idpMetadataXml)
+        : isSet(object.idp_metadata_xml)
+        ? globalThis.String(object.idp_metadata_xml)
+        : "",
+      idpEntityId: isSet(object.idpEntityId)
+        ? globalThis.String(object.idpEntityId)
+        : isSet(object.idp_entity_id)
+        ? globalThis.String(object.idp_entity_id)
+        : "",
+      idpSsoUrl: isSet(object.idpSsoUrl)
+        ? globalThis.String(object.idpSsoUrl)
+        : isSet(object.idp_sso_url)
+        ? globalThis.String(object.idp_sso_url)
+        : "",
+      idpCertificates: globalThis.Array.isArray(object?.idpCertificates)
+        ? object.idpCertificates.map((e: any) => globalThis.String(e))
+        : globalThis.Array.isArray(object?.idp_certificates)
+        ? object.idp_certificates.map((e: any) => globalThis.String(e))
+        : [],
+      domains: globalThis.Array.isArray(object?.domains)
+        ? object.domains.map((e: any) => globalThis.String(e))
+        : [],
+      defaultRoles: globalThis.Array.isArray(object?.defaultRoles)
+        ? object.defaultRoles.map((e: any) => globalThis.String(e))
+        : globalThis.Array.isArray(object?.default_roles)
+        ? object.default_roles.map((e: any) => globalThis.String(e))
+        : [],
+      attributeMappingJson: isSet(object.attributeMappingJson)
+        ? globalThis.String(object.attributeMappingJson)
+        : isSet(object.attribute_mapping_json)
+        ? globalThis.String(object.attribute_mapping_json)
+        : "",
+      allowIdpInitiated: isSet(object.allowIdpInitiated)
+        ? globalThis.Boolean(object.allowIdpInitiated)
+        : isSet(object.allow_idp_initiated)
+        ? globalThis.Boolean(object.allow_idp_initiated)
+        : false,
+    };
+  },
+
+  toJSON(message: SsoConnectionFields): unknown {
+    const obj: any = {};
+    if (message.name !== "") {
+      obj.name = message.name;
+    }
+    if (message.idpMetadataXml !== "") {
+      obj.idpMetadataXml = message.idpMetadataXml;
+    }
+    if (message.idpEntityId !== "") {
+      obj.idpEntityId = message.idpEntityId;
+    }
+    if (message.idpSsoUrl !== "") {
+      obj.idpSsoUrl = message.idpSsoUrl;
+    }
+    if (message.idpCertificates?.length) {
+      obj.idpCertificates = message.idpCertificates;
+    }
+    if (message.domains?.length) {
+      obj.domains = message.domains;
+    }
+    if (message.defaultRoles?.length) {
+      obj.defaultRoles = message.defaultRoles;
+    }
+    if (message.attributeMappingJson !== "") {
+      obj.attributeMappingJson = message.attributeMappingJson;
+    }
+    if (message.allowIdpInitiated !== false) {
+      obj.allowIdpInitiated = message.allowIdpInitiated;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<SsoConnectionFields>, I>>(base?: I): SsoConnectionFields {
+    return SsoConnectionFields.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<SsoConnectionFields>, I>>(object: I): SsoConnectionFields {
+    const message = createBaseSsoConnectionFields();
+    message.name = object.name ?? "";
+    message.idpMetadataXml = object.idpMetadataXml ?? "";
+    message.idpEntityId = object.idpEntityId ?? "";
+    message.idpSsoUrl = object.idpSsoUrl ?? "";
+    message.idpCertificates = object.idpCertificates?.map((e) => e) || [];
+    message.domains = object.domains?.map((e) => e) || [];
+    message.defaultRoles = object.defaultRoles?.map((e) => e) || [];
+    message.attributeMappingJson = object.attributeMappingJson ?? "";
+    message.allowIdpInitiated = object.allowIdpInitiated ?? false;
+    return message;
+  },
+};
+
+function createBaseCreateSsoConnectionRequest(): CreateSsoConnectionRequest {
+  return { environment: "", fields: undefined };
+}
+
+export const CreateSsoConnectionRequest: MessageFns<CreateSsoConnectionRequest> = {
+  encode(message: CreateSsoConnectionRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.environment !== "") {
+      writer.uint32(10).string(message.environment);
+    }
+    if (message.fields !== undefined) {
+      SsoConnectionFields.encode(message.fields, writer.uint32(18).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): CreateSsoConnectionRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseCreateSsoConnectionRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.environment = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.fields = SsoConnectionFields.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): CreateSsoConnectionRequest {
+    return {
+      environment: isSet(object.environment) ? globalThis.String(object.environment) : "",
+      fields: isSet(object.fields) ? SsoConnectionFields.fromJSON(object.fields) : undefined,
+    };
+  },
+
+  toJSON(message: CreateSsoConnectionRequest): unknown {
+    const obj: any = {};
+    if (message.environment !== "") {
+      obj.environment = message.environment;
+    }
+    if (message.fields !== undefined) {
+      obj.fields = SsoConnectionFields.toJSON(message.fields);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<CreateSsoConnectionRequest>, I>>(base?: I): CreateSsoConnectionRequest {
+    return CreateSsoConnectionRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<CreateSsoConnectionRequest>, I>>(object: I): CreateSsoConnectionRequest {
+    const message = createBaseCreateSsoConnectionRequest();
+    message.environment = object.environment ?? "";
+    message.fields = (object.fields !== undefined && object.fields !== null)
+      ? SsoConnectionFields.fromPartial(object.fields)
+      : undefined;
+    return message;
+  },
+};
+
+function createBaseListSsoConnectionsRequest(): ListSsoConnectionsRequest {
+  return { environment: "", limit: 0, cursor: "" };
+}
+
+export const ListSsoConnectionsRequest: MessageFns<ListSsoConnectionsRequest> = {
+  encode(message: ListSsoConnectionsRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.environment !== "") {
+      writer.uint32(10).string(message.environment);
+    }
+    if (message.limit !== 0) {
+      writer.uint32(16).int32(message.limit);
+    }
+    if (message.cursor !== "") {
+      writer.uint32(26).string(message.cursor);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ListSsoConnectionsRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseListSsoConnectionsRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.environment = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.limit = reader.int32();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.cursor = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ListSsoConnectionsRequest {
+    return {
+      environment: isSet(object.environment) ? globalThis.String(object.environment) : "",
+      limit: isSet(object.limit) ? globalThis.Number(object.limit) : 0,
+      cursor: isSet(object.cursor) ? globalThis.String(object.cursor) : "",
+    };
+  },
+
+  toJSON(message: ListSsoConnectionsRequest): unknown {
+    const obj: any = {};
+    if (message.environment !== "") {
+      obj.environment = message.environment;
+    }
+    if (message.limit !== 0) {
+      obj.limit = Math.round(message.limit);
+    }
+    if (message.cursor !== "") {
+      obj.cursor = message.cursor;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ListSsoConnectionsRequest>, I>>(base?: I): ListSsoConnectionsRequest {
+    return ListSsoConnectionsRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ListSsoConnectionsRequest>, I>>(object: I): ListSsoConnectionsRequest {
+    const message = createBaseListSsoConnectionsRequest();
+    message.environment = object.environment ?? "";
+    message.limit = object.limit ?? 0;
+    message.cursor = object.cursor ?? "";
+    return message;
+  },
+};
+
+function createBaseListSsoConnectionsResponse(): ListSsoConnectionsResponse {
+  return { connections: [], hasMore: false, nextCursor: "" };
+}
+
+export const ListSsoConnectionsResponse: MessageFns<ListSsoConnectionsResponse> = {
+  encode(message: ListSsoConnectionsResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.connections) {
+      SsoConnection.encode(v!, writer.uint32(10).fork()).join();
+    }
+    if (message.hasMore !== false) {
+      writer.uint32(16).bool(message.hasMore);
+    }
+    if (message.nextCursor !== "") {
+      writer.uint32(26).string(message.nextCursor);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ListSsoConnectionsResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseListSsoConnectionsResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.connections.push(SsoConnection.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.hasMore = reader.bool();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.nextCursor = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ListSsoConnectionsResponse {
+    return {
+      connections: globalThis.Array.isArray(object?.connections)
+        ? object.connections.map((e: any) => SsoConnection.fromJSON(e))
+        : [],
+      hasMore: isSet(object.hasMore)
+        ? globalThis.Boolean(object.hasMore)
+        : isSet(object.has_more)
+        ? globalThis.Boolean(object.has_more)
+        : false,
+      nextCursor: isSet(object.nextCursor)
+        ? globalThis.String(object.nextCursor)
+        : isSet(object.next_cursor)
+        ? globalThis.String(object.next_cursor)
+        : "",
+    };
+  },
+
+  toJSON(message: ListSsoConnectionsResponse): unknown {
+    const obj: any = {};
+    if (message.connections?.length) {
+      obj.connections = message.connections.map((e) => SsoConnection.toJSON(e));
+    }
+    if (message.hasMore !== false) {
+      obj.hasMore = message.hasMore;
+    }
+    if (message.nextCursor !== "") {
+      obj.nextCursor = message.nextCursor;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ListSsoConnectionsResponse>, I>>(base?: I): ListSsoConnectionsResponse {
+    return ListSsoConnectionsResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ListSsoConnectionsResponse>, I>>(object: I): ListSsoConnectionsResponse {
+    const message = createBaseListSsoConnectionsResponse();
+    message.connections = object.connections?.map((e) => SsoConnection.fromPartial(e)) || [];
+    message.hasMore = object.hasMore ?? false;
+    message.nextCursor = object.nextCursor ?? "";
+    return message;
+  },
+};
+
+function createBaseGetSsoConnectionRequest(): GetSsoConnectionRequest {
+  return { environment: "", id: "", anyEnvironment: false };
+}
+
+export const GetSsoConnectionRequest: MessageFns<GetSsoConnectionRequest> = {
+  encode(message: GetSsoConnectionRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.environment !== "") {
+      writer.uint32(10).string(message.environment);
+    }
+    if (message.id !== "") {
+      writer.uint32(18).string(message.id);
+    }
+    if (message.anyEnvironment !== false) {
+      writer.uint32(24).bool(message.anyEnvironment);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): GetSsoConnectionRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseGetSsoConnectionRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.environment = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.id = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.anyEnvironment = reader.bool();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): GetSsoConnectionRequest {
+    return {
+      environment: isSet(object.environment) ? globalThis.String(object.environment) : "",
+      id: isSet(object.id) ? globalThis.String(object.id) : "",
+      anyEnvironment: isSet(object.anyEnvironment)
+        ? globalThis.Boolean(object.anyEnvironment)
+        : isSet(object.any_environment)
+        ? globalThis.Boolean(object.any_environment)
+        : false,
+    };
+  },
+
+  toJSON(message: GetSsoConnectionRequest): unknown {
+    const obj: any = {};
+    if (message.environment !== "") {
+      obj.environment = message.environment;
+    }
+    if (message.id !== "") {
+      obj.id = message.id;
+    }
+    if (message.anyEnvironment !== false) {
+      obj.anyEnvironment = message.anyEnvironment;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<GetSsoConnectionRequest>, I>>(base?: I): GetSsoConnectionRequest {
+    return GetSsoConnectionRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<GetSsoConnectionRequest>, I>>(object: I): GetSsoConnectionRequest {
+    const message = createBaseGetSsoConnectionRequest();
+    message.environment = object.environment ?? "";
+    message.id = object.id ?? "";
+    message.anyEnvironment = object.anyEnvironment ?? false;
+    return message;
+  },
+};
+
+function createBaseUpdateSsoConnectionRequest(): UpdateSsoConnectionRequest {
+  return {
+    environment: "",
+    id: "",
+    name: undefined,
+    idpMetadataXml: undefined,
+    idpEntityId: undefined,
+    idpSsoUrl: undefined,
+    idpCertificates: undefined,
+    domains: undefined,
+    defaultRoles: undefined,
+    attributeMappingJson: undefined,
+    allowIdpInitiated: undefined,
+  };
+}
+
+export const UpdateSsoConnectionRequest: MessageFns<UpdateSsoConnectionRequest> = {
+  encode(message: UpdateSsoConnectionRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.environment !== "") {
+      writer.uint32(10).string(message.environment);
+    }
+    if (message.id !== "") {
+      writer.uint32(18).string(message.id);
+    }
+    if (message.name !== undefined) {
+      writer.uint32(26).string(message.name);
+    }
+    if (message.idpMetadataXml !== undefined) {
+      writer.uint32(34).string(message.idpMetadataXml);
+    }
+    if (message.idpEntityId !== undefined) {
+      writer.uint32(42).string(message.idpEntityId);
+    }
+    if (message.idpSsoUrl !== undefined) {
+      writer.uint32(50).string(message.idpSsoUrl);
+    }
+    if (message.idpCertificates !== undefined) {
+      StringList.encode(message.idpCertificates, writer.uint32(58).fork()).join();
+    }
+    if (message.domains !== undefined) {
+      StringList.encode(message.domains, writer.uint32(66).fork()).join();
+    }
+    if (message.defaultRoles !== undefined) {
+      StringList.encode(message.defaultRoles, writer.uint32(74).fork()).join();
+    }
+    if (message.attributeMappingJson !== undefined) {
+      writer.uint32(82).string(message.attributeMappingJson);
+    }
+    if (message.allowIdpInitiated !== undefined) {
+      writer.uint32(88).bool(message.allowIdpInitiated);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): UpdateSsoConnectionRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseUpdateSsoConnectionRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.environment = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.id = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.name = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.idpMetadataXml = reader.string();
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.idpEntityId = reader.string();
+            continue;
+          }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.idpSsoUrl = reader.string();
+            continue;
+          }
+          case 7: {
+            if (tag !== 58) {
+              break;
+            }
+
+            message.idpCertificates = StringList.decode(reader, reader.uint32());
+            continue;
+          }
+          case 8: {
+            if (tag !== 66) {
+              break;
+            }
+
+            message.domains = StringList.decode(reader, reader.uint32());
+            continue;
+          }
+          case 9: {
+            if (tag !== 74) {
+              break;
+            }
+
+            message.defaultRoles = StringList.decode(reader, reader.uint32());
+            continue;
+          }
+          case 10: {
+            if (tag !== 82) {
+              break;
+            }
+
+            message.attributeMappingJson = reader.string();
+            continue;
+          }
+          case 11: {
+            if (tag !== 88) {
+              break;
+            }
+
+            message.allowIdpInitiated = reader.bool();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): UpdateSsoConnectionRequest {
+    return {
+      environment: isSet(object.environment) ? globalThis.String(object.environment) : "",
+      id: isSet(object.id) ? globalThis.String(object.id) : "",
+      name: isSet(object.name) ? globalThis.String(object.name) : undefined,
+      idpMetadataXml: isSet(object.idpMetadataXml)
+        ? globalThis.String(object.idpMetadataXml)
+        : isSet(object.idp_metadata_xml)
+        ? globalThis.String(object.idp_metadata_xml)
+        : undefined,
+      idpEntityId: isSet(object.idpEntityId)
+        ? globalThis.String(object.idpEntityId)
+        : isSet(object.idp_entity_id)
+        ? globalThis.String(object.idp_entity_id)
+        : undefined,
+      idpSsoUrl: isSet(object.idpSsoUrl)
+        ? globalThis.String(object.idpSsoUrl)
+        : isSet(object.idp_sso_url)
+        ? globalThis.String(object.idp_sso_url)
+        : undefined,
+      idpCertificates: isSet(object.idpCertificates)
+        ? StringList.fromJSON(object.idpCertificates)
+        : isSet(object.idp_certificates)
+        ? StringList.fromJSON(object.idp_certificates)
+        : undefined,
+      domains: isSet(object.domains) ? StringList.fromJSON(object.domains) : undefined,
+      defaultRoles: isSet(object.defaultRoles)
+        ? StringList.fromJSON(object.defaultRoles)
+        : isSet(object.default_roles)
+        ? StringList.fromJSON(object.default_roles)
+        : undefined,
+      attributeMappingJson: isSet(object.attributeMappingJson)
+        ? globalThis.String(object.attributeMappingJson)
+        : isSet(object.attribute_mapping_json)
+        ? globalThis.String(object.attribute_mapping_json)
+        : undefined,
+      allowIdpInitiated: isSet(object.allowIdpInitiated)
+        ? globalThis.Boolean(object.allowIdpInitiated)
+        : isSet(object.allow_idp_initiated)
+        ? globalThis.Boolean(object.allow_idp_initiated)
+        : undefined,
+    };
+  },
+
+  toJSON(message: UpdateSsoConnectionRequest): unknown {
+    const obj: any = {};
+    if (message.environment !== "") {
+      obj.environment = message.environment;
+    }
+    if (message.id !== "") {
+      obj.id = message.id;
+    }
+    if (message.name !== undefined) {
+      obj.name = message.name;
+    }
+    if (message.idpMetadataXml !== undefined) {
+      obj.idpMetadataXml = message.idpMetadataXml;
+    }
+    if (message.idpEntityId !== undefined) {
+      obj.idpEntityId = message.idpEntityId;
+    }
+    if (message.idpSsoUrl !== undefined) {
+      obj.idpSsoUrl = message.idpSsoUrl;
+    }
+    if (message.idpCertificates !== undefined) {
+      obj.idpCertificates = StringList.toJSON(message.idpCertificates);
+    }
+    if (message.domains !== undefined) {
+      obj.domains = StringList.toJSON(message.domains);
+    }
+    if (message.defaultRoles !== undefined) {
+      obj.defaultRoles = StringList.toJSON(message.defaultRoles);
+    }
+    if (message.attributeMappingJson !== undefined) {
+      obj.attributeMappingJson = message.attributeMappingJson;
+    }
+    if (message.allowIdpInitiated !== undefined) {
+      obj.allowIdpInitiated = message.allowIdpInitiated;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<UpdateSsoConnectionRequest>, I>>(base?: I): UpdateSsoConnectionRequest {
+    return UpdateSsoConnectionRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<UpdateSsoConnectionRequest>, I>>(object: I): UpdateSsoConnectionRequest {
+    const message = createBaseUpdateSsoConnectionRequest();
+    message.environment = object.environment ?? "";
+    message.id = object.id ?? "";
+    message.name = object.name ?? undefined;
+    message.idpMetadataXml = object.idpMetadataXml ?? undefined;
+    message.idpEntityId = object.idpEntityId ?? undefined;
+    message.idpSsoUrl = object.idpSsoUrl ?? undefined;
+    message.idpCertificates = (object.idpCertificates !== undefined && object.idpCertificates !== null)
+      ? StringList.fromPartial(object.idpCertificates)
+      : undefined;
+    message.domains = (object.domains !== undefined && object.domains !== null)
+      ? StringList.fromPartial(object.domains)
+      : undefined;
+    message.defaultRoles = (object.defaultRoles !== undefined && object.defaultRoles !== null)
+      ? StringList.fromPartial(object.defaultRoles)
+      : undefined;
+    message.attributeMappingJson = object.attributeMappingJson ?? undefined;
+    message.allowIdpInitiated = object.allowIdpInitiated ?? undefined;
+    return message;
+  },
+};
+
+function createBaseDeleteSsoConnectionRequest(): DeleteSsoConnectionRequest {
+  return { environment: "", id: "" };
+}
+
+export const DeleteSsoConnectionRequest: MessageFns<DeleteSsoConnectionRequest> = {
+  encode(message: DeleteSsoConnectionRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.environment !== "") {
+      writer.uint32(10).string(message.environment);
+    }
+    if (message.id !== "") {
+      writer.uint32(18).string(message.id);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): DeleteSsoConnectionRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseDeleteSsoConnectionRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.environment = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.id = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): DeleteSsoConnectionRequest {
+    return {
+      environment: isSet(object.environment) ? globalThis.String(object.environment) : "",
+      id: isSet(object.id) ? globalThis.String(object.id) : "",
+    };
+  },
+
+  toJSON(message: DeleteSsoConnectionRequest): unknown {
+    const obj: any = {};
+    if (message.environment !== "") {
+      obj.environment = message.environment;
+    }
+    if (message.id !== "") {
+      obj.id = message.id;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<DeleteSsoConnectionRequest>, I>>(base?: I): DeleteSsoConnectionRequest {
+    return DeleteSsoConnectionRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<DeleteSsoConnectionRequest>, I>>(object: I): DeleteSsoConnectionRequest {
+    const message = createBaseDeleteSsoConnectionRequest();
+    message.environment = object.environment ?? "";
+    message.id = object.id ?? "";
+    return message;
+  },
+};
+
+function createBaseDeleteSsoConnectionResponse(): DeleteSsoConnectionResponse {
+  return {};
+}
+
+export const DeleteSsoConnectionResponse: MessageFns<DeleteSsoConnectionResponse> = {
+  encode(_: DeleteSsoConnectionResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): DeleteSsoConnectionResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseDeleteSsoConnectionResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(_: any): DeleteSsoConnectionResponse {
+    return {};
+  },
+
+  toJSON(_: DeleteSsoConnectionResponse): unknown {
+    const obj: any = {};
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<DeleteSsoConnectionResponse>, I>>(base?: I): DeleteSsoConnectionResponse {
+    return DeleteSsoConnectionResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<DeleteSsoConnectionResponse>, I>>(_: I): DeleteSsoConnectionResponse {
+    const message = createBaseDeleteSsoConnectionResponse();
+    return message;
+  },
+};
+
+function createBaseSaveSamlRequestRequest(): SaveSamlRequestRequest {
+  return { connectionId: "", requestId: "", ttlSeconds: 0 };
+}
+
+export const SaveSamlRequestRequest: MessageFns<SaveSamlRequestRequest> = {
+  encode(message: SaveSamlRequestRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.connectionId !== "") {
+      writer.uint32(10).string(message.connectionId);
+    }
+    if (message.requestId !== "") {
+      writer.uint32(18).string(message.requestId);
+    }
+    if (message.ttlSeconds !== 0) {
+      writer.uint32(24).int32(message.ttlSeconds);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): SaveSamlRequestRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseSaveSamlRequestRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.connectionId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.requestId = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.ttlSeconds = reader.int32();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): SaveSamlRequestRequest {
+    return {
+      connectionId: isSet(object.connectionId)
+        ? globalThis.String(object.connectionId)
+        : isSet(object.connection_id)
+        ? globalThis.String(object.connection_id)
+        : "",
+      requestId: isSet(object.requestId)
+        ? globalThis.String(object.requestId)
+        : isSet(object.request_id)
+        ? globalThis.String(object.request_id)
+        : "",
+      ttlSeconds: isSet(object.ttlSeconds)
+        ? globalThis.Number(object.ttlSeconds)
+        : isSet(object.ttl_seconds)
+        ? globalThis.Number(object.ttl_seconds)
+        : 0,
+    };
+  },
+
+  toJSON(message: SaveSamlRequestRequest): unknown {
+    const obj: any = {};
+    if (message.connectionId !== "") {
+      obj.connectionId = message.connectionId;
+    }
+    if (message.requestId !== "") {
+      obj.requestId = message.requestId;
+    }
+    if (message.ttlSeconds !== 0) {
+      obj.ttlSeconds = Math.round(message.ttlSeconds);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<SaveSamlRequestRequest>, I>>(base?: I): SaveSamlRequestRequest {
+    return SaveSamlRequestRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<SaveSamlRequestRequest>, I>>(object: I): SaveSamlRequestRequest {
+    const message = createBaseSaveSamlRequestRequest();
+    message.connectionId = object.connectionId ?? "";
+    message.requestId = object.requestId ?? "";
+    message.ttlSeconds = object.ttlSeconds ?? 0;
+    return message;
+  },
+};
+
+function createBaseSaveSamlRequestResponse(): SaveSamlRequestResponse {
+  return {};
+}
+
+export const SaveSamlRequestResponse: MessageFns<SaveSamlRequestResponse> = {
+  encode(_: SaveSamlRequestResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): SaveSamlRequestResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseSaveSamlRequestResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(_: any): SaveSamlRequestResponse {
+    return {};
+  },
+
+  toJSON(_: SaveSamlRequestResponse): unknown {
+    const obj: any = {};
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<SaveSamlRequestResponse>, I>>(base?: I): SaveSamlRequestResponse {
+    return SaveSamlRequestResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<SaveSamlRequestResponse>, I>>(_: I): SaveSamlRequestResponse {
+    const message = createBaseSaveSamlRequestResponse();
+    return message;
+  },
+};
+
+function createBaseTakeSamlRequestRequest(): TakeSamlRequestRequest {
+  return { requestId: "" };
+}
+
+export const TakeSamlRequestRequest: MessageFns<TakeSamlRequestRequest> = {
+  encode(message: TakeSamlRequestRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.requestId !== "") {
+      writer.uint32(10).string(message.requestId);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): TakeSamlRequestRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseTakeSamlRequestRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.requestId = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): TakeSamlRequestRequest {
+    return {
+      requestId: isSet(object.requestId)
+        ? globalThis.String(object.requestId)
+        : isSet(object.request_id)
+        ? globalThis.String(object.request_id)
+        : "",
+    };
+  },
+
+  toJSON(message: TakeSamlRequestRequest): unknown {
+    const obj: any = {};
+    if (message.requestId !== "") {
+      obj.requestId = message.requestId;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<TakeSamlRequestRequest>, I>>(base?: I): TakeSamlRequestRequest {
+    return TakeSamlRequestRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<TakeSamlRequestRequest>, I>>(object: I): TakeSamlRequestRequest {
+    const message = createBaseTakeSamlRequestRequest();
+    message.requestId = object.requestId ?? "";
+    return message;
+  },
+};
+
+function createBaseTakeSamlRequestResponse(): TakeSamlRequestResponse {
+  return { found: false, connectionId: "" };
+}
+
+export const TakeSamlRequestResponse: MessageFns<TakeSamlRequestResponse> = {
+  encode(message: TakeSamlRequestResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.found !== false) {
+      writer.uint32(8).bool(message.found);
+    }
+    if (message.connectionId !== "") {
+      writer.uint32(18).string(message.connectionId);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): TakeSamlRequestResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseTakeSamlRequestResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.found = reader.bool();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.connectionId = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): TakeSamlRequestResponse {
+    return {
+      found: isSet(object.found) ? globalThis.Boolean(object.found) : false,
+      connectionId: isSet(object.connectionId)
+        ? globalThis.String(object.connectionId)
+        : isSet(object.connection_id)
+        ? globalThis.String(object.connection_id)
+        : "",
+    };
+  },
+
+  toJSON(message: TakeSamlRequestResponse): unknown {
+    const obj: any = {};
+    if (message.found !== false) {
+      obj.found = message.found;
+    }
+    if (message.connectionId !== "") {
+      obj.connectionId = message.connectionId;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<TakeSamlRequestResponse>, I>>(base?: I): TakeSamlRequestResponse {
+    return TakeSamlRequestResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<TakeSamlRequestResponse>, I>>(object: I): TakeSamlRequestResponse {
+    const message = createBaseTakeSamlRequestResponse();
+    message.found = object.found ?? false;
+    message.connectionId = object.connectionId ?? "";
+    return message;
+  },
+};
+
+function createBaseCompleteSamlLoginRequest(): CompleteSamlLoginRequest {
+  return {
+    connectionId: "",
+    assertionId: "",
+    assertionExpiresAt: undefined,
+    nameId: "",
+    email: "",
+    name: "",
+    ip: "",
+    userAgent: "",
+    expiresInSeconds: 0,
+  };
+}
+
+export const CompleteSamlLoginRequest: MessageFns<CompleteSamlLoginRequest> = {
+  encode(message: CompleteSamlLoginRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.connectionId !== "") {
+      writer.uint32(10).string(message.connectionId);
+    }
+    if (message.assertionId !== "") {
+      writer.uint32(18).string(message.assertionId);
+    }
+    if (message.assertionExpiresAt !== undefined) {
+      Timestamp.encode(toTimestamp(message.assertionExpiresAt), writer.uint32(26).fork()).join();
+    }
+    if (message.nameId !== "") {
+      writer.uint32(34).string(message.nameId);
+    }
+    if (message.email !== "") {
+      writer.uint32(42).string(message.email);
+    }
+    if (message.name !== "") {
+      writer.uint32(50).string(message.name);
+    }
+    if (message.ip !== "") {
+      writer.uint32(58).string(message.ip);
+    }
+    if (message.userAgent !== "") {
+      writer.uint32(66).string(message.userAgent);
+    }
+    if (message.expiresInSeconds !== 0) {
+      writer.uint32(72).int32(message.expiresInSeconds);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): CompleteSamlLoginRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseCompleteSamlLoginRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.connectionId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.assertionId = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.assertionExpiresAt = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.nameId = reader.string();
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.email = reader.string();
+            continue;
+          }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.name = reader.string();
+            continue;
+          }
+          case 7: {
+            if (tag !== 58) {
+              break;
+            }
+
+            message.ip = reader.string();
+            continue;
+          }
+          case 8: {
+            if (tag !== 66) {
+              break;
+            }
+
+            message.userAgent = reader.string();
+            continue;
+          }
+          case 9: {
+            if (tag !== 72) {
+              break;
+            }
+
+            message.expiresInSeconds = reader.int32();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): CompleteSamlLoginRequest {
+    return {
+      connectionId: isSet(object.connectionId)
+        ? globalThis.String(object.connectionId)
+        : isSet(object.connection_id)
+        ? globalThis.String(object.connection_id)
+        : "",
+      assertionId: isSet(object.assertionId)
+        ? globalThis.String(object.assertionId)
+        : isSet(object.assertion_id)
+        ? globalThis.String(object.assertion_id)
+        : "",
+      assertionExpiresAt: isSet(object.assertionExpiresAt)
+        ? globalThis.String(object.assertionExpiresAt)
+        : isSet(object.assertion_expires_at)
+        ? globalThis.String(object.assertion_expires_at)
+        : undefined,
+      nameId: isSet(object.nameId)
+        ? globalThis.String(object.nameId)
+        : isSet(object.name_id)
+        ? globalThis.String(object.name_id)
+        : "",
+      email: isSet(object.email) ? globalThis.String(object.email) : "",
+      name: isSet(object.name) ? globalThis.String(object.name) : "",
+      ip: isSet(object.ip) ? globalThis.String(object.ip) : "",
+      userAgent: isSet(object.userAgent)
+        ? globalThis.String(object.userAgent)
+        : isSet(object.user_agent)
+        ? globalThis.String(object.user_agent)
+        : "",
+      expiresInSeconds: isSet(object.expiresInSeconds)
+        ? globalThis.Number(object.expiresInSeconds)
+        : isSet(object.expires_in_seconds)
+        ? globalThis.Number(object.expires_in_seconds)
+        : 0,
+    };
+  },
+
+  toJSON(message: CompleteSamlLoginRequest): unknown {
+    const obj: any = {};
+    if (message.connectionId !== "") {
+      obj.connectionId = message.connectionId;
+    }
+    if (message.assertionId !== "") {
+      obj.assertionId = message.assertionId;
+    }
+    if (message.assertionExpiresAt !== undefined) {
+      obj.assertionExpiresAt = message.assertionExpiresAt;
+    }
+    if (message.nameId !== "") {
+      obj.nameId = message.nameId;
+    }
+    if (message.email !== "") {
+      obj.email = message.email;
+    }
+    if (message.name !== "") {
+      obj.name = message.name;
+    }
+    if (message.ip !== "") {
+      obj.ip = message.ip;
+    }
+    if (message.userAgent !== "") {
+      obj.userAgent = message.userAgent;
+    }
+    if (message.expiresInSeconds !== 0) {
+      obj.expiresInSeconds = Math.round(message.expiresInSeconds);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<CompleteSamlLoginRequest>, I>>(base?: I): CompleteSamlLoginRequest {
+    return CompleteSamlLoginRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<CompleteSamlLoginRequest>, I>>(object: I): CompleteSamlLoginRequest {
+    const message = createBaseCompleteSamlLoginRequest();
+    message.connectionId = object.connectionId ?? "";
+    message.assertionId = object.assertionId ?? "";
+    message.assertionExpiresAt = object.assertionExpiresAt ?? undefined;
+    message.nameId = object.nameId ?? "";
+    message.email = object.email ?? "";
+    message.name = object.name ?? "";
+    message.ip = object.ip ?? "";
+    message.userAgent = object.userAgent ?? "";
+    message.expiresInSeconds = object.expiresInSeconds ?? 0;
+    return message;
+  },
+};
+
+function createBaseCompleteSamlLoginResponse(): CompleteSamlLoginResponse {
+  return { session: undefined, userId: "", provisioned: false };
+}
+
+export const CompleteSamlLoginResponse: MessageFns<CompleteSamlLoginResponse> = {
+  encode(message: CompleteSamlLoginResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.session !== undefined) {
+      CreatedSession.encode(message.session, writer.uint32(10).fork()).join();
+    }
+    if (message.userId !== "") {
+      writer.uint32(18).string(message.userId);
+    }
+    if (message.provisioned !== false) {
+      writer.uint32(24).bool(message.provisioned);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): CompleteSamlLoginResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseCompleteSamlLoginResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.session = CreatedSession.decode(reader, reader.uint32());
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.userId = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.provisioned = reader.bool();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): CompleteSamlLoginResponse {
+    return {
+      session: isSet(object.session) ? CreatedSession.fromJSON(object.session) : undefined,
+      userId: isSet(object.userId)
+        ? globalThis.String(object.userId)
+        : isSet(object.user_id)
+        ? globalThis.String(object.user_id)
+        : "",
+      provisioned: isSet(object.provisioned) ? globalThis.Boolean(object.provisioned) : false,
+    };
+  },
+
+  toJSON(message: CompleteSamlLoginResponse): unknown {
+    const obj: any = {};
+    if (message.session !== undefined) {
+      obj.session = CreatedSession.toJSON(message.session);
+    }
+    if (message.userId !== "") {
+      obj.userId = message.userId;
+    }
+    if (message.provisioned !== false) {
+      obj.provisioned = message.provisioned;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<CompleteSamlLoginResponse>, I>>(base?: I): CompleteSamlLoginResponse {
+    return CompleteSamlLoginResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<CompleteSamlLoginResponse>, I>>(object: I): CompleteSamlLoginResponse {
+    const message = createBaseCompleteSamlLoginResponse();
+    message.session = (object.session !== undefined && object.session !== null)
+      ? CreatedSession.fromPartial(object.session)
+      : undefined;
+    message.userId = object.userId ?? "";
+    message.provisioned = object.provisioned ?? false;
+    return message;
+  },
+};
+
+function createBaseReportSamlLoginFailureRequest(): ReportSamlLoginFailureRequest {
+  return { connectionId: "", reason: "", email: "", ip: "", userAgent: "" };
+}
+
+export const ReportSamlLoginFailureRequest: MessageFns<ReportSamlLoginFailureRequest> = {
+  encode(message: ReportSamlLoginFailureRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.connectionId !== "") {
+      writer.uint32(10).string(message.connectionId);
+    }
+    if (message.reason !== "") {
+      writer.uint32(18).string(message.reason);
+    }
+    if (message.email !== "") {
+      writer.uint32(26).string(message.email);
+    }
+    if (message.ip !== "") {
+      writer.uint32(34).string(message.ip);
+    }
+    if (message.userAgent !== "") {
+      writer.uint32(42).string(message.userAgent);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ReportSamlLoginFailureRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseReportSamlLoginFailureRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.connectionId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.reason = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.email = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.ip = reader.string();
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.userAgent = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ReportSamlLoginFailureRequest {
+    return {
+      connectionId: isSet(object.connectionId)
+        ? globalThis.String(object.connectionId)
+        : isSet(object.connection_id)
+        ? globalThis.String(object.connection_id)
+        : "",
+      reason: isSet(object.reason) ? globalThis.String(object.reason) : "",
+      email: isSet(object.email) ? globalThis.String(object.email) : "",
+      ip: isSet(object.ip) ? globalThis.String(object.ip) : "",
+      userAgent: isSet(object.userAgent)
+        ? globalThis.String(object.userAgent)
+        : isSet(object.user_agent)
+        ? globalThis.String(object.user_agent)
+        : "",
+    };
+  },
+
+  toJSON(message: ReportSamlLoginFailureRequest): unknown {
+    const obj: any = {};
+    if (message.connectionId !== "") {
+      obj.connectionId = message.connectionId;
+    }
+    if (message.reason !== "") {
+      obj.reason = message.reason;
+    }
+    if (message.email !== "") {
+      obj.email = message.email;
+    }
+    if (message.ip !== "") {
+      obj.ip = message.ip;
+    }
+    if (message.userAgent !== "") {
+      obj.userAgent = message.userAgent;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ReportSamlLoginFailureRequest>, I>>(base?: I): ReportSamlLoginFailureRequest {
+    return ReportSamlLoginFailureRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ReportSamlLoginFailureRequest>, I>>(
+    object: I,
+  ): ReportSamlLoginFailureRequest {
+    const message = createBaseReportSamlLoginFailureRequest();
+    message.connectionId = object.connectionId ?? "";
+    message.reason = object.reason ?? "";
+    message.email = object.email ?? "";
+    message.ip = object.ip ?? "";
+    message.userAgent = object.userAgent ?? "";
+    return message;
+  },
+};
+
+function createBaseReportSamlLoginFailureResponse(): ReportSamlLoginFailureResponse {
+  return {};
+}
+
+export const ReportSamlLoginFailureResponse: MessageFns<ReportSamlLoginFailureResponse> = {
+  encode(_: ReportSamlLoginFailureResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ReportSamlLoginFailureResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseReportSamlLoginFailureResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(_: any): ReportSamlLoginFailureResponse {
+    return {};
+  },
+
+  toJSON(_: ReportSamlLoginFailureResponse): unknown {
+    const obj: any = {};
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ReportSamlLoginFailureResponse>, I>>(base?: I): ReportSamlLoginFailureResponse {
+    return ReportSamlLoginFailureResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ReportSamlLoginFailureResponse>, I>>(_: I): ReportSamlLoginFailureResponse {
+    const message = createBaseReportSamlLoginFailureResponse();
+    return message;
+  },
+};
+
 /**
  * Users and credentials. Every request names the environment ("live" or "test") it is scoped to; nothing
  * created in one environment is visible from the other.
@@ -8959,6 +11314,114 @@ export const IdentityServiceService = {
     responseDeserialize: (value: Buffer): AuthenticateOAuthClientResponse =>
       AuthenticateOAuthClientResponse.decode(value),
   },
+  /**
+   * SAML 2.0 single sign-on (this service as the service provider). The gateway parses and validates IdP
+   * metadata and every SAML response; identity stores connections, remembers AuthnRequest and assertion ids
+   * (InResponseTo, replay protection) and turns a validated assertion into a user and a session.
+   */
+  createSsoConnection: {
+    path: "/secsvc.identity.v1.IdentityService/CreateSsoConnection" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: CreateSsoConnectionRequest): Buffer =>
+      Buffer.from(CreateSsoConnectionRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): CreateSsoConnectionRequest => CreateSsoConnectionRequest.decode(value),
+    responseSerialize: (value: SsoConnection): Buffer => Buffer.from(SsoConnection.encode(value).finish()),
+    responseDeserialize: (value: Buffer): SsoConnection => SsoConnection.decode(value),
+  },
+  listSsoConnections: {
+    path: "/secsvc.identity.v1.IdentityService/ListSsoConnections" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: ListSsoConnectionsRequest): Buffer =>
+      Buffer.from(ListSsoConnectionsRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): ListSsoConnectionsRequest => ListSsoConnectionsRequest.decode(value),
+    responseSerialize: (value: ListSsoConnectionsResponse): Buffer =>
+      Buffer.from(ListSsoConnectionsResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): ListSsoConnectionsResponse => ListSsoConnectionsResponse.decode(value),
+  },
+  getSsoConnection: {
+    path: "/secsvc.identity.v1.IdentityService/GetSsoConnection" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: GetSsoConnectionRequest): Buffer =>
+      Buffer.from(GetSsoConnectionRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): GetSsoConnectionRequest => GetSsoConnectionRequest.decode(value),
+    responseSerialize: (value: SsoConnection): Buffer => Buffer.from(SsoConnection.encode(value).finish()),
+    responseDeserialize: (value: Buffer): SsoConnection => SsoConnection.decode(value),
+  },
+  updateSsoConnection: {
+    path: "/secsvc.identity.v1.IdentityService/UpdateSsoConnection" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: UpdateSsoConnectionRequest): Buffer =>
+      Buffer.from(UpdateSsoConnectionRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): UpdateSsoConnectionRequest => UpdateSsoConnectionRequest.decode(value),
+    responseSerialize: (value: SsoConnection): Buffer => Buffer.from(SsoConnection.encode(value).finish()),
+    responseDeserialize: (value: Buffer): SsoConnection => SsoConnection.decode(value),
+  },
+  deleteSsoConnection: {
+    path: "/secsvc.identity.v1.IdentityService/DeleteSsoConnection" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: DeleteSsoConnectionRequest): Buffer =>
+      Buffer.from(DeleteSsoConnectionRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): DeleteSsoConnectionRequest => DeleteSsoConnectionRequest.decode(value),
+    responseSerialize: (value: DeleteSsoConnectionResponse): Buffer =>
+      Buffer.from(DeleteSsoConnectionResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): DeleteSsoConnectionResponse => DeleteSsoConnectionResponse.decode(value),
+  },
+  /** An AuthnRequest id sent to the IdP, remembered until it expires; TakeSamlRequest returns it once. */
+  saveSamlRequest: {
+    path: "/secsvc.identity.v1.IdentityService/SaveSamlRequest" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: SaveSamlRequestRequest): Buffer =>
+      Buffer.from(SaveSamlRequestRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): SaveSamlRequestRequest => SaveSamlRequestRequest.decode(value),
+    responseSerialize: (value: SaveSamlRequestResponse): Buffer =>
+      Buffer.from(SaveSamlRequestResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): SaveSamlRequestResponse => SaveSamlRequestResponse.decode(value),
+  },
+  takeSamlRequest: {
+    path: "/secsvc.identity.v1.IdentityService/TakeSamlRequest" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: TakeSamlRequestRequest): Buffer =>
+      Buffer.from(TakeSamlRequestRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): TakeSamlRequestRequest => TakeSamlRequestRequest.decode(value),
+    responseSerialize: (value: TakeSamlRequestResponse): Buffer =>
+      Buffer.from(TakeSamlRequestResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): TakeSamlRequestResponse => TakeSamlRequestResponse.decode(value),
+  },
+  /**
+   * A response the gateway validated: the assertion id is remembered until it expires (a second use is
+   * refused as a replay), the user found by email or created just in time, a session opened, user.login.
+   */
+  completeSamlLogin: {
+    path: "/secsvc.identity.v1.IdentityService/CompleteSamlLogin" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: CompleteSamlLoginRequest): Buffer =>
+      Buffer.from(CompleteSamlLoginRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): CompleteSamlLoginRequest => CompleteSamlLoginRequest.decode(value),
+    responseSerialize: (value: CompleteSamlLoginResponse): Buffer =>
+      Buffer.from(CompleteSamlLoginResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): CompleteSamlLoginResponse => CompleteSamlLoginResponse.decode(value),
+  },
+  /** A refused SAML response: user.login with result failure and the reason. */
+  reportSamlLoginFailure: {
+    path: "/secsvc.identity.v1.IdentityService/ReportSamlLoginFailure" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: ReportSamlLoginFailureRequest): Buffer =>
+      Buffer.from(ReportSamlLoginFailureRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): ReportSamlLoginFailureRequest => ReportSamlLoginFailureRequest.decode(value),
+    responseSerialize: (value: ReportSamlLoginFailureResponse): Buffer =>
+      Buffer.from(ReportSamlLoginFailureResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): ReportSamlLoginFailureResponse =>
+      ReportSamlLoginFailureResponse.decode(value),
+  },
 } as const;
 
 export interface IdentityServiceServer extends UntypedServiceImplementation {
@@ -9046,6 +11509,26 @@ export interface IdentityServiceServer extends UntypedServiceImplementation {
   introspectToken: handleUnaryCall<IntrospectTokenRequest, IntrospectTokenResponse>;
   /** Client authentication alone (the gateway answers introspection of access tokens itself and caches it). */
   authenticateOAuthClient: handleUnaryCall<AuthenticateOAuthClientRequest, AuthenticateOAuthClientResponse>;
+  /**
+   * SAML 2.0 single sign-on (this service as the service provider). The gateway parses and validates IdP
+   * metadata and every SAML response; identity stores connections, remembers AuthnRequest and assertion ids
+   * (InResponseTo, replay protection) and turns a validated assertion into a user and a session.
+   */
+  createSsoConnection: handleUnaryCall<CreateSsoConnectionRequest, SsoConnection>;
+  listSsoConnections: handleUnaryCall<ListSsoConnectionsRequest, ListSsoConnectionsResponse>;
+  getSsoConnection: handleUnaryCall<GetSsoConnectionRequest, SsoConnection>;
+  updateSsoConnection: handleUnaryCall<UpdateSsoConnectionRequest, SsoConnection>;
+  deleteSsoConnection: handleUnaryCall<DeleteSsoConnectionRequest, DeleteSsoConnectionResponse>;
+  /** An AuthnRequest id sent to the IdP, remembered until it expires; TakeSamlRequest returns it once. */
+  saveSamlRequest: handleUnaryCall<SaveSamlRequestRequest, SaveSamlRequestResponse>;
+  takeSamlRequest: handleUnaryCall<TakeSamlRequestRequest, TakeSamlRequestResponse>;
+  /**
+   * A response the gateway validated: the assertion id is remembered until it expires (a second use is
+   * refused as a replay), the user found by email or created just in time, a session opened, user.login.
+   */
+  completeSamlLogin: handleUnaryCall<CompleteSamlLoginRequest, CompleteSamlLoginResponse>;
+  /** A refused SAML response: user.login with result failure and the reason. */
+  reportSamlLoginFailure: handleUnaryCall<ReportSamlLoginFailureRequest, ReportSamlLoginFailureResponse>;
 }
 
 export interface IdentityServiceClient extends Client {
@@ -9624,6 +12107,152 @@ export interface IdentityServiceClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: AuthenticateOAuthClientResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * SAML 2.0 single sign-on (this service as the service provider). The gateway parses and validates IdP
+   * metadata and every SAML response; identity stores connections, remembers AuthnRequest and assertion ids
+   * (InResponseTo, replay protection) and turns a validated assertion into a user and a session.
+   */
+  createSsoConnection(
+    request: CreateSsoConnectionRequest,
+    callback: (error: ServiceError | null, response: SsoConnection) => void,
+  ): ClientUnaryCall;
+  createSsoConnection(
+    request: CreateSsoConnectionRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: SsoConnection) => void,
+  ): ClientUnaryCall;
+  createSsoConnection(
+    request: CreateSsoConnectionRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: SsoConnection) => void,
+  ): ClientUnaryCall;
+  listSsoConnections(
+    request: ListSsoConnectionsRequest,
+    callback: (error: ServiceError | null, response: ListSsoConnectionsResponse) => void,
+  ): ClientUnaryCall;
+  listSsoConnections(
+    request: ListSsoConnectionsRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: ListSsoConnectionsResponse) => void,
+  ): ClientUnaryCall;
+  listSsoConnections(
+    request: ListSsoConnectionsRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: ListSsoConnectionsResponse) => void,
+  ): ClientUnaryCall;
+  getSsoConnection(
+    request: GetSsoConnectionRequest,
+    callback: (error: ServiceError | null, response: SsoConnection) => void,
+  ): ClientUnaryCall;
+  getSsoConnection(
+    request: GetSsoConnectionRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: SsoConnection) => void,
+  ): ClientUnaryCall;
+  getSsoConnection(
+    request: GetSsoConnectionRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: SsoConnection) => void,
+  ): ClientUnaryCall;
+  updateSsoConnection(
+    request: UpdateSsoConnectionRequest,
+    callback: (error: ServiceError | null, response: SsoConnection) => void,
+  ): ClientUnaryCall;
+  updateSsoConnection(
+    request: UpdateSsoConnectionRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: SsoConnection) => void,
+  ): ClientUnaryCall;
+  updateSsoConnection(
+    request: UpdateSsoConnectionRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: SsoConnection) => void,
+  ): ClientUnaryCall;
+  deleteSsoConnection(
+    request: DeleteSsoConnectionRequest,
+    callback: (error: ServiceError | null, response: DeleteSsoConnectionResponse) => void,
+  ): ClientUnaryCall;
+  deleteSsoConnection(
+    request: DeleteSsoConnectionRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: DeleteSsoConnectionResponse) => void,
+  ): ClientUnaryCall;
+  deleteSsoConnection(
+    request: DeleteSsoConnectionRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: DeleteSsoConnectionResponse) => void,
+  ): ClientUnaryCall;
+  /** An AuthnRequest id sent to the IdP, remembered until it expires; TakeSamlRequest returns it once. */
+  saveSamlRequest(
+    request: SaveSamlRequestRequest,
+    callback: (error: ServiceError | null, response: SaveSamlRequestResponse) => void,
+  ): ClientUnaryCall;
+  saveSamlRequest(
+    request: SaveSamlRequestRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: SaveSamlRequestResponse) => void,
+  ): ClientUnaryCall;
+  saveSamlRequest(
+    request: SaveSamlRequestRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: SaveSamlRequestResponse) => void,
+  ): ClientUnaryCall;
+  takeSamlRequest(
+    request: TakeSamlRequestRequest,
+    callback: (error: ServiceError | null, response: TakeSamlRequestResponse) => void,
+  ): ClientUnaryCall;
+  takeSamlRequest(
+    request: TakeSamlRequestRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: TakeSamlRequestResponse) => void,
+  ): ClientUnaryCall;
+  takeSamlRequest(
+    request: TakeSamlRequestRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: TakeSamlRequestResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * A response the gateway validated: the assertion id is remembered until it expires (a second use is
+   * refused as a replay), the user found by email or created just in time, a session opened, user.login.
+   */
+  completeSamlLogin(
+    request: CompleteSamlLoginRequest,
+    callback: (error: ServiceError | null, response: CompleteSamlLoginResponse) => void,
+  ): ClientUnaryCall;
+  completeSamlLogin(
+    request: CompleteSamlLoginRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: CompleteSamlLoginResponse) => void,
+  ): ClientUnaryCall;
+  completeSamlLogin(
+    request: CompleteSamlLoginRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: CompleteSamlLoginResponse) => void,
+  ): ClientUnaryCall;
+  /** A refused SAML response: user.login with result failure and the reason. */
+  reportSamlLoginFailure(
+    request: ReportSamlLoginFailureRequest,
+    callback: (error: ServiceError | null, response: ReportSamlLoginFailureResponse) => void,
+  ): ClientUnaryCall;
+  reportSamlLoginFailure(
+    request: ReportSamlLoginFailureRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: ReportSamlLoginFailureResponse) => void,
+  ): ClientUnaryCall;
+  reportSamlLoginFailure(
+    request: ReportSamlLoginFailureRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: ReportSamlLoginFailureResponse) => void,
   ): ClientUnaryCall;
 }
 

@@ -1,0 +1,171 @@
+import { isUniqueViolation, type Pool, type PoolClient } from '@secsvc/shared';
+import type { UserRow } from './users';
+
+type Db = Pool | PoolClient;
+
+export interface SsoConnectionRow {
+  id: string;
+  environment: string;
+  name: string;
+  idp_metadata_xml: string;
+  idp_entity_id: string;
+  idp_sso_url: string;
+  idp_certificates: string[];
+  domains: string[];
+  default_roles: string[];
+  attribute_mapping: string;
+  allow_idp_initiated: boolean;
+  created_at: Date;
+  updated_at: Date;
+}
+
+export interface SsoConnectionFields {
+  name: string;
+  idpMetadataXml: string;
+  idpEntityId: string;
+  idpSsoUrl: string;
+  idpCertificates: string[];
+  domains: string[];
+  defaultRoles: string[];
+  attributeMapping: string;
+  allowIdpInitiated: boolean;
+}
+
+const COLUMNS = `id, environment, name, idp_metadata_xml, idp_entity_id, idp_sso_url, idp_certificates, domains, default_roles,
+  attribute_mapping::text AS attribute_mapping, allow_idp_initiated, created_at, updated_at`;
+const USER_COLUMNS = 'id, environment, email, name, email_verified, roles, metadata::text AS metadata, created_at, updated_at';
+
+export const ssoConnectionsRepository = {
+  async insert(db: Db, id: string, environment: string, f: SsoConnectionFields): Promise<SsoConnectionRow> {
+    const { rows } = await db.query<SsoConnectionRow>(
+      `INSERT INTO sso_connections (id, environment, name, idp_metadata_xml, idp_entity_id, idp_sso_url, idp_certificates, domains,
+         default_roles, attribute_mapping, allow_idp_initiated)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10::jsonb, $11) RETURNING ${COLUMNS}`,
+      [id, environment, f.name, f.idpMetadataXml, f.idpEntityId, f.idpSsoUrl, f.idpCertificates, f.domains, f.defaultRoles, f.attributeMapping, f.allowIdpInitiated],
+    );
+    return rows[0]!;
+  },
+
+  /** The connection in `environment` (any environment when null: the SP endpoints know only its id). */
+  async get(db: Db, environment: string | null, id: string): Promise<SsoConnectionRow | undefined> {
+    const { rows } = await db.query<SsoConnectionRow>(
+      `SELECT ${COLUMNS} FROM sso_connections WHERE id = $1 AND ($2::text IS NULL OR environment = $2)`,
+      [id, environment],
+    );
+    return rows[0];
+  },
+
+  async list(db: Db, environment: string, limit: number, after: string | undefined): Promise<SsoConnectionRow[]> {
+    const { rows } = await db.query<SsoConnectionRow>(
+      `SELECT ${COLUMNS} FROM sso_connections WHERE environment = $1 AND ($2::text IS NULL OR id < $2) ORDER BY id DESC LIMIT $3`,
+      [environment, after ?? null, limit + 1],
+    );
+    return rows;
+  },
+
+  /** Another connection of the environment claiming one of `domains` (locked until the transaction ends). */
+  async domainOwner(db: Db, environment: string, domains: string[], exceptId: string): Promise<{ id: string; domain: string } | undefined> {
+    // One writer at a time per environment, so two connections cannot claim a domain concurrently.
+    await db.query(`SELECT pg_advisory_xact_lock(hashtext('sso_domains:' || $1))`, [environment]);
+    const { rows } = await db.query<{ id: string; domain: string }>(
+      `SELECT id, d AS domain FROM sso_connections, unnest(domains) AS d
+       WHERE environment = $1 AND id <> $2 AND d = ANY($3::text[]) LIMIT 1`,
+      [environment, exceptId, domains],
+    );
+    return rows[0];
+  },
+
+  async update(db: Db, environment: string, id: string, u: Partial<SsoConnectionFields>): Promise<SsoConnectionRow | undefined> {
+    const { rows } = await db.query<SsoConnectionRow>(
+      `UPDATE sso_connections SET
+         name = COALESCE($3, name),
+         idp_metadata_xml = COALESCE($4, idp_metadata_xml),
+         idp_entity_id = COALESCE($5, idp_entity_id),
+         idp_sso_url = COALESCE($6, idp_sso_url),
+         idp_certificates = COALESCE($7, idp_certificates),
+         domains = COALESCE($8, domains),
+         default_roles = COALESCE($9, default_roles),
+         attribute_mapping = COALESCE($10::jsonb, attribute_mapping),
+         allow_idp_initiated = COALESCE($11, allow_idp_initiated),
+         updated_at = now()
+       WHERE environment = $1 AND id = $2 RETURNING ${COLUMNS}`,
+      [
+        environment,
+        id,
+        u.name ?? null,
+        u.idpMetadataXml ?? null,
+        u.idpEntityId ?? null,
+        u.idpSsoUrl ?? null,
+        u.idpCertificates ?? null,
+        u.domains ?? null,
+        u.defaultRoles ?? null,
+        u.attributeMapping ?? null,
+        u.allowIdpInitiated ?? null,
+      ],
+    );
+    return rows[0];
+  },
+
+  async delete(db: Db, environment: string, id: string): Promise<boolean> {
+    const { rowCount } = await db.query(`DELETE FROM sso_connections WHERE environment = $1 AND id = $2`, [environment, id]);
+    return (rowCount ?? 0) > 0;
+  },
+};
+
+export const samlIdsRepository = {
+  async saveRequest(db: Db, connectionId: string, requestId: string, ttlSeconds: number): Promise<void> {
+    await db.query(`DELETE FROM saml_requests WHERE expires_at < now()`);
+    await db.query(
+      `INSERT INTO saml_requests (id, connection_id, expires_at) VALUES ($1, $2, now() + make_interval(secs => $3))
+       ON CONFLICT (id) DO NOTHING`,
+      [requestId, connectionId, ttlSeconds],
+    );
+  },
+
+  /** The request's connection, once: the row is deleted by the same statement. */
+  async takeRequest(db: Db, requestId: string): Promise<string | undefined> {
+    const { rows } = await db.query<{ connection_id: string; live: boolean }>(
+      `DELETE FROM saml_requests WHERE id = $1 RETURNING connection_id, expires_at >= now() AS live`,
+      [requestId],
+    );
+    return rows[0]?.live ? rows[0].connection_id : undefined;
+  },
+
+  /** Remembers an assertion id until `expiresAt`; false when it was already used (a replay). */
+  async rememberAssertion(db: Db, connectionId: string, assertionId: string, expiresAt: Date): Promise<boolean> {
+    await db.query(`DELETE FROM saml_assertions WHERE connection_id = $1 AND expires_at < now()`, [connectionId]);
+    const { rowCount } = await db.query(
+      `INSERT INTO saml_assertions (connection_id, assertion_id, expires_at) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING`,
+      [connectionId, assertionId, expiresAt],
+    );
+    return (rowCount ?? 0) > 0;
+  },
+};
+
+export const ssoUsersRepository = {
+  async findByEmail(db: Db, environment: string, email: string): Promise<UserRow | undefined> {
+    const { rows } = await db.query<UserRow>(`SELECT ${USER_COLUMNS} FROM users WHERE environment = $1 AND lower(email) = lower($2)`, [
+      environment,
+      email,
+    ]);
+    return rows[0];
+  },
+
+  /** A user created just in time (the IdP vouches for the email); undefined when the email was taken meanwhile. */
+  async insertVerified(db: Db, u: { id: string; environment: string; email: string; name: string; roles: string[]; metadata: string }): Promise<UserRow | undefined> {
+    await db.query('SAVEPOINT jit_user');
+    try {
+      const { rows } = await db.query<UserRow>(
+        `INSERT INTO users (id, environment, email, name, roles, metadata, email_verified) VALUES ($1, $2, $3, $4, $5, $6::json, true)
+         RETURNING ${USER_COLUMNS}`,
+        [u.id, u.environment, u.email, u.name, u.roles, u.metadata],
+      );
+      await db.query('RELEASE SAVEPOINT jit_user');
+      return rows[0];
+    } catch (err) {
+      if (!isUniqueViolation(err, 'users_email_unique')) throw err;
+      await db.query('ROLLBACK TO SAVEPOINT jit_user');
+      return undefined;
+    }
+  },
+};

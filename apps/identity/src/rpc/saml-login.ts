@@ -1,0 +1,119 @@
+import type { identity } from '@secsvc/proto';
+import { AppError, emailSchema, newId, withTransaction, type CallContext, type PoolClient } from '@secsvc/shared';
+import { environmentOf, type IdentityContext } from '../context';
+import { emailDomain } from '../domain/sso';
+import { SESSION_MAX_SECONDS, SESSION_MIN_SECONDS } from '../domain/sessions';
+import { appendEvent, appendUserEvent } from '../repositories/outbox';
+import { samlIdsRepository, ssoConnectionsRepository, ssoUsersRepository, type SsoConnectionRow } from '../repositories/sso';
+import { openSession, toSessionMessage } from './sessions';
+
+// The identity side of SAML logins: AuthnRequest ids (InResponseTo), replay protection, just-in-time users,
+// sessions and the user.login events. The gateway has validated the XML, signature and conditions.
+
+const DEFAULT_SESSION_SECONDS = 24 * 3600;
+const MAX_REQUEST_TTL_SECONDS = 3600;
+
+async function connectionOf(ctx: IdentityContext, id: string): Promise<SsoConnectionRow> {
+  const row = await ssoConnectionsRepository.get(ctx.pool, null, id);
+  if (!row) throw AppError.notFound('SSO connection');
+  return row;
+}
+
+function loginFailure(
+  db: PoolClient,
+  call: CallContext,
+  connection: SsoConnectionRow,
+  reason: string,
+  who: { email: string; ip: string; userAgent: string; userId?: string },
+) {
+  return appendEvent(db, {
+    actor: who.userId ? { id: who.userId, email: who.email, type: 'user' } : { email: who.email || undefined, type: 'anonymous' },
+    context: { ip: who.ip, userAgent: who.userAgent },
+    environment: connection.environment,
+    type: 'user.login',
+    result: 'failure',
+    traceId: call.requestId,
+    metadata: { authMethod: 'saml', connectionId: connection.id, mfaUsed: false, reason: reason.slice(0, 200) },
+  });
+}
+
+export const saveSamlRequest =
+  (ctx: IdentityContext) =>
+  async (req: identity.SaveSamlRequestRequest): Promise<identity.SaveSamlRequestResponse> => {
+    if (!req.requestId || req.requestId.length > 256) throw AppError.field('requestId', 'must be 1 to 256 characters');
+    if (req.ttlSeconds < 1 || req.ttlSeconds > MAX_REQUEST_TTL_SECONDS) throw AppError.field('ttlSeconds', `must be from 1 to ${MAX_REQUEST_TTL_SECONDS}`);
+    await connectionOf(ctx, req.connectionId);
+    await samlIdsRepository.saveRequest(ctx.pool, req.connectionId, req.requestId, req.ttlSeconds);
+    return {};
+  };
+
+export const takeSamlRequest =
+  (ctx: IdentityContext) =>
+  async (req: identity.TakeSamlRequestRequest): Promise<identity.TakeSamlRequestResponse> => {
+    const connectionId = await samlIdsRepository.takeRequest(ctx.pool, req.requestId);
+    return { found: connectionId !== undefined, connectionId: connectionId ?? '' };
+  };
+
+export const reportSamlLoginFailure =
+  (ctx: IdentityContext) =>
+  async (req: identity.ReportSamlLoginFailureRequest, call: CallContext): Promise<identity.ReportSamlLoginFailureResponse> => {
+    const connection = await connectionOf(ctx, req.connectionId);
+    const email = emailSchema.safeParse(req.email).success ? req.email : '';
+    await withTransaction(ctx.pool, (db) => loginFailure(db, call, connection, req.reason || 'invalid_response', { email, ip: req.ip, userAgent: req.userAgent }));
+    return {};
+  };
+
+type Outcome = { ok: true; value: identity.CompleteSamlLoginResponse } | { ok: false; reason: string; message: string; userId?: string };
+
+export const completeSamlLogin =
+  (ctx: IdentityContext) =>
+  async (req: identity.CompleteSamlLoginRequest, call: CallContext): Promise<identity.CompleteSamlLoginResponse> => {
+    const connection = await connectionOf(ctx, req.connectionId);
+    const environment = environmentOf(connection.environment);
+    const seconds = req.expiresInSeconds || DEFAULT_SESSION_SECONDS;
+    if (seconds < SESSION_MIN_SECONDS || seconds > SESSION_MAX_SECONDS) throw AppError.field('expiresIn', 'must be from 1m to 30d');
+    const expiresAt = req.assertionExpiresAt ? new Date(req.assertionExpiresAt) : undefined;
+    if (!req.assertionId || !expiresAt || Number.isNaN(expiresAt.getTime())) throw AppError.field('assertionId', 'an assertion id and its expiry are required');
+    const email = req.email.trim();
+    const who = { email, ip: req.ip, userAgent: req.userAgent };
+
+    const outcome = await withTransaction(ctx.pool, async (db): Promise<Outcome> => {
+      // First: a replayed assertion is refused whatever else it says.
+      if (!(await samlIdsRepository.rememberAssertion(db, connection.id, req.assertionId, expiresAt))) {
+        return { ok: false, reason: 'replayed_assertion', message: 'This SAML assertion was already used' };
+      }
+      if (!emailSchema.safeParse(email).success) return { ok: false, reason: 'invalid_email', message: 'The assertion carries no valid email' };
+      // An IdP speaks only for its own domains: it cannot log anyone in as a user of another organisation.
+      if (!connection.domains.includes(emailDomain(email))) {
+        return { ok: false, reason: 'domain_not_allowed', message: 'The email domain does not belong to this SSO connection' };
+      }
+      let user = await ssoUsersRepository.findByEmail(db, environment, email);
+      let provisioned = false;
+      if (!user) {
+        const name = (req.name.trim() || email.slice(0, email.indexOf('@'))).slice(0, 200);
+        user = await ssoUsersRepository.insertVerified(db, { id: newId('user'), environment, email, name, roles: connection.default_roles, metadata: '{}' });
+        if (user) {
+          provisioned = true;
+          await appendUserEvent(db, call, environment, 'user.created', user.id, { provisionedBy: 'saml', connectionId: connection.id });
+        } else {
+          // Created meanwhile by a concurrent login of the same user: use that one.
+          user = (await ssoUsersRepository.findByEmail(db, environment, email))!;
+        }
+      }
+      const opened = await openSession(db, ctx, environment, user.id, seconds, { ip: req.ip, userAgent: req.userAgent, authMethod: 'saml', connectionId: connection.id });
+      await appendEvent(db, {
+        actor: { id: user.id, email: user.email, type: 'user' },
+        context: { ip: req.ip, userAgent: req.userAgent },
+        environment,
+        type: 'user.login',
+        target: { id: opened.row.id, type: 'session' },
+        result: 'success',
+        traceId: call.requestId,
+        metadata: { authMethod: 'saml', connectionId: connection.id, mfaUsed: false, provisioned },
+      });
+      return { ok: true, value: { session: { session: toSessionMessage(opened.row), token: opened.token }, userId: user.id, provisioned } };
+    });
+    if (outcome.ok) return outcome.value;
+    await withTransaction(ctx.pool, (db) => loginFailure(db, call, connection, outcome.reason, who));
+    throw new AppError('unauthorized', outcome.message, [{ field: 'SAMLResponse', message: outcome.reason }]);
+  };

@@ -1,0 +1,169 @@
+/** SSO connections and the identity side of SAML logins against a real PostgreSQL. */
+import { Metadata } from '@grpc/grpc-js';
+import { AppError, type CallContext, type Pool } from '@secsvc/shared';
+import type { IdentityConfig } from '../src/config';
+import type { IdentityContext } from '../src/context';
+import { createUser } from '../src/rpc/create-user';
+import { completeSamlLogin, reportSamlLoginFailure, saveSamlRequest, takeSamlRequest } from '../src/rpc/saml-login';
+import { verifySession } from '../src/rpc/sessions';
+import { createSsoConnection, deleteSsoConnection, getSsoConnection, listSsoConnections, updateSsoConnection } from '../src/rpc/sso-connections';
+import { closeIdentityTestDb, identityTestDb, type IdentityTestDb } from './support/db';
+
+const config = { SERVER_SECRET: 'q'.repeat(40) } as IdentityConfig;
+
+let t: IdentityTestDb;
+let pool: Pool;
+let ctx: IdentityContext;
+
+const call = (): CallContext => {
+  const metadata = new Metadata();
+  metadata.set('x-client-ip', '203.0.113.9');
+  metadata.set('x-user-agent', 'jest');
+  return { requestId: 'req_ssotests0000000000', metadata };
+};
+
+beforeAll(async () => {
+  t = await identityTestDb(config);
+  ({ pool, ctx } = t);
+});
+
+afterAll(() => closeIdentityTestDb(t));
+
+const events = async (type: string) => (await pool.query(`SELECT payload FROM outbox WHERE event_type = $1 ORDER BY seq`, [type])).rows.map((r) => r.payload);
+
+let n = 0;
+function fields(over: Record<string, unknown> = {}) {
+  n++;
+  return {
+    name: `Acme ${n}`,
+    idpMetadataXml: '<EntityDescriptor/>',
+    idpEntityId: `https://idp${n}.example.com`,
+    idpSsoUrl: `https://idp${n}.example.com/sso`,
+    idpCertificates: ['-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----'],
+    domains: [`acme${n}.example.com`],
+    defaultRoles: ['role_reader'],
+    attributeMappingJson: '{"email":"mail"}',
+    allowIdpInitiated: false,
+    ...over,
+  };
+}
+
+async function rejects(p: Promise<unknown>, code: string, field?: string): Promise<AppError> {
+  const err = await p.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  expect(err).toBeInstanceOf(AppError);
+  expect((err as AppError).code).toBe(code);
+  if (field) expect((err as AppError).details.map((d) => d.field)).toContain(field);
+  return err as AppError;
+}
+
+describe('SSO connections', () => {
+  it('creates, reads, lists, updates and deletes a connection, with an event each', async () => {
+    const created = await createSsoConnection(ctx)({ environment: 'live', fields: fields() }, call());
+    expect(created.id).toMatch(/^sso_/);
+    expect(JSON.parse(created.attributeMappingJson)).toEqual({ email: 'mail' });
+    expect(await getSsoConnection(ctx)({ environment: 'live', id: created.id, anyEnvironment: false })).toEqual(created);
+    // The SP endpoints find it by id alone; the other environment does not see it.
+    expect((await getSsoConnection(ctx)({ environment: '', id: created.id, anyEnvironment: true })).id).toBe(created.id);
+    await rejects(getSsoConnection(ctx)({ environment: 'test', id: created.id, anyEnvironment: false }), 'not_found');
+
+    const page = await listSsoConnections(ctx)({ environment: 'live', limit: 100, cursor: '' });
+    expect(page.connections.map((c) => c.id)).toContain(created.id);
+
+    const updated = await updateSsoConnection(ctx)({ environment: 'live', id: created.id, name: 'Renamed', allowIdpInitiated: true, domains: { values: ['renamed.example.com'] }, idpCertificates: undefined, defaultRoles: undefined }, call());
+    expect(updated).toMatchObject({ name: 'Renamed', allowIdpInitiated: true, domains: ['renamed.example.com'], idpEntityId: created.idpEntityId });
+
+    await deleteSsoConnection(ctx)({ environment: 'live', id: created.id }, call());
+    await rejects(getSsoConnection(ctx)({ environment: 'live', id: created.id, anyEnvironment: false }), 'not_found');
+    for (const type of ['sso_connection.created', 'sso_connection.updated', 'sso_connection.deleted']) {
+      expect((await events(type)).at(-1)).toMatchObject({ target: { id: created.id, type: 'sso_connection' }, result: 'success' });
+    }
+  });
+
+  it('names the faulty field: domains, defaultRoles, attributeMapping, name', async () => {
+    await rejects(createSsoConnection(ctx)({ environment: 'live', fields: fields({ domains: ['Not A Domain'] }) }, call()), 'invalid_request', 'domains[0]');
+    await rejects(createSsoConnection(ctx)({ environment: 'live', fields: fields({ domains: [] }) }, call()), 'invalid_request', 'domains');
+    await rejects(createSsoConnection(ctx)({ environment: 'live', fields: fields({ defaultRoles: ['admin'] }) }, call()), 'invalid_request', 'defaultRoles[0]');
+    await rejects(createSsoConnection(ctx)({ environment: 'live', fields: fields({ attributeMappingJson: '{"email":1}' }) }, call()), 'invalid_request', 'attributeMapping.email');
+    await rejects(createSsoConnection(ctx)({ environment: 'live', fields: fields({ name: '  ' }) }, call()), 'invalid_request', 'name');
+  });
+
+  it('refuses a domain that another connection of the environment already has (409 naming domains)', async () => {
+    const a = await createSsoConnection(ctx)({ environment: 'live', fields: fields({ domains: ['shared.example.com'] }) }, call());
+    await rejects(createSsoConnection(ctx)({ environment: 'live', fields: fields({ domains: ['shared.example.com'] }) }, call()), 'conflict', 'domains');
+    // Another environment may route the same domain; the connection itself may keep it.
+    await createSsoConnection(ctx)({ environment: 'test', fields: fields({ domains: ['shared.example.com'] }) }, call());
+    await updateSsoConnection(ctx)({ environment: 'live', id: a.id, domains: { values: ['shared.example.com', 'more.example.com'] }, idpCertificates: undefined, defaultRoles: undefined }, call());
+  });
+});
+
+describe('SAML logins (identity side)', () => {
+  const expiry = () => new Date(Date.now() + 5 * 60_000).toISOString();
+
+  it('creates the user just in time (emailVerified, defaultRoles), opens a session and records user.login with the connection', async () => {
+    const c = await createSsoConnection(ctx)({ environment: 'live', fields: fields({ defaultRoles: ['role_engineer'] }) }, call());
+    const email = `jit@${c.domains[0]}`;
+    const out = await completeSamlLogin(ctx)(
+      { connectionId: c.id, assertionId: '_a1', assertionExpiresAt: expiry(), nameId: email, email, name: 'Jit User', ip: '203.0.113.9', userAgent: 'jest', expiresInSeconds: 0 },
+      call(),
+    );
+    expect(out.provisioned).toBe(true);
+    const verified = await verifySession(ctx)({ environment: 'live', token: out.session!.token });
+    expect(verified.valid).toBe(true);
+    expect(verified.user).toMatchObject({ id: out.userId, email, emailVerified: true, roles: ['role_engineer'], name: 'Jit User' });
+    const login = (await events('user.login')).at(-1);
+    expect(login).toMatchObject({ actor: { id: out.userId, email }, target: { type: 'session' }, result: 'success' });
+    expect(JSON.parse(login.metadataJson)).toMatchObject({ authMethod: 'saml', connectionId: c.id, provisioned: true });
+    expect((await events('user.created')).at(-1)).toMatchObject({ target: { id: out.userId } });
+
+    // Second login of the same person (another assertion): the same user, not provisioned again.
+    const again = await completeSamlLogin(ctx)(
+      { connectionId: c.id, assertionId: '_a2', assertionExpiresAt: expiry(), nameId: email, email: email.toUpperCase(), name: '', ip: '', userAgent: '', expiresInSeconds: 3600 },
+      call(),
+    );
+    expect(again).toMatchObject({ userId: out.userId, provisioned: false });
+  });
+
+  it('logs an existing user in by email', async () => {
+    const c = await createSsoConnection(ctx)({ environment: 'live', fields: fields() }, call());
+    const u = await createUser(ctx)({ environment: 'live', email: `ada@${c.domains[0]}`, name: 'Ada', roles: ['role_admin'], metadataJson: '' }, call());
+    const out = await completeSamlLogin(ctx)(
+      { connectionId: c.id, assertionId: '_b1', assertionExpiresAt: expiry(), nameId: u.email, email: u.email, name: 'Other Name', ip: '', userAgent: '', expiresInSeconds: 0 },
+      call(),
+    );
+    expect(out).toMatchObject({ userId: u.id, provisioned: false });
+  });
+
+  it('refuses a replayed assertion id and records the failure', async () => {
+    const c = await createSsoConnection(ctx)({ environment: 'live', fields: fields() }, call());
+    const email = `replay@${c.domains[0]}`;
+    const req = { connectionId: c.id, assertionId: '_replayed', assertionExpiresAt: expiry(), nameId: email, email, name: '', ip: '', userAgent: '', expiresInSeconds: 0 };
+    await completeSamlLogin(ctx)(req, call());
+    await rejects(completeSamlLogin(ctx)(req, call()), 'unauthorized', 'SAMLResponse');
+    const failure = (await events('user.login')).at(-1);
+    expect(failure).toMatchObject({ result: 'failure' });
+    expect(JSON.parse(failure.metadataJson)).toMatchObject({ authMethod: 'saml', connectionId: c.id, reason: 'replayed_assertion' });
+  });
+
+  it('refuses an email outside the connection domains (an IdP cannot speak for another organisation)', async () => {
+    const c = await createSsoConnection(ctx)({ environment: 'live', fields: fields() }, call());
+    const req = { connectionId: c.id, assertionId: '_other', assertionExpiresAt: expiry(), nameId: 'x', email: 'admin@elsewhere.example.org', name: '', ip: '', userAgent: '', expiresInSeconds: 0 };
+    await rejects(completeSamlLogin(ctx)(req, call()), 'unauthorized');
+    expect(JSON.parse((await events('user.login')).at(-1).metadataJson)).toMatchObject({ reason: 'domain_not_allowed' });
+  });
+
+  it('remembers AuthnRequest ids once, and records refused responses', async () => {
+    const c = await createSsoConnection(ctx)({ environment: 'live', fields: fields() }, call());
+    await saveSamlRequest(ctx)({ connectionId: c.id, requestId: '_req1', ttlSeconds: 300 });
+    expect(await takeSamlRequest(ctx)({ requestId: '_req1' })).toEqual({ found: true, connectionId: c.id });
+    expect(await takeSamlRequest(ctx)({ requestId: '_req1' })).toEqual({ found: false, connectionId: '' });
+    await rejects(saveSamlRequest(ctx)({ connectionId: c.id, requestId: '_req2', ttlSeconds: 0 }), 'invalid_request', 'ttlSeconds');
+
+    await reportSamlLoginFailure(ctx)({ connectionId: c.id, reason: 'invalid_signature', email: 'not an email', ip: '203.0.113.9', userAgent: 'jest' }, call());
+    const failure = (await events('user.login')).at(-1);
+    expect(failure).toMatchObject({ result: 'failure', actor: { type: 'anonymous' } });
+    expect(JSON.parse(failure.metadataJson)).toMatchObject({ authMethod: 'saml', connectionId: c.id, reason: 'invalid_signature' });
+  });
+});
