@@ -161,7 +161,7 @@ describe('DownloadExport', () => {
     await w.write(content);
     await w.finish();
     await jobs.complete(job, { objectKey: `live/${job.id}/1.csv`, totalRecords: rows.length, fileSizeBytes: content.length, sha256: createHash('sha256').update(content).digest('hex'), linkTtlMs: 60_000 });
-    exp = await unary(client.getExport, { environment: 'live', id: job.id });
+    exp = await unary<audit.GetExportRequest, audit.Export>(client.getExport, { environment: 'live', id: job.id });
   });
 
   const download = async (req: Partial<audit.DownloadExportRequest>) => {
@@ -199,7 +199,7 @@ describe('DownloadExport', () => {
       expect(err).toMatchObject({ code: 'forbidden', message: 'The download link is invalid' });
     }
     await pool.query(`UPDATE export_jobs SET expires_at = now() - interval '1 second' WHERE id = $1`, [exp.id]);
-    const expired = await unary(client.getExport, { environment: 'live', id: exp.id });
+    const expired = await unary<audit.GetExportRequest, audit.Export>(client.getExport, { environment: 'live', id: exp.id });
     const err = await collect(client.downloadExport({ id: exp.id, format: 'csv', token: expired.downloadToken, range: '', headOnly: false, clientIp: '', userAgent: '' })).then(() => undefined, (e: unknown) => e);
     expect(err).toMatchObject({ code: 'forbidden', message: 'The download link has expired' });
   });
