@@ -5,7 +5,7 @@
 import * as grpc from '@grpc/grpc-js';
 import { identity, serviceNames } from '@secsvc/proto';
 import { checkHealth, createClient, promiseClient, AppError } from '@secsvc/shared';
-import { freePort, startLocalStack, type LocalStack, type LocalStackOptions } from '@secsvc/shared/stack';
+import { startGatewayProcess, startLocalStack, type LocalStack, type LocalStackOptions } from '@secsvc/shared/stack';
 import { chmod, mkdtemp, rm } from 'node:fs/promises';
 import pg from 'pg';
 import { createLocalJWKSet, jwtVerify } from 'jose';
@@ -14,7 +14,7 @@ import { existsSync } from 'node:fs';
 import { readdir, readFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { execFileSync, spawn } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { apiClient, findGrpcurl, listServices, type Api } from './support';
 
 jest.setTimeout(120_000);
@@ -649,27 +649,9 @@ describe('JWT access tokens', () => {
 
 describe('two gateway processes', () => {
   it('both refuse a revoked key at once although both cached it', async () => {
-    const port = await freePort();
-    const second = spawn(process.execPath, [path.join(rootDir, 'apps/gateway/dist/main.js')], {
-      env: {
-        PATH: process.env.PATH,
-        PORT: String(port),
-        ADMIN_PORT: '0',
-        IDENTITY_ADDR: stack.grpc.identity,
-        POLICY_ADDR: stack.grpc.policy,
-        AUDIT_ADDR: stack.grpc.audit,
-        ISSUER: stack.baseUrl.replace(/\/v1$/, ''),
-        LOG_LEVEL: 'warn',
-      },
-      stdio: 'ignore',
-    });
+    const second = await startGatewayProcess({ rootDir, stack });
     try {
-      const secondUrl = `http://127.0.0.1:${port}/v1`;
-      for (let i = 0; i < 100; i++) {
-        const ok = await fetch(`http://127.0.0.1:${port}/readyz`).then((r) => r.ok, () => false);
-        if (ok) break;
-        await new Promise((r) => setTimeout(r, 50));
-      }
+      const secondUrl = second.baseUrl;
       const k = (await api('POST', '/api-keys', { name: 'two-gateways', type: 'secret' })).body.data;
       const viaFirst = apiClient(stack.baseUrl, k.key);
       const viaSecond = apiClient(secondUrl, k.key);
@@ -684,9 +666,7 @@ describe('two gateway processes', () => {
         expect(status).toBe(401);
       }
     } finally {
-      const exited = new Promise((r) => second.once('exit', r));
-      second.kill('SIGTERM');
-      await exited;
+      await second.stop();
     }
   });
 });

@@ -5,10 +5,14 @@ import type { JwtVerifier } from './jwt-verifier';
 import type { RolesCache } from './roles-cache';
 import type { VerifyCache } from './verify-cache';
 import type { GatewayConfig } from './config';
-import { ANONYMOUS, type ServiceClients } from './context';
+import { ANONYMOUS, type Principal, type ServiceClients } from './context';
 import { authenticate } from './middleware/auth';
 import { errorHandler, notFound } from './middleware/errors';
 import { observe } from './middleware/observe';
+import { rateLimits } from './middleware/rate-limit';
+import { WINDOW_SECONDS, type Decision } from './rate-limit/gcra';
+import type { RateLimiter } from './rate-limit/limiter';
+import type { RateLimitPolicy, Subject } from './rate-limit/subjects';
 import { requestId } from './middleware/request-id';
 import { oauthRouter, requiredScope } from './oauth';
 import { buildOpenApi } from './openapi';
@@ -41,6 +45,8 @@ export interface GatewayDeps {
   rolesCache?: RolesCache;
   /** The download host of export files (DOWNLOAD_BASE_URL; absent: not served). baseUrl is read per request. */
   downloads?: { baseUrl: string; open: DownloadSource };
+  /** Rate limits of every response but the probes (see middleware/rate-limit.ts); absent = none. */
+  rateLimit?: { limiter: RateLimiter; policy: RateLimitPolicy };
   /** The OAuth 2.0 authorization server's endpoints (/oauth/*, discovery), with the public origin; absent = not served. */
   oauth?: { issuer: string };
 }
@@ -58,6 +64,34 @@ function requireJson(req: Request, _res: Response, next: NextFunction): void {
     return next(new AppError('unsupported_media_type', 'Request bodies must be application/json'));
   }
   next();
+}
+
+/** Who calls, from where and how they authenticated: the gRPC metadata services build events from. */
+function callHeaders(req: Request, principal: Principal): Record<string, string> {
+  return {
+    'x-actor-id': principal.id,
+    'x-actor-type': principal.type,
+    'x-auth-method': principal.clientId ? 'oauth' : principal.type === 'api_key' ? 'api_key' : principal.keyType === 'none' ? 'none' : principal.keyType,
+    'x-client-ip': req.ip ?? '',
+    'x-user-agent': (req.get('user-agent') ?? '').slice(0, 512),
+  };
+}
+
+/** rate_limit.exceeded, recorded by identity (the gateway has no database); fire and forget. */
+function reportExceeded(deps: GatewayDeps, req: Request, who: Subject, decision: Decision): void {
+  const principal = req.principal ?? ANONYMOUS;
+  deps.clients.identity
+    .reportRateLimitExceeded(
+      {
+        environment: principal.environment,
+        subjectType: who.kind,
+        subjectId: who.kind === 'ip' ? '' : who.id,
+        limit: decision.limit,
+        windowSeconds: WINDOW_SECONDS,
+      },
+      { requestId: req.requestId, deadlineMs: deps.config.GRPC_DEADLINE_MS, headers: callHeaders(req, principal) },
+    )
+    .catch((err: unknown) => deps.logger.warn({ err: { message: (err as Error).message }, requestId: req.requestId }, 'could not report rate_limit.exceeded'));
 }
 
 function mount(router: express.Router, route: Route, deps: GatewayDeps): void {
@@ -104,17 +138,7 @@ function mount(router: express.Router, route: Route, deps: GatewayDeps): void {
         // No body at all is validated as an empty object, so each missing field is named.
         body: route.body ? parseOrThrow(route.body, req.body ?? {}) : undefined,
       };
-      const call = {
-        requestId: req.requestId,
-        deadlineMs: deps.config.GRPC_DEADLINE_MS,
-        headers: {
-          'x-actor-id': principal.id,
-          'x-actor-type': principal.type,
-          'x-auth-method': principal.clientId ? 'oauth' : principal.type === 'api_key' ? 'api_key' : principal.keyType === 'none' ? 'none' : principal.keyType,
-          'x-client-ip': req.ip ?? '',
-          'x-user-agent': (req.get('user-agent') ?? '').slice(0, 512),
-        },
-      };
+      const call = { requestId: req.requestId, deadlineMs: deps.config.GRPC_DEADLINE_MS, headers: callHeaders(req, principal) };
       const out = await route.handle(input, { requestId: req.requestId, principal, clients: deps.clients, call, verifyCache: deps.verifyCache, rolesCache: deps.rolesCache, downloadBaseUrl: deps.downloads?.baseUrl });
       if (out.body === undefined) res.status(out.status).end();
       else res.status(out.status).json(out.body);
@@ -133,6 +157,19 @@ export function createApp(deps: GatewayDeps): express.Express {
   app.use(observe(deps.metrics, deps.logger));
 
   app.get('/healthz', (_req, res) => void res.json({ status: 'ok' }));
+  app.get('/readyz', (_req, res, next) => {
+    deps.ready().then((ok) => void res.status(ok ? 200 : 503).json({ status: ok ? 'ready' : 'not ready' }), next);
+  });
+
+  // Everything below the probes is rate limited and carries the X-RateLimit headers.
+  const limits = deps.rateLimit
+    ? rateLimits(deps.rateLimit.limiter, deps.rateLimit.policy, (req, who, decision) => reportExceeded(deps, req, who, decision))
+    : undefined;
+  const limited = limits ? [limits.apply] : [];
+  // Outside /v1 (the JWKS, unknown paths) callers are limited by client ip before anything runs; /v1 calls
+  // after authentication, by their key or user.
+  if (limits) app.use(limits.gate, limits.applyOutside('/v1'));
+
   // The OAuth 2.0 authorization server (unversioned, as the standards name the paths), limited per client ip.
   if (deps.oauth) {
     app.use(
@@ -154,24 +191,23 @@ export function createApp(deps: GatewayDeps): express.Express {
       res.type('application/json').send(jwks.jwksJson);
     }, next);
   });
-  app.get('/readyz', (_req, res, next) => {
-    deps.ready().then((ok) => void res.status(ok ? 200 : 503).json({ status: ok ? 'ready' : 'not ready' }), next);
-  });
 
   // Export files by signed link (no API key): the download host of DOWNLOAD_BASE_URL.
   if (deps.downloads) app.use(new URL(deps.downloads.baseUrl).pathname.replace(/\/+$/, '') || '/', downloadRouter(deps.downloads.open));
 
   const openapi = buildOpenApi(routes, `http://${deps.config.HOST}:${deps.config.PORT}/v1`);
   const v1 = express.Router();
-  v1.get('/openapi.json', (_req, res) => void res.json(openapi));
+  v1.get('/openapi.json', ...limited, (_req, res) => void res.json(openapi));
   const anonymousRoutes = new Set(routes.filter((r) => r.anonymous).map((r) => `${r.method.toUpperCase()} ${r.path}`));
   v1.use(authenticate(deps.clients, deps.config.GRPC_DEADLINE_MS, deps.authCache, anonymousRoutes, deps.jwt));
+  if (limits) v1.use(limits.apply);
   v1.use(requireJson);
   v1.use(express.json({ limit: BODY_LIMIT, strict: true, type: 'application/json' }));
   for (const route of routes) mount(v1, route, deps);
   app.use('/v1', v1);
 
   app.use(notFound);
+  if (limits) app.use(limits.onError);
   app.use(errorHandler(deps.logger));
   return app;
 }

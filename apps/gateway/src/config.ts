@@ -1,4 +1,4 @@
-import { commonConfig, env, loadConfig } from '@secsvc/shared';
+import { commonConfig, ConfigError, env, loadConfig } from '@secsvc/shared';
 import { z } from 'zod';
 
 export const gatewayConfigShape = {
@@ -29,10 +29,38 @@ export const gatewayConfigShape = {
   ACCESS_TOKEN_TTL_SECONDS: env.int(900, 60, 86_400),
   /** The download host of export links (served by this gateway at its path). Default: http://127.0.0.1:<PORT>/downloads. */
   DOWNLOAD_BASE_URL: z.string().regex(/^https?:\/\/[^\s?#]+$/, 'must be an http(s) URL without query or fragment').optional(),
+  /** Redis shared by the gateway replicas: rate-limit counters and the session-verify cache. */
+  REDIS_URL: z
+    .string()
+    .regex(/^rediss?:\/\/\S+$/, 'must be a redis:// or rediss:// URL')
+    .optional(),
+  /** Timeout of each Redis command (a slow Redis counts as unreachable). */
+  REDIS_TIMEOUT_MS: env.int(250, 10, 10_000),
+  /**
+   * Where rate-limit counters live: memory (one gateway), redis (shared by the replicas; needs REDIS_URL) or
+   * off (no limits and no X-RateLimit headers: for a gateway behind another limiter, and benchmark baselines).
+   * Default: redis when REDIS_URL is set or PROFILE is distributed, else memory.
+   */
+  RATE_LIMIT_STORE: z.enum(['memory', 'redis', 'off']).optional(),
+  /** When Redis cannot be reached: open = keep serving under per-replica memory limits; closed = 503. */
+  RATE_LIMIT_FAIL_MODE: z.enum(['open', 'closed']).default('open'),
+  /** Requests per minute per client ip for calls without a valid credential (login pages, bad keys). */
+  RATE_LIMIT_ANONYMOUS_PER_MINUTE: env.int(100, 1, 1_000_000),
+  /** Requests per minute per user for session and JWT callers (the pro plan's limit). */
+  RATE_LIMIT_USER_PER_MINUTE: env.int(1_000, 1, 1_000_000),
+  /** Requests per minute of enterprise keys created without a custom rateLimit. */
+  RATE_LIMIT_ENTERPRISE_PER_MINUTE: env.int(10_000, 1, 1_000_000),
 };
 
 export type GatewayConfig = ReturnType<typeof loadGatewayConfig>;
 
 export function loadGatewayConfig(source: Record<string, string | undefined> = process.env) {
-  return loadConfig(gatewayConfigShape, source);
+  const config = loadConfig(gatewayConfigShape, source);
+  const store = config.RATE_LIMIT_STORE ?? (config.REDIS_URL || config.PROFILE === 'distributed' ? 'redis' : 'memory');
+  if (store === 'redis' && !config.REDIS_URL) {
+    throw new ConfigError([
+      `REDIS_URL: required when rate limits are kept in Redis (RATE_LIMIT_STORE=${config.RATE_LIMIT_STORE ?? 'redis, the default of PROFILE=distributed'}) (not set)`,
+    ]);
+  }
+  return { ...config, RATE_LIMIT_STORE: store };
 }

@@ -20,6 +20,8 @@ export interface Principal {
   keyType: 'secret' | 'public' | 'test' | 'session' | 'jwt' | 'none';
   environment: 'live' | 'test';
   plan: string;
+  /** Requests per minute of an enterprise key with a custom limit. */
+  rateLimit?: number;
   roles?: string[];
   /** OAuth access tokens: the scopes granted (a route needs its scope too); absent for other credentials. */
   scopes?: string[];

@@ -5,7 +5,12 @@ import { createApp } from './app';
 import { AuthCache } from './auth-cache';
 import { JwtVerifier } from './jwt-verifier';
 import { RolesCache } from './roles-cache';
-import { VerifyCache } from './verify-cache';
+import { MemoryVerifyCache } from './verify-cache';
+import { RateLimiter } from './rate-limit/limiter';
+import { MemoryRateLimitStore } from './rate-limit/memory-store';
+import { RedisRateLimitStore } from './rate-limit/redis-store';
+import { createRedis, RedisHealth } from './redis';
+import { RedisVerifyCache } from './redis-verify-cache';
 import { loadGatewayConfig } from './config';
 import { auditDownloadSource } from './downloads';
 
@@ -32,11 +37,31 @@ void runProcess('gateway', () => loadGatewayConfig(), async ({ config, logger, m
   const jwt = new JwtVerifier(async () => (await clients.identity.getJwks({})).jwksJson, config.ISSUER, config.JWT_AUDIENCE, logger);
   // The change stream also carries session revocations for JWTs, so it runs even with the cache off.
   authCache.start();
-  const verifyCache = new VerifyCache(authCache, config.AUTH_CACHE_TTL_MS);
+  // Redis (when configured) is shared by the rate limits and the session-verify cache.
+  const redisHealth = new RedisHealth(logger, metrics);
+  const redis = config.REDIS_URL ? createRedis(config.REDIS_URL, redisHealth, config.REDIS_TIMEOUT_MS) : undefined;
+  const verifyCache = redis
+    ? new RedisVerifyCache(redis, authCache, config.AUTH_CACHE_TTL_MS, config.GRPC_DEADLINE_MS + 1000, redisHealth)
+    : new MemoryVerifyCache(authCache, config.AUTH_CACHE_TTL_MS);
+  const rateLimit =
+    config.RATE_LIMIT_STORE === 'off'
+      ? undefined
+      : {
+          limiter: new RateLimiter({
+            store: config.RATE_LIMIT_STORE === 'redis' ? new RedisRateLimitStore(redis!) : new MemoryRateLimitStore(),
+            failMode: config.RATE_LIMIT_FAIL_MODE,
+            health: redisHealth,
+          }),
+          policy: {
+            anonymousPerMinute: config.RATE_LIMIT_ANONYMOUS_PER_MINUTE,
+            userPerMinute: config.RATE_LIMIT_USER_PER_MINUTE,
+            enterprisePerMinute: config.RATE_LIMIT_ENTERPRISE_PER_MINUTE,
+          },
+        };
   const rolesCache = new RolesCache(authCache, config.AUTH_CACHE_TTL_MS);
   // Export links point at DOWNLOAD_BASE_URL, else at this gateway's own port (known once it listens).
   const downloads = { baseUrl: (config.DOWNLOAD_BASE_URL ?? `http://127.0.0.1:${config.PORT}/downloads`).replace(/\/+$/, ''), open: auditDownloadSource(auditClient) };
-  const app = createApp({ config, clients, logger, metrics, ready, authCache, jwt, verifyCache, rolesCache, downloads, oauth: { issuer: config.ISSUER } });
+  const app = createApp({ config, clients, logger, metrics, ready, authCache, jwt, verifyCache, rolesCache, downloads, rateLimit, oauth: { issuer: config.ISSUER } });
   const server = app.listen(config.PORT, config.HOST);
   await new Promise<void>((resolve, reject) => {
     server.once('listening', resolve);
@@ -63,6 +88,7 @@ void runProcess('gateway', () => loadGatewayConfig(), async ({ config, logger, m
           authCache.stop();
           identityClient.close();
           policyClient.close();
+          redis?.disconnect();
           auditClient.close();
         },
       },

@@ -1,38 +1,11 @@
-import { EventEmitter } from 'node:events';
-import { createLogger } from '@secsvc/shared';
-import { AuthCache, type ChangeStream } from '../src/auth-cache';
 import type { Principal } from '../src/context';
-
-class FakeStream extends EventEmitter implements ChangeStream {
-  cancelled = false;
-  cancel(): void {
-    this.cancelled = true;
-    this.emit('error');
-  }
-  push(kind: string, id = ''): void {
-    this.emit('data', { kind, id });
-  }
-}
+import { authCacheWithFakeStreams } from './support/fake-stream';
 
 const principal = (id: string): Principal => ({ type: 'api_key', id, credentialId: id, keyType: 'secret', environment: 'live', plan: 'free' });
 const KEY_A = 'svc_sk_' + 'a'.repeat(40);
 const KEY_B = 'svc_sk_' + 'b'.repeat(40);
 
-function setup(ttlMs = 60_000, maxEntries = 100) {
-  const streams: FakeStream[] = [];
-  const cache = new AuthCache(
-    () => {
-      const s = new FakeStream();
-      streams.push(s);
-      return s;
-    },
-    createLogger('test', 'silent'),
-    ttlMs,
-    maxEntries,
-  );
-  cache.start();
-  return { cache, streams };
-}
+const setup = authCacheWithFakeStreams;
 
 describe('AuthCache', () => {
   afterEach(() => jest.useRealTimers());

@@ -54,6 +54,7 @@ async function resolve(clients: ServiceClients, token: string, req: Request, dea
       keyType: p.keyType as Principal['keyType'],
       environment: env(p.environment),
       plan: p.plan,
+      rateLimit: p.rateLimit,
     };
     return { principal, expiresAt: until(p.expiresAt) };
   }

@@ -26,6 +26,10 @@ const CURSOR = /^cur_(user_[0-9a-z]{26})$/;
  */
 export class FakeIdentity implements Partial<IdentityPort> {
   readonly users = new Map<string, identity.User>();
+  /** More API keys the fake accepts (besides VALID_KEY and PUBLIC_KEY), with their principals. */
+  readonly apiKeys = new Map<string, identity.ApiKeyPrincipal>();
+  /** Session tokens the fake accepts, with their principals. */
+  readonly sessions = new Map<string, identity.SessionPrincipal>();
   readonly calls: RecordedCall[] = [];
   private readonly failures = new Map<IdentityMethod, unknown>();
 
@@ -36,6 +40,8 @@ export class FakeIdentity implements Partial<IdentityPort> {
 
   reset(): void {
     this.users.clear();
+    this.apiKeys.clear();
+    this.sessions.clear();
     this.calls.length = 0;
     this.failures.clear();
   }
@@ -58,8 +64,25 @@ export class FakeIdentity implements Partial<IdentityPort> {
   async authenticateApiKey(req: identity.AuthenticateApiKeyRequest, opts?: Partial<CallOptions>): Promise<identity.ApiKeyPrincipal> {
     this.enter('authenticateApiKey', req, opts);
     if (req.key === PUBLIC_KEY) return { ...PRINCIPAL, keyId: 'key_public', keyType: 'public' };
+    const extra = this.apiKeys.get(req.key);
+    if (extra) return { ...extra };
     if (req.key !== VALID_KEY) throw new AppError('unauthorized', 'Invalid API key');
     return { ...PRINCIPAL };
+  }
+
+  async authenticateSession(req: identity.AuthenticateSessionRequest, opts?: Partial<CallOptions>): Promise<identity.SessionPrincipal> {
+    this.enter('authenticateSession', req, opts);
+    const session = this.sessions.get(req.token);
+    if (!session) throw new AppError('unauthorized', 'Invalid session token');
+    return { ...session };
+  }
+
+  async reportRateLimitExceeded(
+    req: identity.ReportRateLimitExceededRequest,
+    opts?: Partial<CallOptions>,
+  ): Promise<identity.ReportRateLimitExceededResponse> {
+    this.enter('reportRateLimitExceeded', req, opts);
+    return {};
   }
 
   async createUser(req: identity.CreateUserRequest, opts?: Partial<CallOptions>): Promise<identity.User> {

@@ -2,6 +2,9 @@ import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
 import { createLogger, Metrics } from '@secsvc/shared';
 import { createApp, type GatewayDeps } from '../../src/app';
+import { RateLimiter } from '../../src/rate-limit/limiter';
+import { MemoryRateLimitStore } from '../../src/rate-limit/memory-store';
+import type { RateLimitPolicy } from '../../src/rate-limit/subjects';
 import { FakeIdentity, VALID_KEY, type IdentityPort } from './fake-identity';
 
 export interface TestGateway {
@@ -11,17 +14,32 @@ export interface TestGateway {
   close: () => Promise<void>;
 }
 
-/** The gateway over an in-memory identity fake, listening on an ephemeral port of 127.0.0.1. */
-export async function startGateway(options: { fake?: FakeIdentity; ready?: () => Promise<boolean> } = {}): Promise<TestGateway> {
+/** The limits of the local profile's defaults (the gateway's configuration defaults). */
+export const DEFAULT_LIMITS: RateLimitPolicy = { anonymousPerMinute: 100, userPerMinute: 1000, enterprisePerMinute: 10_000 };
+
+/**
+ * The gateway over an in-memory identity fake, listening on an ephemeral port of 127.0.0.1, rate limited
+ * like the local profile (memory store, default limits) unless `rateLimit` says otherwise.
+ */
+export async function startGateway(
+  options: {
+    fake?: FakeIdentity;
+    ready?: () => Promise<boolean>;
+    rateLimit?: GatewayDeps['rateLimit'];
+    /** The policy service, for user callers (absent: policy routes and user callers are not reachable). */
+    policy?: Partial<GatewayDeps['clients']['policy']>;
+  } = {},
+): Promise<TestGateway> {
   const fake = options.fake ?? new FakeIdentity();
   const deps: GatewayDeps = {
     config: { GRPC_DEADLINE_MS: 1000, TRUST_PROXY: ['loopback'], HOST: '127.0.0.1', PORT: 0 },
     // Methods the fake does not have are never reached by these tests (a call would throw a TypeError).
-    // No policy service here: the policy routes are covered end to end.
-    clients: { identity: fake as unknown as IdentityPort, policy: {} as never, audit: {} as never },
+    // No policy service unless given: the policy routes are covered end to end.
+    clients: { identity: fake as unknown as IdentityPort, policy: (options.policy ?? {}) as never, audit: {} as never },
     logger: createLogger('test', 'silent'),
     metrics: new Metrics('test'),
     ready: options.ready ?? (async () => true),
+    rateLimit: options.rateLimit ?? { limiter: new RateLimiter({ store: new MemoryRateLimitStore() }), policy: DEFAULT_LIMITS },
   };
   const app = createApp(deps);
   const server = await new Promise<Server>((resolve, reject) => {

@@ -14,7 +14,7 @@ export const revokeSessionRoute = defineRoute({
   },
   async handle({ body }, ctx) {
     await ctx.clients.identity.revokeSession({ environment: ctx.principal.environment, token: body.token }, ctx.call);
-    ctx.verifyCache?.dropToken(`${ctx.principal.environment}:${body.token}`);
+    await ctx.verifyCache?.dropToken(`${ctx.principal.environment}:${body.token}`);
     return { status: 204 };
   },
 });

@@ -35,7 +35,7 @@ export const revokeUserSessionsRoute = defineRoute({
   async handle({ params }, ctx) {
     if (!isId('user', params.id)) throw AppError.notFound('User');
     await ctx.clients.identity.revokeUserSessions({ environment: ctx.principal.environment, userId: params.id }, ctx.call);
-    ctx.verifyCache?.dropUser(params.id);
+    await ctx.verifyCache?.dropUser(params.id);
     return { status: 204 };
   },
 });

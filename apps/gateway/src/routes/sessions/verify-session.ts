@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import type { VerifyAnswer } from '../../verify-cache';
 import { userForms, userFull } from '../users/schemas';
 import { dataOf, defineRoute, errorSchema } from '../route';
 import { tokenBody } from './schemas';
@@ -25,16 +26,15 @@ export const verifySessionRoute = defineRoute({
     400: { description: 'No token string in the body', schema: errorSchema },
   },
   async handle({ body }, ctx) {
-    const cacheKey = `${ctx.principal.environment}:${body.token}`;
-    const cached = ctx.verifyCache?.get(cacheKey);
-    if (cached) return { status: 200, body: cached };
-    const generation = ctx.verifyCache?.snapshot() ?? 0;
-    const res = await ctx.clients.identity.verifySession({ environment: ctx.principal.environment, token: body.token }, ctx.call);
-    if (!res.valid || !res.user || !res.session) return { status: 200, body: { data: { valid: false } } };
-    const answer = {
-      data: { valid: true, user: userForms.full(res.user), session: { id: res.session.id, expiresAt: res.session.expiresAt } },
+    const verify = async (): Promise<VerifyAnswer> => {
+      const res = await ctx.clients.identity.verifySession({ environment: ctx.principal.environment, token: body.token }, ctx.call);
+      if (!res.valid || !res.user || !res.session) return { body: { data: { valid: false } } };
+      return {
+        body: { data: { valid: true, user: userForms.full(res.user), session: { id: res.session.id, expiresAt: res.session.expiresAt } } },
+        session: { sessionId: res.session.id, userId: res.user.id, expiresAt: Date.parse(res.session.expiresAt!) },
+      };
     };
-    ctx.verifyCache?.set(cacheKey, answer, res.session.id, res.user.id, Date.parse(res.session.expiresAt!), generation);
+    const answer = ctx.verifyCache ? await ctx.verifyCache.get(`${ctx.principal.environment}:${body.token}`, verify) : (await verify()).body;
     return { status: 200, body: answer };
   },
 });

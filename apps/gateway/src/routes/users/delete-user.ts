@@ -16,7 +16,7 @@ export const deleteUserRoute = defineRoute({
   async handle({ params }, ctx) {
     if (!isId('user', params.id)) throw AppError.notFound('User');
     await ctx.clients.identity.deleteUser({ environment: ctx.principal.environment, id: params.id }, ctx.call);
-    ctx.verifyCache?.dropUser(params.id);
+    await ctx.verifyCache?.dropUser(params.id);
     ctx.rolesCache?.dropUser(params.id);
     return { status: 204 };
   },

@@ -29,7 +29,7 @@ export const updateUserRoute = defineRoute({
       },
       ctx.call,
     );
-    ctx.verifyCache?.dropUser(user.id);
+    await ctx.verifyCache?.dropUser(user.id);
     ctx.rolesCache?.dropUser(user.id);
     return { status: 200, body: { data: userForms.updated(user) } };
   },
