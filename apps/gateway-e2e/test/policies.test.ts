@@ -122,6 +122,112 @@ describe('simulator', () => {
     expect(allowed).toBe(false);
   });
 
+  it('simulates draft policies (merge, replace, standing in for a stored one) without saving them', async () => {
+    const analyst = (await api('POST', '/users', { email: 'analyst@example.com', name: 'Analyst', roles: ['role_analyst'] })).body.data;
+    const stored = (await api('POST', '/policies', policy({ name: 'analysts read reports', principals: ['role:analyst'], resources: ['/reports/*'] }))).body.data;
+    const listed = async () => (await api('GET', '/policies?limit=100')).body.data.map((p: { id: string }) => p.id).sort();
+    const before = await listed();
+    const simulate = async (body: Record<string, unknown>) => {
+      const res = await api('POST', '/policies/simulate', { principal: `user:${analyst.id}`, action: 'read', resource: '/reports/q1', ...body });
+      expect(res.status).toBe(200);
+      return res.body.data;
+    };
+    const freeze = { name: 'report freeze', effect: 'deny', principals: ['*'], actions: ['read'], resources: ['/reports/*'] };
+
+    // merge (the default): the draft deny wins over the stored allow; drafts are draft_<index>
+    expect(await simulate({ policies: [freeze] })).toMatchObject({
+      allowed: false,
+      effect: 'deny',
+      matchedPolicies: [
+        { id: 'draft_0', name: 'report freeze', effect: 'deny' },
+        { id: stored.id, name: 'analysts read reports', effect: 'allow' },
+      ],
+    });
+    // replace: only the drafts count
+    const create = { id: 'draft_create', name: 'create reports', effect: 'allow', principals: ['role:analyst'], actions: ['create'], resources: ['/reports/*'] };
+    expect(await simulate({ policies: [create], mode: 'replace' })).toMatchObject({ allowed: false, matchedPolicies: [] });
+    expect(await simulate({ action: 'create', policies: [create], mode: 'replace' })).toMatchObject({
+      allowed: true,
+      matchedPolicies: [{ id: 'draft_create', name: 'create reports', effect: 'allow' }],
+    });
+    // "what if I narrowed it": a draft with the stored id stands in for the stored policy
+    const narrowed = { ...policy({ name: 'analysts read public reports', principals: ['role:analyst'], resources: ['/reports/public/*'] }), id: stored.id };
+    expect(await simulate({ policies: [narrowed], mode: 'merge' })).toMatchObject({ allowed: false, matchedPolicies: [] });
+    expect(await simulate({ resource: '/reports/public/a', policies: [narrowed] })).toMatchObject({
+      allowed: true,
+      matchedPolicies: [{ id: stored.id, name: 'analysts read public reports', effect: 'allow' }],
+    });
+
+    // nothing was saved, and the stored decision is as before
+    expect(await listed()).toEqual(before);
+    expect((await api('GET', `/policies/${stored.id}`)).body.data.resources).toEqual(['/reports/*']);
+    expect(await simulate({})).toMatchObject({ allowed: true, matchedPolicies: [{ id: stored.id }] });
+  });
+
+  it('explains every policy that did not match: which part failed and the values compared', async () => {
+    const viewer = (await api('POST', '/users', { email: 'viewer@example.com', name: 'Viewer', roles: ['role_viewer'] })).body.data;
+    const office = (await api('POST', '/policies', policy({ name: 'viewers from the office', principals: ['role:viewer'], actions: ['view'], resources: ['/boards/*'], conditions: { ip: { allowlist: ['10.0.0.0/8'] } } }))).body.data;
+    const res = await api('POST', '/policies/simulate', {
+      principal: `user:${viewer.id}`,
+      action: 'view',
+      resource: '/boards/7',
+      context: { ip: '192.0.2.1' },
+      explain: true,
+      policies: [
+        { name: 'ops view boards', effect: 'allow', principals: ['role:ops'], actions: ['view'], resources: ['/boards/*'] },
+        { name: 'viewers edit boards', effect: 'allow', principals: ['role:viewer'], actions: ['edit', 'delete'], resources: ['/boards/*'] },
+        { name: 'viewers view dashboards', effect: 'deny', principals: ['role:viewer'], actions: ['view'], resources: ['/dashboards/*'] },
+      ],
+    });
+    expect(res.status).toBe(200);
+    const data = res.body.data;
+    expect(data).toMatchObject({ allowed: false, effect: 'deny', matchedPolicies: [] });
+    // drafts first, then the stored policies; in each group the nearest misses first (condition, resource,
+    // action, principal)
+    expect(data.explanations.slice(0, 3)).toEqual([
+      { policyId: 'draft_2', name: 'viewers view dashboards', effect: 'deny', failed: 'resource', expected: ['/dashboards/*'], actual: '/boards/7' },
+      { policyId: 'draft_1', name: 'viewers edit boards', effect: 'allow', failed: 'action', expected: ['edit', 'delete'], actual: 'view' },
+      { policyId: 'draft_0', name: 'ops view boards', effect: 'allow', failed: 'principal', expected: ['role:ops'], actual: [`user:${viewer.id}`, 'role:viewer'] },
+    ]);
+    expect(data.explanations[3]).toEqual({
+      policyId: office.id,
+      name: 'viewers from the office',
+      effect: 'allow',
+      failed: 'condition',
+      condition: 'ip.allowlist',
+      expected: ['10.0.0.0/8'],
+      actual: '192.0.2.1',
+    });
+    const stored = (await api('GET', '/policies?limit=100')).body.data.length;
+    expect(data.notMatchedCount).toBe(stored + 3);
+    expect(data.explanations).toHaveLength(Math.min(stored + 3, 100));
+    for (const e of data.explanations) expect(['principal', 'action', 'resource', 'condition']).toContain(e.failed);
+    // from the office the stored policy matches and is not explained
+    const inside = (await api('POST', '/policies/simulate', { principal: `user:${viewer.id}`, action: 'view', resource: '/boards/7', context: { ip: '10.2.3.4' }, explain: true })).body.data;
+    expect(inside).toMatchObject({ allowed: true, matchedPolicies: [{ id: office.id }] });
+    expect(inside.explanations.map((e: { policyId: string }) => e.policyId)).not.toContain(office.id);
+    expect(inside.notMatchedCount).toBe(stored - 1);
+    // without explain: the SPEC result only
+    const plain = (await api('POST', '/policies/simulate', { principal: `user:${viewer.id}`, action: 'view', resource: '/boards/7' })).body.data;
+    expect(plain.explanations).toBeUndefined();
+  });
+
+  it('validates drafts like POST /policies bodies, naming policies[<i>].<field>', async () => {
+    const u = (await api('POST', '/users', { email: 'drafter@example.com', name: 'Drafter' })).body.data;
+    const res = await api('POST', '/policies/simulate', {
+      principal: `user:${u.id}`,
+      action: 'read',
+      resource: '/x',
+      policies: [policy(), policy({ principals: ['group:x'], conditions: { ip: { allowlist: ['10.0.0.0/33'] } } }), policy({ id: 'pol_nope' })],
+    });
+    expect(res.status).toBe(400);
+    expect(res.body.error.code).toBe('invalid_request');
+    expect(res.body.error.details.map((d: { field: string }) => d.field)).toEqual(['policies[1].principals[0]', 'policies[1].conditions.ip.allowlist[0]', 'policies[2].id']);
+    const shape = await api('POST', '/policies/simulate', { principal: `user:${u.id}`, action: 'read', resource: '/x', mode: 'replace' });
+    expect(shape.status).toBe(400);
+    expect(shape.body.error.details.map((d: { field: string }) => d.field)).toEqual(['mode']);
+  });
+
   it('answers 404 naming principal for an unknown user and 400 for a malformed principal', async () => {
     const missing = await api('POST', '/policies/simulate', { principal: 'user:user_00000000000000000000000000', action: 'read', resource: '/x' });
     expect(missing.status).toBe(404);

@@ -2,7 +2,7 @@
 export declare const MISSING: string;
 export declare const REPO_ROOT: string;
 export declare const WASM_FILE: string;
-export declare const ENTRYPOINT: string;
+export declare const ENTRYPOINTS: readonly string[];
 export declare function findOpa(env?: NodeJS.ProcessEnv): string | null;
 export declare function opaVersion(opa: string): string;
 export declare function buildWasm(opa: string): Buffer;

@@ -20,7 +20,8 @@ const zlib = require('node:zlib');
 const REPO_ROOT = path.resolve(__dirname, '..', '..', '..');
 const SOURCE = 'apps/policy/rego/policy.rego';
 const REGO_DIR = 'apps/policy/rego';
-const ENTRYPOINT = 'secsvc/authz/decision';
+// The module's entry points: the decision, and the decision with explanations (src/engine/engine.ts).
+const ENTRYPOINTS = ['secsvc/authz/decision', 'secsvc/authz/explained'];
 const WASM_FILE = path.join(__dirname, 'policy.wasm');
 
 function isExecutable(file) {
@@ -79,7 +80,8 @@ function buildWasm(opa) {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'secsvc-rego-'));
   try {
     const bundle = path.join(dir, 'bundle.tar.gz');
-    execFileSync(opa, ['build', '-t', 'wasm', '-e', ENTRYPOINT, SOURCE, '-o', bundle], {
+    const entrypoints = ENTRYPOINTS.flatMap((e) => ['-e', e]);
+    execFileSync(opa, ['build', '-t', 'wasm', ...entrypoints, SOURCE, '-o', bundle], {
       cwd: REPO_ROOT,
       stdio: ['ignore', 'pipe', 'pipe'],
     });
@@ -133,6 +135,6 @@ function main(command) {
   }
 }
 
-module.exports = { findOpa, opaVersion, buildWasm, runOpaTest, extractFromTarGz, MISSING, REPO_ROOT, WASM_FILE, ENTRYPOINT };
+module.exports = { findOpa, opaVersion, buildWasm, runOpaTest, extractFromTarGz, MISSING, REPO_ROOT, WASM_FILE, ENTRYPOINTS };
 
 if (require.main === module) process.exitCode = main(process.argv[2]);

@@ -1,6 +1,7 @@
 # The access-policy semantics of the security service, written once. Compiled to WebAssembly
-# (entry point secsvc/authz/decision) and evaluated in process by apps/policy/src/engine; `opa test`
-# runs policy_test.rego against it. The data document and every rule are described in README.md.
+# (entry points secsvc/authz/decision and secsvc/authz/explained) and evaluated in process by
+# apps/policy/src/engine; `opa test` runs policy_test.rego against it. The data document, the input and
+# every rule are described in README.md.
 package secsvc.authz
 
 # The decision for one request:
@@ -13,14 +14,21 @@ decision := {
 	"matched": matched,
 }
 
-# The matching policies with a known effect: denies (rank 0) before allows (rank 1), each group sorted by
-# id (then name, for a total order).
+# The matching policies with a known effect, stored ones and drafts alike: denies (rank 0) before allows
+# (rank 1), each group sorted by id (then name, for a total order).
 matched := [{"id": row[1], "name": row[2], "effect": row[3]} |
-	some row in sort([[rank, p.id, name_of(p), p.effect] |
-		some key in matching_keys
-		p := data.policies[key]
-		rank := effect_rank[p.effect]
-	])
+	some row in sort(array.concat(
+		[[rank, p.id, name_of(p), p.effect] |
+			some key in matching_keys
+			p := data.policies[key]
+			rank := effect_rank[p.effect]
+		],
+		[[rank, p.id, name_of(p), p.effect] |
+			some i in matching_drafts
+			p := input.drafts.policies[i]
+			rank := effect_rank[p.effect]
+		],
+	))
 ]
 
 effect_rank := {"deny": 0, "allow": 1}
@@ -48,6 +56,7 @@ name_of(p) := p.name if {
 matching_keys contains key if {
 	not data.index
 	some key, p in data.policies
+	in_play(p)
 	policy_matches(p)
 }
 
@@ -55,11 +64,43 @@ matching_keys contains key if {
 	some akey in action_keys
 	some pkey in principal_keys
 	some key, _ in data.index.by_action_principal[akey][pkey]
-	policy_matches(data.policies[key])
+	p := data.policies[key]
+	in_play(p)
+	policy_matches(p)
+}
+
+# --- Drafts -----------------------------------------------------------------------------------------
+# A simulation may bring draft policies that are not stored, in the input:
+#   input.drafts = {"mode": "merge" | "replace", "policies": [policy, ...]}
+# "merge" (or no mode): the drafts are evaluated together with the stored policies, and a draft whose id is
+# a stored policy's id stands in for that policy ("what if I changed it?"). "replace": only the drafts are
+# evaluated. Drafts are never indexed: every draft is checked in full. Without input.drafts only the stored
+# policies count.
+
+# Whether a stored policy takes part in this decision. (The first branch keeps decisions without drafts as
+# fast as before drafts existed: it is checked for every candidate.)
+in_play(p) if {
+	not input.drafts
+} else if {
+	not replaced_by_drafts
+	not draft_ids[p.id]
+}
+
+default replaced_by_drafts := false
+
+replaced_by_drafts if input.drafts.mode == "replace"
+
+draft_ids contains p.id if some p in input.drafts.policies
+
+# Positions (in input.drafts.policies) of the drafts that match the request.
+matching_drafts contains i if {
+	some i, p in input.drafts.policies
+	policy_matches(p)
 }
 
 # The principal keys a policy that could match this user is listed under (see principalKey in
-# apps/policy/src/engine/data-document.ts): `*` for `*` and `user:${self}`, else the pattern itself.
+# apps/policy/src/engine/data-document.ts): `*` for `*` and `user:${self}`, else the pattern itself. They are
+# also the patterns, besides `user:${self}`, that match this user (principal_matches).
 principal_keys contains "*"
 
 principal_keys contains key if {
@@ -107,17 +148,12 @@ any_principal_matches(patterns) if {
 }
 
 # `*` and `user:${self}` match any user; `user:<id>` that user; `role:<name>` users holding `role_<name>`.
+# principal_keys holds exactly `*`, `user:<the user's id>` and `role:<name>` for each `role_<name>` held, so
+# one set lookup decides (no string building per pattern).
 principal_matches(pattern) if {
-	pattern == "*"
+	principal_keys[pattern]
 } else if {
 	pattern == "user:${self}"
-} else if {
-	startswith(pattern, "user:")
-	pattern == concat("", ["user:", input.principal.id])
-} else if {
-	startswith(pattern, "role:")
-	some role in input.principal.roles
-	role == concat("", ["role_", substring(pattern, 5, -1)])
 }
 
 # `*` matches any action, anything else only itself.
@@ -218,3 +254,151 @@ ends_in_single_colon(ip) if {
 	endswith(ip, ":")
 	not endswith(ip, "::")
 }
+
+# --- Explanations -----------------------------------------------------------------------------------
+# Entry point secsvc/authz/explained: the decision plus, for every policy in play that did not match, the
+# first part that failed, in the order principal, action, resource, condition, with the values compared:
+#   {"allowed", "effect", "matched", "not_matched": [explanation, ...], "not_matched_count": n}
+#   explanation: {"id", "name", "effect",
+#                 "failed": "principal" | "action" | "resource" | "condition",
+#                 "condition": the condition that failed ("ip.allowlist"), null for the other parts,
+#                 "expected": the policy's patterns for that part (principals, actions or resources), or the
+#                             condition's CIDRs,
+#                 "actual": principal: the request's principal as patterns name it, `user:<id>` then
+#                           `role:<name>` for each `role_<name>` held (sorted); action or resource: the
+#                           request's; condition: the request's context.ip as given, null when absent}
+# not_matched lists the drafts first, then the stored policies; within each group the nearest misses come
+# first (failed condition, then resource, action, principal), then by id. At most explain_limit entries are
+# listed; not_matched_count counts them all. Matched policies get nothing extra.
+explained := {
+	"allowed": allowed,
+	"effect": effect,
+	"matched": matched,
+	"not_matched": [explanation(policy_of(x), request) | some x in listed],
+	"not_matched_count": count(failures.drafts) + count(failures.stored),
+} if {
+	listed := array.slice(array.concat(by_part(failures.drafts), by_part(failures.stored)), 0, explain_limit)
+	request := {
+		"principal": request_principals,
+		"action": request_action,
+		"resource": request_resource,
+		"ip": request_given_ip,
+	}
+}
+
+explain_limit := 100
+
+# The policies in play that did not match, each [group (0 draft, 1 stored), position, failed part], in id
+# order; position is the draft's index in input.drafts.policies or the stored policy's key in data.policies.
+# The sets every policy is checked against are bound once, outside the comprehensions (a rule referenced
+# inside one may be evaluated again for every element). Nothing here sorts the stored policies: `sort` in
+# the WebAssembly runtime takes quadratic time, so the id order comes with the data document
+# (data.index.order, see policy_order).
+failures := {"drafts": draft_failures, "stored": stored_failures} if {
+	matched_drafts := matching_drafts
+	matched_keys := matching_keys
+	stood_in_for := draft_ids
+	replaced := replaced_by_drafts
+	draft_failures := [[0, i, part] |
+		some row in sort([[p.id, i] | some i, p in input.drafts.policies])
+		i := row[1]
+		not matched_drafts[i]
+		part := failed_part(input.drafts.policies[i])
+	]
+	stored_failures := [[1, key, part] |
+		replaced == false
+		some key in policy_order
+		p := data.policies[key]
+		not stood_in_for[p.id]
+		not matched_keys[key]
+		part := failed_part(p)
+	]
+}
+
+# Nearest misses first: a failed condition, then resource, action, principal; each part keeps the id order.
+by_part(failures) := [x |
+	some part in ["condition", "resource", "action", "principal"]
+	some x in failures
+	x[2] == part
+]
+
+# The keys of data.policies in policy id order: data.index.order, which the engine builds with the index,
+# else sorted here (documents without an index, such as the unit tests').
+policy_order := data.index.order if {
+	is_array(data.index.order)
+} else := [row[1] | some row in sort([[p.id, key] | some key, p in data.policies])]
+
+policy_of(x) := input.drafts.policies[x[1]] if {
+	x[0] == 0
+} else := data.policies[x[1]]
+
+# The first part of p that does not match, in the order principal, action, resource, condition. The
+# predicates are the ones policy_matches uses, so a policy is explained exactly when it does not match.
+failed_part(p) := "principal" if {
+	not any_principal_matches(p.principals)
+} else := "action" if {
+	not any_action_matches(p.actions)
+} else := "resource" if {
+	not any_resource_matches(p.resources)
+} else := "condition" if {
+	not conditions_hold(p)
+}
+
+explanation(p, request) := {
+	"id": p.id,
+	"name": name_of(p),
+	"effect": p.effect,
+	"failed": f.failed,
+	"condition": f.condition,
+	"expected": f.expected,
+	"actual": f.actual,
+} if {
+	f := failure(p, request)
+}
+
+# The part failed_part(p) names, with the values compared.
+failure(p, request) := {"failed": "principal", "condition": null, "expected": list_of(p, "principals"), "actual": request.principal} if {
+	not any_principal_matches(p.principals)
+} else := {"failed": "action", "condition": null, "expected": list_of(p, "actions"), "actual": request.action} if {
+	not any_action_matches(p.actions)
+} else := {"failed": "resource", "condition": null, "expected": list_of(p, "resources"), "actual": request.resource} if {
+	not any_resource_matches(p.resources)
+} else := condition_failure(p, request.ip)
+
+# The first condition (by key) that does not hold.
+condition_failure(p, ip) := f if {
+	conditions := conditions_of(p)
+	failing := sort([key | some key, condition in conditions; not condition_holds(key, condition)])
+	key := failing[0]
+	f := condition_explanation(key, conditions[key], ip)
+}
+
+condition_explanation(key, condition, ip) := {
+	"failed": "condition",
+	"condition": "ip.allowlist",
+	"expected": list_of(condition, "allowlist"),
+	"actual": ip,
+} if {
+	key == "ip"
+} else := {"failed": "condition", "condition": key, "expected": [], "actual": ip}
+
+list_of(x, key) := x[key] if {
+	is_array(x[key])
+} else := []
+
+request_principals := array.concat(
+	sort([key | some key in principal_keys; startswith(key, "user:")]),
+	sort([key | some key in principal_keys; startswith(key, "role:")]),
+)
+
+request_action := input.action if {
+	is_string(input.action)
+} else := null
+
+request_resource := input.resource if {
+	is_string(input.resource)
+} else := null
+
+request_given_ip := input.context.ip if {
+	input.context.ip != null
+} else := null

@@ -437,3 +437,172 @@ test_index_role_keys_come_from_role_underscore_names if {
 	d2 := decide_indexed(req({"id": "u", "roles": ["dev"]}, "read", "/a/x"))
 	d2.allowed == false
 }
+
+# --- drafts (input.drafts) ---------------------------------------------------------------------------
+
+with_drafts(r, mode, drafts) := object.union(r, {"drafts": {"mode": mode, "policies": drafts}})
+
+stored := {
+	"pol_s1": pol("pol_s1", "allow", ["*"], ["read"], ["/docs/*"]),
+	"pol_s2": pol("pol_s2", "deny", ["role:dev"], ["read"], ["/docs/secret"]),
+}
+
+decide_stored(r) := d if {
+	d := authz.decision with data.policies as stored with input as r
+}
+
+test_drafts_merge_adds_to_the_stored_policies if {
+	r := with_drafts(req(alice, "read", "/docs/a"), "merge", [pol("draft_0", "deny", ["role:admin"], ["read"], ["/docs/*"])])
+	decide_stored(r) == {
+		"allowed": false,
+		"effect": "deny",
+		"matched": [
+			{"id": "draft_0", "name": "name of draft_0", "effect": "deny"},
+			{"id": "pol_s1", "name": "name of pol_s1", "effect": "allow"},
+		],
+	}
+}
+
+test_drafts_merge_is_the_default_mode if {
+	r := object.union(req(bob, "create", "/new"), {"drafts": {"policies": [pol("draft_0", "allow", ["*"], ["create"], ["/new"])]}})
+	decide_stored(r).allowed == true
+	r2 := object.union(req(bob, "read", "/docs/a"), {"drafts": {"policies": []}})
+	decide_stored(r2).matched == [{"id": "pol_s1", "name": "name of pol_s1", "effect": "allow"}]
+}
+
+test_drafts_replace_ignores_the_stored_policies if {
+	d := pol("draft_0", "allow", ["*"], ["create"], ["/new"])
+	decide_stored(with_drafts(req(bob, "read", "/docs/a"), "replace", [d])) == {"allowed": false, "effect": "deny", "matched": []}
+	decide_stored(with_drafts(req(bob, "create", "/new"), "replace", [d])).matched == [{"id": "draft_0", "name": "name of draft_0", "effect": "allow"}]
+	decide_stored(with_drafts(req(bob, "read", "/docs/a"), "replace", [])).matched == []
+}
+
+test_a_draft_with_a_stored_id_stands_in_for_it if {
+	# pol_s2 denies devs /docs/secret; the draft of the same id narrows it to /docs/other
+	edited := pol("pol_s2", "deny", ["role:dev"], ["read"], ["/docs/other"])
+	r := with_drafts(req(alice, "read", "/docs/secret"), "merge", [edited])
+	decide_stored(req(alice, "read", "/docs/secret")).allowed == false
+	decide_stored(r) == {"allowed": true, "effect": "allow", "matched": [{"id": "pol_s1", "name": "name of pol_s1", "effect": "allow"}]}
+}
+
+test_drafts_with_the_index if {
+	d := pol("draft_0", "allow", ["user:user_bob"], ["delete"], ["/a/*"])
+	r := with_drafts(req(bob, "delete", "/a/b"), "merge", [d])
+	authz.decision.allowed with data.policies as indexed_policies with data.index as index with input as r
+	overridden := pol("p_user", "deny", ["user:user_alice"], ["*"], ["/elsewhere"])
+	r2 := with_drafts(req(alice, "read", "/a/secret"), "merge", [overridden])
+	d2 := authz.decision with data.policies as indexed_policies with data.index as index with input as r2
+	d2.matched == [{"id": "p_role", "name": "name of p_role", "effect": "allow"}]
+}
+
+# --- explanations (entry point explained) --------------------------------------------------------------
+
+explain(ps, r) := d if {
+	d := authz.explained with data.policies as ps with input as r
+}
+
+why(ps, r) := explain(ps, r).not_matched
+
+test_explained_carries_the_decision if {
+	ps := [pol("p1", "allow", ["*"], ["read"], ["/x"]), pol("p2", "deny", ["role:ops"], ["read"], ["/x"])]
+	r := req(alice, "read", "/x")
+	e := explain(ps, r)
+	{"allowed": e.allowed, "effect": e.effect, "matched": e.matched} == decide(ps, r)
+	e.not_matched_count == 1
+}
+
+test_explain_principal if {
+	why([pol("p1", "allow", ["role:ops", "user:user_bob"], ["read"], ["/x"])], req(alice, "read", "/x")) == [{
+		"id": "p1", "name": "name of p1", "effect": "allow", "failed": "principal", "condition": null,
+		"expected": ["role:ops", "user:user_bob"], "actual": ["user:user_alice", "role:admin", "role:dev"],
+	}]
+}
+
+test_explain_principal_lists_only_role_underscore_roles if {
+	carol := {"id": "user_carol", "roles": ["role_b", "admin", "role_a"]}
+	why([pol("p1", "allow", ["role:admin"], ["read"], ["/x"])], req(carol, "read", "/x"))[0].actual == ["user:user_carol", "role:a", "role:b"]
+}
+
+test_explain_action if {
+	why([pol("p1", "allow", ["*"], ["create", "update"], ["/x"])], req(bob, "read", "/x")) == [{
+		"id": "p1", "name": "name of p1", "effect": "allow", "failed": "action", "condition": null,
+		"expected": ["create", "update"], "actual": "read",
+	}]
+}
+
+test_explain_resource if {
+	why([pol("p1", "deny", ["*"], ["read"], ["/a/*", "/users/${self}"])], req(bob, "read", "/a")) == [{
+		"id": "p1", "name": "name of p1", "effect": "deny", "failed": "resource", "condition": null,
+		"expected": ["/a/*", "/users/${self}"], "actual": "/a",
+	}]
+}
+
+test_explain_condition if {
+	p := pol_ip("p1", "allow", ["10.0.0.0/8"])
+	why([p], req_ip(bob, "read", "/x", "192.0.2.1")) == [{
+		"id": "p1", "name": "name of p1", "effect": "allow", "failed": "condition", "condition": "ip.allowlist",
+		"expected": ["10.0.0.0/8"], "actual": "192.0.2.1",
+	}]
+	why([p], req(bob, "read", "/x"))[0].actual == null
+	why([p], req_ip(bob, "read", "/x", "::ffff:11.0.0.1"))[0].actual == "::ffff:11.0.0.1"
+	why([p], req_ip(bob, "read", "/x", "::ffff:10.0.0.1")) == []
+}
+
+test_explain_reports_the_first_failing_part if {
+	# everything fails: the principal is reported; then the action once the principal matches; and so on
+	p := object.union(pol("p1", "allow", ["role:ops"], ["delete"], ["/y"]), {"conditions": {"ip": {"allowlist": ["10.0.0.0/8"]}}})
+	why([p], req(bob, "read", "/x"))[0].failed == "principal"
+	why([object.union(p, {"principals": ["*"]})], req(bob, "read", "/x"))[0].failed == "action"
+	why([object.union(p, {"principals": ["*"], "actions": ["*"]})], req(bob, "read", "/x"))[0].failed == "resource"
+	why([object.union(p, {"principals": ["*"], "actions": ["*"], "resources": ["*"]})], req(bob, "read", "/x"))[0].failed == "condition"
+}
+
+test_explain_matched_policies_get_nothing if {
+	e := explain([pol("p1", "allow", ["*"], ["*"], ["*"])], req(bob, "read", "/x"))
+	e.not_matched == []
+	e.not_matched_count == 0
+}
+
+test_explain_order_drafts_first_then_nearest_misses_then_id if {
+	ps := [
+		pol("s_principal", "allow", ["role:none"], ["read"], ["/x"]),
+		pol("s_action", "allow", ["*"], ["delete"], ["/x"]),
+		pol_ip("s_condition", "allow", ["10.0.0.0/8"]),
+		pol("s_resource_b", "allow", ["*"], ["read"], ["/y"]),
+		pol("s_resource_a", "allow", ["*"], ["read"], ["/z"]),
+	]
+	drafts := [pol("draft_1", "allow", ["role:none"], ["read"], ["/x"]), pol("draft_0", "allow", ["*"], ["read"], ["/y"])]
+	ids := [e.id | some e in why(ps, with_drafts(req(bob, "read", "/x"), "merge", drafts))]
+	ids == ["draft_0", "draft_1", "s_condition", "s_resource_a", "s_resource_b", "s_action", "s_principal"]
+}
+
+test_explain_only_the_policies_in_play if {
+	r := with_drafts(req(bob, "read", "/nothing"), "replace", [pol("draft_0", "allow", ["*"], ["read"], ["/y"])])
+	[e.id | some e in explain(stored, r).not_matched] == ["draft_0"]
+	edited := pol("pol_s1", "allow", ["*"], ["read"], ["/edited"])
+	r2 := with_drafts(req(bob, "read", "/nothing"), "merge", [edited])
+	e2 := explain(stored, r2).not_matched
+	[[e.id, e.expected] | some e in e2] == [["pol_s1", ["/edited"]], ["pol_s2", ["role:dev"]]]
+}
+
+test_explain_lists_at_most_the_limit_and_counts_all if {
+	ps := [pol(sprintf("p%03d", [i]), "allow", ["*"], ["read"], ["/y"]) | some i in numbers.range(1, 150)]
+	e := explain(ps, req(bob, "read", "/x"))
+	count(e.not_matched) == authz.explain_limit
+	e.not_matched_count == 150
+	e.not_matched[0].id == "p001"
+	e.not_matched[99].id == "p100"
+}
+
+test_explain_with_the_index_lists_every_policy_not_matched if {
+	e := authz.explained with data.policies as indexed_policies with data.index as index with input as req(bob, "read", "/a/b")
+	[x.id | some x in e.not_matched] == ["p_any", "p_role", "p_user"]
+	[x.failed | some x in e.not_matched] == ["resource", "principal", "principal"]
+}
+
+test_explain_lists_stored_policies_in_the_order_the_index_gives if {
+	# the engine's index carries the ids sorted (sorting 10,000 of them in the program would be slow)
+	ordered := object.union(index, {"order": ["p_user", "p_role", "p_any"]})
+	e := authz.explained with data.policies as indexed_policies with data.index as ordered with input as req(bob, "read", "/a/b")
+	[x.id | some x in e.not_matched] == ["p_any", "p_user", "p_role"]
+}

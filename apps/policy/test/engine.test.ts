@@ -1,8 +1,8 @@
 // The policy semantics of issue 5 through the compiled module (apps/policy/rego/policy.wasm) and the Node
-// wrapper: every rule, the decision shape and ordering, and the indexed data document.
+// wrapper: every rule, the decision shape and ordering, the indexed data document, drafts and explanations.
 import fs from 'node:fs';
 import path from 'node:path';
-import { DEFAULT_WASM_PATH, MAX_INDEX_PAIRS_PER_POLICY, buildDataDocument, loadEngine, principalKey } from '../src/engine';
+import { DEFAULT_WASM_PATH, EXPLAIN_LIMIT, MAX_INDEX_PAIRS_PER_POLICY, buildDataDocument, loadEngine, principalKey } from '../src/engine';
 import type { AuthzRequest, Decision, EnginePolicy, PolicyEngine } from '../src/engine';
 
 const alice = { id: 'user_alice', roles: ['role_admin', 'role_dev'] };
@@ -297,6 +297,7 @@ describe('the indexed data document', () => {
         read: { 'role:dev': { p1: true }, '*': { p1: true } },
         '*': { 'role:dev': { p1: true }, '*': { p1: true } },
       },
+      order: ['p1'],
     });
     expect(doc.policies['p1']).toEqual(policy('p1', { principals: ['role:dev', 'user:${self}'], actions: ['read', '*'] }));
   });
@@ -304,19 +305,140 @@ describe('the indexed data document', () => {
   test('a wide policy is listed under its actions with principal key * only', () => {
     const principals = Array.from({ length: MAX_INDEX_PAIRS_PER_POLICY + 1 }, (_, i) => `user:u${i}`);
     const doc = buildDataDocument([policy('p1', { principals, actions: ['read'] })]);
-    expect(JSON.parse(JSON.stringify(doc.index))).toEqual({ by_action_principal: { read: { '*': { p1: true } } } });
+    expect(JSON.parse(JSON.stringify(doc.index))).toEqual({ by_action_principal: { read: { '*': { p1: true } } }, order: ['p1'] });
     engine.setPolicies([policy('p1', { principals, actions: ['read'] })]);
     expect(engine.evaluate(request({ id: `u${MAX_INDEX_PAIRS_PER_POLICY}`, roles: [] }, 'read', '/x')).allowed).toBe(true);
     expect(engine.evaluate(request({ id: 'someone-else', roles: [] }, 'read', '/x')).allowed).toBe(false);
   });
 
+  test('the index carries every id in ascending order (the order explanations list stored policies in)', () => {
+    const doc = buildDataDocument([policy('pol_c'), policy('pol_a'), policy('__proto__'), policy('pol_b')]);
+    expect(doc.index.order).toEqual(['__proto__', 'pol_a', 'pol_b', 'pol_c']);
+  });
+
   test('the index prunes: a document whose index lists nothing matches nothing', () => {
-    engine.setDataDocument({ policies: { p1: policy('p1') }, index: { by_action_principal: {} } });
+    engine.setDataDocument({ policies: { p1: policy('p1') }, index: { by_action_principal: {}, order: ['p1'] } });
     expect(engine.evaluate(request(bob, 'read', '/x')).matchedPolicies).toEqual([]);
   });
 
   test('without an index every policy is checked', () => {
     engine.setDataDocument({ policies: { p1: policy('p1'), p2: policy('p2', { actions: ['delete'] }) } });
     expect(engine.evaluate(request(bob, 'read', '/x')).matchedPolicies.map((m) => m.id)).toEqual(['p1']);
+  });
+});
+
+describe('drafts (in the input, the loaded policies untouched)', () => {
+  const stored = [policy('pol_docs', { actions: ['read'], resources: ['/docs/*'] }), policy('pol_secret', { effect: 'deny', principals: ['role:dev'], resources: ['/docs/secret'] })];
+  const withDrafts = (req: AuthzRequest, mode: 'merge' | 'replace', drafts: EnginePolicy[]): AuthzRequest => ({ ...req, drafts: { mode, policies: drafts } });
+  const ids = (d: Decision) => d.matchedPolicies.map((m) => `${m.effect}:${m.id}`);
+
+  beforeEach(() => engine.setPolicies(stored));
+
+  test('merge: drafts are evaluated with the stored policies (deny-overrides across both)', () => {
+    const draft = policy('draft_0', { effect: 'deny', principals: ['user:user_bob'], resources: ['/docs/*'] });
+    expect(ids(engine.evaluate(withDrafts(request(bob, 'read', '/docs/a'), 'merge', [draft])))).toEqual(['deny:draft_0', 'allow:pol_docs']);
+    expect(ids(engine.evaluate(withDrafts(request(alice, 'read', '/docs/a'), 'merge', [draft])))).toEqual(['allow:pol_docs']);
+  });
+
+  test('replace: only the drafts count', () => {
+    const draft = policy('draft_0', { actions: ['create'], resources: ['/new'] });
+    expect(engine.evaluate(withDrafts(request(bob, 'read', '/docs/a'), 'replace', [draft]))).toEqual({ allowed: false, effect: 'deny', matchedPolicies: [] });
+    expect(ids(engine.evaluate(withDrafts(request(bob, 'create', '/new'), 'replace', [draft])))).toEqual(['allow:draft_0']);
+    expect(engine.evaluate(withDrafts(request(alice, 'delete', '/docs/secret'), 'replace', [])).matchedPolicies).toEqual([]);
+  });
+
+  test('merge: a draft with a stored id stands in for that policy', () => {
+    expect(engine.evaluate(request(alice, 'read', '/docs/secret')).allowed).toBe(false);
+    const edited = policy('pol_secret', { effect: 'deny', principals: ['role:dev'], resources: ['/docs/other'] });
+    expect(ids(engine.evaluate(withDrafts(request(alice, 'read', '/docs/secret'), 'merge', [edited])))).toEqual(['allow:pol_docs']);
+  });
+
+  test('drafts get conditions {} when none are given, like stored policies', () => {
+    const { conditions: _none, ...bare } = policy('draft_0', { resources: ['/bare'] });
+    expect(ids(engine.evaluate(withDrafts(request(bob, 'read', '/bare'), 'merge', [bare])))).toEqual(['allow:draft_0']);
+  });
+
+  test('a draft simulation leaves the loaded policies as they were, for every later request', () => {
+    const before = engine.evaluate(request(alice, 'read', '/docs/secret'));
+    engine.evaluate(withDrafts(request(alice, 'read', '/docs/secret'), 'replace', [policy('draft_0')]));
+    engine.explain(withDrafts(request(alice, 'read', '/docs/secret'), 'merge', [policy('pol_secret')]));
+    expect(engine.evaluate(request(alice, 'read', '/docs/secret'))).toEqual(before);
+    expect(engine.size).toBe(stored.length);
+  });
+});
+
+describe('explanations (entry point explained)', () => {
+  test('the decision is the same as evaluate gives; matched policies get nothing extra', () => {
+    engine.setPolicies([policy('pol_1', { actions: ['read'] }), policy('pol_2', { actions: ['delete'] })]);
+    const req = request(alice, 'read', '/x');
+    const { notMatched, notMatchedCount, ...decision } = engine.explain(req);
+    expect(decision).toEqual(engine.evaluate(req));
+    expect(notMatched.map((e) => e.id)).toEqual(['pol_2']);
+    expect(notMatchedCount).toBe(1);
+  });
+
+  test('each part, with the values compared', () => {
+    engine.setPolicies([
+      policy('pol_p', { principals: ['role:ops', 'user:user_carol'] }),
+      policy('pol_a', { effect: 'deny', actions: ['create', 'update'] }),
+      policy('pol_r', { resources: ['/a/*', '/users/${self}'] }),
+      policy('pol_c', { conditions: { ip: { allowlist: ['10.0.0.0/8', '2001:db8::/32'] } } }),
+    ]);
+    expect(engine.explain(request(alice, 'read', '/a', '192.0.2.1')).notMatched).toEqual([
+      { id: 'pol_c', name: 'name of pol_c', effect: 'allow', failed: 'condition', condition: 'ip.allowlist', expected: ['10.0.0.0/8', '2001:db8::/32'], actual: '192.0.2.1' },
+      { id: 'pol_r', name: 'name of pol_r', effect: 'allow', failed: 'resource', condition: null, expected: ['/a/*', '/users/${self}'], actual: '/a' },
+      { id: 'pol_a', name: 'name of pol_a', effect: 'deny', failed: 'action', condition: null, expected: ['create', 'update'], actual: 'read' },
+      { id: 'pol_p', name: 'name of pol_p', effect: 'allow', failed: 'principal', condition: null, expected: ['role:ops', 'user:user_carol'], actual: ['user:user_alice', 'role:admin', 'role:dev'] },
+    ]);
+    // no ip: the condition compares against null
+    expect(engine.explain(request(alice, 'read', '/a')).notMatched[0]).toMatchObject({ id: 'pol_c', failed: 'condition', actual: null });
+  });
+
+  test('the first failing part, in the order principal, action, resource, condition', () => {
+    const all: Partial<EnginePolicy> = { principals: ['role:ops'], actions: ['delete'], resources: ['/y'], conditions: { ip: { allowlist: ['10.0.0.0/8'] } } };
+    const failedOf = (fields: Partial<EnginePolicy>) => {
+      engine.setPolicies([policy('pol_1', { ...all, ...fields })]);
+      return engine.explain(request(bob, 'read', '/x', '192.0.2.1')).notMatched.map((e) => e.failed);
+    };
+    expect(failedOf({})).toEqual(['principal']);
+    expect(failedOf({ principals: ['*'] })).toEqual(['action']);
+    expect(failedOf({ principals: ['*'], actions: ['read'] })).toEqual(['resource']);
+    expect(failedOf({ principals: ['*'], actions: ['read'], resources: ['/x'] })).toEqual(['condition']);
+    expect(failedOf({ principals: ['*'], actions: ['read'], resources: ['/x'], conditions: {} })).toEqual([]);
+  });
+
+  test('drafts are explained first and only policies in play are explained', () => {
+    engine.setPolicies([policy('pol_a', { resources: ['/a'] }), policy('pol_b', { resources: ['/b'] })]);
+    const drafts = [policy('draft_0', { resources: ['/d'] }), policy('pol_b', { resources: ['/edited'] })];
+    const merged = engine.explain({ ...request(bob, 'read', '/x'), drafts: { mode: 'merge', policies: drafts } });
+    expect(merged.notMatched.map((e) => [e.id, e.expected])).toEqual([
+      ['draft_0', ['/d']],
+      ['pol_b', ['/edited']],
+      ['pol_a', ['/a']],
+    ]);
+    const replaced = engine.explain({ ...request(bob, 'read', '/x'), drafts: { mode: 'replace', policies: drafts } });
+    expect(replaced.notMatched.map((e) => e.id)).toEqual(['draft_0', 'pol_b']);
+    expect(replaced.notMatchedCount).toBe(2);
+  });
+
+  test(`lists at most EXPLAIN_LIMIT (${EXPLAIN_LIMIT}), nearest misses first, and counts them all`, () => {
+    const many = Array.from({ length: 150 }, (_, i) => policy(`pol_${String(i).padStart(3, '0')}`, { principals: ['role:none'] }));
+    many.push(policy('pol_zzz', { resources: ['/elsewhere'] }));
+    engine.setPolicies(many);
+    const explained = engine.explain(request(bob, 'read', '/x'));
+    expect(explained.notMatched).toHaveLength(EXPLAIN_LIMIT);
+    expect(explained.notMatchedCount).toBe(151);
+    expect(explained.notMatched[0]).toMatchObject({ id: 'pol_zzz', failed: 'resource' });
+    expect(explained.notMatched[1]!.id).toBe('pol_000');
+    expect(explained.notMatched[EXPLAIN_LIMIT - 1]!.id).toBe(`pol_0${EXPLAIN_LIMIT - 2}`);
+  });
+
+  test('explains every stored policy, indexed or not', () => {
+    const policies = [policy('pol_1', { principals: ['role:ops'] }), policy('pol_2', { actions: ['delete'] }), policy('pol_3')];
+    engine.setPolicies(policies);
+    const indexed = engine.explain(request(bob, 'read', '/x'));
+    engine.setDataDocument({ policies: buildDataDocument(policies).policies });
+    expect(engine.explain(request(bob, 'read', '/x'))).toEqual(indexed);
+    expect(indexed.notMatched.map((e) => e.id)).toEqual(['pol_2', 'pol_1']);
   });
 });

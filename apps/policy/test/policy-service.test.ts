@@ -69,7 +69,7 @@ const user1 = newId('user');
 const user2 = newId('user');
 
 function sim(overrides: Partial<policy.SimulateRequest> = {}): policy.SimulateRequest {
-  return { environment: 'test', principal: `user:${user1}`, action: 'read', resource: '/x', ip: '', roles: [], ...overrides };
+  return { environment: 'test', principal: `user:${user1}`, action: 'read', resource: '/x', ip: '', roles: [], policies: [], mode: '', explain: false, ...overrides };
 }
 
 async function until(check: () => Promise<boolean>, timeoutMs = 2000): Promise<number> {
@@ -406,7 +406,15 @@ describe('Simulate', () => {
 
   it('denies by default, with no matched policies and an integer evaluation time', async () => {
     const result = await a.rpc.simulate(sim({ action: 'anything', resource: '/nothing' }));
-    expect(result).toEqual({ allowed: false, effect: 'deny', matchedPolicies: [], evaluationTimeMs: expect.any(Number), decisionId: expect.stringMatching(/^dec_/) });
+    expect(result).toEqual({
+      allowed: false,
+      effect: 'deny',
+      matchedPolicies: [],
+      evaluationTimeMs: expect.any(Number),
+      decisionId: expect.stringMatching(/^dec_/),
+      explanations: [],
+      notMatchedCount: 0,
+    });
     expect(Number.isInteger(result.evaluationTimeMs)).toBe(true);
     expect(result.evaluationTimeMs).toBeGreaterThanOrEqual(0);
   });
@@ -492,6 +500,135 @@ describe('Simulate', () => {
     await a.rpc.createPolicy(draft({ environment: 'live', name: 'live only', principals: ['*'], actions: ['iso'], resources: ['*'] }), call());
     expect((await a.rpc.simulate(sim({ environment: 'live', action: 'iso' }))).allowed).toBe(true);
     expect(await a.rpc.simulate(sim({ environment: 'test', action: 'iso' }))).toMatchObject({ allowed: false, matchedPolicies: [] });
+  });
+
+  describe('drafts and explanations', () => {
+    const drafted = (over: Partial<policy.DraftPolicy> = {}): policy.DraftPolicy => ({
+      id: '',
+      name: 'draft',
+      description: '',
+      effect: 'allow',
+      principals: ['*'],
+      actions: ['draft.read'],
+      resources: ['/drafts/*'],
+      conditions: undefined,
+      ...over,
+    });
+
+    it('merges drafts with the stored policies (draft_<index> ids) and stores nothing', async () => {
+      const stored = await create({ name: 'stored reader', principals: ['*'], actions: ['draft.read'], resources: ['/drafts/*'] });
+      const policiesBefore = (await a.pool.query(`SELECT count(*)::int AS n FROM policies`)).rows[0].n;
+      const outboxBefore = (await a.pool.query(`SELECT count(*)::int AS n FROM outbox`)).rows[0].n;
+      const result = await a.rpc.simulate(
+        sim({ action: 'draft.read', resource: '/drafts/a', policies: [drafted({ name: 'no one', effect: 'deny', principals: [`user:${user1}`] }), drafted({ name: 'unused', actions: ['other'] })] }),
+      );
+      expect(result).toMatchObject({
+        allowed: false,
+        effect: 'deny',
+        matchedPolicies: [{ id: 'draft_0', name: 'no one', effect: 'deny' }, ref(stored)],
+        explanations: [],
+        notMatchedCount: 0,
+      });
+      expect((await a.pool.query(`SELECT count(*)::int AS n FROM policies`)).rows[0].n).toBe(policiesBefore);
+      expect((await a.pool.query(`SELECT count(*)::int AS n FROM outbox`)).rows[0].n).toBe(outboxBefore);
+      // the stored decision is unchanged afterwards
+      expect(await a.rpc.simulate(sim({ action: 'draft.read', resource: '/drafts/a' }))).toMatchObject({ allowed: true, matchedPolicies: [ref(stored)] });
+    });
+
+    it('replace evaluates the drafts only; a draft with a stored id stands in for that policy under merge', async () => {
+      const stored = await create({ name: 'stored writer', principals: ['*'], actions: ['draft.write'], resources: ['/drafts/*'] });
+      const write = { action: 'draft.write', resource: '/drafts/a' };
+      expect(await a.rpc.simulate(sim({ ...write, mode: 'replace', policies: [drafted({ id: 'draft_mine' })] }))).toMatchObject({ allowed: false, matchedPolicies: [] });
+      expect(await a.rpc.simulate(sim({ ...write, mode: 'replace', policies: [drafted({ id: 'draft_mine', actions: ['draft.write'] })] }))).toMatchObject({
+        allowed: true,
+        matchedPolicies: [{ id: 'draft_mine', name: 'draft', effect: 'allow' }],
+      });
+      // "what if I changed it": the edited copy replaces the stored one in this simulation only
+      const edited = drafted({ id: stored.id, name: 'stored writer, edited', effect: 'deny', actions: ['draft.write'] });
+      expect(await a.rpc.simulate(sim({ ...write, mode: 'merge', policies: [edited] }))).toMatchObject({
+        allowed: false,
+        matchedPolicies: [{ id: stored.id, name: 'stored writer, edited', effect: 'deny' }],
+      });
+      expect(await a.rpc.simulate(sim(write))).toMatchObject({ allowed: true, matchedPolicies: [ref(stored)] });
+    });
+
+    it('explains every policy that did not match, drafts first, with the values compared', async () => {
+      const office = await create({
+        name: 'explain office',
+        principals: ['*'],
+        actions: ['explain.read'],
+        resources: ['/explain/*'],
+        conditions: { ip: { allowlist: ['10.0.0.0/8'] } },
+      });
+      const result = await a.rpc.simulate(
+        sim({
+          action: 'explain.read',
+          resource: '/explain/doc',
+          ip: '192.0.2.1',
+          roles: ['role_dev'],
+          explain: true,
+          policies: [drafted({ name: 'ops only', principals: ['role:ops'], actions: ['explain.read'], resources: ['/explain/*'] })],
+        }),
+      );
+      expect(result.allowed).toBe(false);
+      expect(result.explanations[0]).toEqual({
+        policyId: 'draft_0',
+        name: 'ops only',
+        effect: 'allow',
+        failed: 'principal',
+        condition: '',
+        expected: ['role:ops'],
+        actual: undefined,
+        actualPrincipals: [`user:${user1}`, 'role:dev'],
+      });
+      expect(result.explanations.find((e) => e.policyId === office.id)).toEqual({
+        policyId: office.id,
+        name: 'explain office',
+        effect: 'allow',
+        failed: 'condition',
+        condition: 'ip.allowlist',
+        expected: ['10.0.0.0/8'],
+        actual: '192.0.2.1',
+        actualPrincipals: [],
+      });
+      const stored = (await a.pool.query(`SELECT count(*)::int AS n FROM policies WHERE environment = 'test'`)).rows[0].n;
+      expect(result.notMatchedCount).toBe(stored + 1);
+      expect(result.explanations).toHaveLength(Math.min(stored + 1, 100));
+      const parts = new Map(result.explanations.map((e) => [e.policyId, e.failed]));
+      expect(result.explanations.every((e) => ['principal', 'action', 'resource', 'condition'].includes(e.failed))).toBe(true);
+      expect(parts.get(office.id)).toBe('condition');
+      // a matching policy is not explained
+      const inside = await a.rpc.simulate(sim({ action: 'explain.read', resource: '/explain/doc', ip: '10.1.1.1', explain: true }));
+      expect(inside.matchedPolicies).toEqual([ref(office)]);
+      expect(inside.explanations.map((e) => e.policyId)).not.toContain(office.id);
+      expect(inside.notMatchedCount).toBe(stored - 1);
+      // without explain: nothing
+      expect(await a.rpc.simulate(sim({ action: 'explain.read', resource: '/explain/doc' }))).toMatchObject({ explanations: [], notMatchedCount: 0 });
+    });
+
+    it('names every faulty draft field (policies[<i>].<field>), the mode and the draft limit', async () => {
+      expect(
+        await fields(
+          a.rpc.simulate(
+            sim({
+              mode: 'upsert',
+              policies: [drafted(), drafted({ principals: ['role:ok', 'group:x'], effect: 'permit' }), drafted({ id: 'pol_nope', conditions: { ip: { allowlist: ['10.0.0.0/33'] } } })],
+            }),
+          ),
+        ),
+      ).toEqual(['mode', 'policies[1].effect', 'policies[1].principals[1]', 'policies[2].conditions.ip.allowlist[0]', 'policies[2].id']);
+      expect(await fields(a.rpc.simulate(sim({ policies: Array.from({ length: 101 }, () => drafted()) })))).toEqual(['policies']);
+    });
+
+    it('answers concurrent draft and stored-only simulations each from its own policy set', async () => {
+      const stored = await create({ name: 'concurrent', principals: ['*'], actions: ['conc.read'], resources: ['/conc'] });
+      const plain = () => a.rpc.simulate(sim({ action: 'conc.read', resource: '/conc' }));
+      const replaced = () => a.rpc.simulate(sim({ action: 'conc.read', resource: '/conc', mode: 'replace', policies: [drafted({ effect: 'deny', actions: ['conc.read'], resources: ['/conc'] })] }));
+      const results = await Promise.all(Array.from({ length: 60 }, (_, i) => (i % 2 ? replaced() : plain())));
+      results.forEach((r, i) =>
+        expect(r.matchedPolicies).toEqual(i % 2 ? [{ id: 'draft_0', name: 'draft', effect: 'deny' }] : [ref(stored)]),
+      );
+    });
   });
 
   it('validates the request, naming the field', async () => {

@@ -139,4 +139,25 @@ describe('PolicyDecisions', () => {
     expect(h.state.loads).toBe(4);
     expect((await h.decisions.decide('live', request)).allowed).toBe(false);
   });
+
+  it('explains on request only, and decides drafts over the loaded engine without reloading it', async () => {
+    const h = harness();
+    h.stored.live = [allowAll('pol_1'), { ...allowAll('pol_2'), actions: ['delete'] }];
+    const plain = await h.decisions.decide('live', request);
+    expect(plain.explanation).toBeUndefined();
+    const explained = await h.decisions.decide('live', request, { explain: true });
+    expect({ allowed: explained.allowed, effect: explained.effect, matchedPolicies: explained.matchedPolicies }).toEqual({
+      allowed: plain.allowed,
+      effect: plain.effect,
+      matchedPolicies: plain.matchedPolicies,
+    });
+    expect(explained.explanation).toEqual({
+      notMatched: [{ id: 'pol_2', name: 'pol_2', effect: 'allow', failed: 'action', condition: null, expected: ['delete'], actual: 'read' }],
+      notMatchedCount: 1,
+    });
+    const replaced = await h.decisions.decide('live', { ...request, drafts: { mode: 'replace', policies: [] } });
+    expect(replaced.allowed).toBe(false);
+    expect((await h.decisions.decide('live', request)).allowed).toBe(true);
+    expect(h.state).toMatchObject({ loads: 1, engines: 1 });
+  });
 });

@@ -1,5 +1,5 @@
 import type { Logger } from '@secsvc/shared';
-import type { AuthzRequest, Decision, EnginePolicy, PolicyEngine } from '../engine';
+import type { AuthzRequest, Decision, EnginePolicy, ExplainedDecision, PolicyEngine } from '../engine';
 
 export interface DecisionPorts {
   /** Every stored policy of one environment. */
@@ -90,6 +90,8 @@ class EnvironmentPolicies {
 export interface TimedDecision extends Decision {
   /** Milliseconds spent in the engine's evaluate (not waiting for a load). */
   evaluationMs: number;
+  /** With `explain`: the policies that did not match and why. */
+  explanation?: Pick<ExplainedDecision, 'notMatched' | 'notMatchedCount'>;
 }
 
 /**
@@ -133,11 +135,20 @@ export class PolicyDecisions {
     for (const env of this.environments.values()) env.invalidate();
   }
 
-  async decide(environment: string, request: AuthzRequest): Promise<TimedDecision> {
+  /**
+   * The decision for `request` over the environment's stored policies (and the request's drafts, which the
+   * engine takes in its input, leaving the loaded policies as they are); with `explain`, also why each
+   * policy that did not match failed.
+   */
+  async decide(environment: string, request: AuthzRequest, options: { explain?: boolean } = {}): Promise<TimedDecision> {
     const engine = await this.of(environment).engineForDecision();
     const started = performance.now();
-    const decision = engine.evaluate(request);
-    return { ...decision, evaluationMs: performance.now() - started };
+    if (!options.explain) {
+      const decision = engine.evaluate(request);
+      return { ...decision, evaluationMs: performance.now() - started };
+    }
+    const { notMatched, notMatchedCount, ...decision } = engine.explain(request);
+    return { ...decision, evaluationMs: performance.now() - started, explanation: { notMatched, notMatchedCount } };
   }
 
   /** Waits until `environment` reflects every change this replica has been told of (tests, warm-up). */

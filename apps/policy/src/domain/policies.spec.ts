@@ -1,6 +1,6 @@
 // Policy input rules (no I/O): what each field accepts and refuses, and the field each error names.
 import { AppError, newId } from '@secsvc/shared';
-import { actionError, cidrError, principalError, resourceError, validateCreate, validateSimulation, validateUpdate } from './policies';
+import { actionError, cidrError, principalError, resourceError, simulationLimits, validateCreate, validateSimulation, validateUpdate } from './policies';
 
 const valid = { name: 'n', effect: 'allow', principals: ['*'], actions: ['read'], resources: ['*'] };
 
@@ -83,10 +83,82 @@ describe('validateSimulation', () => {
       resource: '/x',
       ip: undefined,
       roles: ['role_a'],
+      explain: false,
     });
   });
   it('names principal, action, resource and ip', () => {
     const err = errorOf(() => validateSimulation({ principal: 'role:dev', action: '', resource: '', ip: '300.1.1.1', roles: [] }));
     expect(err.details.map((d) => d.field)).toEqual(['principal', 'action', 'resource', 'ip']);
+  });
+});
+
+describe('validateSimulation: drafts, mode and explain', () => {
+  const id = newId('user');
+  const base = { principal: `user:${id}`, action: 'read', resource: '/x', ip: '', roles: [] as string[] };
+  const polId = newId('pol');
+
+  it('numbers drafts draft_<index>, keeps a given draft_<name> or pol_ id, and defaults to merge', () => {
+    const result = validateSimulation({
+      ...base,
+      policies: [valid, { ...valid, id: 'draft_office', description: 'd' }, { ...valid, id: polId, conditions: { ip: { allowlist: ['10.0.0.0/8'] } } }],
+      explain: true,
+    });
+    expect(result.explain).toBe(true);
+    expect(result.drafts).toEqual({
+      mode: 'merge',
+      policies: [
+        { id: 'draft_0', name: 'n', effect: 'allow', principals: ['*'], actions: ['read'], resources: ['*'], conditions: {} },
+        { id: 'draft_office', name: 'n', effect: 'allow', principals: ['*'], actions: ['read'], resources: ['*'], conditions: {} },
+        { id: polId, name: 'n', effect: 'allow', principals: ['*'], actions: ['read'], resources: ['*'], conditions: { ip: { allowlist: ['10.0.0.0/8'] } } },
+      ],
+    });
+  });
+
+  it('takes replace, and replace with no drafts (nothing to evaluate); no drafts and no mode is stored only', () => {
+    expect(validateSimulation({ ...base, policies: [valid], mode: 'replace' }).drafts?.mode).toBe('replace');
+    expect(validateSimulation({ ...base, policies: [], mode: 'replace' }).drafts).toEqual({ mode: 'replace', policies: [] });
+    expect(validateSimulation({ ...base, policies: [], mode: '' }).drafts).toBeUndefined();
+    expect(validateSimulation({ ...base, policies: [], mode: 'merge' }).drafts).toEqual({ mode: 'merge', policies: [] });
+  });
+
+  it('validates each draft like a new policy, naming policies[<i>].<field>, with the request fields, all at once', () => {
+    const err = errorOf(() =>
+      validateSimulation({
+        ...base,
+        action: '',
+        mode: 'upsert',
+        policies: [
+          valid,
+          { ...valid, principals: ['group:x', '*'], conditions: { ip: { allowlist: ['10.0.0.0/33'] }, time: {} } },
+          { name: '', effect: 'permit' },
+          { ...valid, id: 'pol_bad' },
+          { ...valid, id: 'draft_0' },
+          { ...valid, id: 7 },
+        ],
+      }),
+    );
+    expect(err.code).toBe('invalid_request');
+    expect(err.details.map((d) => d.field)).toEqual([
+      'action',
+      'mode',
+      'policies[1].principals[0]',
+      'policies[1].conditions.time',
+      'policies[1].conditions.ip.allowlist[0]',
+      'policies[2].name',
+      'policies[2].effect',
+      'policies[2].principals',
+      'policies[2].actions',
+      'policies[2].resources',
+      'policies[3].id',
+      'policies[4].id',
+      'policies[5].id',
+    ]);
+    expect(err.details.find((d) => d.field === 'policies[4].id')!.message).toMatch(/duplicate id draft_0/);
+  });
+
+  it(`takes at most ${simulationLimits.maxDrafts} drafts`, () => {
+    const many = Array.from({ length: simulationLimits.maxDrafts + 1 }, () => valid);
+    expect(errorOf(() => validateSimulation({ ...base, policies: many })).details.map((d) => d.field)).toEqual(['policies']);
+    expect(validateSimulation({ ...base, policies: many.slice(1) }).drafts?.policies).toHaveLength(simulationLimits.maxDrafts);
   });
 });

@@ -1,6 +1,6 @@
 import { BlockList, isIP } from 'node:net';
 import { AppError, isId, type FieldError } from '@secsvc/shared';
-import type { Effect, PolicyConditions } from '../engine';
+import type { Effect, EnginePolicy, PolicyConditions, SimulationDrafts } from '../engine';
 
 // Input rules of a policy (issue 5, README "Limits"). Pure functions over untyped values, so the same rules
 // serve the gRPC requests here and any JSON body; every error names its field (`principals[2]`,
@@ -98,10 +98,17 @@ export function cidrError(value: string): string | undefined {
 
 const isPlainObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
+/** Collects every error of one input; a scoped view names its fields under a prefix (`policies[1].`). */
 class Collector {
-  readonly errors: FieldError[] = [];
+  constructor(
+    readonly errors: FieldError[] = [],
+    private readonly prefix = '',
+  ) {}
   add(field: string, message: string): void {
-    this.errors.push({ field, message });
+    this.errors.push({ field: `${this.prefix}${field}`, message });
+  }
+  scoped(prefix: string): Collector {
+    return new Collector(this.errors, `${this.prefix}${prefix}`);
   }
   throwIfAny(): void {
     if (this.errors.length) throw AppError.invalid(this.errors);
@@ -184,10 +191,9 @@ export interface PolicyInput {
   conditions?: unknown;
 }
 
-/** A new policy: every field but description (default "") and conditions (default {}) is required. */
-export function validateCreate(input: PolicyInput): PolicyFields {
-  const out = new Collector();
-  const fields = {
+/** The fields of a new policy (or a draft), with every error added to `out`. */
+function checkCreate(input: PolicyInput, out: Collector): PolicyFields {
+  return {
     name: checkName(input.name, out),
     description: input.description === undefined ? '' : checkDescription(input.description, out),
     effect: checkEffect(input.effect, out),
@@ -195,9 +201,15 @@ export function validateCreate(input: PolicyInput): PolicyFields {
     actions: checkList('actions', input.actions, actionError, out),
     resources: checkList('resources', input.resources, resourceError, out),
     conditions: checkConditions(input.conditions, out),
-  };
+  } as PolicyFields;
+}
+
+/** A new policy: every field but description (default "") and conditions (default {}) is required. */
+export function validateCreate(input: PolicyInput): PolicyFields {
+  const out = new Collector();
+  const fields = checkCreate(input, out);
   out.throwIfAny();
-  return fields as PolicyFields;
+  return fields;
 }
 
 /**
@@ -229,12 +241,67 @@ export interface SimulationInput {
   resource: string;
   ip?: string;
   roles: string[];
+  /** Draft policies (never stored) and how they combine with the stored ones; absent: stored only. */
+  drafts?: SimulationDrafts;
+  /** Explain every policy that did not match. */
+  explain: boolean;
 }
 
-export const simulationLimits = { actionMaxLength: 256, resourceMaxLength: 8192, maxRoles: 100 } as const;
+export const simulationLimits = { actionMaxLength: 256, resourceMaxLength: 8192, maxRoles: 100, maxDrafts: 100 } as const;
 
-/** A simulated request: principal `user:<id>`, non-empty action and resource, an optional ip address. */
-export function validateSimulation(input: { principal: string; action: string; resource: string; ip: string; roles: string[] }): SimulationInput {
+/** Ids a draft may carry: `draft_<name>`, or a policy id (under merge the draft stands in for that policy). */
+const DRAFT_ID = /^draft_[a-z0-9_-]{1,64}$/;
+
+export interface SimulationRequestInput {
+  principal: string;
+  action: string;
+  resource: string;
+  ip: string;
+  roles: string[];
+  /** Draft policies, validated like CreatePolicy bodies; errors name `policies[<i>].<field>`. */
+  policies?: readonly (PolicyInput & { id?: unknown })[];
+  /** `merge` (also when empty) or `replace`. */
+  mode?: string;
+  explain?: boolean;
+}
+
+/**
+ * Drafts: each validated like a new policy (errors named `policies[<i>].<field>`), with the id it gives
+ * (`draft_<name>` or `pol_...`) or `draft_<index>`; ids are unique within the request.
+ */
+function checkDrafts(input: SimulationRequestInput, out: Collector): SimulationDrafts | undefined {
+  const mode = input.mode || 'merge';
+  if (mode !== 'merge' && mode !== 'replace') out.add('mode', 'must be merge or replace');
+  const drafts = input.policies ?? [];
+  if (drafts.length > simulationLimits.maxDrafts) {
+    out.add('policies', `must have at most ${simulationLimits.maxDrafts} entries`);
+    return undefined;
+  }
+  const ids = new Set<string>();
+  const policies: EnginePolicy[] = [];
+  drafts.forEach((draft, i) => {
+    const scoped = out.scoped(`policies[${i}].`);
+    const fields = checkCreate(draft, scoped);
+    let id = `draft_${i}`;
+    if (draft.id !== undefined && draft.id !== '') {
+      if (typeof draft.id !== 'string' || !(DRAFT_ID.test(draft.id) || isId('pol', draft.id))) {
+        scoped.add('id', 'must be draft_<name> (a-z, 0-9, _ and -, at most 64) or the id of a stored policy (pol_...)');
+      } else id = draft.id;
+    }
+    if (ids.has(id)) scoped.add('id', `duplicate id ${id} (a draft without an id is draft_<its index>)`);
+    ids.add(id);
+    // description is validated like a stored policy's, but takes no part in a decision
+    const { description: _description, ...decisive } = fields;
+    policies.push({ id, ...decisive });
+  });
+  return mode === 'merge' || mode === 'replace' ? { mode, policies } : undefined;
+}
+
+/**
+ * A simulated request: principal `user:<id>`, non-empty action and resource, an optional ip address; for
+ * simulations also draft policies with their mode, and whether to explain.
+ */
+export function validateSimulation(input: SimulationRequestInput): SimulationInput {
   const out = new Collector();
   const userId = input.principal.startsWith('user:') ? input.principal.slice(5) : '';
   if (!isId('user', userId)) out.add('principal', 'must be user:<user id>');
@@ -246,6 +313,16 @@ export function validateSimulation(input: { principal: string; action: string; r
   }
   if (input.ip !== '' && isIP(input.ip) === 0) out.add('ip', 'must be an IPv4 or IPv6 address');
   if (input.roles.length > simulationLimits.maxRoles) out.add('roles', `must have at most ${simulationLimits.maxRoles} entries`);
+  const withDrafts = (input.policies !== undefined && input.policies.length > 0) || (input.mode !== undefined && input.mode !== '');
+  const drafts = withDrafts ? checkDrafts(input, out) : undefined;
   out.throwIfAny();
-  return { userId, action: input.action, resource: input.resource, ip: input.ip || undefined, roles: input.roles };
+  return {
+    userId,
+    action: input.action,
+    resource: input.resource,
+    ip: input.ip || undefined,
+    roles: input.roles,
+    ...(drafts ? { drafts } : {}),
+    explain: input.explain === true,
+  };
 }

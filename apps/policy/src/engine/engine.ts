@@ -2,15 +2,21 @@ import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { loadPolicy } from '@open-policy-agent/opa-wasm';
 import type { LoadedPolicy } from '@open-policy-agent/opa-wasm';
-import { buildDataDocument } from './data-document';
+import { buildDataDocument, documentPolicy } from './data-document';
 import type { DataDocument } from './data-document';
-import type { AuthzRequest, Decision, EnginePolicy, MatchedPolicy } from './types';
+import type { AuthzRequest, Decision, EnginePolicy, ExplainedDecision, Explanation, MatchedPolicy } from './types';
 
 /** apps/policy/rego/policy.wasm, from src/engine (tests) and from dist/engine (the built service) alike. */
 export const DEFAULT_WASM_PATH = path.join(__dirname, '..', '..', 'rego', 'policy.wasm');
 
-/** The entry point policy.wasm was built with (`opa build -e`). */
+/** The entry point of decisions in policy.wasm (`opa build -e`). */
 export const ENTRYPOINT = 'secsvc/authz/decision';
+
+/** The entry point of decisions with explanations of the policies that did not match. */
+export const EXPLAIN_ENTRYPOINT = 'secsvc/authz/explained';
+
+/** At most this many not-matched policies are explained per decision (`explain_limit` in policy.rego). */
+export const EXPLAIN_LIMIT = 100;
 
 export interface EngineOptions {
   wasmPath?: string;
@@ -22,6 +28,11 @@ interface RawDecision {
   allowed: boolean;
   effect: 'allow' | 'deny';
   matched: MatchedPolicy[];
+}
+
+interface RawExplainedDecision extends RawDecision {
+  not_matched: Explanation[];
+  not_matched_count: number;
 }
 
 /**
@@ -36,11 +47,16 @@ interface RawDecision {
 export class PolicyEngine {
   private policyCount = 0;
   private readonly entrypoint: number;
+  private readonly explainEntrypoint: number;
 
   constructor(private readonly policy: LoadedPolicy) {
-    const id: unknown = (policy.entrypoints as Record<string, unknown>)[ENTRYPOINT];
-    if (typeof id !== 'number') throw new Error(`the policy module has no entry point ${ENTRYPOINT}`);
-    this.entrypoint = id;
+    const entrypoint = (name: string): number => {
+      const id: unknown = (policy.entrypoints as Record<string, unknown>)[name];
+      if (typeof id !== 'number') throw new Error(`the policy module has no entry point ${name}`);
+      return id;
+    };
+    this.entrypoint = entrypoint(ENTRYPOINT);
+    this.explainEntrypoint = entrypoint(EXPLAIN_ENTRYPOINT);
   }
 
   /** Replaces the stored policies (the whole data document, including its index). */
@@ -65,20 +81,44 @@ export class PolicyEngine {
     return this.policy.mem.buffer.byteLength;
   }
 
+  /**
+   * The decision for one request. Drafts (`request.drafts`) travel in the input, so the loaded data document
+   * is never touched and a draft simulation cannot disturb another request's decision.
+   */
   evaluate(request: AuthzRequest): Decision {
-    const raw = this.evaluateRaw(request);
-    // Rebuilt so the fields come in a stable order (the module's JSON order is its hash order).
-    const matchedPolicies = raw.matched.map((m) => ({ id: m.id, name: m.name, effect: m.effect }));
-    return { allowed: raw.allowed, effect: raw.effect, matchedPolicies };
+    return decisionOf(this.evaluateRaw(inputOf(request)));
   }
 
-  /** The Rego decision object as the module returns it. */
-  evaluateRaw(input: unknown): RawDecision {
-    const resultSet = this.policy.evaluate(input, this.entrypoint) as Array<{ result?: RawDecision }> | null;
+  /** The decision plus, for every policy in play that did not match, the first part that failed. */
+  explain(request: AuthzRequest): ExplainedDecision {
+    const raw = this.evaluateRaw(inputOf(request), this.explainEntrypoint) as RawExplainedDecision;
+    return { ...decisionOf(raw), notMatched: raw.not_matched.map(explanationOf), notMatchedCount: raw.not_matched_count };
+  }
+
+  /** The Rego decision object as the module returns it (entry point `decision` unless told otherwise). */
+  evaluateRaw(input: unknown, entrypoint = this.entrypoint): RawDecision {
+    const resultSet = this.policy.evaluate(input, entrypoint) as Array<{ result?: RawDecision }> | null;
     const result = resultSet?.[0]?.result;
     if (result === undefined) throw new Error('the policy module returned no decision');
     return result;
   }
+}
+
+/** The program's input: drafts normalised like stored policies (see README "Input"). */
+function inputOf(request: AuthzRequest): AuthzRequest {
+  if (!request.drafts) return request;
+  return { ...request, drafts: { mode: request.drafts.mode, policies: request.drafts.policies.map(documentPolicy) } };
+}
+
+/** One explanation as the module returns it, rebuilt with its fields in a stable order. */
+export function explanationOf(e: Explanation): Explanation {
+  return { id: e.id, name: e.name, effect: e.effect, failed: e.failed, condition: e.condition, expected: e.expected, actual: e.actual };
+}
+
+/** Rebuilt so the fields come in a stable order (the module's JSON order is its hash order). */
+function decisionOf(raw: RawDecision): Decision {
+  const matchedPolicies = raw.matched.map((m) => ({ id: m.id, name: m.name, effect: m.effect }));
+  return { allowed: raw.allowed, effect: raw.effect, matchedPolicies };
 }
 
 /** Loads the compiled policy; the engine starts with no policies (every request is denied). */

@@ -1,5 +1,17 @@
-export { DEFAULT_WASM_PATH, ENTRYPOINT, PolicyEngine, loadEngine } from './engine';
+export { DEFAULT_WASM_PATH, ENTRYPOINT, EXPLAIN_ENTRYPOINT, EXPLAIN_LIMIT, PolicyEngine, explanationOf, loadEngine } from './engine';
 export type { EngineOptions } from './engine';
-export { MAX_INDEX_PAIRS_PER_POLICY, buildDataDocument, principalKey } from './data-document';
+export { MAX_INDEX_PAIRS_PER_POLICY, buildDataDocument, documentPolicy, principalKey } from './data-document';
 export type { DataDocument, IdSet } from './data-document';
-export type { AuthzRequest, Decision, EnginePolicy, Effect, IpCondition, MatchedPolicy, PolicyConditions } from './types';
+export type {
+  AuthzRequest,
+  Decision,
+  EnginePolicy,
+  Effect,
+  ExplainedDecision,
+  Explanation,
+  FailedPart,
+  IpCondition,
+  MatchedPolicy,
+  PolicyConditions,
+  SimulationDrafts,
+} from './types';

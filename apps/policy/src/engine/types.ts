@@ -26,12 +26,23 @@ export interface EnginePolicy {
   conditions?: PolicyConditions | null;
 }
 
+/**
+ * Draft policies of a simulation, evaluated with (merge) or instead of (replace) the stored ones and never
+ * stored. Under merge, a draft whose id is a stored policy's id stands in for that policy.
+ */
+export interface SimulationDrafts {
+  mode: 'merge' | 'replace';
+  policies: readonly EnginePolicy[];
+}
+
 export interface AuthzRequest {
   /** roles as the identity service stores them: `role_<name>`. */
   principal: { id: string; roles: readonly string[] };
   action: string;
   resource: string;
   context?: { ip?: string | null };
+  /** Simulations only: draft policies, passed in the input (the stored data document is left alone). */
+  drafts?: SimulationDrafts;
 }
 
 export interface MatchedPolicy {
@@ -45,4 +56,30 @@ export interface Decision {
   effect: Effect;
   /** Every matching policy: the denies first, then the allows, each group sorted by id. */
   matchedPolicies: MatchedPolicy[];
+}
+
+export type FailedPart = 'principal' | 'action' | 'resource' | 'condition';
+
+/** Why one policy did not match: the first part that failed (principal, action, resource, condition). */
+export interface Explanation {
+  id: string;
+  name: string;
+  effect: Effect;
+  failed: FailedPart;
+  /** The condition that failed (`ip.allowlist`); null for the other parts. */
+  condition: string | null;
+  /** The policy's patterns for that part, or the condition's CIDRs. */
+  expected: string[];
+  /**
+   * The request's value: for a principal, `user:<id>` then `role:<name>` for each `role_<name>` held; the
+   * action or resource; for a condition, context.ip as given (null when there is none).
+   */
+  actual: string | string[] | null;
+}
+
+export interface ExplainedDecision extends Decision {
+  /** The policies in play that did not match (drafts first, then nearest misses first); at most EXPLAIN_LIMIT. */
+  notMatched: Explanation[];
+  /** How many policies in play did not match (notMatched may list fewer). */
+  notMatchedCount: number;
 }

@@ -1,5 +1,5 @@
 // Seeded generators of policy sets and requests for the differential test, the soak test and the latency script.
-import type { AuthzRequest, EnginePolicy } from '../../src/engine';
+import type { AuthzRequest, EnginePolicy, SimulationDrafts } from '../../src/engine';
 
 export type Rng = () => number;
 
@@ -97,6 +97,23 @@ export function randomRequest(rng: Rng): AuthzRequest {
     resource: pick(rng, v.requestResources),
     context: ip === undefined ? {} : { ip: ip as string },
   };
+}
+
+/**
+ * Draft policies for a simulation over `stored`: 0..4 drafts, numbered draft_<i> or (a third of them, when
+ * there are stored policies) carrying a stored policy's id so they stand in for it; merge two times in three.
+ */
+export function randomDrafts(rng: Rng, stored: readonly EnginePolicy[]): SimulationDrafts {
+  const n = Math.floor(rng() * 5);
+  const ids = new Set<string>();
+  const policies: EnginePolicy[] = [];
+  for (let i = 0; i < n; i++) {
+    const id = stored.length > 0 && rng() < 0.33 ? pick(rng, stored).id : `draft_${i}`;
+    if (ids.has(id)) continue;
+    ids.add(id);
+    policies.push(randomPolicy(rng, id));
+  }
+  return { mode: rng() < 0.67 ? 'merge' : 'replace', policies };
 }
 
 /**

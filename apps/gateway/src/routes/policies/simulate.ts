@@ -1,12 +1,14 @@
+import type { policy } from '@secsvc/proto';
 import { AppError, isId } from '@secsvc/shared';
 import { dataOf, defineRoute, errorSchema } from '../route';
-import { simulateBody, simulationResult } from './schemas';
+import { simulateBody, simulationResult, toProtoConditions } from './schemas';
 
 export const simulateRoute = defineRoute({
   method: 'post',
   path: '/policies/simulate',
   operationId: 'simulatePolicies',
-  summary: 'Evaluate a request against the stored policies: who (user:<id>), what action, which resource, from which ip',
+  summary:
+    'Evaluate a request against the stored policies (who: user:<id>, what action, which resource, from which ip), optionally with draft policies (merge or replace) and an explanation of every policy that did not match',
   tags: ['policies'],
   action: 'simulate',
   body: simulateBody,
@@ -35,6 +37,20 @@ export const simulateRoute = defineRoute({
         resource: body.resource,
         ip: body.context?.ip ?? '',
         roles,
+        policies: (body.policies ?? []).map(
+          (d): policy.DraftPolicy => ({
+            id: d.id ?? '',
+            name: d.name,
+            description: d.description ?? '',
+            effect: d.effect,
+            principals: d.principals,
+            actions: d.actions,
+            resources: d.resources,
+            conditions: toProtoConditions(d.conditions),
+          }),
+        ),
+        mode: body.mode ?? '',
+        explain: body.explain === true,
       },
       ctx.call,
     );
@@ -47,8 +63,22 @@ export const simulateRoute = defineRoute({
           matchedPolicies: res.matchedPolicies.map((m) => ({ id: m.id, name: m.name, effect: m.effect })),
           evaluationTimeMs: res.evaluationTimeMs,
           decisionId: res.decisionId,
+          ...(body.explain === true ? { explanations: res.explanations.map(explanationOf), notMatchedCount: res.notMatchedCount } : {}),
         },
       },
     };
   },
 });
+
+/** The JSON form: `actual` is the principal list, the action or resource, or the ip (null when none). */
+function explanationOf(e: policy.PolicyExplanation) {
+  return {
+    policyId: e.policyId,
+    name: e.name,
+    effect: e.effect,
+    failed: e.failed,
+    ...(e.failed === 'condition' ? { condition: e.condition } : {}),
+    expected: e.expected,
+    actual: e.failed === 'principal' ? e.actualPrincipals : (e.actual ?? null),
+  };
+}

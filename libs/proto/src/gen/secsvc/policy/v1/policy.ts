@@ -112,6 +112,54 @@ export interface SimulateRequest {
   ip: string;
   /** The acting user's roles (role_<name>), resolved from the identity service by the caller. */
   roles: string[];
+  /** Draft policies, never stored, validated like CreatePolicy (errors name policies[<i>].<field>); at most 100. */
+  policies: DraftPolicy[];
+  /**
+   * How the drafts combine with the stored policies: "" or "merge" (drafts plus stored; a draft whose id is
+   * a stored policy's id stands in for it), "replace" (the drafts only).
+   */
+  mode: string;
+  /** Explain every policy that did not match (SimulateResponse.explanations). */
+  explain: boolean;
+}
+
+/** A policy to simulate without storing it. */
+export interface DraftPolicy {
+  /** "" (the draft is draft_<index>), draft_<name>, or a stored policy's id (pol_...). */
+  id: string;
+  name: string;
+  description: string;
+  effect: string;
+  principals: string[];
+  actions: string[];
+  resources: string[];
+  conditions: Conditions | undefined;
+}
+
+/**
+ * Why one policy did not match: the first part that failed, in the order principal, action, resource,
+ * condition, with the values compared.
+ */
+export interface PolicyExplanation {
+  policyId: string;
+  name: string;
+  /** "allow" | "deny" */
+  effect: string;
+  /** "principal" | "action" | "resource" | "condition" */
+  failed: string;
+  /** For failed = "condition": which one ("ip.allowlist"). */
+  condition: string;
+  /** The policy's patterns for that part (principals, actions or resources), or the condition's CIDRs. */
+  expected: string[];
+  /** For failed = "action" | "resource": the request's; for "condition": the request's ip (unset when none). */
+  actual?:
+    | string
+    | undefined;
+  /**
+   * For failed = "principal": the request's principal as patterns name it: user:<id>, then role:<name> for
+   * each role_<name> held.
+   */
+  actualPrincipals: string[];
 }
 
 export interface AuthorizeRequest {
@@ -145,6 +193,10 @@ export interface SimulateResponse {
   evaluationTimeMs: number;
   /** dec_...: names this decision (in audit events for enforced ones). */
   decisionId: string;
+  /** With explain: the policies that did not match (drafts first, then nearest misses first), at most 100. */
+  explanations: PolicyExplanation[];
+  /** With explain: how many policies did not match (explanations may list fewer). */
+  notMatchedCount: number;
 }
 
 function createBaseIpConditions(): IpConditions {
@@ -1453,7 +1505,17 @@ export const ListPoliciesResponse: MessageFns<ListPoliciesResponse> = {
 };
 
 function createBaseSimulateRequest(): SimulateRequest {
-  return { environment: "", principal: "", action: "", resource: "", ip: "", roles: [] };
+  return {
+    environment: "",
+    principal: "",
+    action: "",
+    resource: "",
+    ip: "",
+    roles: [],
+    policies: [],
+    mode: "",
+    explain: false,
+  };
 }
 
 export const SimulateRequest: MessageFns<SimulateRequest> = {
@@ -1475,6 +1537,15 @@ export const SimulateRequest: MessageFns<SimulateRequest> = {
     }
     for (const v of message.roles) {
       writer.uint32(50).string(v!);
+    }
+    for (const v of message.policies) {
+      DraftPolicy.encode(v!, writer.uint32(58).fork()).join();
+    }
+    if (message.mode !== "") {
+      writer.uint32(66).string(message.mode);
+    }
+    if (message.explain !== false) {
+      writer.uint32(72).bool(message.explain);
     }
     return writer;
   },
@@ -1540,6 +1611,30 @@ export const SimulateRequest: MessageFns<SimulateRequest> = {
             message.roles.push(reader.string());
             continue;
           }
+          case 7: {
+            if (tag !== 58) {
+              break;
+            }
+
+            message.policies.push(DraftPolicy.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 8: {
+            if (tag !== 66) {
+              break;
+            }
+
+            message.mode = reader.string();
+            continue;
+          }
+          case 9: {
+            if (tag !== 72) {
+              break;
+            }
+
+            message.explain = reader.bool();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1560,6 +1655,11 @@ export const SimulateRequest: MessageFns<SimulateRequest> = {
       resource: isSet(object.resource) ? globalThis.String(object.resource) : "",
       ip: isSet(object.ip) ? globalThis.String(object.ip) : "",
       roles: globalThis.Array.isArray(object?.roles) ? object.roles.map((e: any) => globalThis.String(e)) : [],
+      policies: globalThis.Array.isArray(object?.policies)
+        ? object.policies.map((e: any) => DraftPolicy.fromJSON(e))
+        : [],
+      mode: isSet(object.mode) ? globalThis.String(object.mode) : "",
+      explain: isSet(object.explain) ? globalThis.Boolean(object.explain) : false,
     };
   },
 
@@ -1583,6 +1683,15 @@ export const SimulateRequest: MessageFns<SimulateRequest> = {
     if (message.roles?.length) {
       obj.roles = message.roles;
     }
+    if (message.policies?.length) {
+      obj.policies = message.policies.map((e) => DraftPolicy.toJSON(e));
+    }
+    if (message.mode !== "") {
+      obj.mode = message.mode;
+    }
+    if (message.explain !== false) {
+      obj.explain = message.explain;
+    }
     return obj;
   },
 
@@ -1597,6 +1706,403 @@ export const SimulateRequest: MessageFns<SimulateRequest> = {
     message.resource = object.resource ?? "";
     message.ip = object.ip ?? "";
     message.roles = object.roles?.map((e) => e) || [];
+    message.policies = object.policies?.map((e) => DraftPolicy.fromPartial(e)) || [];
+    message.mode = object.mode ?? "";
+    message.explain = object.explain ?? false;
+    return message;
+  },
+};
+
+function createBaseDraftPolicy(): DraftPolicy {
+  return {
+    id: "",
+    name: "",
+    description: "",
+    effect: "",
+    principals: [],
+    actions: [],
+    resources: [],
+    conditions: undefined,
+  };
+}
+
+export const DraftPolicy: MessageFns<DraftPolicy> = {
+  encode(message: DraftPolicy, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.id !== "") {
+      writer.uint32(10).string(message.id);
+    }
+    if (message.name !== "") {
+      writer.uint32(18).string(message.name);
+    }
+    if (message.description !== "") {
+      writer.uint32(26).string(message.description);
+    }
+    if (message.effect !== "") {
+      writer.uint32(34).string(message.effect);
+    }
+    for (const v of message.principals) {
+      writer.uint32(42).string(v!);
+    }
+    for (const v of message.actions) {
+      writer.uint32(50).string(v!);
+    }
+    for (const v of message.resources) {
+      writer.uint32(58).string(v!);
+    }
+    if (message.conditions !== undefined) {
+      Conditions.encode(message.conditions, writer.uint32(66).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): DraftPolicy {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseDraftPolicy();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.id = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.name = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.description = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.effect = reader.string();
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.principals.push(reader.string());
+            continue;
+          }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.actions.push(reader.string());
+            continue;
+          }
+          case 7: {
+            if (tag !== 58) {
+              break;
+            }
+
+            message.resources.push(reader.string());
+            continue;
+          }
+          case 8: {
+            if (tag !== 66) {
+              break;
+            }
+
+            message.conditions = Conditions.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): DraftPolicy {
+    return {
+      id: isSet(object.id) ? globalThis.String(object.id) : "",
+      name: isSet(object.name) ? globalThis.String(object.name) : "",
+      description: isSet(object.description) ? globalThis.String(object.description) : "",
+      effect: isSet(object.effect) ? globalThis.String(object.effect) : "",
+      principals: globalThis.Array.isArray(object?.principals)
+        ? object.principals.map((e: any) => globalThis.String(e))
+        : [],
+      actions: globalThis.Array.isArray(object?.actions) ? object.actions.map((e: any) => globalThis.String(e)) : [],
+      resources: globalThis.Array.isArray(object?.resources)
+        ? object.resources.map((e: any) => globalThis.String(e))
+        : [],
+      conditions: isSet(object.conditions) ? Conditions.fromJSON(object.conditions) : undefined,
+    };
+  },
+
+  toJSON(message: DraftPolicy): unknown {
+    const obj: any = {};
+    if (message.id !== "") {
+      obj.id = message.id;
+    }
+    if (message.name !== "") {
+      obj.name = message.name;
+    }
+    if (message.description !== "") {
+      obj.description = message.description;
+    }
+    if (message.effect !== "") {
+      obj.effect = message.effect;
+    }
+    if (message.principals?.length) {
+      obj.principals = message.principals;
+    }
+    if (message.actions?.length) {
+      obj.actions = message.actions;
+    }
+    if (message.resources?.length) {
+      obj.resources = message.resources;
+    }
+    if (message.conditions !== undefined) {
+      obj.conditions = Conditions.toJSON(message.conditions);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<DraftPolicy>, I>>(base?: I): DraftPolicy {
+    return DraftPolicy.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<DraftPolicy>, I>>(object: I): DraftPolicy {
+    const message = createBaseDraftPolicy();
+    message.id = object.id ?? "";
+    message.name = object.name ?? "";
+    message.description = object.description ?? "";
+    message.effect = object.effect ?? "";
+    message.principals = object.principals?.map((e) => e) || [];
+    message.actions = object.actions?.map((e) => e) || [];
+    message.resources = object.resources?.map((e) => e) || [];
+    message.conditions = (object.conditions !== undefined && object.conditions !== null)
+      ? Conditions.fromPartial(object.conditions)
+      : undefined;
+    return message;
+  },
+};
+
+function createBasePolicyExplanation(): PolicyExplanation {
+  return {
+    policyId: "",
+    name: "",
+    effect: "",
+    failed: "",
+    condition: "",
+    expected: [],
+    actual: undefined,
+    actualPrincipals: [],
+  };
+}
+
+export const PolicyExplanation: MessageFns<PolicyExplanation> = {
+  encode(message: PolicyExplanation, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.policyId !== "") {
+      writer.uint32(10).string(message.policyId);
+    }
+    if (message.name !== "") {
+      writer.uint32(18).string(message.name);
+    }
+    if (message.effect !== "") {
+      writer.uint32(26).string(message.effect);
+    }
+    if (message.failed !== "") {
+      writer.uint32(34).string(message.failed);
+    }
+    if (message.condition !== "") {
+      writer.uint32(42).string(message.condition);
+    }
+    for (const v of message.expected) {
+      writer.uint32(50).string(v!);
+    }
+    if (message.actual !== undefined) {
+      writer.uint32(58).string(message.actual);
+    }
+    for (const v of message.actualPrincipals) {
+      writer.uint32(66).string(v!);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): PolicyExplanation {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBasePolicyExplanation();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.policyId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.name = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.effect = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.failed = reader.string();
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.condition = reader.string();
+            continue;
+          }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.expected.push(reader.string());
+            continue;
+          }
+          case 7: {
+            if (tag !== 58) {
+              break;
+            }
+
+            message.actual = reader.string();
+            continue;
+          }
+          case 8: {
+            if (tag !== 66) {
+              break;
+            }
+
+            message.actualPrincipals.push(reader.string());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): PolicyExplanation {
+    return {
+      policyId: isSet(object.policyId)
+        ? globalThis.String(object.policyId)
+        : isSet(object.policy_id)
+        ? globalThis.String(object.policy_id)
+        : "",
+      name: isSet(object.name) ? globalThis.String(object.name) : "",
+      effect: isSet(object.effect) ? globalThis.String(object.effect) : "",
+      failed: isSet(object.failed) ? globalThis.String(object.failed) : "",
+      condition: isSet(object.condition) ? globalThis.String(object.condition) : "",
+      expected: globalThis.Array.isArray(object?.expected) ? object.expected.map((e: any) => globalThis.String(e)) : [],
+      actual: isSet(object.actual) ? globalThis.String(object.actual) : undefined,
+      actualPrincipals: globalThis.Array.isArray(object?.actualPrincipals)
+        ? object.actualPrincipals.map((e: any) => globalThis.String(e))
+        : globalThis.Array.isArray(object?.actual_principals)
+        ? object.actual_principals.map((e: any) => globalThis.String(e))
+        : [],
+    };
+  },
+
+  toJSON(message: PolicyExplanation): unknown {
+    const obj: any = {};
+    if (message.policyId !== "") {
+      obj.policyId = message.policyId;
+    }
+    if (message.name !== "") {
+      obj.name = message.name;
+    }
+    if (message.effect !== "") {
+      obj.effect = message.effect;
+    }
+    if (message.failed !== "") {
+      obj.failed = message.failed;
+    }
+    if (message.condition !== "") {
+      obj.condition = message.condition;
+    }
+    if (message.expected?.length) {
+      obj.expected = message.expected;
+    }
+    if (message.actual !== undefined) {
+      obj.actual = message.actual;
+    }
+    if (message.actualPrincipals?.length) {
+      obj.actualPrincipals = message.actualPrincipals;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<PolicyExplanation>, I>>(base?: I): PolicyExplanation {
+    return PolicyExplanation.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<PolicyExplanation>, I>>(object: I): PolicyExplanation {
+    const message = createBasePolicyExplanation();
+    message.policyId = object.policyId ?? "";
+    message.name = object.name ?? "";
+    message.effect = object.effect ?? "";
+    message.failed = object.failed ?? "";
+    message.condition = object.condition ?? "";
+    message.expected = object.expected?.map((e) => e) || [];
+    message.actual = object.actual ?? undefined;
+    message.actualPrincipals = object.actualPrincipals?.map((e) => e) || [];
     return message;
   },
 };
@@ -1965,7 +2471,15 @@ export const MatchedPolicy: MessageFns<MatchedPolicy> = {
 };
 
 function createBaseSimulateResponse(): SimulateResponse {
-  return { allowed: false, effect: "", matchedPolicies: [], evaluationTimeMs: 0, decisionId: "" };
+  return {
+    allowed: false,
+    effect: "",
+    matchedPolicies: [],
+    evaluationTimeMs: 0,
+    decisionId: "",
+    explanations: [],
+    notMatchedCount: 0,
+  };
 }
 
 export const SimulateResponse: MessageFns<SimulateResponse> = {
@@ -1984,6 +2498,12 @@ export const SimulateResponse: MessageFns<SimulateResponse> = {
     }
     if (message.decisionId !== "") {
       writer.uint32(42).string(message.decisionId);
+    }
+    for (const v of message.explanations) {
+      PolicyExplanation.encode(v!, writer.uint32(50).fork()).join();
+    }
+    if (message.notMatchedCount !== 0) {
+      writer.uint32(56).int32(message.notMatchedCount);
     }
     return writer;
   },
@@ -2041,6 +2561,22 @@ export const SimulateResponse: MessageFns<SimulateResponse> = {
             message.decisionId = reader.string();
             continue;
           }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.explanations.push(PolicyExplanation.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 7: {
+            if (tag !== 56) {
+              break;
+            }
+
+            message.notMatchedCount = reader.int32();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -2072,6 +2608,14 @@ export const SimulateResponse: MessageFns<SimulateResponse> = {
         : isSet(object.decision_id)
         ? globalThis.String(object.decision_id)
         : "",
+      explanations: globalThis.Array.isArray(object?.explanations)
+        ? object.explanations.map((e: any) => PolicyExplanation.fromJSON(e))
+        : [],
+      notMatchedCount: isSet(object.notMatchedCount)
+        ? globalThis.Number(object.notMatchedCount)
+        : isSet(object.not_matched_count)
+        ? globalThis.Number(object.not_matched_count)
+        : 0,
     };
   },
 
@@ -2092,6 +2636,12 @@ export const SimulateResponse: MessageFns<SimulateResponse> = {
     if (message.decisionId !== "") {
       obj.decisionId = message.decisionId;
     }
+    if (message.explanations?.length) {
+      obj.explanations = message.explanations.map((e) => PolicyExplanation.toJSON(e));
+    }
+    if (message.notMatchedCount !== 0) {
+      obj.notMatchedCount = Math.round(message.notMatchedCount);
+    }
     return obj;
   },
 
@@ -2105,6 +2655,8 @@ export const SimulateResponse: MessageFns<SimulateResponse> = {
     message.matchedPolicies = object.matchedPolicies?.map((e) => MatchedPolicy.fromPartial(e)) || [];
     message.evaluationTimeMs = object.evaluationTimeMs ?? 0;
     message.decisionId = object.decisionId ?? "";
+    message.explanations = object.explanations?.map((e) => PolicyExplanation.fromPartial(e)) || [];
+    message.notMatchedCount = object.notMatchedCount ?? 0;
     return message;
   },
 };
