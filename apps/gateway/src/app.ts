@@ -20,13 +20,16 @@ import type { Route } from './routes/route';
 import { apiKeyRoutes } from './routes/api-keys';
 import { logRoutes } from './routes/logs';
 import { oauthClientRoutes } from './routes/oauth-clients';
+import { ssoConnectionRoutes } from './routes/sso-connections';
+import { ssoRouter } from './sso/router';
+import type { SpSettings } from './sso/sp';
 import { authRoutes } from './routes/auth';
 import { policyRoutes } from './routes/policies';
 import { sessionRoutes } from './routes/sessions';
 import { userRoutes } from './routes/users';
 import { downloadRouter, type DownloadSource } from './downloads';
 
-export const routes: Route[] = [...userRoutes, ...apiKeyRoutes, ...sessionRoutes, ...authRoutes, ...policyRoutes, ...logRoutes, ...oauthClientRoutes];
+export const routes: Route[] = [...userRoutes, ...apiKeyRoutes, ...sessionRoutes, ...authRoutes, ...policyRoutes, ...logRoutes, ...oauthClientRoutes, ...ssoConnectionRoutes];
 
 export const BODY_LIMIT = '1mb';
 
@@ -49,6 +52,8 @@ export interface GatewayDeps {
   rateLimit?: { limiter: RateLimiter; policy: RateLimitPolicy };
   /** The OAuth 2.0 authorization server's endpoints (/oauth/*, discovery), with the public origin; absent = not served. */
   oauth?: { issuer: string };
+  /** SAML single sign-on: the SP endpoints under /v1/sso/saml (absent = not served) and the SP URLs of connections. */
+  sso?: SpSettings;
 }
 
 const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH']);
@@ -139,7 +144,7 @@ function mount(router: express.Router, route: Route, deps: GatewayDeps): void {
         body: route.body ? parseOrThrow(route.body, req.body ?? {}) : undefined,
       };
       const call = { requestId: req.requestId, deadlineMs: deps.config.GRPC_DEADLINE_MS, headers: callHeaders(req, principal) };
-      const out = await route.handle(input, { requestId: req.requestId, principal, clients: deps.clients, call, verifyCache: deps.verifyCache, rolesCache: deps.rolesCache, downloadBaseUrl: deps.downloads?.baseUrl });
+      const out = await route.handle(input, { requestId: req.requestId, principal, clients: deps.clients, call, verifyCache: deps.verifyCache, rolesCache: deps.rolesCache, downloadBaseUrl: deps.downloads?.baseUrl, ssoBaseUrl: deps.sso?.baseUrl });
       if (out.body === undefined) res.status(out.status).end();
       else res.status(out.status).json(out.body);
     } catch (err) {
@@ -194,6 +199,10 @@ export function createApp(deps: GatewayDeps): express.Express {
 
   // Export files by signed link (no API key): the download host of DOWNLOAD_BASE_URL.
   if (deps.downloads) app.use(new URL(deps.downloads.baseUrl).pathname.replace(/\/+$/, '') || '/', downloadRouter(deps.downloads.open));
+
+  // The SAML service provider endpoints (no credential: browsers and identity providers call them).
+  // Limited per client ip like the login pages.
+  if (deps.sso) app.use('/v1/sso/saml', ...limited, ssoRouter({ ...deps.sso, clients: deps.clients, deadlineMs: deps.config.GRPC_DEADLINE_MS, logger: deps.logger }));
 
   const openapi = buildOpenApi(routes, `http://${deps.config.HOST}:${deps.config.PORT}/v1`);
   const v1 = express.Router();

@@ -25,6 +25,13 @@ export const gatewayConfigShape = {
   /** Expected iss and aud of access tokens (identity's ISSUER and JWT_AUDIENCE). */
   ISSUER: z.string().url('must be a URL').default('http://127.0.0.1:8080'),
   JWT_AUDIENCE: z.string().min(1).default('secsvc'),
+  /** PEM files of the SAML service provider's key pair (both or neither; without them the SP endpoints answer 503). */
+  SAML_SP_KEY_FILE: z.string().min(1).optional(),
+  SAML_SP_CERT_FILE: z.string().min(1).optional(),
+  /** Allowed clock difference with SAML identity providers (NotBefore / NotOnOrAfter). */
+  SAML_CLOCK_SKEW_SECONDS: env.int(60, 0, 300),
+  /** How long an AuthnRequest id is accepted as InResponseTo. */
+  SAML_REQUEST_TTL_SECONDS: env.int(600, 60, 3600),
   /** Identity's ACCESS_TOKEN_TTL_SECONDS: how long revoked sessions are remembered for their tokens. */
   ACCESS_TOKEN_TTL_SECONDS: env.int(900, 60, 86_400),
   /** The download host of export links (served by this gateway at its path). Default: http://127.0.0.1:<PORT>/downloads. */

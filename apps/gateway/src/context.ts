@@ -43,6 +43,8 @@ export interface RouteContext {
   rolesCache?: RolesCache;
   /** DOWNLOAD_BASE_URL: where export download links point. */
   downloadBaseUrl?: string;
+  /** The public origin of the SAML service-provider endpoints (ISSUER): SP metadata and ACS URLs. */
+  ssoBaseUrl?: string;
   /** Options for every gRPC call of this request: request id, deadline, and who/where for audit events. */
   call: { requestId: string; deadlineMs: number; headers: Record<string, string> };
 }

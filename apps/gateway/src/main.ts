@@ -13,6 +13,7 @@ import { createRedis, RedisHealth } from './redis';
 import { RedisVerifyCache } from './redis-verify-cache';
 import { loadGatewayConfig } from './config';
 import { auditDownloadSource } from './downloads';
+import { readSpKeys } from './sso/keys';
 
 void runProcess('gateway', () => loadGatewayConfig(), async ({ config, logger, metrics }) => {
   const identityClient = createClient(identity.IdentityServiceClient, config.IDENTITY_ADDR);
@@ -61,7 +62,8 @@ void runProcess('gateway', () => loadGatewayConfig(), async ({ config, logger, m
   const rolesCache = new RolesCache(authCache, config.AUTH_CACHE_TTL_MS);
   // Export links point at DOWNLOAD_BASE_URL, else at this gateway's own port (known once it listens).
   const downloads = { baseUrl: (config.DOWNLOAD_BASE_URL ?? `http://127.0.0.1:${config.PORT}/downloads`).replace(/\/+$/, ''), open: auditDownloadSource(auditClient) };
-  const app = createApp({ config, clients, logger, metrics, ready, authCache, jwt, verifyCache, rolesCache, downloads, rateLimit, oauth: { issuer: config.ISSUER } });
+  const sso = { baseUrl: config.ISSUER, keys: readSpKeys(config), clockSkewMs: config.SAML_CLOCK_SKEW_SECONDS * 1000, requestTtlSeconds: config.SAML_REQUEST_TTL_SECONDS };
+  const app = createApp({ config, clients, logger, metrics, ready, authCache, jwt, verifyCache, rolesCache, downloads, rateLimit, oauth: { issuer: config.ISSUER }, sso });
   const server = app.listen(config.PORT, config.HOST);
   await new Promise<void>((resolve, reject) => {
     server.once('listening', resolve);

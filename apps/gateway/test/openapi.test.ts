@@ -40,6 +40,8 @@ describe('GET /v1/openapi.json', () => {
       '/sessions',
       '/sessions/revoke',
       '/sessions/verify',
+      '/sso/connections',
+      '/sso/connections/{id}',
       '/tokens',
       '/users',
       '/users/{id}',

@@ -1,0 +1,38 @@
+import { parseIdpMetadata } from '../../sso/metadata';
+import { dataOf, defineRoute, errorSchema } from '../route';
+import { connectionForm, connectionOf, createConnectionBody } from './schemas';
+
+export const createConnectionRoute = defineRoute({
+  method: 'post',
+  path: '/sso/connections',
+  operationId: 'createSsoConnection',
+  summary: 'Connect a SAML 2.0 identity provider (its metadata is validated: entity id, SSO endpoint, signing certificates)',
+  tags: ['sso'],
+  body: createConnectionBody,
+  responses: {
+    201: { description: 'Created, with the SP metadata URL to give the identity provider', schema: dataOf(connectionForm) },
+    400: { description: 'Invalid body or metadata (idpMetadataXml named: unparsable, no or expired signing certificate)', schema: errorSchema },
+    409: { description: 'A domain belongs to another connection', schema: errorSchema },
+  },
+  async handle({ body }, ctx) {
+    const idp = parseIdpMetadata(body.idpMetadataXml);
+    const created = await ctx.clients.identity.createSsoConnection(
+      {
+        environment: ctx.principal.environment,
+        fields: {
+          name: body.name,
+          idpMetadataXml: body.idpMetadataXml,
+          idpEntityId: idp.entityId,
+          idpSsoUrl: idp.ssoUrl,
+          idpCertificates: idp.certificates,
+          domains: body.domains,
+          defaultRoles: body.defaultRoles ?? [],
+          attributeMappingJson: JSON.stringify(body.attributeMapping ?? {}),
+          allowIdpInitiated: body.allowIdpInitiated ?? false,
+        },
+      },
+      ctx.call,
+    );
+    return { status: 201, body: { data: connectionOf(created, ctx.ssoBaseUrl) } };
+  },
+});

@@ -1,0 +1,69 @@
+import type { identity } from '@secsvc/proto';
+import { attributeMappingSchema, rolesSchema, ssoDomainsSchema, ssoLimits, ssoNameSchema } from '@secsvc/shared';
+import { X509Certificate } from 'node:crypto';
+import { z } from 'zod';
+import { spUrls } from '../../sso/sp';
+
+export const connectionIdParams = z.object({ id: z.string() });
+
+const metadataXml = z
+  .string({ error: (i) => (i.input === undefined ? 'is required' : 'must be a string') })
+  .min(1, 'must not be empty')
+  .max(ssoLimits.metadataMaxBytes, `must be at most ${ssoLimits.metadataMaxBytes} characters`);
+
+const fields = {
+  name: ssoNameSchema,
+  idpMetadataXml: metadataXml,
+  domains: ssoDomainsSchema,
+  defaultRoles: rolesSchema.optional(),
+  attributeMapping: attributeMappingSchema.optional(),
+  allowIdpInitiated: z.boolean({ error: 'must be a boolean' }).optional(),
+};
+
+export const createConnectionBody = z.strictObject(fields);
+
+export const updateConnectionBody = z.strictObject({
+  name: fields.name.optional(),
+  idpMetadataXml: fields.idpMetadataXml.optional(),
+  domains: fields.domains.optional(),
+  defaultRoles: fields.defaultRoles,
+  attributeMapping: fields.attributeMapping,
+  allowIdpInitiated: fields.allowIdpInitiated,
+});
+
+const timestamp = z.string().describe('ISO 8601 UTC');
+
+export const connectionForm = z.object({
+  id: z.string().describe('sso_<id>'),
+  name: z.string(),
+  environment: z.enum(['live', 'test']),
+  domains: z.array(z.string()).describe('email domains routed to this identity provider; its assertions may only name users of these domains'),
+  defaultRoles: z.array(z.string()).describe('roles of users created just in time'),
+  attributeMapping: z.object({ email: z.string().optional(), name: z.string().optional() }).describe('assertion attributes holding the email and name (default: the NameID is the email)'),
+  allowIdpInitiated: z.boolean().describe('accept responses without InResponseTo (IdP-initiated login); off by default'),
+  idp: z.object({ entityId: z.string(), ssoUrl: z.string(), certificates: z.array(z.object({ validTo: timestamp, fingerprint256: z.string() })) }),
+  sp: z.object({ entityId: z.string(), metadataUrl: z.string(), acsUrl: z.string(), loginUrl: z.string() }),
+  createdAt: timestamp,
+  updatedAt: timestamp,
+});
+
+export function connectionOf(c: identity.SsoConnection, baseUrl: string | undefined): z.infer<typeof connectionForm> {
+  return {
+    id: c.id,
+    name: c.name,
+    environment: c.environment as 'live',
+    domains: c.domains,
+    defaultRoles: c.defaultRoles,
+    attributeMapping: JSON.parse(c.attributeMappingJson || '{}') as { email?: string; name?: string },
+    allowIdpInitiated: c.allowIdpInitiated,
+    idp: { entityId: c.idpEntityId, ssoUrl: c.idpSsoUrl, certificates: c.idpCertificates.map(certificateSummary) },
+    sp: spUrls(baseUrl ?? '', c.id),
+    createdAt: c.createdAt!,
+    updatedAt: c.updatedAt!,
+  };
+}
+
+function certificateSummary(pem: string): { validTo: string; fingerprint256: string } {
+  const cert = new X509Certificate(pem);
+  return { validTo: new Date(cert.validTo).toISOString(), fingerprint256: cert.fingerprint256 };
+}

@@ -1,0 +1,151 @@
+import express, { type NextFunction, type Request, type Response } from 'express';
+import { AppError, isId, type Logger } from '@secsvc/shared';
+import type { identity } from '@secsvc/proto';
+import type { ServiceClients } from '../context';
+import { assertionFacts, checkDestination, decodeResponse, firstString, SamlRefusal } from './assertion';
+import { requestIdCache, samlFor, spMetadataXml, spUrls, type RequestIdStore, type SpKeys, type SpSettings } from './sp';
+
+export interface SsoDeps extends SpSettings {
+  clients: ServiceClients;
+  deadlineMs: number;
+  logger: Logger;
+}
+
+/** RelayState is at most 80 bytes (SAML bindings 3.4.3). */
+const RELAY_STATE_MAX = 80;
+
+function callOptions(deps: SsoDeps, req: Request) {
+  return {
+    requestId: req.requestId,
+    deadlineMs: deps.deadlineMs,
+    headers: { 'x-client-ip': req.ip ?? '', 'x-user-agent': (req.get('user-agent') ?? '').slice(0, 512), 'x-auth-method': 'saml' },
+  };
+}
+
+function keysOf(deps: SsoDeps): SpKeys {
+  if (!deps.keys) throw new AppError('unavailable', 'SAML single sign-on is not configured on this gateway (SAML_SP_KEY_FILE, SAML_SP_CERT_FILE)');
+  return deps.keys;
+}
+
+async function connectionOf(deps: SsoDeps, req: Request): Promise<identity.SsoConnection> {
+  const id = String(req.params.id);
+  if (!isId('sso', id)) throw AppError.notFound('SSO connection');
+  return deps.clients.identity.getSsoConnection({ environment: '', id, anyEnvironment: true }, callOptions(deps, req));
+}
+
+function store(deps: SsoDeps, req: Request): RequestIdStore {
+  return {
+    save: async (connectionId, requestId, ttlSeconds) => {
+      await deps.clients.identity.saveSamlRequest({ connectionId, requestId, ttlSeconds }, callOptions(deps, req));
+    },
+    take: async (requestId) => {
+      const r = await deps.clients.identity.takeSamlRequest({ requestId }, callOptions(deps, req));
+      return r.found ? r.connectionId : undefined;
+    },
+  };
+}
+
+const handler = (fn: (req: Request, res: Response) => Promise<void>) => (req: Request, res: Response, next: NextFunction) => void fn(req, res).catch(next);
+
+/**
+ * The SAML 2.0 service provider endpoints of each connection (no credential: browsers and IdPs call them):
+ * SP metadata, SP-initiated login (HTTP-Redirect, signed AuthnRequest) and the assertion consumer (HTTP-POST).
+ */
+export function ssoRouter(deps: SsoDeps): express.Router {
+  const router = express.Router();
+  const form = express.urlencoded({ extended: false, limit: '512kb', parameterLimit: 10 });
+
+  router.get(
+    '/:id/metadata',
+    handler(async (req, res) => {
+      const keys = keysOf(deps);
+      const connection = await connectionOf(deps, req);
+      res.type('application/samlmetadata+xml').send(spMetadataXml(connection, { ...deps, keys }));
+    }),
+  );
+
+  router.get(
+    '/:id/login',
+    handler(async (req, res) => {
+      const keys = keysOf(deps);
+      const relayState = req.query.relayState ?? req.query.RelayState ?? '';
+      if (typeof relayState !== 'string' || Buffer.byteLength(relayState) > RELAY_STATE_MAX) {
+        throw AppError.field('relayState', `must be one string of at most ${RELAY_STATE_MAX} bytes`);
+      }
+      const connection = await connectionOf(deps, req);
+      const saml = samlFor(connection, { ...deps, keys }, requestIdCache(store(deps, req), connection.id, deps.requestTtlSeconds));
+      res.setHeader('Cache-Control', 'no-store');
+      res.redirect(302, await saml.getAuthorizeUrlAsync(relayState, undefined, {}));
+    }),
+  );
+
+  router.post(
+    '/:id/acs',
+    form,
+    handler(async (req, res) => {
+      const keys = keysOf(deps);
+      const body = (req.body ?? {}) as Record<string, unknown>;
+      if (typeof body.SAMLResponse !== 'string' || !body.SAMLResponse) throw AppError.field('SAMLResponse', 'is required (HTTP-POST binding)');
+      const relayState = typeof body.RelayState === 'string' ? body.RelayState.slice(0, RELAY_STATE_MAX) : '';
+      const connection = await connectionOf(deps, req);
+      const { acsUrl } = spUrls(deps.baseUrl, connection.id);
+      const call = callOptions(deps, req);
+      const refuse = async (reason: string): Promise<never> => {
+        await deps.clients.identity.reportSamlLoginFailure(
+          { connectionId: connection.id, reason, email: '', ip: req.ip ?? '', userAgent: (req.get('user-agent') ?? '').slice(0, 512) },
+          call,
+        );
+        throw new AppError('unauthorized', 'The SAML response was refused', [{ field: 'SAMLResponse', message: reason }]);
+      };
+
+      let email: string;
+      let name: string;
+      let nameId: string;
+      let facts;
+      try {
+        checkDestination(decodeResponse(body.SAMLResponse), acsUrl);
+        const saml = samlFor(connection, { ...deps, keys }, requestIdCache(store(deps, req), connection.id, deps.requestTtlSeconds));
+        const { profile } = await saml.validatePostResponseAsync({ SAMLResponse: body.SAMLResponse });
+        if (!profile) throw new SamlRefusal('no_assertion');
+        facts = assertionFacts(profile.getAssertionXml!(), { acsUrl, issuer: connection.idpEntityId }, deps.clockSkewMs);
+        const mapping = JSON.parse(connection.attributeMappingJson || '{}') as { email?: string; name?: string };
+        nameId = profile.nameID;
+        email = mapping.email ? firstString(profile[mapping.email]) : nameId;
+        name = mapping.name ? firstString(profile[mapping.name]) : '';
+      } catch (err) {
+        if (err instanceof SamlRefusal) return refuse(err.reason);
+        if (err instanceof AppError) throw err;
+        // node-saml's message says which check failed (signature, audience, conditions, InResponseTo...).
+        deps.logger.info({ requestId: req.requestId, connectionId: connection.id, why: (err as Error).message.slice(0, 200) }, 'SAML response refused');
+        return refuse(`invalid_response: ${(err as Error).message.slice(0, 160)}`);
+      }
+      const out = await deps.clients.identity.completeSamlLogin(
+        {
+          connectionId: connection.id,
+          assertionId: facts.id,
+          assertionExpiresAt: facts.expiresAt.toISOString(),
+          nameId,
+          email,
+          name,
+          ip: req.ip ?? '',
+          userAgent: (req.get('user-agent') ?? '').slice(0, 512),
+          expiresInSeconds: 0,
+        },
+        call,
+      );
+      res.setHeader('Cache-Control', 'no-store');
+      res.status(200).json({
+        data: {
+          token: out.session!.token,
+          expiresAt: out.session!.session!.expiresAt,
+          userId: out.userId,
+          provisioned: out.provisioned,
+          connectionId: connection.id,
+          relayState,
+        },
+        meta: { requestId: req.requestId },
+      });
+    }),
+  );
+  return router;
+}

@@ -1,0 +1,82 @@
+import type { identity } from '@secsvc/proto';
+import { SAML, ValidateInResponseTo, type CacheProvider } from '@node-saml/node-saml';
+
+/** The service provider's key pair: signs AuthnRequests, decrypts encrypted assertions, published in SP metadata. */
+export interface SpKeys {
+  privateKey: string;
+  certificate: string;
+}
+
+export interface SpSettings {
+  /** Public origin of the gateway (ISSUER): SP entity ids and ACS URLs are below it. */
+  baseUrl: string;
+  keys?: SpKeys;
+  /** Allowed clock difference with the IdP for NotBefore / NotOnOrAfter. */
+  clockSkewMs: number;
+  /** How long an AuthnRequest id is accepted as InResponseTo. */
+  requestTtlSeconds: number;
+}
+
+export function spUrls(baseUrl: string, connectionId: string) {
+  const base = `${baseUrl.replace(/\/+$/, '')}/v1/sso/saml/${connectionId}`;
+  return { entityId: `${base}/metadata`, metadataUrl: `${base}/metadata`, acsUrl: `${base}/acs`, loginUrl: `${base}/login` };
+}
+
+/** The AuthnRequest ids of SP-initiated logins, kept by identity (in Postgres) so every gateway replica knows them. */
+export interface RequestIdStore {
+  save(connectionId: string, requestId: string, ttlSeconds: number): Promise<void>;
+  /** The request's connection, once (later calls: undefined). */
+  take(requestId: string): Promise<string | undefined>;
+}
+
+/**
+ * node-saml's cache of request ids for one connection and one request: saves go to the store; the first look-up
+ * of an id takes it from the store (single use) and later look-ups in the same validation see the same answer.
+ * An id issued for another connection is unknown here.
+ */
+export function requestIdCache(store: RequestIdStore, connectionId: string, ttlSeconds: number): CacheProvider {
+  const seen = new Map<string, string | null>();
+  return {
+    async saveAsync(key, value) {
+      await store.save(connectionId, key, ttlSeconds);
+      return { value, createdAt: Date.now() };
+    },
+    async getAsync(key) {
+      if (!seen.has(key)) seen.set(key, (await store.take(key)) === connectionId ? new Date().toISOString() : null);
+      return seen.get(key)!;
+    },
+    // Taking already removed it.
+    removeAsync: async () => null,
+  };
+}
+
+/** A node-saml service provider for one connection: signed requests, signed assertions required, strict conditions. */
+export function samlFor(connection: identity.SsoConnection, settings: SpSettings & { keys: SpKeys }, cache: CacheProvider): SAML {
+  const urls = spUrls(settings.baseUrl, connection.id);
+  return new SAML({
+    issuer: urls.entityId,
+    callbackUrl: urls.acsUrl,
+    audience: urls.entityId,
+    entryPoint: connection.idpSsoUrl,
+    idpIssuer: connection.idpEntityId,
+    idpCert: connection.idpCertificates,
+    privateKey: settings.keys.privateKey,
+    publicCert: settings.keys.certificate,
+    decryptionPvk: settings.keys.privateKey,
+    signatureAlgorithm: 'sha256',
+    digestAlgorithm: 'sha256',
+    wantAssertionsSigned: true,
+    wantAuthnResponseSigned: false,
+    acceptedClockSkewMs: settings.clockSkewMs,
+    validateInResponseTo: connection.allowIdpInitiated ? ValidateInResponseTo.ifPresent : ValidateInResponseTo.always,
+    requestIdExpirationPeriodMs: settings.requestTtlSeconds * 1000,
+    cacheProvider: cache,
+    identifierFormat: 'urn:oasis:names:tc:SAML:1.1:nameid-format:emailAddress',
+    disableRequestedAuthnContext: true,
+  });
+}
+
+export function spMetadataXml(connection: identity.SsoConnection, settings: SpSettings & { keys: SpKeys }): string {
+  const saml = samlFor(connection, settings, { saveAsync: async () => null, getAsync: async () => null, removeAsync: async () => null });
+  return saml.generateServiceProviderMetadata(settings.keys.certificate, settings.keys.certificate);
+}

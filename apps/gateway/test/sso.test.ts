@@ -1,0 +1,283 @@
+/**
+ * SAML SSO at the gateway: connections with IdP metadata validation, SP metadata, SP-initiated login
+ * (signed AuthnRequest over HTTP-Redirect) and the ACS with a real identity provider built in the test
+ * (its key and certificate made now, assertions signed with xml-crypto), and each attack refused on its own.
+ * Identity is an in-memory fake here (its side runs against Postgres in apps/identity/test/sso.test.ts).
+ */
+import type { AddressInfo } from 'node:net';
+import type { Server } from 'node:http';
+import { createVerify, X509Certificate } from 'node:crypto';
+import { inflateRawSync } from 'node:zlib';
+import { createLogger, Metrics } from '@secsvc/shared';
+import { createApp, type GatewayDeps } from '../src/app';
+import { parseIdpMetadata } from '../src/sso/metadata';
+import { spUrls } from '../src/sso/sp';
+import { VALID_KEY, type IdentityPort } from './support/fake-identity';
+import { FakeSsoIdentity } from './support/fake-sso-identity';
+import { assertionXml, samlId, selfSignedCertificate, signAssertion, startTestIdp, wrapResponse, type ResponseOptions, type TestIdp } from './support/saml-idp';
+
+const BASE = 'https://sp.example.com';
+let url: string;
+let server: Server;
+let fake: FakeSsoIdentity;
+let idp: TestIdp;
+let sp: { privateKey: string; certificate: string };
+
+beforeAll(async () => {
+  idp = await startTestIdp('acme');
+  sp = await selfSignedCertificate('sp.example.com');
+  fake = new FakeSsoIdentity();
+  const deps: GatewayDeps = {
+    config: { GRPC_DEADLINE_MS: 1000, TRUST_PROXY: ['loopback'], HOST: '127.0.0.1', PORT: 0 },
+    clients: { identity: fake as unknown as IdentityPort, policy: {} as never, audit: {} as never },
+    logger: createLogger('test', 'silent'),
+    metrics: new Metrics('test'),
+    ready: async () => true,
+    sso: { baseUrl: BASE, keys: sp, clockSkewMs: 30_000, requestTtlSeconds: 600 },
+  };
+  const app = createApp(deps);
+  server = await new Promise<Server>((resolve, reject) => {
+    const s = app.listen(0, '127.0.0.1', (err?: Error) => (err ? reject(err) : resolve(s)));
+  });
+  url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+}, 30_000);
+
+afterAll(async () => {
+  await new Promise<void>((resolve) => {
+    server.close(() => resolve());
+    server.closeAllConnections();
+  });
+});
+
+const auth = { authorization: `Bearer ${VALID_KEY}`, 'content-type': 'application/json' };
+
+async function createConnection(body: Record<string, unknown>) {
+  const res = await fetch(`${url}/v1/sso/connections`, { method: 'POST', headers: auth, body: JSON.stringify(body) });
+  return { status: res.status, body: (await res.json()) as { data?: { id: string; sp: Record<string, string> }; error?: { code: string; details: { field: string; message: string }[] } } };
+}
+
+let domainCounter = 0;
+async function connection(extra: Record<string, unknown> = {}) {
+  const created = await createConnection({ name: 'Acme', idpMetadataXml: idp.metadata(), domains: [`acme${domainCounter++}.example.com`], ...extra });
+  expect(created.status).toBe(201);
+  return created.body.data!;
+}
+
+async function postAcs(connectionId: string, samlResponse: string, relayState?: string) {
+  const form = new URLSearchParams({ SAMLResponse: samlResponse, ...(relayState !== undefined && { RelayState: relayState }) });
+  const res = await fetch(`${url}/v1/sso/saml/${connectionId}/acs`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: form });
+  return { status: res.status, body: (await res.json()) as { data?: { token: string; relayState: string }; error?: { code: string; details: { field: string; message: string }[] } } };
+}
+
+/** SP-initiated: the AuthnRequest id the gateway sent (and stored). */
+async function login(connectionId: string, relayState = 'state-1'): Promise<{ location: URL; requestId: string }> {
+  const res = await fetch(`${url}/v1/sso/saml/${connectionId}/login?relayState=${relayState}`, { redirect: 'manual' });
+  expect(res.status).toBe(302);
+  const location = new URL(res.headers.get('location')!);
+  const xml = inflateRawSync(Buffer.from(location.searchParams.get('SAMLRequest')!, 'base64')).toString('utf8');
+  return { location, requestId: /ID="([^"]+)"/.exec(xml)![1]! };
+}
+
+function base(c: { id: string }, email: string, extra: Partial<ResponseOptions> = {}): ResponseOptions {
+  const urls = spUrls(BASE, c.id);
+  return { acsUrl: urls.acsUrl, audience: urls.entityId, email, ...extra };
+}
+
+async function expectRefused(connectionId: string, samlResponse: string, reason: RegExp) {
+  const before = fake.failures.length;
+  const out = await postAcs(connectionId, samlResponse);
+  expect(out.status).toBe(401);
+  expect(out.body.error).toMatchObject({ code: 'unauthorized' });
+  expect(out.body.error!.details[0]!.field).toBe('SAMLResponse');
+  expect(out.body.error!.details[0]!.message).toMatch(reason);
+  // Recorded as a failed user.login with the reason.
+  expect(fake.failures.length).toBe(before + 1);
+  expect(fake.failures.at(-1)).toMatchObject({ connectionId, reason: expect.stringMatching(reason) });
+}
+
+describe('IdP metadata', () => {
+  it('reads the entity id, the HTTP-Redirect SSO URL and the signing certificates', () => {
+    const m = parseIdpMetadata(idp.metadata());
+    expect(m).toMatchObject({ entityId: idp.entityId, ssoUrl: idp.ssoUrl });
+    expect(new X509Certificate(m.certificates[0]!).fingerprint256).toBe(new X509Certificate(idp.certificate).fingerprint256);
+  });
+
+  it('answers 400 naming idpMetadataXml: unparsable, no certificate, expired, not a certificate, DTD', async () => {
+    const expired = await selfSignedCertificate('old.test', new Date(Date.now() - 2 * 86_400_000), new Date(Date.now() - 86_400_000));
+    const cases: [string, RegExp][] = [
+      ['<md:EntityDescriptor', /well-formed/],
+      [idp.metadata({ noCertificate: true }), /signing certificate/],
+      [idp.metadata({ certificate: expired.certificate }), /expired/],
+      [idp.metadata({ certificate: '-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----' }), /does not parse/],
+      ['<?xml version="1.0"?><!DOCTYPE x [<!ENTITY e SYSTEM "file:///etc/passwd">]>' + idp.metadata().replace('<?xml version="1.0"?>', ''), /DTD/],
+      ['<html/>', /EntityDescriptor/],
+    ];
+    for (const [xml, message] of cases) {
+      const out = await createConnection({ name: 'Bad', idpMetadataXml: xml, domains: ['bad.example.com'] });
+      expect([out.status, out.body.error?.details[0]?.field]).toEqual([400, 'idpMetadataXml']);
+      expect(out.body.error!.details[0]!.message).toMatch(message);
+    }
+  });
+
+  it('names other faulty fields of the body', async () => {
+    const out = await createConnection({ name: '', idpMetadataXml: idp.metadata(), domains: ['Not a domain'], defaultRoles: ['admin'], extra: 1 });
+    expect(out.status).toBe(400);
+    expect(out.body.error!.details.map((d) => d.field).sort()).toEqual(['defaultRoles[0]', 'domains[0]', 'extra', 'name'].sort());
+  });
+});
+
+describe('connections API', () => {
+  it('creates (201 with the SP metadata URL), reads, lists, updates and deletes', async () => {
+    const c = await connection({ defaultRoles: ['role_reader'], attributeMapping: { email: 'mail' } });
+    expect(c.sp).toEqual(spUrls(BASE, c.id));
+    const get = (await (await fetch(`${url}/v1/sso/connections/${c.id}`, { headers: auth })).json()) as { data: unknown };
+    expect(get.data).toMatchObject({ id: c.id, defaultRoles: ['role_reader'], attributeMapping: { email: 'mail' }, allowIdpInitiated: false, idp: { entityId: idp.entityId } });
+    const list = (await (await fetch(`${url}/v1/sso/connections`, { headers: auth })).json()) as { data: { id: string }[] };
+    expect(list.data.map((x) => x.id)).toContain(c.id);
+    const patched = await fetch(`${url}/v1/sso/connections/${c.id}`, { method: 'PATCH', headers: auth, body: JSON.stringify({ allowIdpInitiated: true }) });
+    expect(((await patched.json()) as { data: { allowIdpInitiated: boolean } }).data.allowIdpInitiated).toBe(true);
+    const badPatch = await fetch(`${url}/v1/sso/connections/${c.id}`, { method: 'PATCH', headers: auth, body: JSON.stringify({ idpMetadataXml: idp.metadata({ noCertificate: true }) }) });
+    expect(badPatch.status).toBe(400);
+    expect((await fetch(`${url}/v1/sso/connections/${c.id}`, { method: 'DELETE', headers: auth })).status).toBe(204);
+    expect((await fetch(`${url}/v1/sso/connections/${c.id}`, { headers: auth })).status).toBe(404);
+    expect((await fetch(`${url}/v1/sso/connections`, { method: 'POST', body: '{}', headers: { 'content-type': 'application/json' } })).status).toBe(401);
+  });
+});
+
+describe('SP endpoints', () => {
+  it('serves SP metadata: entity id, ACS URL (HTTP-POST) and the SP certificate', async () => {
+    const c = await connection();
+    const res = await fetch(`${url}/v1/sso/saml/${c.id}/metadata`);
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-type')).toMatch(/samlmetadata\+xml/);
+    const xml = await res.text();
+    expect(xml).toContain(`entityID="${c.sp.entityId}"`);
+    expect(xml).toContain(`Location="${c.sp.acsUrl}"`);
+    expect(xml).toContain(sp.certificate.replace(/-----[A-Z ]+-----/g, '').replace(/\s+/g, '').slice(0, 64));
+    expect((await fetch(`${url}/v1/sso/saml/sso_nope/metadata`)).status).toBe(404);
+  });
+
+  it('redirects to the IdP with a signed AuthnRequest (verifiable with the SP certificate) and the RelayState', async () => {
+    const c = await connection();
+    const { location, requestId } = await login(c.id, 'back-to-app');
+    expect(`${location.origin}${location.pathname}`).toBe(idp.ssoUrl);
+    expect(location.searchParams.get('RelayState')).toBe('back-to-app');
+    expect(fake.requests.get(requestId)).toBe(c.id);
+    // HTTP-Redirect binding signature: over SAMLRequest, RelayState and SigAlg as they appear in the query.
+    const raw = location.search.slice(1).split('&');
+    const pick = (k: string) => raw.find((p) => p.startsWith(`${k}=`))!;
+    const signed = [pick('SAMLRequest'), pick('RelayState'), pick('SigAlg')].join('&');
+    const ok = createVerify('RSA-SHA256').update(signed).verify(sp.certificate, location.searchParams.get('Signature')!, 'base64');
+    expect(ok).toBe(true);
+    const tooLong = await fetch(`${url}/v1/sso/saml/${c.id}/login?relayState=${'x'.repeat(81)}`, { redirect: 'manual' });
+    expect(tooLong.status).toBe(400);
+  });
+
+  it('accepts a signed response to its request: the email, assertion id and expiry go to identity, a session comes back', async () => {
+    const c = await connection();
+    const { requestId } = await login(c.id);
+    const email = 'ada@acme.example.com';
+    const assertionId = samlId();
+    const out = await postAcs(c.id, idp.response(base(c, email, { inResponseTo: requestId, assertionId })), 'state-1');
+    expect(out.status).toBe(200);
+    expect(out.body.data).toMatchObject({ token: expect.stringMatching(/^ses_/), relayState: 'state-1' });
+    const sent = fake.logins.at(-1)!;
+    expect(sent).toMatchObject({ connectionId: c.id, assertionId, email, nameId: email });
+    expect(Date.parse(sent.assertionExpiresAt!)).toBeGreaterThan(Date.now());
+    // The request id was used up.
+    expect(fake.requests.has(requestId)).toBe(false);
+  });
+
+  it('reads the email and name from mapped attributes', async () => {
+    const c = await connection({ attributeMapping: { email: 'mail', name: 'displayName' }, allowIdpInitiated: true });
+    const out = await postAcs(c.id, idp.response(base(c, 'opaque-id-123', { attributes: { mail: 'grace@acme.example.com', displayName: 'Grace H' } })));
+    expect(out.status).toBe(200);
+    expect(fake.logins.at(-1)).toMatchObject({ email: 'grace@acme.example.com', name: 'Grace H', nameId: 'opaque-id-123' });
+  });
+});
+
+describe('attacks on the ACS, each refused (401, SAMLResponse named, user.login failure recorded)', () => {
+  let c: { id: string; sp: Record<string, string> };
+  beforeAll(async () => {
+    c = await connection({ allowIdpInitiated: true });
+  });
+  const email = 'eve@acme.example.com';
+
+  it('unsigned assertion', async () => {
+    await expectRefused(c.id, idp.response(base(c, email, { sign: 'none' })), /Invalid signature/);
+  });
+
+  it('assertion signed by another key than the IdP certificate', async () => {
+    await expectRefused(c.id, idp.response(base(c, email, { sign: 'other' })), /Invalid signature/);
+  });
+
+  it('signature wrapping: a forged assertion beside the genuinely signed one', async () => {
+    const now = new Date();
+    const o = base(c, 'victim@acme.example.com');
+    const id = samlId();
+    const signed = signAssertion(assertionXml(idp.entityId, o, id, now), id, idp.privateKey, idp.certificate);
+    const forged = assertionXml(idp.entityId, { ...o, email: 'admin@acme.example.com' }, samlId(), now);
+    await expectRefused(c.id, Buffer.from(wrapResponse(idp.entityId, o, forged + signed, now)).toString('base64'), /Invalid signature/);
+    // The forged one carrying the signed one inside it (same id, signature still valid over the inner copy).
+    const forgedSameId = assertionXml(idp.entityId, { ...o, email: 'admin@acme.example.com' }, id, now).replace('</saml:Subject>', `</saml:Subject><saml:Advice>${signed}</saml:Advice>`);
+    await expectRefused(c.id, Buffer.from(wrapResponse(idp.entityId, o, forgedSameId, now)).toString('base64'), /Invalid signature/);
+  });
+
+  it('comment in the NameID (the signature does not see comments)', async () => {
+    await expectRefused(c.id, idp.response(base(c, email, { rawNameId: 'admin@acme.example.com<!---->.evil.example.org' })), /comment_refused/);
+  });
+
+  it('wrong audience', async () => {
+    await expectRefused(c.id, idp.response(base(c, email, { audience: 'https://other-sp.example.com/metadata' })), /audience mismatch/);
+  });
+
+  it('expired assertion (past NotOnOrAfter beyond the skew)', async () => {
+    const past = new Date(Date.now() - 10 * 60_000);
+    await expectRefused(c.id, idp.response(base(c, email, { notBefore: new Date(past.getTime() - 60_000), notOnOrAfter: past })), /expired/);
+  });
+
+  it('assertion not yet valid (NotBefore in the future beyond the skew)', async () => {
+    const later = new Date(Date.now() + 10 * 60_000);
+    await expectRefused(c.id, idp.response(base(c, email, { notBefore: later, notOnOrAfter: new Date(later.getTime() + 60_000) })), /not yet valid/);
+  });
+
+  it('replayed assertion', async () => {
+    const response = idp.response(base(c, email));
+    expect((await postAcs(c.id, response)).status).toBe(200);
+    const again = await postAcs(c.id, response);
+    expect(again.status).toBe(401);
+    expect(again.body.error!.details[0]!.message).toBe('replayed_assertion');
+    expect(fake.failures.at(-1)).toMatchObject({ reason: 'replayed_assertion' });
+  });
+
+  it('DTD / external entity', async () => {
+    const xml = Buffer.from(idp.response(base(c, email)), 'base64').toString('utf8');
+    const withDtd = `<?xml version="1.0"?><!DOCTYPE r [<!ENTITY x SYSTEM "file:///etc/passwd">]>${xml}`;
+    await expectRefused(c.id, Buffer.from(withDtd).toString('base64'), /dtd_refused/);
+  });
+
+  it('wrong Destination and wrong Recipient', async () => {
+    await expectRefused(c.id, idp.response(base(c, email, { destination: 'https://evil.example.org/acs' })), /wrong_destination/);
+    await expectRefused(c.id, idp.response(base(c, email, { recipient: 'https://evil.example.org/acs' })), /wrong_recipient/);
+  });
+
+  it('another issuer than the connection IdP', async () => {
+    await expectRefused(c.id, idp.response(base(c, email, { issuer: 'https://evil.example.org' })), /wrong_issuer/);
+  });
+
+  it('SP-initiated only (the default): no InResponseTo, an unknown one, or one issued for another connection', async () => {
+    const strict = await connection();
+    const mail = 'ada@acme.example.com';
+    await expectRefused(strict.id, idp.response(base(strict, mail)), /InResponseTo is missing/);
+    await expectRefused(strict.id, idp.response(base(strict, mail, { inResponseTo: '_never-sent' })), /InResponseTo is not valid/);
+    const other = await connection();
+    const { requestId } = await login(other.id);
+    await expectRefused(strict.id, idp.response(base(strict, mail, { inResponseTo: requestId })), /InResponseTo is not valid/);
+  });
+
+  it('a missing SAMLResponse is a 400 naming it', async () => {
+    const res = await fetch(`${url}/v1/sso/saml/${c.id}/acs`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: 'RelayState=x' });
+    expect(res.status).toBe(400);
+    expect(((await res.json()) as { error: { details: { field: string }[] } }).error.details[0]!.field).toBe('SAMLResponse');
+  });
+});

@@ -1,0 +1,89 @@
+import type { identity } from '@secsvc/proto';
+import { AppError, newId } from '@secsvc/shared';
+import { PRINCIPAL, VALID_KEY } from './fake-identity';
+
+/**
+ * An in-memory identity with what the SSO endpoints call (the real one is covered by identity's sso tests
+ * and the e2e): connections, AuthnRequest ids, remembered assertion ids, logins and failures.
+ */
+export class FakeSsoIdentity {
+  readonly connections = new Map<string, identity.SsoConnection>();
+  readonly requests = new Map<string, string>();
+  readonly assertions = new Set<string>();
+  readonly logins: identity.CompleteSamlLoginRequest[] = [];
+  readonly failures: identity.ReportSamlLoginFailureRequest[] = [];
+
+  async authenticateApiKey(req: identity.AuthenticateApiKeyRequest): Promise<identity.ApiKeyPrincipal> {
+    if (req.key !== VALID_KEY) throw new AppError('unauthorized', 'Invalid API key');
+    return { ...PRINCIPAL };
+  }
+
+  async createSsoConnection(req: identity.CreateSsoConnectionRequest): Promise<identity.SsoConnection> {
+    const now = new Date().toISOString();
+    const c = { id: newId('sso'), environment: req.environment, ...req.fields!, createdAt: now, updatedAt: now };
+    this.connections.set(c.id, c);
+    return c;
+  }
+
+  async getSsoConnection(req: identity.GetSsoConnectionRequest): Promise<identity.SsoConnection> {
+    const c = this.connections.get(req.id);
+    if (!c || (!req.anyEnvironment && c.environment !== req.environment)) throw AppError.notFound('SSO connection');
+    return c;
+  }
+
+  async listSsoConnections(req: identity.ListSsoConnectionsRequest): Promise<identity.ListSsoConnectionsResponse> {
+    const connections = [...this.connections.values()].filter((c) => c.environment === req.environment).reverse();
+    return { connections: connections.slice(0, req.limit), hasMore: connections.length > req.limit, nextCursor: '' };
+  }
+
+  async updateSsoConnection(req: identity.UpdateSsoConnectionRequest): Promise<identity.SsoConnection> {
+    const c = await this.getSsoConnection({ environment: req.environment, id: req.id, anyEnvironment: false });
+    const next = {
+      ...c,
+      ...(req.name !== undefined && { name: req.name }),
+      ...(req.idpMetadataXml !== undefined && { idpMetadataXml: req.idpMetadataXml, idpEntityId: req.idpEntityId!, idpSsoUrl: req.idpSsoUrl!, idpCertificates: req.idpCertificates!.values }),
+      ...(req.domains && { domains: req.domains.values }),
+      ...(req.allowIdpInitiated !== undefined && { allowIdpInitiated: req.allowIdpInitiated }),
+    };
+    this.connections.set(c.id, next);
+    return next;
+  }
+
+  async deleteSsoConnection(req: identity.DeleteSsoConnectionRequest): Promise<identity.DeleteSsoConnectionResponse> {
+    await this.getSsoConnection({ ...req, anyEnvironment: false });
+    this.connections.delete(req.id);
+    return {};
+  }
+
+  async saveSamlRequest(req: identity.SaveSamlRequestRequest): Promise<identity.SaveSamlRequestResponse> {
+    this.requests.set(req.requestId, req.connectionId);
+    return {};
+  }
+
+  async takeSamlRequest(req: identity.TakeSamlRequestRequest): Promise<identity.TakeSamlRequestResponse> {
+    const connectionId = this.requests.get(req.requestId);
+    this.requests.delete(req.requestId);
+    return { found: connectionId !== undefined, connectionId: connectionId ?? '' };
+  }
+
+  async completeSamlLogin(req: identity.CompleteSamlLoginRequest): Promise<identity.CompleteSamlLoginResponse> {
+    const key = `${req.connectionId} ${req.assertionId}`;
+    if (this.assertions.has(key)) {
+      this.failures.push({ connectionId: req.connectionId, reason: 'replayed_assertion', email: req.email, ip: req.ip, userAgent: req.userAgent });
+      throw new AppError('unauthorized', 'This SAML assertion was already used', [{ field: 'SAMLResponse', message: 'replayed_assertion' }]);
+    }
+    this.assertions.add(key);
+    this.logins.push(req);
+    const now = new Date().toISOString();
+    return {
+      session: { token: `ses_token_${this.logins.length}`, session: { id: newId('ses'), environment: 'live', userId: 'user_x', metadataJson: '{}', createdAt: now, expiresAt: now } },
+      userId: 'user_x',
+      provisioned: true,
+    };
+  }
+
+  async reportSamlLoginFailure(req: identity.ReportSamlLoginFailureRequest): Promise<identity.ReportSamlLoginFailureResponse> {
+    this.failures.push(req);
+    return {};
+  }
+}

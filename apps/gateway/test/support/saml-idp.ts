@@ -1,0 +1,130 @@
+import { randomBytes } from 'node:crypto';
+import { generate } from 'selfsigned';
+import { SignedXml } from 'xml-crypto';
+
+/**
+ * A SAML 2.0 identity provider for tests: its own RSA key and self-signed certificate made at test time, its
+ * metadata, and responses (HTTP-POST binding) whose assertions it signs with xml-crypto like a real IdP.
+ * Every field can be bent to build the attacks.
+ */
+export interface TestIdp {
+  entityId: string;
+  ssoUrl: string;
+  privateKey: string;
+  certificate: string;
+  metadata(options?: { certificate?: string; noCertificate?: boolean }): string;
+  response(options: ResponseOptions): string;
+}
+
+export interface ResponseOptions {
+  acsUrl: string;
+  audience: string;
+  email: string;
+  inResponseTo?: string;
+  destination?: string;
+  recipient?: string;
+  assertionId?: string;
+  notBefore?: Date;
+  notOnOrAfter?: Date;
+  /** none: no signature at all; other: signed with another key than the metadata's. */
+  sign?: 'assertion' | 'none' | 'other';
+  attributes?: Record<string, string>;
+  /** Replaces the NameID text as written (for comment injection). */
+  rawNameId?: string;
+  issuer?: string;
+}
+
+const b64 = (pem: string) => pem.replace(/-----[A-Z ]+-----/g, '').replace(/\s+/g, '');
+export const samlId = () => '_' + randomBytes(16).toString('hex');
+const iso = (d: Date) => d.toISOString().replace(/\.\d{3}Z$/, 'Z');
+const esc = (s: string) => s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;');
+
+export async function selfSignedCertificate(cn: string, notBefore = new Date(Date.now() - 60_000), notAfter = new Date(Date.now() + 365 * 86_400_000)) {
+  const pems = await generate([{ name: 'commonName', value: cn }], { keySize: 2048, algorithm: 'sha256', notBeforeDate: notBefore, notAfterDate: notAfter });
+  return { privateKey: pems.private, certificate: pems.cert };
+}
+
+export function signAssertion(xml: string, assertionId: string, privateKey: string, certificate: string): string {
+  const sig = new SignedXml({
+    privateKey,
+    publicCert: certificate,
+    signatureAlgorithm: 'http://www.w3.org/2001/04/xmldsig-more#rsa-sha256',
+    canonicalizationAlgorithm: 'http://www.w3.org/2001/10/xml-exc-c14n#',
+  });
+  sig.addReference({
+    xpath: `//*[local-name(.)='Assertion' and @ID='${assertionId}']`,
+    transforms: ['http://www.w3.org/2000/09/xmldsig#enveloped-signature', 'http://www.w3.org/2001/10/xml-exc-c14n#'],
+    digestAlgorithm: 'http://www.w3.org/2001/04/xmlenc#sha256',
+  });
+  sig.computeSignature(xml, {
+    location: { reference: `//*[local-name(.)='Assertion' and @ID='${assertionId}']/*[local-name(.)='Issuer']`, action: 'after' },
+  });
+  return sig.getSignedXml();
+}
+
+export function assertionXml(entityId: string, o: ResponseOptions, assertionId: string, now: Date): string {
+  const notBefore = o.notBefore ?? new Date(now.getTime() - 30_000);
+  const notOnOrAfter = o.notOnOrAfter ?? new Date(now.getTime() + 5 * 60_000);
+  const inResponseTo = o.inResponseTo ? ` InResponseTo="${esc(o.inResponseTo)}"` : '';
+  const attributes = Object.entries(o.attributes ?? {})
+    .map(([k, v]) => `<saml:Attribute Name="${esc(k)}"><saml:AttributeValue>${esc(v)}</saml:AttributeValue></saml:Attribute>`)
+    .join('');
+  return (
+    `<saml:Assertion xmlns:saml="urn:oasis:names:tc:SAML:2.0:assertion" ID="${assertionId}" Version="2.0" IssueInstant="${iso(now)}">` +
+    `<saml:Issuer>${esc(o.issuer ?? entityId)}</saml:Issuer>` +
+    `<saml:Subject><saml:NameID Format="urn:oasis:names:tc:SAML:1.1:nameid-format:emailAddress">${o.rawNameId ?? esc(o.email)}</saml:NameID>` +
+    `<saml:SubjectConfirmation Method="urn:oasis:names:tc:SAML:2.0:cm:bearer">` +
+    `<saml:SubjectConfirmationData NotOnOrAfter="${iso(notOnOrAfter)}" Recipient="${esc(o.recipient ?? o.acsUrl)}"${inResponseTo}/>` +
+    `</saml:SubjectConfirmation></saml:Subject>` +
+    `<saml:Conditions NotBefore="${iso(notBefore)}" NotOnOrAfter="${iso(notOnOrAfter)}"><saml:AudienceRestriction><saml:Audience>${esc(o.audience)}</saml:Audience></saml:AudienceRestriction></saml:Conditions>` +
+    `<saml:AuthnStatement AuthnInstant="${iso(now)}" SessionIndex="${assertionId}"><saml:AuthnContext><saml:AuthnContextClassRef>urn:oasis:names:tc:SAML:2.0:ac:classes:PasswordProtectedTransport</saml:AuthnContextClassRef></saml:AuthnContext></saml:AuthnStatement>` +
+    (attributes ? `<saml:AttributeStatement>${attributes}</saml:AttributeStatement>` : '') +
+    `</saml:Assertion>`
+  );
+}
+
+export function wrapResponse(entityId: string, o: ResponseOptions, inner: string, now: Date): string {
+  const inResponseTo = o.inResponseTo ? ` InResponseTo="${esc(o.inResponseTo)}"` : '';
+  return (
+    `<samlp:Response xmlns:samlp="urn:oasis:names:tc:SAML:2.0:protocol" xmlns:saml="urn:oasis:names:tc:SAML:2.0:assertion" ID="${samlId()}" Version="2.0" IssueInstant="${iso(now)}" Destination="${esc(o.destination ?? o.acsUrl)}"${inResponseTo}>` +
+    `<saml:Issuer>${esc(entityId)}</saml:Issuer>` +
+    `<samlp:Status><samlp:StatusCode Value="urn:oasis:names:tc:SAML:2.0:status:Success"/></samlp:Status>` +
+    inner +
+    `</samlp:Response>`
+  );
+}
+
+export async function startTestIdp(name = 'idp'): Promise<TestIdp> {
+  const { privateKey, certificate } = await selfSignedCertificate(`${name}.test`);
+  const other = await selfSignedCertificate(`attacker.test`);
+  const entityId = `https://${name}.example.net/saml`;
+  const ssoUrl = `https://${name}.example.net/sso`;
+  return {
+    entityId,
+    ssoUrl,
+    privateKey,
+    certificate,
+    metadata(options = {}) {
+      const key = options.noCertificate
+        ? ''
+        : `<md:KeyDescriptor use="signing"><ds:KeyInfo xmlns:ds="http://www.w3.org/2000/09/xmldsig#"><ds:X509Data><ds:X509Certificate>${b64(options.certificate ?? certificate)}</ds:X509Certificate></ds:X509Data></ds:KeyInfo></md:KeyDescriptor>`;
+      return (
+        `<?xml version="1.0"?><md:EntityDescriptor xmlns:md="urn:oasis:names:tc:SAML:2.0:metadata" entityID="${entityId}">` +
+        `<md:IDPSSODescriptor protocolSupportEnumeration="urn:oasis:names:tc:SAML:2.0:protocol">${key}` +
+        `<md:NameIDFormat>urn:oasis:names:tc:SAML:1.1:nameid-format:emailAddress</md:NameIDFormat>` +
+        `<md:SingleSignOnService Binding="urn:oasis:names:tc:SAML:2.0:bindings:HTTP-Redirect" Location="${ssoUrl}"/>` +
+        `<md:SingleSignOnService Binding="urn:oasis:names:tc:SAML:2.0:bindings:HTTP-POST" Location="${ssoUrl}"/>` +
+        `</md:IDPSSODescriptor></md:EntityDescriptor>`
+      );
+    },
+    response(o) {
+      const now = new Date();
+      const id = o.assertionId ?? samlId();
+      let assertion = assertionXml(entityId, o, id, now);
+      const sign = o.sign ?? 'assertion';
+      if (sign === 'assertion') assertion = signAssertion(assertion, id, privateKey, certificate);
+      if (sign === 'other') assertion = signAssertion(assertion, id, other.privateKey, other.certificate);
+      return Buffer.from(wrapResponse(entityId, o, assertion, now)).toString('base64');
+    },
+  };
+}
