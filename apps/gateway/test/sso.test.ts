@@ -14,7 +14,7 @@ import { parseIdpMetadata } from '../src/sso/metadata';
 import { spUrls } from '../src/sso/sp';
 import { VALID_KEY, type IdentityPort } from './support/fake-identity';
 import { FakeSsoIdentity } from './support/fake-sso-identity';
-import { assertionXml, samlId, selfSignedCertificate, signAssertion, startTestIdp, wrapResponse, type ResponseOptions, type TestIdp } from './support/saml-idp';
+import { assertionXml, encryptAssertion, samlId, selfSignedCertificate, signAssertion, startTestIdp, wrapResponse, type ResponseOptions, type TestIdp } from './support/saml-idp';
 
 const BASE = 'https://sp.example.com';
 let url: string;
@@ -186,6 +186,19 @@ describe('SP endpoints', () => {
     expect(Date.parse(sent.assertionExpiresAt!)).toBeGreaterThan(Date.now());
     // The request id was used up.
     expect(fake.requests.has(requestId)).toBe(false);
+  });
+
+  it('decrypts an encrypted assertion with the SP key, and still requires its signature inside', async () => {
+    const c = await connection({ allowIdpInitiated: true });
+    const o = base(c, 'enc@acme.example.com');
+    const now = new Date();
+    const id = samlId();
+    const signed = signAssertion(assertionXml(idp.entityId, o, id, now), id, idp.privateKey, idp.certificate);
+    const out = await postAcs(c.id, Buffer.from(wrapResponse(idp.entityId, o, await encryptAssertion(signed, sp.certificate), now)).toString('base64'));
+    expect(out.status).toBe(200);
+    expect(fake.logins.at(-1)).toMatchObject({ email: 'enc@acme.example.com', assertionId: id });
+    const unsigned = assertionXml(idp.entityId, o, samlId(), now);
+    await expectRefused(c.id, Buffer.from(wrapResponse(idp.entityId, o, await encryptAssertion(unsigned, sp.certificate), now)).toString('base64'), /Invalid signature/);
   });
 
   it('reads the email and name from mapped attributes', async () => {

@@ -1,6 +1,7 @@
-import { randomBytes } from 'node:crypto';
+import { createPublicKey, randomBytes } from 'node:crypto';
 import { generate } from 'selfsigned';
 import { SignedXml } from 'xml-crypto';
+import { encrypt } from 'xml-encryption';
 
 /**
  * A SAML 2.0 identity provider for tests: its own RSA key and self-signed certificate made at test time, its
@@ -60,6 +61,18 @@ export function signAssertion(xml: string, assertionId: string, privateKey: stri
     location: { reference: `//*[local-name(.)='Assertion' and @ID='${assertionId}']/*[local-name(.)='Issuer']`, action: 'after' },
   });
   return sig.getSignedXml();
+}
+
+/** An assertion encrypted for the SP (AES-256-GCM content key wrapped with RSA-OAEP under the SP certificate). */
+export function encryptAssertion(assertion: string, spCertificate: string): Promise<string> {
+  const rsaPub = createPublicKey(spCertificate).export({ type: 'spki', format: 'pem' });
+  return new Promise((resolve, reject) =>
+    encrypt(
+      assertion,
+      { rsa_pub: rsaPub, pem: spCertificate, encryptionAlgorithm: 'http://www.w3.org/2009/xmlenc11#aes256-gcm', keyEncryptionAlgorithm: 'http://www.w3.org/2001/04/xmlenc#rsa-oaep-mgf1p' },
+      (err, result) => (err ? reject(err) : resolve(`<saml:EncryptedAssertion>${result}</saml:EncryptedAssertion>`)),
+    ),
+  );
 }
 
 export function assertionXml(entityId: string, o: ResponseOptions, assertionId: string, now: Date): string {
