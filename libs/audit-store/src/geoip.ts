@@ -55,7 +55,18 @@ export class GeoIp {
     return new GeoIp(v4, v6);
   }
 
+  /** Recent answers by ip (addresses repeat: the same clients, the same offices). */
+  private readonly cache = new Map<string, Location | undefined>();
+
   lookup(ip: string): Location | undefined {
+    if (this.cache.has(ip)) return this.cache.get(ip);
+    const found = this.find(ip);
+    if (this.cache.size >= 10_000) this.cache.delete(this.cache.keys().next().value!);
+    this.cache.set(ip, found);
+    return found;
+  }
+
+  private find(ip: string): Location | undefined {
     const addr = normalise(ip.trim());
     if (!addr || special.check(addr.ip, addr.family)) return undefined;
     const hit = (addr.family === 'ipv4' ? this.v4 : this.v6).get(addr.ip) as DbipCity | null;

@@ -106,10 +106,11 @@ class PostgresBus implements EventBus {
       );
       const first = BigInt(rows[0]!.last) - BigInt(records.length);
       await client.query(
+        // One JSON parameter (serialised natively) rather than three text arrays (escaped element by element).
         `INSERT INTO bus_records (topic, seq, id, key, value)
-         SELECT $1, $2::bigint + t.ord, t.id, t.key, t.value
-         FROM unnest($3::text[], $4::text[], $5::text[]) WITH ORDINALITY AS t(id, key, value, ord)`,
-        [topic, first.toString(), records.map((r) => r.id), records.map((r) => r.key), records.map((r) => r.value)],
+         SELECT $1, $2::bigint + t.ord, t.r->>'id', t.r->>'key', t.r->>'value'
+         FROM json_array_elements($3::json) WITH ORDINALITY AS t(r, ord)`,
+        [topic, first.toString(), JSON.stringify(records.map(({ id, key, value }) => ({ id, key, value })))],
       );
       await client.query('SELECT pg_notify($1, $2)', [CHANNEL, topic]);
       await client.query('COMMIT');
