@@ -51,7 +51,8 @@ export const MIGRATIONS: ChMigration[] = [
       )
       ENGINE = ReplacingMergeTree
       PARTITION BY toYYYYMM(timestamp)
-      ORDER BY (environment, timestamp, id)`,
+      ORDER BY (environment, timestamp, id)
+      SETTINGS index_granularity = 1024`,
     ],
   },
 ];
