@@ -6,25 +6,19 @@
  */
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { existsSync, mkdirSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import { createHash, randomBytes } from 'node:crypto';
 import path from 'node:path';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
+import { browserSuite, launchChromium } from './chromium';
 import { json, PASSWORD, postForm, registerClient, startOAuthStack, userWithPassword, type OAuthStack } from './oauth-support';
 
 jest.setTimeout(180_000);
 
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const OUT = path.resolve(__dirname, '..', 'test-output', 'oauth');
 const KEY = 'svc_sk_' + 'oauthBrowserTest'.repeat(3);
 
-const haveChromium = existsSync(CHROMIUM);
-if (!haveChromium && process.env.CI === 'true') {
-  throw new Error(`chromium is missing at ${CHROMIUM}: .ci/run installs it (apt-get install chromium)`);
-}
-// Loud on purpose: this suite is the only check of the pages in a browser.
-if (!haveChromium) process.stderr.write(`SKIPPED "login and consent pages in chromium": no chromium at ${CHROMIUM} (apt-get install -y chromium, or set CHROMIUM_PATH)\n`);
-const suite = haveChromium ? describe : describe.skip; // skip reason: chromium is not installed outside CI (CI=true throws instead)
+const suite = browserSuite('login and consent pages in chromium');
 
 let s: OAuthStack;
 let browser: Browser;
@@ -52,12 +46,7 @@ suite('login and consent pages in chromium', () => {
       redirectUris: [`${callbackBase}/callback`],
       scopes: ['openid', 'email', 'profile', 'read:users'],
     });
-    const root = process.getuid?.() === 0;
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      headless: true,
-      args: [...(root ? ['--no-sandbox'] : []), '--disable-background-networking', '--disable-component-update', '--no-first-run'],
-    });
+    browser = await launchChromium();
   });
 
   afterAll(async () => {

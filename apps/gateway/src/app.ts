@@ -185,6 +185,7 @@ export function createApp(deps: GatewayDeps): express.Express {
         logger: deps.logger,
         jwt: deps.jwt,
         authCache: deps.authCache,
+        sso: deps.sso?.keys !== undefined,
       }),
     );
   }

@@ -162,7 +162,7 @@ describe('SP endpoints', () => {
     const { location, requestId } = await login(c.id, 'back-to-app');
     expect(`${location.origin}${location.pathname}`).toBe(idp.ssoUrl);
     expect(location.searchParams.get('RelayState')).toBe('back-to-app');
-    expect(fake.requests.get(requestId)).toBe(c.id);
+    expect(fake.requests.get(requestId)).toEqual({ connectionId: c.id, returnTo: '' });
     // HTTP-Redirect binding signature: over SAMLRequest, RelayState and SigAlg as they appear in the query.
     const raw = location.search.slice(1).split('&');
     const pick = (k: string) => raw.find((p) => p.startsWith(`${k}=`))!;

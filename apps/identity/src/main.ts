@@ -24,7 +24,7 @@ import { authorize } from './rpc/oauth-authorize';
 import { token } from './rpc/oauth-token';
 import { introspectToken } from './rpc/oauth-introspect';
 import { authenticateOAuthClient, revokeToken } from './rpc/oauth-revoke';
-import { createSsoConnection, deleteSsoConnection, getSsoConnection, listSsoConnections, updateSsoConnection } from './rpc/sso-connections';
+import { createSsoConnection, deleteSsoConnection, findSsoConnection, getSsoConnection, listSsoConnections, updateSsoConnection } from './rpc/sso-connections';
 import { completeSamlLogin, reportSamlLoginFailure, saveSamlRequest, takeSamlRequest } from './rpc/saml-login';
 
 void runProcess('identity', () => loadIdentityConfig(), async ({ config, logger, metrics }) => {
@@ -93,6 +93,7 @@ void runProcess('identity', () => loadIdentityConfig(), async ({ config, logger,
           getSsoConnection: getSsoConnection(ctx),
           updateSsoConnection: updateSsoConnection(ctx),
           deleteSsoConnection: deleteSsoConnection(ctx),
+          findSsoConnection: findSsoConnection(ctx),
           saveSamlRequest: saveSamlRequest(ctx),
           takeSamlRequest: takeSamlRequest(ctx),
           completeSamlLogin: completeSamlLogin(ctx),

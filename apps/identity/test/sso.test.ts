@@ -6,7 +6,7 @@ import type { IdentityContext } from '../src/context';
 import { createUser } from '../src/rpc/create-user';
 import { completeSamlLogin, reportSamlLoginFailure, saveSamlRequest, takeSamlRequest } from '../src/rpc/saml-login';
 import { verifySession } from '../src/rpc/sessions';
-import { createSsoConnection, deleteSsoConnection, getSsoConnection, listSsoConnections, updateSsoConnection } from '../src/rpc/sso-connections';
+import { createSsoConnection, deleteSsoConnection, findSsoConnection, getSsoConnection, listSsoConnections, updateSsoConnection } from '../src/rpc/sso-connections';
 import { closeIdentityTestDb, identityTestDb, type IdentityTestDb } from './support/db';
 
 const config = { SERVER_SECRET: 'q'.repeat(40) } as IdentityConfig;
@@ -90,6 +90,13 @@ describe('SSO connections', () => {
     await rejects(createSsoConnection(ctx)({ environment: 'live', fields: fields({ name: '  ' }) }, call()), 'invalid_request', 'name');
   });
 
+  it('finds the connection of an email domain in the environment', async () => {
+    const c = await createSsoConnection(ctx)({ environment: 'live', fields: fields({ domains: ['found.example.com', 'also.example.com'] }) }, call());
+    expect((await findSsoConnection(ctx)({ environment: 'live', domain: 'ALSO.example.com' })).id).toBe(c.id);
+    await rejects(findSsoConnection(ctx)({ environment: 'test', domain: 'found.example.com' }), 'not_found');
+    await rejects(findSsoConnection(ctx)({ environment: 'live', domain: 'example.com' }), 'not_found');
+  });
+
   it('refuses a domain that another connection of the environment already has (409 naming domains)', async () => {
     const a = await createSsoConnection(ctx)({ environment: 'live', fields: fields({ domains: ['shared.example.com'] }) }, call());
     await rejects(createSsoConnection(ctx)({ environment: 'live', fields: fields({ domains: ['shared.example.com'] }) }, call()), 'conflict', 'domains');
@@ -156,10 +163,11 @@ describe('SAML logins (identity side)', () => {
 
   it('remembers AuthnRequest ids once, and records refused responses', async () => {
     const c = await createSsoConnection(ctx)({ environment: 'live', fields: fields() }, call());
-    await saveSamlRequest(ctx)({ connectionId: c.id, requestId: '_req1', ttlSeconds: 300 });
-    expect(await takeSamlRequest(ctx)({ requestId: '_req1' })).toEqual({ found: true, connectionId: c.id });
-    expect(await takeSamlRequest(ctx)({ requestId: '_req1' })).toEqual({ found: false, connectionId: '' });
-    await rejects(saveSamlRequest(ctx)({ connectionId: c.id, requestId: '_req2', ttlSeconds: 0 }), 'invalid_request', 'ttlSeconds');
+    await saveSamlRequest(ctx)({ connectionId: c.id, requestId: '_req1', ttlSeconds: 300, returnTo: 'client_id=cli_x&state=s' });
+    expect(await takeSamlRequest(ctx)({ requestId: '_req1' })).toEqual({ found: true, connectionId: c.id, returnTo: 'client_id=cli_x&state=s' });
+    expect(await takeSamlRequest(ctx)({ requestId: '_req1' })).toEqual({ found: false, connectionId: '', returnTo: '' });
+    await rejects(saveSamlRequest(ctx)({ connectionId: c.id, requestId: '_req2', ttlSeconds: 0, returnTo: '' }), 'invalid_request', 'ttlSeconds');
+    await rejects(saveSamlRequest(ctx)({ connectionId: c.id, requestId: '_req3', ttlSeconds: 60, returnTo: 'x'.repeat(4097) }), 'invalid_request', 'returnTo');
 
     await reportSamlLoginFailure(ctx)({ connectionId: c.id, reason: 'invalid_signature', email: 'not an email', ip: '203.0.113.9', userAgent: 'jest' }, call());
     const failure = (await events('user.login')).at(-1);

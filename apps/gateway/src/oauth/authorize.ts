@@ -12,7 +12,7 @@ import {
   SESSION_COOKIE,
   setCookie,
 } from './http';
-import { consentPage, errorPage, loginPage, sendPage } from './pages';
+import { consentPage, continuePage, errorPage, loginPage, sendPage } from './pages';
 import { callOptions, type OAuthDeps } from './deps';
 
 /** The login session at the authorization server lasts as long as a session from POST /v1/auth/login. */
@@ -36,7 +36,7 @@ function respond(req: Request, res: Response, deps: OAuthDeps, p: Params, d: ide
       setCookie(res, CSRF_COOKIE, csrf, { secure, sameSite: 'Strict' });
       const page =
         d.outcome === 'login'
-          ? loginPage({ clientName: d.clientName, params: carried(p), csrf, error: extra.error, email: extra.email })
+          ? loginPage({ clientName: d.clientName, params: carried(p), csrf, error: extra.error, email: extra.email, sso: deps.sso })
           : consentPage({ clientName: d.clientName, params: carried(p), csrf, scopes: d.scopes, userEmail: d.userEmail });
       sendPage(res, extra.status ?? 200, page, d.redirectUri);
       return;
@@ -51,6 +51,29 @@ const ask = (deps: OAuthDeps, req: Request, p: Params, over: Partial<identity.Au
     { ...authorizationRequest(p), sessionToken: readCookie(req, SESSION_COOKIE) ?? '', freshLogin: false, consent: '', ...over },
     callOptions(deps, req),
   );
+
+/**
+ * "Sign in with SSO": the email's domain names the SAML connection of the client's environment; the browser
+ * goes to its SP-initiated login, which keeps this authorization request and resumes it after the ACS.
+ */
+async function startSso(deps: OAuthDeps, req: Request, res: Response, p: Params): Promise<void> {
+  const before = await ask(deps, req, p, { sessionToken: '' });
+  if (before.outcome !== 'login' && before.outcome !== 'consent') return respond(req, res, deps, p, before);
+  const email = p.get('email').slice(0, 320);
+  const domain = email.includes('@') ? email.slice(email.lastIndexOf('@') + 1).toLowerCase() : '';
+  if (!domain) return respond(req, res, deps, p, before, { error: 'Enter your work email to sign in with SSO', email, status: 400 });
+  let connectionId: string;
+  try {
+    connectionId = (await deps.clients.identity.findSsoConnection({ environment: before.environment, domain }, callOptions(deps, req))).id;
+  } catch (err) {
+    const e = fromGrpcError(err);
+    if (e.code === 'not_found') return respond(req, res, deps, p, before, { error: 'Single sign-on is not set up for this email domain', email, status: 400 });
+    throw e;
+  }
+  const query = new URLSearchParams(Object.entries(carried(p)).filter(([, v]) => v !== '')).toString();
+  const url = `${deps.issuer.replace(/\/+$/, '')}/v1/sso/saml/${connectionId}/login?oauth=${encodeURIComponent(query)}`;
+  sendPage(res, 200, continuePage(url, 'Signing in with your organisation'));
+}
 
 /** GET /oauth/authorize: the login page, the consent page, or straight back to the client. */
 export function authorizeGet(deps: OAuthDeps) {
@@ -79,6 +102,7 @@ export function authorizePost(deps: OAuthDeps) {
         respond(req, res, deps, p, await ask(deps, req, p, { consent }));
         return;
       }
+      if (action === 'sso' && deps.sso) return await startSso(deps, req, res, p);
       if (action !== 'login') {
         sendPage(res, 400, errorPage('invalid_request', 'action: must be login or consent'));
         return;

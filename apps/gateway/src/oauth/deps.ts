@@ -14,6 +14,8 @@ export interface OAuthDeps {
   /** With both, introspection of access tokens is answered at the gateway (see introspect.ts). */
   jwt?: JwtVerifier;
   authCache?: AuthCache;
+  /** SAML single sign-on is served: the login page offers "Sign in with SSO". */
+  sso?: boolean;
 }
 
 /** gRPC call options: request id, deadline, and where the request came from (for events and throttling). */

@@ -38,7 +38,7 @@ code { word-break: break-all; }
 @media (prefers-color-scheme: dark) { body { background: #111827; color: #f9fafb; } main { background: #1f2937; } .muted { color: #9ca3af; } }
 `;
 
-function layout(title: string, body: string): string {
+function layout(title: string, body: string, head = ''): string {
   return `<!doctype html>
 <html lang="en">
 <head>
@@ -47,7 +47,7 @@ function layout(title: string, body: string): string {
 <meta name="referrer" content="no-referrer">
 <title>${escapeHtml(title)}</title>
 <link rel="stylesheet" href="/oauth/assets/style.css">
-</head>
+${head}</head>
 <body>
 <main>
 ${body}
@@ -70,7 +70,7 @@ export interface FormPage {
   csrf: string;
 }
 
-export function loginPage(p: FormPage & { error?: string; email?: string }): string {
+export function loginPage(p: FormPage & { error?: string; email?: string; sso?: boolean }): string {
   return layout(
     `Sign in to ${p.clientName}`,
     `<h1>Sign in to continue to ${escapeHtml(p.clientName)}</h1>
@@ -82,8 +82,27 @@ ${hidden({ ...p.params, csrf_token: p.csrf, action: 'login' })}
 <label for="password">Password</label>
 <input id="password" name="password" type="password" autocomplete="current-password" required maxlength="256">
 <button type="submit">Sign in</button>
-</form>`,
+</form>${p.sso ? ssoForm(p) : ''}`,
   );
+}
+
+/** "Sign in with SSO": the work email's domain picks the SAML connection (see sso/ in the gateway). */
+function ssoForm(p: FormPage & { email?: string }): string {
+  return `
+<form method="post" action="/oauth/authorize" class="sso">
+${hidden({ ...p.params, csrf_token: p.csrf, action: 'sso' })}
+<label for="sso-email">Work email (single sign-on)</label>
+<input id="sso-email" name="email" type="email" autocomplete="username" required maxlength="320" value="${escapeHtml(p.email ?? '')}">
+<button type="submit" class="secondary">Sign in with SSO</button>
+</form>`;
+}
+
+/**
+ * On to the identity provider. A meta refresh rather than a redirect: the form's CSP (form-action) cannot
+ * name the IdP's origin before the email is known, and a navigation that is not a form's is not bound by it.
+ */
+export function continuePage(url: string, label: string): string {
+  return layout(label, `<h1>${escapeHtml(label)}</h1>\n<p><a href="${escapeHtml(url)}">Continue</a></p>`, `<meta http-equiv="refresh" content="0;url=${escapeHtml(url)}">\n`);
 }
 
 export function consentPage(p: FormPage & { scopes: string[]; userEmail: string }): string {

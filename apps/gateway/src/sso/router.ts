@@ -2,6 +2,7 @@ import express, { type NextFunction, type Request, type Response } from 'express
 import { AppError, isId, type Logger } from '@secsvc/shared';
 import type { identity } from '@secsvc/proto';
 import type { ServiceClients } from '../context';
+import { SESSION_COOKIE, setCookie } from '../oauth/http';
 import { assertionFacts, checkDestination, decodeResponse, firstString, SamlRefusal } from './assertion';
 import { requestIdCache, samlFor, spMetadataXml, spUrls, type RequestIdStore, type SpKeys, type SpSettings } from './sp';
 
@@ -13,6 +14,10 @@ export interface SsoDeps extends SpSettings {
 
 /** RelayState is at most 80 bytes (SAML bindings 3.4.3). */
 const RELAY_STATE_MAX = 80;
+/** The OAuth authorization request a login from the OAuth login page continues with (its query string). */
+const OAUTH_QUERY_MAX = 4096;
+/** The OAuth login session lasts as long as one from the password form. */
+const OAUTH_SESSION_SECONDS = 24 * 3600;
 
 function callOptions(deps: SsoDeps, req: Request) {
   return {
@@ -35,12 +40,12 @@ async function connectionOf(deps: SsoDeps, req: Request): Promise<identity.SsoCo
 
 function store(deps: SsoDeps, req: Request): RequestIdStore {
   return {
-    save: async (connectionId, requestId, ttlSeconds) => {
-      await deps.clients.identity.saveSamlRequest({ connectionId, requestId, ttlSeconds }, callOptions(deps, req));
+    save: async (connectionId, requestId, ttlSeconds, returnTo) => {
+      await deps.clients.identity.saveSamlRequest({ connectionId, requestId, ttlSeconds, returnTo }, callOptions(deps, req));
     },
     take: async (requestId) => {
       const r = await deps.clients.identity.takeSamlRequest({ requestId }, callOptions(deps, req));
-      return r.found ? r.connectionId : undefined;
+      return r.found ? { connectionId: r.connectionId, returnTo: r.returnTo } : undefined;
     },
   };
 }
@@ -72,8 +77,11 @@ export function ssoRouter(deps: SsoDeps): express.Router {
       if (typeof relayState !== 'string' || Buffer.byteLength(relayState) > RELAY_STATE_MAX) {
         throw AppError.field('relayState', `must be one string of at most ${RELAY_STATE_MAX} bytes`);
       }
+      // From the OAuth login page: the authorization request to continue with after the ACS.
+      const oauth = req.query.oauth ?? '';
+      if (typeof oauth !== 'string' || oauth.length > OAUTH_QUERY_MAX) throw AppError.field('oauth', `must be one string of at most ${OAUTH_QUERY_MAX} characters`);
       const connection = await connectionOf(deps, req);
-      const saml = samlFor(connection, { ...deps, keys }, requestIdCache(store(deps, req), connection.id, deps.requestTtlSeconds));
+      const saml = samlFor(connection, { ...deps, keys }, requestIdCache(store(deps, req), connection.id, deps.requestTtlSeconds, oauth));
       res.setHeader('Cache-Control', 'no-store');
       res.redirect(302, await saml.getAuthorizeUrlAsync(relayState, undefined, {}));
     }),
@@ -102,9 +110,10 @@ export function ssoRouter(deps: SsoDeps): express.Router {
       let name: string;
       let nameId: string;
       let facts;
+      const cache = requestIdCache(store(deps, req), connection.id, deps.requestTtlSeconds);
       try {
         checkDestination(decodeResponse(body.SAMLResponse), acsUrl);
-        const saml = samlFor(connection, { ...deps, keys }, requestIdCache(store(deps, req), connection.id, deps.requestTtlSeconds));
+        const saml = samlFor(connection, { ...deps, keys }, cache);
         const { profile } = await saml.validatePostResponseAsync({ SAMLResponse: body.SAMLResponse });
         if (!profile) throw new SamlRefusal('no_assertion');
         facts = assertionFacts(profile.getAssertionXml!(), { acsUrl, issuer: connection.idpEntityId }, deps.clockSkewMs);
@@ -134,6 +143,14 @@ export function ssoRouter(deps: SsoDeps): express.Router {
         call,
       );
       res.setHeader('Cache-Control', 'no-store');
+      const returnTo = cache.returnTo();
+      if (returnTo) {
+        // Started on the OAuth login page: signed in there now, the authorization request goes on (consent
+        // page or straight back to the client). The path is fixed; identity checks the request again.
+        setCookie(res, SESSION_COOKIE, out.session!.token, { secure: deps.baseUrl.startsWith('https:'), sameSite: 'Lax', maxAgeSeconds: OAUTH_SESSION_SECONDS });
+        res.redirect(303, `${deps.baseUrl.replace(/\/+$/, '')}/oauth/authorize?${returnTo}`);
+        return;
+      }
       res.status(200).json({
         data: {
           token: out.session!.token,

@@ -24,25 +24,33 @@ export function spUrls(baseUrl: string, connectionId: string) {
 
 /** The AuthnRequest ids of SP-initiated logins, kept by identity (in Postgres) so every gateway replica knows them. */
 export interface RequestIdStore {
-  save(connectionId: string, requestId: string, ttlSeconds: number): Promise<void>;
-  /** The request's connection, once (later calls: undefined). */
-  take(requestId: string): Promise<string | undefined>;
+  save(connectionId: string, requestId: string, ttlSeconds: number, returnTo: string): Promise<void>;
+  /** The request's connection and where the login continues, once (later calls: undefined). */
+  take(requestId: string): Promise<{ connectionId: string; returnTo: string } | undefined>;
 }
 
 /**
  * node-saml's cache of request ids for one connection and one request: saves go to the store; the first look-up
  * of an id takes it from the store (single use) and later look-ups in the same validation see the same answer.
- * An id issued for another connection is unknown here.
+ * An id issued for another connection is unknown here. `returnTo` is saved with a new request; `returnTo()`
+ * tells the one of the request a response answered.
  */
-export function requestIdCache(store: RequestIdStore, connectionId: string, ttlSeconds: number): CacheProvider {
+export function requestIdCache(store: RequestIdStore, connectionId: string, ttlSeconds: number, returnTo = ''): CacheProvider & { returnTo(): string } {
   const seen = new Map<string, string | null>();
+  let taken = '';
   return {
+    returnTo: () => taken,
     async saveAsync(key, value) {
-      await store.save(connectionId, key, ttlSeconds);
+      await store.save(connectionId, key, ttlSeconds, returnTo);
       return { value, createdAt: Date.now() };
     },
     async getAsync(key) {
-      if (!seen.has(key)) seen.set(key, (await store.take(key)) === connectionId ? new Date().toISOString() : null);
+      if (!seen.has(key)) {
+        const request = await store.take(key);
+        const ours = request?.connectionId === connectionId;
+        if (ours) taken = request.returnTo;
+        seen.set(key, ours ? new Date().toISOString() : null);
+      }
       return seen.get(key)!;
     },
     // Taking already removed it.

@@ -8,7 +8,7 @@ import { PRINCIPAL, VALID_KEY } from './fake-identity';
  */
 export class FakeSsoIdentity {
   readonly connections = new Map<string, identity.SsoConnection>();
-  readonly requests = new Map<string, string>();
+  readonly requests = new Map<string, { connectionId: string; returnTo: string }>();
   readonly assertions = new Set<string>();
   readonly logins: identity.CompleteSamlLoginRequest[] = [];
   readonly failures: identity.ReportSamlLoginFailureRequest[] = [];
@@ -28,6 +28,12 @@ export class FakeSsoIdentity {
   async getSsoConnection(req: identity.GetSsoConnectionRequest): Promise<identity.SsoConnection> {
     const c = this.connections.get(req.id);
     if (!c || (!req.anyEnvironment && c.environment !== req.environment)) throw AppError.notFound('SSO connection');
+    return c;
+  }
+
+  async findSsoConnection(req: identity.FindSsoConnectionRequest): Promise<identity.SsoConnection> {
+    const c = [...this.connections.values()].find((x) => x.environment === req.environment && x.domains.includes(req.domain));
+    if (!c) throw AppError.notFound('SSO connection');
     return c;
   }
 
@@ -56,14 +62,14 @@ export class FakeSsoIdentity {
   }
 
   async saveSamlRequest(req: identity.SaveSamlRequestRequest): Promise<identity.SaveSamlRequestResponse> {
-    this.requests.set(req.requestId, req.connectionId);
+    this.requests.set(req.requestId, { connectionId: req.connectionId, returnTo: req.returnTo });
     return {};
   }
 
   async takeSamlRequest(req: identity.TakeSamlRequestRequest): Promise<identity.TakeSamlRequestResponse> {
-    const connectionId = this.requests.get(req.requestId);
+    const taken = this.requests.get(req.requestId);
     this.requests.delete(req.requestId);
-    return { found: connectionId !== undefined, connectionId: connectionId ?? '' };
+    return { found: taken !== undefined, connectionId: taken?.connectionId ?? '', returnTo: taken?.returnTo ?? '' };
   }
 
   async completeSamlLogin(req: identity.CompleteSamlLoginRequest): Promise<identity.CompleteSamlLoginResponse> {

@@ -107,11 +107,10 @@ export function wrapResponse(entityId: string, o: ResponseOptions, inner: string
   );
 }
 
-export async function startTestIdp(name = 'idp'): Promise<TestIdp> {
+export async function startTestIdp(name = 'idp', ssoUrl = `https://${name}.example.net/sso`): Promise<TestIdp> {
   const { privateKey, certificate } = await selfSignedCertificate(`${name}.test`);
   const other = await selfSignedCertificate(`attacker.test`);
   const entityId = `https://${name}.example.net/saml`;
-  const ssoUrl = `https://${name}.example.net/sso`;
   return {
     entityId,
     ssoUrl,

@@ -55,6 +55,14 @@ export const ssoConnectionsRepository = {
     return rows[0];
   },
 
+  async findByDomain(db: Db, environment: string, domain: string): Promise<SsoConnectionRow | undefined> {
+    const { rows } = await db.query<SsoConnectionRow>(`SELECT ${COLUMNS} FROM sso_connections WHERE environment = $1 AND domains @> ARRAY[$2::text]`, [
+      environment,
+      domain,
+    ]);
+    return rows[0];
+  },
+
   async list(db: Db, environment: string, limit: number, after: string | undefined): Promise<SsoConnectionRow[]> {
     const { rows } = await db.query<SsoConnectionRow>(
       `SELECT ${COLUMNS} FROM sso_connections WHERE environment = $1 AND ($2::text IS NULL OR id < $2) ORDER BY id DESC LIMIT $3`,
@@ -113,22 +121,22 @@ export const ssoConnectionsRepository = {
 };
 
 export const samlIdsRepository = {
-  async saveRequest(db: Db, connectionId: string, requestId: string, ttlSeconds: number): Promise<void> {
+  async saveRequest(db: Db, connectionId: string, requestId: string, ttlSeconds: number, returnTo: string): Promise<void> {
     await db.query(`DELETE FROM saml_requests WHERE expires_at < now()`);
     await db.query(
-      `INSERT INTO saml_requests (id, connection_id, expires_at) VALUES ($1, $2, now() + make_interval(secs => $3))
+      `INSERT INTO saml_requests (id, connection_id, expires_at, return_to) VALUES ($1, $2, now() + make_interval(secs => $3), $4)
        ON CONFLICT (id) DO NOTHING`,
-      [requestId, connectionId, ttlSeconds],
+      [requestId, connectionId, ttlSeconds, returnTo],
     );
   },
 
-  /** The request's connection, once: the row is deleted by the same statement. */
-  async takeRequest(db: Db, requestId: string): Promise<string | undefined> {
-    const { rows } = await db.query<{ connection_id: string; live: boolean }>(
-      `DELETE FROM saml_requests WHERE id = $1 RETURNING connection_id, expires_at >= now() AS live`,
+  /** The request's connection and where the login continues, once: the row is deleted by the same statement. */
+  async takeRequest(db: Db, requestId: string): Promise<{ connectionId: string; returnTo: string } | undefined> {
+    const { rows } = await db.query<{ connection_id: string; return_to: string; live: boolean }>(
+      `DELETE FROM saml_requests WHERE id = $1 RETURNING connection_id, return_to, expires_at >= now() AS live`,
       [requestId],
     );
-    return rows[0]?.live ? rows[0].connection_id : undefined;
+    return rows[0]?.live ? { connectionId: rows[0].connection_id, returnTo: rows[0].return_to } : undefined;
   },
 
   /** Remembers an assertion id until `expiresAt`; false when it was already used (a replay). */

@@ -12,6 +12,7 @@ import { openSession, toSessionMessage } from './sessions';
 
 const DEFAULT_SESSION_SECONDS = 24 * 3600;
 const MAX_REQUEST_TTL_SECONDS = 3600;
+const RETURN_TO_MAX = 4096;
 
 async function connectionOf(ctx: IdentityContext, id: string): Promise<SsoConnectionRow> {
   const row = await ssoConnectionsRepository.get(ctx.pool, null, id);
@@ -42,16 +43,17 @@ export const saveSamlRequest =
   async (req: identity.SaveSamlRequestRequest): Promise<identity.SaveSamlRequestResponse> => {
     if (!req.requestId || req.requestId.length > 256) throw AppError.field('requestId', 'must be 1 to 256 characters');
     if (req.ttlSeconds < 1 || req.ttlSeconds > MAX_REQUEST_TTL_SECONDS) throw AppError.field('ttlSeconds', `must be from 1 to ${MAX_REQUEST_TTL_SECONDS}`);
+    if (req.returnTo.length > RETURN_TO_MAX) throw AppError.field('returnTo', `must be at most ${RETURN_TO_MAX} characters`);
     await connectionOf(ctx, req.connectionId);
-    await samlIdsRepository.saveRequest(ctx.pool, req.connectionId, req.requestId, req.ttlSeconds);
+    await samlIdsRepository.saveRequest(ctx.pool, req.connectionId, req.requestId, req.ttlSeconds, req.returnTo);
     return {};
   };
 
 export const takeSamlRequest =
   (ctx: IdentityContext) =>
   async (req: identity.TakeSamlRequestRequest): Promise<identity.TakeSamlRequestResponse> => {
-    const connectionId = await samlIdsRepository.takeRequest(ctx.pool, req.requestId);
-    return { found: connectionId !== undefined, connectionId: connectionId ?? '' };
+    const taken = await samlIdsRepository.takeRequest(ctx.pool, req.requestId);
+    return { found: taken !== undefined, connectionId: taken?.connectionId ?? '', returnTo: taken?.returnTo ?? '' };
   };
 
 export const reportSamlLoginFailure =

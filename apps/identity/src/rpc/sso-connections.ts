@@ -79,6 +79,14 @@ export const getSsoConnection =
     return toConnectionMessage(row);
   };
 
+export const findSsoConnection =
+  (ctx: IdentityContext) =>
+  async (req: identity.FindSsoConnectionRequest): Promise<identity.SsoConnection> => {
+    const row = await ssoConnectionsRepository.findByDomain(ctx.pool, environmentOf(req.environment), req.domain.toLowerCase());
+    if (!row) throw AppError.notFound('SSO connection');
+    return toConnectionMessage(row);
+  };
+
 export const updateSsoConnection =
   (ctx: IdentityContext) =>
   async (req: identity.UpdateSsoConnectionRequest, call: CallContext): Promise<identity.SsoConnection> => {

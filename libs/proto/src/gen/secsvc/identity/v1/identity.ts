@@ -629,6 +629,14 @@ export interface SaveSamlRequestRequest {
   connectionId: string;
   requestId: string;
   ttlSeconds: number;
+  /** Where the login continues after the ACS (the OAuth authorization request's query), or empty. */
+  returnTo: string;
+}
+
+export interface FindSsoConnectionRequest {
+  environment: string;
+  /** Lower case email domain. */
+  domain: string;
 }
 
 export interface SaveSamlRequestResponse {
@@ -642,6 +650,7 @@ export interface TakeSamlRequestResponse {
   /** False when unknown, expired or already used. */
   found: boolean;
   connectionId: string;
+  returnTo: string;
 }
 
 export interface CompleteSamlLoginRequest {
@@ -10045,7 +10054,7 @@ export const DeleteSsoConnectionResponse: MessageFns<DeleteSsoConnectionResponse
 };
 
 function createBaseSaveSamlRequestRequest(): SaveSamlRequestRequest {
-  return { connectionId: "", requestId: "", ttlSeconds: 0 };
+  return { connectionId: "", requestId: "", ttlSeconds: 0, returnTo: "" };
 }
 
 export const SaveSamlRequestRequest: MessageFns<SaveSamlRequestRequest> = {
@@ -10058,6 +10067,9 @@ export const SaveSamlRequestRequest: MessageFns<SaveSamlRequestRequest> = {
     }
     if (message.ttlSeconds !== 0) {
       writer.uint32(24).int32(message.ttlSeconds);
+    }
+    if (message.returnTo !== "") {
+      writer.uint32(34).string(message.returnTo);
     }
     return writer;
   },
@@ -10099,6 +10111,14 @@ export const SaveSamlRequestRequest: MessageFns<SaveSamlRequestRequest> = {
             message.ttlSeconds = reader.int32();
             continue;
           }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.returnTo = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -10128,6 +10148,11 @@ export const SaveSamlRequestRequest: MessageFns<SaveSamlRequestRequest> = {
         : isSet(object.ttl_seconds)
         ? globalThis.Number(object.ttl_seconds)
         : 0,
+      returnTo: isSet(object.returnTo)
+        ? globalThis.String(object.returnTo)
+        : isSet(object.return_to)
+        ? globalThis.String(object.return_to)
+        : "",
     };
   },
 
@@ -10142,6 +10167,9 @@ export const SaveSamlRequestRequest: MessageFns<SaveSamlRequestRequest> = {
     if (message.ttlSeconds !== 0) {
       obj.ttlSeconds = Math.round(message.ttlSeconds);
     }
+    if (message.returnTo !== "") {
+      obj.returnTo = message.returnTo;
+    }
     return obj;
   },
 
@@ -10153,6 +10181,92 @@ export const SaveSamlRequestRequest: MessageFns<SaveSamlRequestRequest> = {
     message.connectionId = object.connectionId ?? "";
     message.requestId = object.requestId ?? "";
     message.ttlSeconds = object.ttlSeconds ?? 0;
+    message.returnTo = object.returnTo ?? "";
+    return message;
+  },
+};
+
+function createBaseFindSsoConnectionRequest(): FindSsoConnectionRequest {
+  return { environment: "", domain: "" };
+}
+
+export const FindSsoConnectionRequest: MessageFns<FindSsoConnectionRequest> = {
+  encode(message: FindSsoConnectionRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.environment !== "") {
+      writer.uint32(10).string(message.environment);
+    }
+    if (message.domain !== "") {
+      writer.uint32(18).string(message.domain);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): FindSsoConnectionRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseFindSsoConnectionRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.environment = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.domain = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): FindSsoConnectionRequest {
+    return {
+      environment: isSet(object.environment) ? globalThis.String(object.environment) : "",
+      domain: isSet(object.domain) ? globalThis.String(object.domain) : "",
+    };
+  },
+
+  toJSON(message: FindSsoConnectionRequest): unknown {
+    const obj: any = {};
+    if (message.environment !== "") {
+      obj.environment = message.environment;
+    }
+    if (message.domain !== "") {
+      obj.domain = message.domain;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<FindSsoConnectionRequest>, I>>(base?: I): FindSsoConnectionRequest {
+    return FindSsoConnectionRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<FindSsoConnectionRequest>, I>>(object: I): FindSsoConnectionRequest {
+    const message = createBaseFindSsoConnectionRequest();
+    message.environment = object.environment ?? "";
+    message.domain = object.domain ?? "";
     return message;
   },
 };
@@ -10283,7 +10397,7 @@ export const TakeSamlRequestRequest: MessageFns<TakeSamlRequestRequest> = {
 };
 
 function createBaseTakeSamlRequestResponse(): TakeSamlRequestResponse {
-  return { found: false, connectionId: "" };
+  return { found: false, connectionId: "", returnTo: "" };
 }
 
 export const TakeSamlRequestResponse: MessageFns<TakeSamlRequestResponse> = {
@@ -10293,6 +10407,9 @@ export const TakeSamlRequestResponse: MessageFns<TakeSamlRequestResponse> = {
     }
     if (message.connectionId !== "") {
       writer.uint32(18).string(message.connectionId);
+    }
+    if (message.returnTo !== "") {
+      writer.uint32(26).string(message.returnTo);
     }
     return writer;
   },
@@ -10326,6 +10443,14 @@ export const TakeSamlRequestResponse: MessageFns<TakeSamlRequestResponse> = {
             message.connectionId = reader.string();
             continue;
           }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.returnTo = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -10346,6 +10471,11 @@ export const TakeSamlRequestResponse: MessageFns<TakeSamlRequestResponse> = {
         : isSet(object.connection_id)
         ? globalThis.String(object.connection_id)
         : "",
+      returnTo: isSet(object.returnTo)
+        ? globalThis.String(object.returnTo)
+        : isSet(object.return_to)
+        ? globalThis.String(object.return_to)
+        : "",
     };
   },
 
@@ -10357,6 +10487,9 @@ export const TakeSamlRequestResponse: MessageFns<TakeSamlRequestResponse> = {
     if (message.connectionId !== "") {
       obj.connectionId = message.connectionId;
     }
+    if (message.returnTo !== "") {
+      obj.returnTo = message.returnTo;
+    }
     return obj;
   },
 
@@ -10367,6 +10500,7 @@ export const TakeSamlRequestResponse: MessageFns<TakeSamlRequestResponse> = {
     const message = createBaseTakeSamlRequestResponse();
     message.found = object.found ?? false;
     message.connectionId = object.connectionId ?? "";
+    message.returnTo = object.returnTo ?? "";
     return message;
   },
 };
@@ -11371,6 +11505,17 @@ export const IdentityServiceService = {
       Buffer.from(DeleteSsoConnectionResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): DeleteSsoConnectionResponse => DeleteSsoConnectionResponse.decode(value),
   },
+  /** The connection of the environment that owns an email domain (the OAuth login page routes by it). */
+  findSsoConnection: {
+    path: "/secsvc.identity.v1.IdentityService/FindSsoConnection" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: FindSsoConnectionRequest): Buffer =>
+      Buffer.from(FindSsoConnectionRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): FindSsoConnectionRequest => FindSsoConnectionRequest.decode(value),
+    responseSerialize: (value: SsoConnection): Buffer => Buffer.from(SsoConnection.encode(value).finish()),
+    responseDeserialize: (value: Buffer): SsoConnection => SsoConnection.decode(value),
+  },
   /** An AuthnRequest id sent to the IdP, remembered until it expires; TakeSamlRequest returns it once. */
   saveSamlRequest: {
     path: "/secsvc.identity.v1.IdentityService/SaveSamlRequest" as const,
@@ -11519,6 +11664,8 @@ export interface IdentityServiceServer extends UntypedServiceImplementation {
   getSsoConnection: handleUnaryCall<GetSsoConnectionRequest, SsoConnection>;
   updateSsoConnection: handleUnaryCall<UpdateSsoConnectionRequest, SsoConnection>;
   deleteSsoConnection: handleUnaryCall<DeleteSsoConnectionRequest, DeleteSsoConnectionResponse>;
+  /** The connection of the environment that owns an email domain (the OAuth login page routes by it). */
+  findSsoConnection: handleUnaryCall<FindSsoConnectionRequest, SsoConnection>;
   /** An AuthnRequest id sent to the IdP, remembered until it expires; TakeSamlRequest returns it once. */
   saveSamlRequest: handleUnaryCall<SaveSamlRequestRequest, SaveSamlRequestResponse>;
   takeSamlRequest: handleUnaryCall<TakeSamlRequestRequest, TakeSamlRequestResponse>;
@@ -12187,6 +12334,22 @@ export interface IdentityServiceClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: DeleteSsoConnectionResponse) => void,
+  ): ClientUnaryCall;
+  /** The connection of the environment that owns an email domain (the OAuth login page routes by it). */
+  findSsoConnection(
+    request: FindSsoConnectionRequest,
+    callback: (error: ServiceError | null, response: SsoConnection) => void,
+  ): ClientUnaryCall;
+  findSsoConnection(
+    request: FindSsoConnectionRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: SsoConnection) => void,
+  ): ClientUnaryCall;
+  findSsoConnection(
+    request: FindSsoConnectionRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: SsoConnection) => void,
   ): ClientUnaryCall;
   /** An AuthnRequest id sent to the IdP, remembered until it expires; TakeSamlRequest returns it once. */
   saveSamlRequest(
