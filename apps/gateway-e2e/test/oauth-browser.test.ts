@@ -11,7 +11,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import path from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { browserSuite, launchChromium } from './chromium';
-import { json, PASSWORD, postForm, registerClient, startOAuthStack, userWithPassword, type OAuthStack } from './oauth-support';
+import { exchangeCode, PASSWORD, registerClient, startOAuthStack, userWithPassword, type OAuthStack } from './oauth-support';
 
 jest.setTimeout(180_000);
 
@@ -116,16 +116,7 @@ suite('login and consent pages in chromium', () => {
     expect(back.searchParams.get('iss')).toBe(s.issuer);
     await page.screenshot({ path: path.join(OUT, '4-back-at-client.png'), fullPage: true });
 
-    const tokens = await json(
-      await postForm(`${s.issuer}/oauth/token`, {
-        grant_type: 'authorization_code',
-        code: back.searchParams.get('code')!,
-        redirect_uri: `${callbackBase}/callback`,
-        code_verifier: verifier,
-        client_id: client.clientId,
-        client_secret: client.clientSecret!,
-      }),
-    );
+    const tokens = await exchangeCode(s.issuer, { code: back.searchParams.get('code')!, redirectUri: `${callbackBase}/callback`, verifier, client });
     expect(tokens).toMatchObject({ token_type: 'Bearer', scope: 'openid email profile read:users' });
     expect(problems).toEqual([]);
 

@@ -91,3 +91,17 @@ export async function authorizeInteractively(authorizationUrl: URL, email: strin
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- JSON bodies of varying shapes, asserted field by field
 export type Json = any;
 export const json = (res: Response): Promise<Json> => res.json();
+
+/** The code a browser brought back to a confidential client, exchanged at the token endpoint (PKCE). */
+export async function exchangeCode(issuer: string, o: { code: string; redirectUri: string; verifier: string; client: { clientId: string; clientSecret?: string } }) {
+  return json(
+    await postForm(`${issuer}/oauth/token`, {
+      grant_type: 'authorization_code',
+      code: o.code,
+      redirect_uri: o.redirectUri,
+      code_verifier: o.verifier,
+      client_id: o.client.clientId,
+      client_secret: o.client.clientSecret!,
+    }),
+  );
+}

@@ -15,7 +15,7 @@ import { inflateRawSync } from 'node:zlib';
 import type { Browser } from 'playwright-core';
 import { browserSuite, launchChromium } from './chromium';
 import { selfSignedCertificate, startTestIdp, type TestIdp } from '../../gateway/test/support/saml-idp';
-import { json, postForm, registerClient, startOAuthStack, type OAuthStack } from './oauth-support';
+import { exchangeCode, registerClient, startOAuthStack, type OAuthStack } from './oauth-support';
 
 jest.setTimeout(180_000);
 
@@ -111,16 +111,7 @@ suite('Sign in with SSO in chromium', () => {
     const back = new URL(page.url());
     expect(back.searchParams.get('state')).toBe('sso-state');
 
-    const tokens = await json(
-      await postForm(`${s.issuer}/oauth/token`, {
-        grant_type: 'authorization_code',
-        code: back.searchParams.get('code')!,
-        redirect_uri: `${callbackBase}/callback`,
-        code_verifier: verifier,
-        client_id: client.clientId,
-        client_secret: client.clientSecret!,
-      }),
-    );
+    const tokens = await exchangeCode(s.issuer, { code: back.searchParams.get('code')!, redirectUri: `${callbackBase}/callback`, verifier, client });
     expect(tokens).toMatchObject({ token_type: 'Bearer' });
     const userinfo = await (await fetch(`${s.issuer}/oauth/userinfo`, { headers: { authorization: `Bearer ${tokens.access_token}` } })).json();
     expect(userinfo).toMatchObject({ email: 'lin@sso-corp.example.com', email_verified: true });
