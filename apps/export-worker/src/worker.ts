@@ -180,6 +180,8 @@ export class ExportWorker {
       await beating;
       const reason = abort.signal.aborted ? abort.signal.reason : err;
       if (reason instanceof LeaseLost) {
+        // The job is another worker's now: drop this attempt's file if it was finished before the news came.
+        await this.objects.delete(key).catch(() => undefined);
         this.jobsTotal?.inc({ outcome: 'lease_lost' });
         log.warn('export aborted: lease lost to another worker');
       } else if (this.stopped && abort.signal.aborted) {
