@@ -27,7 +27,7 @@ beforeAll(async () => {
           timestamp: new Date(Date.UTC(2026, 10, 1, 0, 0, 0) + Math.floor(i / 3)).toISOString(),
           actor: { id: `user_${i % 5}`, email: i % 5 === 0 ? 'alice@example.com' : `u${i % 5}@example.com`, type: 'user' },
           target: i % 2 ? { id: `ses_${i}`, type: 'session' } : undefined,
-          context: { ip: '81.2.69.142', userAgent: i === 7 ? 'line\nbreak, "quoted" =cmd' : 'jest' },
+          context: { ip: '81.2.69.142', userAgent: i === 7 ? 'line\nbreak, "quoted" =cmd' : i === 8 ? "tab\there back\\slash \0 nul \r cr \b\f \\N é😀 'q' \\t" : 'jest' },
           result: i % 4 ? 'success' : 'failure',
           traceId: `req_${i}`,
           metadataJson: JSON.stringify({ authMethod: 'password', mfaUsed: i % 2 === 0, n: i }),

@@ -9,7 +9,7 @@ const CHUNK_CHARS = 1024 * 1024;
 
 /**
  * The rows of an export for a worker (local profile, where this process owns the embedded ClickHouse): keyset
- * pages read one at a time and sent as they are (ClickHouse's JSONCompactEachRow text, cut at line ends into
+ * pages read one at a time and sent as they are (ClickHouse's TabSeparated text, cut at line ends into
  * messages of at most 1 MiB), each awaiting HTTP/2 flow control, so a slow worker holds this process to one
  * page in memory. A client that goes away ends the stream.
  */

@@ -146,7 +146,7 @@ export interface StreamLogsRequest {
 }
 
 /**
- * Whole rows as ClickHouse JSONCompactEachRow lines, columns in libs/audit-store LOG_COLUMNS order
+ * Whole rows as ClickHouse TabSeparated lines, columns in libs/audit-store LOG_COLUMNS order
  * (decodeRowPage reads them): pages pass through the service without being parsed.
  */
 export interface LogRowsChunk {
