@@ -70,3 +70,14 @@ if [ ! -f "$KAFKA_LIBS/kafka_2.13-$KAFKA_VERSION.jar" ] || [ "$(cat "$KAFKA_LIBS
   echo "$KAFKA_STAMP" > "$KAFKA_LIBS.version"
 fi
 echo "kafka $KAFKA_VERSION: $KAFKA_LIBS"
+
+# redis-server (the Debian package) for the rate-limit and verify-cache tests and the distributed profile; the
+# test harness (libs/shared/src/testing/redis.ts) starts its own instances on free ports. Installed only when
+# missing (needs root or sudo).
+if ! command -v redis-server >/dev/null 2>&1; then
+  echo "installing redis-server (Debian package)"
+  SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  $SUDO apt-get update -qq
+  $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends redis-server
+fi
+echo "redis-server: $(command -v redis-server) ($(redis-server --version | cut -d' ' -f3))"
