@@ -28,7 +28,7 @@ describeKafka('audit pipeline over Kafka', () => {
 
   beforeAll(async () => {
     broker = await startKafka();
-    pipeline = await startPipeline(() => createKafkaBus({ brokers: broker.brokers, logger: createLogger('audit-kafka-test', 'silent'), clientId: 'svc' }));
+    pipeline = await startPipeline(() => createKafkaBus({ brokers: broker.brokers, logger: createLogger('audit-kafka-test', process.env.TEST_LOG_LEVEL ?? 'silent'), clientId: 'svc' }));
     ({ logger, pool, ch, store, geo } = pipeline);
     consumerBus = await createKafkaBus({ brokers: broker.brokers, logger, clientId: 'audit' });
   }, 180_000);
@@ -54,13 +54,17 @@ describeKafka('audit pipeline over Kafka', () => {
     let sub: Subscription | undefined = await startConsumer({ bus: consumerBus, store: crashing, geo, logger, maxBatchSize: 50, maxWaitMs: 50 });
     try {
       for (let i = 0; i < 200; i++) await appendEvent(pool, eventInput(i));
-      await until(async () => (await count()) >= 100, 60_000);
+      await until(async () => (await count()) >= 100, 90_000);
       await broker.restart({ signal: 'SIGKILL' });
       for (let i = 200; i < 400; i++) await appendEvent(pool, eventInput(i));
       // A consumer replaced mid-stream (a new audit process): it resumes from the committed position.
       await sub.stop();
       sub = await startConsumer({ bus: consumerBus, store, geo, logger, maxBatchSize: 50, maxWaitMs: 50 });
-      await until(async () => (await count()) >= 400, 90_000);
+      const state = async () => ({
+        stored: await count(),
+        unpublished: (await pool.query('SELECT count(*)::int AS n FROM outbox WHERE published_at IS NULL')).rows[0].n,
+      });
+      await until(async () => (await count()) >= 400, 240_000, state);
       await new Promise((r) => setTimeout(r, 500));
       expect(await count()).toBe(400);
       expect(await duplicates()).toEqual([]);
@@ -70,5 +74,5 @@ describeKafka('audit pipeline over Kafka', () => {
     } finally {
       await sub?.stop();
     }
-  }, 180_000);
+  }, 360_000);
 });

@@ -7,10 +7,10 @@ import { createLogger, createPool, OutboxRelay, outboxDdl, type appendEvent, typ
 import { stopTestPostgres, testDatabase } from '@secsvc/shared/testing';
 
 /** Waits until `cond` holds (polling every 50 ms), or fails after `ms`. */
-export async function until(cond: () => Promise<boolean>, ms = 30_000): Promise<void> {
+export async function until(cond: () => Promise<boolean>, ms = 30_000, state?: () => Promise<unknown>): Promise<void> {
   const deadline = Date.now() + ms;
   while (!(await cond())) {
-    if (Date.now() > deadline) throw new Error('condition not met in time');
+    if (Date.now() > deadline) throw new Error(`condition not met in time${state ? ` (${JSON.stringify(await state())})` : ''}`);
     await new Promise((r) => setTimeout(r, 50));
   }
 }
@@ -34,7 +34,7 @@ export const eventInput = (i: number, over: Partial<Parameters<typeof appendEven
  * bus `makeBus` returns for the database URL. close() stops and deletes all of it.
  */
 export async function startPipeline(makeBus: (databaseUrl: string) => Promise<EventBus>) {
-  const logger = createLogger('audit-test', 'silent');
+  const logger = createLogger('audit-test', process.env.TEST_LOG_LEVEL ?? 'silent');
   const db = await testDatabase();
   const c = new pg.Client({ connectionString: db.url });
   await c.connect();

@@ -236,7 +236,7 @@ describe('gRPC surfaces', () => {
     expect(run(stack.grpc.policy, 'describe', 'secsvc.policy.v1.PolicyService').out).toContain('rpc Simulate');
   });
 
-  it('audit declares its RPCs and answers UNIMPLEMENTED until its issue lands', async () => {
+  it('audit answers its RPCs over gRPC: a request naming no environment is INVALID_ARGUMENT', async () => {
     const raw = new grpc.Client(stack.grpc.audit, grpc.credentials.createInsecure());
     const code = await new Promise<number>((resolve) =>
       raw.makeUnaryRequest(
@@ -250,7 +250,7 @@ describe('gRPC surfaces', () => {
       ),
     );
     raw.close();
-    expect(code).toBe(grpc.status.UNIMPLEMENTED);
+    expect(code).toBe(grpc.status.INVALID_ARGUMENT);
   });
 });
 
