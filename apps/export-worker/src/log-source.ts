@@ -1,5 +1,5 @@
 import type * as grpc from '@grpc/grpc-js';
-import { decodeRowPage, exportPages, type ClickHouseClient, type ExportSpec, type LogRow } from '@secsvc/audit-store';
+import { decodeRows, exportPages, type ClickHouseClient, type ExportSpec, type LogRow } from '@secsvc/audit-store';
 import { fromGrpcError } from '@secsvc/shared';
 import type { audit } from '@secsvc/proto';
 
@@ -11,7 +11,8 @@ import type { audit } from '@secsvc/proto';
  */
 export interface LogSource {
   readonly kind: 'audit-rpc' | 'clickhouse';
-  rows: (spec: ExportSpec, signal: AbortSignal) => AsyncIterable<LogRow[]>;
+  /** Batches of rows, each decoded as it is iterated (take a row, use it, take the next). */
+  rows: (spec: ExportSpec, signal: AbortSignal) => AsyncIterable<Iterable<LogRow>>;
 }
 
 /** Rows straight from ClickHouse (a server, or chdb in tests), in keyset pages through libs/audit-store. */
@@ -21,7 +22,7 @@ export function clickHouseLogSource(ch: ClickHouseClient, pageSize: number): Log
     async *rows(spec, signal) {
       for await (const page of exportPages(ch, spec, pageSize)) {
         signal.throwIfAborted();
-        yield decodeRowPage(page.text);
+        yield decodeRows(page.text);
       }
     },
   };
@@ -40,7 +41,7 @@ export function auditLogSource(client: Pick<audit.AuditServiceClient, 'streamLog
       const cancel = () => call.cancel();
       signal.addEventListener('abort', cancel, { once: true });
       try {
-        for await (const chunk of call as AsyncIterable<audit.LogRowsChunk>) yield decodeRowPage(chunk.rows.toString('utf8'));
+        for await (const chunk of call as AsyncIterable<audit.LogRowsChunk>) yield decodeRows(chunk.rows.toString('utf8'));
       } catch (err) {
         signal.throwIfAborted();
         throw fromGrpcError(err);
