@@ -33,14 +33,20 @@ export async function writeExportFile(o: {
   let size = 0;
   let pending: string[] = [format.head];
   let pendingChars = format.head.length;
+  // One output buffer for the whole file (UTF-8 needs at most 3 bytes per UTF-16 unit), reused by every
+  // flush: the store has taken a chunk when write() resolves, so nothing is allocated per flush.
+  let out = Buffer.allocUnsafe(3 * FLUSH_CHARS + 1024);
   const flush = async () => {
     if (pendingChars === 0) return;
-    const buf = Buffer.from(pending.join(''), 'utf8');
+    const text = pending.join('');
     pending = [];
     pendingChars = 0;
-    hash.update(buf);
-    size += buf.length;
-    await writer.write(buf);
+    if (3 * text.length > out.length) out = Buffer.allocUnsafe(3 * text.length);
+    const n = out.write(text, 0, 'utf8');
+    const chunk = out.subarray(0, n);
+    hash.update(chunk);
+    size += n;
+    await writer.write(chunk);
   };
   try {
     let rows = 0;

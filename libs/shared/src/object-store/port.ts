@@ -8,7 +8,10 @@ export interface ByteRange {
 
 /** An object being written: bytes go in order; nothing is visible under the key until finish() resolves. */
 export interface ObjectWriter {
-  /** Resolves once the store has taken the chunk (backpressure: await it before writing more). */
+  /**
+   * Resolves once the store has taken the chunk (backpressure: await it before writing more). The store keeps
+   * no reference to `chunk` after that, so the caller may reuse its buffer.
+   */
   write: (chunk: Buffer) => Promise<void>;
   /** Makes the object visible under its key, whole; resolves to its size in bytes. */
   finish: () => Promise<{ size: number }>;
