@@ -271,7 +271,7 @@ describe('enforcement', () => {
     const db = new pg.Client({ connectionString: stack.databaseUrl });
     await db.connect();
     try {
-      const { rows } = await db.query(`SELECT payload FROM policy.outbox WHERE event_type = 'authz.denied' AND payload->'actor'->>'id' = $1`, [editor.id]);
+      const { rows } = await db.query(`SELECT payload FROM policy.outbox WHERE event_type = 'authz.denied' AND payload->'actor'->>'id' = $1 ORDER BY seq`, [editor.id]);
       expect(rows.length).toBeGreaterThanOrEqual(3);
       expect(rows[0].payload.target).toEqual({ id: `/users/${colleague.id}`, type: 'resource' });
       expect(JSON.parse(rows[0].payload.metadataJson)).toMatchObject({ action: 'read', authMethod: 'session', decisionId: expect.stringMatching(/^dec_/) });

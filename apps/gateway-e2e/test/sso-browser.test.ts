@@ -39,6 +39,12 @@ suite('Sign in with SSO in chromium', () => {
     // The IdP's SSO endpoint: reads the AuthnRequest, answers with a page that posts the signed response.
     idpServer = createServer((req, res) => {
       const url = new URL(req.url ?? '/', 'http://127.0.0.1');
+      // Anything but an AuthnRequest (the browser's /favicon.ico, say) is not the IdP's business.
+      if (!url.searchParams.get('SAMLRequest')) {
+        res.statusCode = 404;
+        res.end();
+        return;
+      }
       const xml = inflateRawSync(Buffer.from(url.searchParams.get('SAMLRequest') ?? '', 'base64')).toString('utf8');
       const requestId = /ID="([^"]+)"/.exec(xml)?.[1] ?? '';
       const response = idp.response({ acsUrl: sp.acsUrl, audience: sp.entityId, email: 'lin@sso-corp.example.com', inResponseTo: requestId });
