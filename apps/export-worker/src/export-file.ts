@@ -5,7 +5,7 @@ import { FORMATS } from './formats';
 import type { LogSource } from './log-source';
 
 /** Output is handed to the object store in pieces of about this size. */
-const FLUSH_CHARS = 1024 * 1024;
+const FLUSH_BYTES = 1024 * 1024;
 
 export interface WrittenFile {
   totalRecords: number;
@@ -31,38 +31,42 @@ export async function writeExportFile(o: {
   const writer = await o.objects.create(o.key, format.contentType);
   const hash = createHash('sha256');
   let size = 0;
-  let pending: string[] = [format.head];
-  let pendingChars = format.head.length;
-  // One output buffer for the whole file (UTF-8 needs at most 3 bytes per UTF-16 unit), reused by every
-  // flush: the store has taken a chunk when write() resolves, so nothing is allocated per flush.
-  let out = Buffer.allocUnsafe(3 * FLUSH_CHARS + 1024);
+  // Entries are encoded straight into one output buffer, reused by every flush (the store has taken a chunk
+  // when write() resolves): no joined strings and no allocation per flush, so nothing page-sized is left
+  // for the garbage collector whatever the export's size.
+  let out = Buffer.allocUnsafe(FLUSH_BYTES + 64 * 1024);
+  let used = 0;
   const flush = async () => {
-    if (pendingChars === 0) return;
-    const text = pending.join('');
-    pending = [];
-    pendingChars = 0;
-    if (3 * text.length > out.length) out = Buffer.allocUnsafe(3 * text.length);
-    const n = out.write(text, 0, 'utf8');
-    const chunk = out.subarray(0, n);
+    if (used === 0) return;
+    const chunk = out.subarray(0, used);
     hash.update(chunk);
-    size += n;
+    size += used;
+    used = 0;
     await writer.write(chunk);
   };
+  /** Makes room for `chars` UTF-16 units (UTF-8 takes at most 3 bytes for each). */
+  const room = async (chars: number) => {
+    await flush();
+    if (3 * chars > out.length) out = Buffer.allocUnsafe(3 * chars);
+  };
+  const append = async (text: string) => {
+    if (used + 3 * text.length > out.length) await room(text.length);
+    used += out.write(text, used, 'utf8');
+  };
   try {
+    await append(format.head);
     let rows = 0;
     for await (const batch of o.source.rows(o.spec, o.signal)) {
       for (const row of batch) {
         const text = format.entry(row, rows === 0);
-        pending.push(text);
-        pendingChars += text.length;
+        if (used + 3 * text.length > out.length) await room(text.length); // awaits only when flushing
+        used += out.write(text, used, 'utf8');
         rows++;
-        if (pendingChars >= FLUSH_CHARS) await flush();
       }
       o.progress(rows);
       o.signal.throwIfAborted();
     }
-    pending.push(format.tail);
-    pendingChars += format.tail.length;
+    await append(format.tail);
     await flush();
     const { size: stored } = await writer.finish();
     if (stored !== size) throw new Error(`object store kept ${stored} of ${size} bytes`);

@@ -41,7 +41,7 @@ export function auditLogSource(client: Pick<audit.AuditServiceClient, 'streamLog
       const cancel = () => call.cancel();
       signal.addEventListener('abort', cancel, { once: true });
       try {
-        for await (const chunk of call as AsyncIterable<audit.LogRowsChunk>) yield decodeRows(chunk.rows.toString('utf8'));
+        for await (const chunk of call as AsyncIterable<audit.LogRowsChunk>) yield decodeRows(chunk.rows);
       } catch (err) {
         signal.throwIfAborted();
         throw fromGrpcError(err);

@@ -68,12 +68,14 @@ export function decodeRowPage(text: string): LogRow[] {
  * keeps every row short-lived (collected young), instead of a page of rows that outlives the young generation
  * and makes the heap grow with the export's speed.
  */
-export function* decodeRows(text: string): Generator<LogRow> {
+export function* decodeRows(text: string | Buffer): Generator<LogRow> {
   let pos = 0;
   while (pos < text.length) {
-    let end = text.indexOf('\n', pos);
+    let end = typeof text === 'string' ? text.indexOf('\n', pos) : text.indexOf(10, pos);
     if (end === -1) end = text.length;
-    const f = text.slice(pos, end).split('\t');
+    // From a Buffer, line by line: no page-sized string (which V8 would place among long-lived objects).
+    const line = typeof text === 'string' ? text.slice(pos, end) : text.toString('utf8', pos, end);
+    const f = line.split('\t');
     pos = end + 1;
     if (f.length !== LOG_COLUMNS.length) throw new Error(`export page: a row has ${f.length} fields, expected ${LOG_COLUMNS.length}`);
     yield {

@@ -3,7 +3,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { openClickHouse, type ClickHouseClient } from '../src/clickhouse';
-import { decodeRowPage, exportPages, splitLines } from '../src/export-source';
+import { decodeRowPage, decodeRows, exportPages, splitLines } from '../src/export-source';
 import { rowFromEvent, type LogRow } from '../src/rows';
 import { migrateClickHouse } from '../src/schema';
 import { LogStore } from '../src/store';
@@ -51,6 +51,8 @@ async function collect(s: typeof spec, pageSize: number) {
   for await (const page of exportPages(ch, s, pageSize)) {
     const decoded = decodeRowPage(page.text);
     expect(decoded).toHaveLength(page.count);
+    // The same rows from the page's bytes (as a gRPC message carries them), line by line.
+    expect([...decodeRows(Buffer.from(page.text))]).toEqual(decoded);
     sizes.push(page.count);
     out.push(...decoded);
   }
