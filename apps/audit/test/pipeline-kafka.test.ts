@@ -3,11 +3,11 @@
  * ClickHouse, with the broker restarted and the consumer killed mid-stream; every event is stored exactly once.
  */
 import type pg from 'pg';
-import type { ClickHouseClient, GeoIp, LogRow, LogStore } from '@secsvc/audit-store';
+import type { ClickHouseClient, GeoIp, LogStore } from '@secsvc/audit-store';
 import { appendEvent, createKafkaBus, createLogger, type EventBus, type Logger, type Subscription } from '@secsvc/shared';
 import { kafkaUnavailable, startKafka, type KafkaTestBroker } from '@secsvc/shared/testing';
 import { startConsumer } from '../src/consumer';
-import { eventInput, startPipeline, until } from './support';
+import { eventInput, startPipeline, storeDyingAfterInsert, until } from './support';
 
 // Without the broker jars or java: under CI=true the suite runs and fails with the reason (CI must not pass on
 // a missing dependency); elsewhere it is skipped and says why on stderr.
@@ -43,14 +43,8 @@ describeKafka('audit pipeline over Kafka', () => {
     (await ch.query({ query: 'SELECT id FROM audit_logs GROUP BY id HAVING count() > 1', format: 'JSONEachRow' })).json();
 
   test('events arrive exactly once across a broker restart and a consumer killed after its insert', async () => {
-    let crashes = 0;
-    const crashing = Object.create(store) as LogStore;
-    crashing.insert = async (rows: LogRow[]) => {
-      const n = await store.insert(rows);
-      // The first two batches are stored but "the process dies" before the position is committed.
-      if (crashes++ < 2) throw new Error('consumer died after the insert (test)');
-      return n;
-    };
+    // The first two batches are stored but "the process dies" before the position is committed.
+    const { store: crashing, calls } = storeDyingAfterInsert(store);
     let sub: Subscription | undefined = await startConsumer({ bus: consumerBus, store: crashing, geo, logger, maxBatchSize: 50, maxWaitMs: 50 });
     try {
       for (let i = 0; i < 200; i++) await appendEvent(pool, eventInput(i));
@@ -68,7 +62,7 @@ describeKafka('audit pipeline over Kafka', () => {
       await new Promise((r) => setTimeout(r, 500));
       expect(await count()).toBe(400);
       expect(await duplicates()).toEqual([]);
-      expect(crashes).toBeGreaterThan(2);
+      expect(calls()).toBeGreaterThan(2);
       const { rows } = await pool.query('SELECT count(*)::int AS n FROM outbox WHERE published_at IS NULL');
       expect(rows[0].n).toBe(0);
     } finally {

@@ -1,6 +1,6 @@
 import type pg from 'pg';
 import { events } from '@secsvc/proto';
-import type { ClickHouseClient, GeoIp, LogRow, LogStore } from '@secsvc/audit-store';
+import type { ClickHouseClient, GeoIp, LogStore } from '@secsvc/audit-store';
 import {
   AUTH_EVENTS_TOPIC,
   appendEvent,
@@ -13,7 +13,7 @@ import {
   type Subscription,
 } from '@secsvc/shared';
 import { startConsumer } from '../src/consumer';
-import { eventInput as event, startPipeline, until } from './support';
+import { eventInput as event, startPipeline, storeDyingAfterInsert, until } from './support';
 import type { AuditContext } from '../src/context';
 import { getLog } from '../src/rpc/get-log';
 import { listLogs } from '../src/rpc/list-logs';
@@ -71,16 +71,11 @@ describe('outbox → Postgres bus → consumer → ClickHouse', () => {
   }, 60_000);
 
   test('a consumer that dies after inserting but before its position moved: the batch comes again, still once in the log', async () => {
-    let crashes = 0;
-    const crashing = Object.create(store) as LogStore;
-    crashing.insert = async (rows: LogRow[]) => {
-      const n = await store.insert(rows);
-      if (crashes++ < 2) throw new Error('consumer died after the insert (test)');
-      return n;
-    };
+    // The first two batches are stored but "the process dies" before the position is committed.
+    const { store: crashing, calls } = storeDyingAfterInsert(store);
     consumer = await startConsumer({ bus, store: crashing, geo, logger, maxBatchSize: 40, maxWaitMs: 20 });
     for (let i = 0; i < 120; i++) await appendEvent(pool, event(i));
-    await until(async () => (await count()) >= 120 && crashes > 2);
+    await until(async () => (await count()) >= 120 && calls() > 2);
     await new Promise((r) => setTimeout(r, 300));
     expect(await count()).toBe(120);
     const ids = (await ch.query({ query: 'SELECT id, count() AS n FROM audit_logs GROUP BY id HAVING n > 1', format: 'JSONEachRow' })).json();

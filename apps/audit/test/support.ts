@@ -67,3 +67,18 @@ export async function startPipeline(makeBus: (databaseUrl: string) => Promise<Ev
     },
   };
 }
+
+/**
+ * A store whose first `failures` inserts succeed and then throw, as a consumer that dies after ClickHouse
+ * took the batch but before the bus moved its position. `calls()` counts every insert.
+ */
+export function storeDyingAfterInsert(store: LogStore, failures = 2): { store: LogStore; calls: () => number } {
+  let calls = 0;
+  const crashing = Object.create(store) as LogStore;
+  crashing.insert = async (rows) => {
+    const n = await store.insert(rows);
+    if (calls++ < failures) throw new Error('consumer died after the insert (test)');
+    return n;
+  };
+  return { store: crashing, calls: () => calls };
+}

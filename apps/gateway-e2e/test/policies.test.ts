@@ -1,34 +1,20 @@
 /** Policies end to end: CRUD and the simulator through the gateway, the policy service and the wasm engine. */
-import { startLocalStack, type LocalStack } from '@secsvc/shared/stack';
-import { chmod, mkdtemp, rm } from 'node:fs/promises';
-import os from 'node:os';
-import path from 'node:path';
-import { apiClient, type Api } from './support';
+import type { LocalStack } from '@secsvc/shared/stack';
+import { apiClient, startTestStack, type Api } from './support';
 
 jest.setTimeout(120_000);
 
 const KEY = 'svc_sk_' + 'policyTests_'.repeat(4);
-let tmp: string;
 let stack: LocalStack;
 let api: Api;
+let stop: (() => Promise<void>) | undefined;
 
 beforeAll(async () => {
-  tmp = await mkdtemp(path.join(os.tmpdir(), 'secsvc-e2e-pol-'));
-  await chmod(tmp, 0o711);
-  stack = await startLocalStack({
-    rootDir: path.resolve(__dirname, '../../..'),
-    dataDir: path.join(tmp, 'data'),
-    host: '127.0.0.1',
-    port: 0,
-    ports: { postgres: 0, identity: 0, policy: 0, audit: 0, admin: { gateway: 0, identity: 0, policy: 0, audit: 0, 'export-worker': 0 } },
-    env: { LOG_LEVEL: 'warn', BOOTSTRAP_API_KEY: KEY },
-  });
-  api = apiClient(stack.baseUrl, KEY);
+  ({ stack, api, stop } = await startTestStack('pol', KEY));
 });
 
 afterAll(async () => {
-  await stack?.stop();
-  await rm(tmp, { recursive: true, force: true });
+  await stop?.();
 });
 
 const policy = (over: Record<string, unknown> = {}) => ({
