@@ -102,3 +102,6 @@ export function durationSchema(minSeconds: number, maxSeconds: number, bounds: s
     .transform((v) => Number(v.slice(0, -1)) * UNIT_SECONDS[v.slice(-1) as keyof typeof UNIT_SECONDS])
     .pipe(z.number().min(minSeconds, message).max(maxSeconds, message));
 }
+
+/** An audit event kind: dot-separated lower-case words, at least two (user.login, user.password_reset.failed). */
+export const EVENT_KIND = /^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)+$/;

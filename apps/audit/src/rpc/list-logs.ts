@@ -1,10 +1,9 @@
 import type { audit } from '@secsvc/proto';
 import type { LogFilters, LogPosition } from '@secsvc/audit-store';
-import { AppError, encodeCursor, pageRequest } from '@secsvc/shared';
+import { AppError, encodeCursor, EVENT_KIND, pageRequest } from '@secsvc/shared';
 import { environmentOf, toLogEntry, type AuditContext } from '../context';
 
 export const MAX_PAGE = 100;
-const EVENT_KIND = /^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)+$/;
 
 /** A list position `<iso time>|<log id>` from a cursor. */
 export function positionOf(after: string | undefined): LogPosition | undefined {

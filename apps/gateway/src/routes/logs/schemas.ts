@@ -1,4 +1,5 @@
 import type { audit } from '@secsvc/proto';
+import { EVENT_KIND } from '@secsvc/shared';
 import { z } from 'zod';
 
 const timestamp = z.string().describe('ISO 8601 UTC, millisecond precision');
@@ -9,8 +10,6 @@ export const timeParam = z
   .regex(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:\d{2})$/, 'must be an ISO 8601 timestamp with a zone, e.g. 2026-11-01T00:00:00Z')
   .refine((v) => !Number.isNaN(Date.parse(v)), 'must be a valid date')
   .transform((v) => new Date(v).toISOString());
-
-const EVENT_KIND = /^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)+$/;
 
 /** `events=a,b` → ['a', 'b'] (each an event kind such as user.login; at most 50). */
 export const eventsParam = z
