@@ -63,7 +63,8 @@ async function main() {
     const page = await fetch(authorizeUrl, { redirect: 'manual' });
     const csrfCookie = page.headers.getSetCookie().find((c) => c.startsWith('secsvc_oauth_csrf='))
       .split(';')[0];
-    const hidden = Object.fromEntries([...(await page.text()).matchAll(/<input type="hidden" name="([^"]+)" value="([^"]*)">/g)].map((m) => [m[1], m[2].replace(/&amp;/g, '&')]));
+    // The login form's fields (the first form; "Sign in with SSO" follows it).
+    const hidden = Object.fromEntries([...(await page.text()).split('</form>')[0].matchAll(/<input type="hidden" name="([^"]+)" value="([^"]*)">/g)].map((m) => [m[1], m[2].replace(/&amp;/g, '&')]));
     const loggedIn = await form('/oauth/authorize', { ...hidden, email: user.email, password: PASSWORD }, { cookie: csrfCookie });
     const session = loggedIn.headers.getSetCookie().find((c) => c.startsWith('secsvc_oauth_session=')).split(';')[0];
     const newCode = async () => {

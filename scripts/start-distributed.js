@@ -49,6 +49,7 @@ async function main() {
       `  gateways: ${stack.gateways.join(', ')}`,
       `  Kafka ${stack.kafkaBrokers.join(',')}, Redis ${stack.redisUrl}, S3 ${stack.s3.endpoint} (bucket ${stack.s3.bucket})`,
       `  instances: ${stack.instances.join(', ')}`,
+      ...(stack.samlSp ? [`  SAML SP key pair (every gateway): ${stack.samlSp.keyFile}, ${stack.samlSp.certFile}`] : []),
       '',
       `Admin API key: ${stack.bootstrapKey}`,
       `Try: curl -H "Authorization: Bearer ${stack.bootstrapKey}" ${stack.baseUrl}/users`,

@@ -21,6 +21,9 @@ try {
     LOG_LEVEL: env.logLevel(),
     BOOTSTRAP_API_KEY: z.string().optional(),
     GRPC_DEADLINE_MS: z.string().optional(),
+    // The gateway's SAML SP key pair; unset: generated once into DATA_DIR/saml-sp/.
+    SAML_SP_KEY_FILE: z.string().optional(),
+    SAML_SP_CERT_FILE: z.string().optional(),
   });
 } catch (err) {
   if (err instanceof ConfigError) {
@@ -46,7 +49,13 @@ async function main() {
       audit: config.AUDIT_GRPC_PORT,
       admin: { gateway: adminPort(0), identity: adminPort(1), policy: adminPort(2), audit: adminPort(3), 'export-worker': adminPort(4) },
     },
-    env: { LOG_LEVEL: config.LOG_LEVEL, BOOTSTRAP_API_KEY: config.BOOTSTRAP_API_KEY, GRPC_DEADLINE_MS: config.GRPC_DEADLINE_MS },
+    env: {
+      LOG_LEVEL: config.LOG_LEVEL,
+      BOOTSTRAP_API_KEY: config.BOOTSTRAP_API_KEY,
+      GRPC_DEADLINE_MS: config.GRPC_DEADLINE_MS,
+      SAML_SP_KEY_FILE: config.SAML_SP_KEY_FILE,
+      SAML_SP_CERT_FILE: config.SAML_SP_CERT_FILE,
+    },
     onOutput: (app, line) => {
       if (app !== 'postgres') process.stdout.write(line + '\n');
     },
@@ -61,6 +70,10 @@ async function main() {
     `  gRPC: identity ${stack.grpc.identity}, policy ${stack.grpc.policy}, audit ${stack.grpc.audit}`,
     `  data: ${path.resolve(config.DATA_DIR)}`,
   ];
+  if (stack.samlSp) {
+    const { keyFile, certFile, created } = stack.samlSp;
+    lines.push(`  SAML SP key pair${created ? ' (generated now)' : ''}: ${keyFile}, ${certFile}`);
+  }
   if (stack.bootstrapKey) {
     lines.push(
       '',

@@ -1,3 +1,4 @@
+import { createHash, randomBytes } from 'node:crypto';
 import type { LocalStack } from '@secsvc/shared/stack';
 import { startTestStack, type Api } from './support';
 
@@ -25,6 +26,22 @@ export async function userWithPassword(api: Api, email: string, roles: string[] 
   return user as { id: string; email: string; name: string };
 }
 
+/**
+ * An authorization request (code flow, PKCE S256) with a fresh verifier: `params` gives client_id,
+ * redirect_uri, scope, state and any extra parameter.
+ */
+export function authorizationRequest(issuer: string, params: Record<string, string>): { url: URL; verifier: string } {
+  const verifier = randomBytes(32).toString('base64url');
+  const url = new URL(`${issuer}/oauth/authorize`);
+  url.search = new URLSearchParams({
+    response_type: 'code',
+    ...params,
+    code_challenge: createHash('sha256').update(verifier).digest('base64url'),
+    code_challenge_method: 'S256',
+  }).toString();
+  return { url, verifier };
+}
+
 export async function registerClient(api: Api, body: Record<string, unknown>) {
   const res = await api('POST', '/oauth/clients', body);
   if (res.status !== 201) throw new Error(`client: ${res.status} ${JSON.stringify(res.body)}`);
@@ -49,10 +66,13 @@ export class Jar {
   }
 }
 
-/** The hidden inputs of a form page (name -> value), with HTML entities decoded. */
+/**
+ * The hidden inputs of a page's first form (name -> value), with HTML entities decoded: the login form, not
+ * the "Sign in with SSO" form below it (whose `action` differs).
+ */
 export function hiddenInputs(html: string): Record<string, string> {
   const out: Record<string, string> = {};
-  for (const m of html.matchAll(/<input type="hidden" name="([^"]+)" value="([^"]*)">/g)) {
+  for (const m of html.split('</form>')[0]!.matchAll(/<input type="hidden" name="([^"]+)" value="([^"]*)">/g)) {
     out[m[1]!] = m[2]!.replace(/&quot;/g, '"').replace(/&#39;/g, "'").replace(/&lt;/g, '<').replace(/&gt;/g, '>').replace(/&amp;/g, '&');
   }
   return out;

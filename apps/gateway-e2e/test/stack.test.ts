@@ -15,6 +15,7 @@ import { readdir, readFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { execFileSync } from 'node:child_process';
+import { startTestIdp } from '../../gateway/test/support/saml-idp';
 import { apiClient, findGrpcurl, listServices, type Api } from './support';
 
 jest.setTimeout(120_000);
@@ -181,6 +182,26 @@ describe('authentication and operational endpoints', () => {
     expect(gateway).toMatch(/http_requests_total\{[^}]*route="\/v1\/users\/:id"/);
     const identityMetrics = await (await fetch(`${stack.admin.identity}/metrics`)).text();
     expect(identityMetrics).toMatch(/grpc_server_handled_total\{[^}]*method="\/secsvc.identity.v1.IdentityService\/CreateUser"/);
+  });
+});
+
+describe('SAML SP key pair made by the launcher', () => {
+  it('serves SP metadata with the certificate it generated into DATA_DIR/saml-sp, without any key file configured', async () => {
+    expect(stack.samlSp).toEqual({ keyFile: path.join(dataDir, 'saml-sp', 'sp.key'), certFile: path.join(dataDir, 'saml-sp', 'sp.crt'), created: true });
+    const idp = await startTestIdp('stack-e2e');
+    const created = await api('POST', '/sso/connections', { name: 'Stack e2e', idpMetadataXml: idp.metadata(), domains: ['stack-e2e.example.com'] });
+    expect(created.status).toBe(201);
+    const res = await fetch(created.body.data.sp.metadataUrl);
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-type')).toMatch(/^application\/samlmetadata\+xml/);
+    const pemBody = (pem: string) => pem.replace(/-----(BEGIN|END) CERTIFICATE-----|\s/g, '');
+    const published = [...(await res.text()).matchAll(/<(?:ds:)?X509Certificate>([^<]+)</g)].map((m) => pemBody(m[1]!));
+    expect(published.length).toBeGreaterThan(0);
+    expect(new Set(published)).toEqual(new Set([pemBody(await readFile(stack.samlSp!.certFile, 'utf8'))]));
+    // The private key never reaches a log (the apps log at debug level here).
+    const keyLines = (await readFile(stack.samlSp!.keyFile, 'utf8')).split('\n').filter((l) => l.length === 64);
+    expect(keyLines.length).toBeGreaterThan(10);
+    expect(keyLines.filter((l) => output.some((o) => o.includes(l)))).toEqual([]);
   });
 });
 
@@ -676,8 +697,13 @@ describe('lifecycle', () => {
     const created = await api('POST', '/users', { email: 'persist@example.com', name: 'Persist' });
     const codes = await stack.stop();
     expect(codes).toEqual({ gateway: 0, 'export-worker': 0, audit: 0, policy: 0, identity: 0 });
+    const samlSp = stack.samlSp!;
+    const certificate = await readFile(samlSp.certFile, 'utf8');
     stack = await startLocalStack(options(dataDir));
     expect(stack.bootstrapKey).toBeUndefined();
+    // The SAML SP key pair too: IdPs pinned its certificate.
+    expect(stack.samlSp).toEqual({ ...samlSp, created: false });
+    expect(await readFile(samlSp.certFile, 'utf8')).toBe(certificate);
     api = apiClient(stack.baseUrl, KEY);
     const got = await api('GET', `/users/${created.body.data.id}`);
     expect(got.status).toBe(200);

@@ -10,6 +10,7 @@ import { AppProcess, httpOk, waitUntil } from './app-process';
 import { startLoadBalancer, type LoadBalancer } from './load-balancer';
 import { freePort } from './ports';
 import { startEmbeddedPostgres, type EmbeddedPostgresServer } from './postgres';
+import { launcherSamlSpKeys, samlSpEnv, type SamlSpKeyFiles } from './saml-sp-keys';
 
 type Replicated = 'gateway' | 'identity' | 'policy' | 'export-worker';
 
@@ -22,7 +23,7 @@ export interface DistributedStackOptions {
   port: number;
   /** Replicas of each stateless app (default 2 each); the audit service runs once (it owns embedded ClickHouse). */
   replicas?: Partial<Record<Replicated, number>>;
-  /** Extra environment for every app. */
+  /** Extra environment for every app (SAML_SP_KEY_FILE / SAML_SP_CERT_FILE: as in the local stack). */
   env?: Record<string, string | undefined>;
   /** Every output line of every app instance (`identity-2`, ...). */
   onOutput?: (instance: string, line: string) => void;
@@ -41,6 +42,8 @@ export interface DistributedStack {
   redisUrl: string;
   s3: Pick<TestS3, 'endpoint' | 'env'> & { bucket: string };
   bootstrapKey: string;
+  /** The SAML SP key pair every gateway replica got, from `<dataDir>/saml-sp/` (absent when `env` set its own). */
+  samlSp?: SamlSpKeyFiles;
   /** Admin origin (/healthz, /readyz, /metrics) of each instance, e.g. admin['export-worker-1']. */
   admin: Record<string, string>;
   /** Instances by name: gateway-1, gateway-2, identity-1, ..., audit-1. */
@@ -88,6 +91,8 @@ export async function startDistributedStack(opts: DistributedStackOptions): Prom
   try {
     const secret = randomBytes(32).toString('base64url');
     const bootstrapKey = opts.env?.BOOTSTRAP_API_KEY ?? `svc_sk_${randomBytes(32).toString('base64url')}`;
+    // One SP key pair for all gateway replicas: an IdP pins one certificate for the service, whichever replica answers.
+    const samlSp = await launcherSamlSpKeys(opts.dataDir, opts.host, opts.env);
     [pg, kafka, redis, s3] = await Promise.all([
       (async () => startEmbeddedPostgres({ dataDir: path.join(opts.dataDir, 'postgres'), port: await freePort(), password: randomBytes(18).toString('base64url'), onLog: (l) => out('postgres', l) }))(),
       startKafka(),
@@ -159,7 +164,7 @@ export async function startDistributedStack(opts: DistributedStackOptions): Prom
     for (let i = 0; i < replicas.gateway; i++) {
       const port = await freePort();
       gateways.push(`http://127.0.0.1:${port}/v1`);
-      await launch('gateway', i, { HOST: '127.0.0.1', PORT: String(port) }, () => httpOk(`http://127.0.0.1:${port}/readyz`));
+      await launch('gateway', i, { HOST: '127.0.0.1', PORT: String(port), ...samlSpEnv(samlSp) }, () => httpOk(`http://127.0.0.1:${port}/readyz`));
     }
     lb = await startLoadBalancer({ host: opts.host, port: lbPort, upstreams: gateways.map((g) => g.replace(/\/v1$/, '')) });
 
@@ -181,6 +186,7 @@ export async function startDistributedStack(opts: DistributedStackOptions): Prom
       redisUrl: redis.url,
       s3: { endpoint: s3.endpoint, env: s3.env, bucket },
       bootstrapKey,
+      samlSp,
       admin,
       instances: [...instances.keys()],
       kill: async (name, signal = 'SIGKILL') => {

@@ -2,6 +2,7 @@ import { spawn } from 'node:child_process';
 import path from 'node:path';
 import type { LocalStack } from './local-stack';
 import { freePort } from './ports';
+import { samlSpEnv } from './saml-sp-keys';
 
 export interface GatewayProcess {
   /** http://127.0.0.1:<port>/v1 */
@@ -19,7 +20,8 @@ export interface GatewayProcess {
  */
 export async function startGatewayProcess(opts: {
   rootDir: string;
-  stack: Pick<LocalStack, 'grpc' | 'baseUrl'>;
+  /** The stack's SAML SP key pair (`samlSp`), when given, is this gateway's too. */
+  stack: Pick<LocalStack, 'grpc' | 'baseUrl'> & Partial<Pick<LocalStack, 'samlSp'>>;
   env?: Record<string, string>;
   /** The child's stdout and stderr: dropped (default) or shown. */
   output?: 'ignore' | 'inherit';
@@ -36,6 +38,7 @@ export async function startGatewayProcess(opts: {
       AUDIT_ADDR: opts.stack.grpc.audit,
       ISSUER: opts.stack.baseUrl.replace(/\/v1$/, ''),
       LOG_LEVEL: 'warn',
+      ...samlSpEnv(opts.stack.samlSp),
       ...opts.env,
     },
     stdio: ['ignore', opts.output ?? 'ignore', opts.output ?? 'ignore'],

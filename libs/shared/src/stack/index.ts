@@ -5,3 +5,4 @@ export * from './gateway-process';
 export * from './app-process';
 export * from './load-balancer';
 export * from './distributed-stack';
+export * from './saml-sp-keys';

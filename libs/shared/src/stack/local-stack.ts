@@ -6,6 +6,7 @@ import { checkHealth } from '../grpc/client';
 import { AppProcess, httpOk, waitUntil } from './app-process';
 import { freePort } from './ports';
 import { startEmbeddedPostgres, type EmbeddedPostgresServer } from './postgres';
+import { launcherSamlSpKeys, samlSpEnv, type SamlSpKeyFiles } from './saml-sp-keys';
 
 import { BOOTSTRAP_MARKER } from '../constants';
 
@@ -20,7 +21,10 @@ export interface LocalStackOptions {
   port: number;
   /** Ports of everything else; 0 picks a free one. */
   ports: { postgres: number; identity: number; policy: number; audit: number; admin: Record<AppName, number> };
-  /** Extra environment for every app (LOG_LEVEL, BOOTSTRAP_API_KEY, ...). */
+  /**
+   * Extra environment for every app (LOG_LEVEL, BOOTSTRAP_API_KEY, ...). Setting SAML_SP_KEY_FILE or
+   * SAML_SP_CERT_FILE here replaces the generated SAML SP key pair (an empty value: no pair, SSO off).
+   */
   env?: Record<string, string | undefined>;
   /** Every output line of every app, and of PostgreSQL. */
   onOutput?: (app: AppName | 'postgres', line: string) => void;
@@ -39,6 +43,8 @@ export interface LocalStack {
   admin: Record<AppName, string>;
   /** The generated admin key, when this start created one. */
   bootstrapKey?: string;
+  /** The SAML SP key pair of the data directory the gateway got (absent when `env` configured its own). */
+  samlSp?: SamlSpKeyFiles;
   /** Stops every app (SIGTERM, in reverse start order) and PostgreSQL; resolves to each app's exit code. */
   stop: () => Promise<Partial<Record<AppName, number | null>>>;
   /** Ends one app (SIGKILL by default: a crash) and starts it again on the same ports; resolves once healthy. */
@@ -74,6 +80,9 @@ export async function startLocalStack(opts: LocalStackOptions): Promise<LocalSta
   await chmod(opts.dataDir, 0o711);
   const secrets = await loadSecrets(opts.dataDir);
   const out = opts.onOutput ?? (() => undefined);
+  // Made (on a fresh data directory) while PostgreSQL starts; awaited before any app runs.
+  const samlSpKeys = launcherSamlSpKeys(opts.dataDir, opts.host, opts.env);
+  samlSpKeys.catch(() => undefined); // rejections are handled where it is awaited; this only keeps them from counting as unhandled meanwhile
 
   const pgPort = await pick(opts.ports.postgres);
   const pg: EmbeddedPostgresServer = await startEmbeddedPostgres({
@@ -99,6 +108,7 @@ export async function startLocalStack(opts: LocalStackOptions): Promise<LocalSta
   };
 
   try {
+    const samlSp = await samlSpKeys;
     const databaseUrl = await pg.ensureDatabase('secsvc');
     const grpcPorts = { identity: await pick(opts.ports.identity), policy: await pick(opts.ports.policy), audit: await pick(opts.ports.audit) };
     const adminPorts = {} as Record<AppName, number>;
@@ -167,6 +177,7 @@ export async function startLocalStack(opts: LocalStackOptions): Promise<LocalSta
       IDENTITY_ADDR: grpc.identity,
       POLICY_ADDR: grpc.policy,
       AUDIT_ADDR: grpc.audit,
+      ...samlSpEnv(samlSp),
     });
     const baseUrl = `http://${opts.host}:${gatewayPort}`;
     await waitUntil('gateway', () => httpOk(`${baseUrl}/readyz`), deadline, failed);
@@ -187,7 +198,7 @@ export async function startLocalStack(opts: LocalStackOptions): Promise<LocalSta
       await waitUntil(name, healthy[name], Date.now() + (opts.startTimeoutMs ?? 60_000), () => startupFailure);
     };
     const pid = (name: AppName) => procs.get(name)?.pid;
-    return { baseUrl: `${baseUrl}/v1`, port: gatewayPort, databaseUrl, grpc, admin, bootstrapKey, stop, restart, pid };
+    return { baseUrl: `${baseUrl}/v1`, port: gatewayPort, databaseUrl, grpc, admin, bootstrapKey, samlSp, stop, restart, pid };
   } catch (err) {
     await stop().catch(() => undefined);
     throw err;
