@@ -7,11 +7,10 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { mkdirSync } from 'node:fs';
-import { createHash, randomBytes } from 'node:crypto';
 import path from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { browserSuite, launchChromium } from './chromium';
-import { exchangeCode, PASSWORD, registerClient, startOAuthStack, userWithPassword, type OAuthStack } from './oauth-support';
+import { authorizationRequest, exchangeCode, PASSWORD, registerClient, startOAuthStack, userWithPassword, type OAuthStack } from './oauth-support';
 
 jest.setTimeout(180_000);
 
@@ -55,20 +54,14 @@ suite('login and consent pages in chromium', () => {
     await new Promise<void>((resolve) => (callbackServer ? callbackServer.close(() => resolve()) : resolve()));
   });
 
-  function authorizationUrl(verifier: string) {
-    const url = new URL(`${s.issuer}/oauth/authorize`);
-    url.search = new URLSearchParams({
-      response_type: 'code',
+  const authorization = () =>
+    authorizationRequest(s.issuer, {
       client_id: client.clientId,
       redirect_uri: `${callbackBase}/callback`,
       scope: 'openid email profile read:users',
       state: 'browser-state',
       nonce: 'browser-nonce',
-      code_challenge: createHash('sha256').update(verifier).digest('base64url'),
-      code_challenge_method: 'S256',
-    }).toString();
-    return url.href;
-  }
+    });
 
   /** A page without JavaScript that records Content-Security-Policy violations. */
   async function newPage(): Promise<{ page: Page; problems: string[] }> {
@@ -82,9 +75,9 @@ suite('login and consent pages in chromium', () => {
   }
 
   it('signs in, consents and returns to the client with a code, all without JavaScript', async () => {
-    const verifier = randomBytes(32).toString('base64url');
+    const { url, verifier } = authorization();
     const { page, problems } = await newPage();
-    const first = await page.goto(authorizationUrl(verifier));
+    const first = await page.goto(url.href);
     expect(first!.status()).toBe(200);
     const headers = first!.headers();
     expect(headers['content-security-policy']).toContain("default-src 'none'");
@@ -121,7 +114,7 @@ suite('login and consent pages in chromium', () => {
     expect(problems).toEqual([]);
 
     // The browser is now logged in and has consented: the next authorization goes straight back.
-    await page.goto(authorizationUrl(randomBytes(32).toString('base64url')));
+    await page.goto(authorization().url.href);
     await page.waitForURL(`${callbackBase}/callback?**`);
     expect(new URL(page.url()).searchParams.get('code')).toMatch(/^ocd_/);
     await page.context().close();
@@ -129,7 +122,7 @@ suite('login and consent pages in chromium', () => {
 
   it('denying consent goes back to the client with access_denied', async () => {
     const { page } = await newPage();
-    await page.goto(authorizationUrl(randomBytes(32).toString('base64url')) + '&prompt=consent');
+    await page.goto(authorization().url.href + '&prompt=consent');
     await page.fill('#email', user.email);
     await page.fill('#password', PASSWORD);
     await page.click('button[type=submit]');
@@ -141,7 +134,7 @@ suite('login and consent pages in chromium', () => {
 
   it('shows an error page (not a redirect) for an unregistered redirect URI', async () => {
     const { page } = await newPage();
-    const url = new URL(authorizationUrl('x'.repeat(43)));
+    const { url } = authorization();
     url.searchParams.set('redirect_uri', 'https://evil.example/steal');
     const res = await page.goto(url.href);
     expect(res!.status()).toBe(400);

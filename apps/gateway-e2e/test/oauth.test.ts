@@ -5,9 +5,9 @@
  */
 import type * as Oidc from 'openid-client' with { 'resolution-mode': 'import' };
 import pg from 'pg';
-import { createHash, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { eventually } from './support';
-import { authorizeInteractively, get, hiddenInputs, Jar, json, PASSWORD, postForm, registerClient, startOAuthStack, userWithPassword, type OAuthStack } from './oauth-support';
+import { authorizationRequest, authorizeInteractively, get, hiddenInputs, Jar, json, PASSWORD, postForm, registerClient, startOAuthStack, userWithPassword, type OAuthStack } from './oauth-support';
 
 jest.setTimeout(120_000);
 
@@ -74,18 +74,7 @@ const basic = (id: string, secret: string) => ({ authorization: `Basic ${Buffer.
 
 /** A code for the public client, with its verifier (no exchange yet). */
 async function publicCode(scope = ALL) {
-  const verifier = randomBytes(32).toString('base64url');
-  const url = new URL(`${s.issuer}/oauth/authorize`);
-  const params = {
-    response_type: 'code',
-    client_id: publicClient.clientId,
-    redirect_uri: REDIRECT,
-    scope,
-    state: 'st',
-    code_challenge: createHash('sha256').update(verifier).digest('base64url'),
-    code_challenge_method: 'S256',
-  };
-  for (const [k, v] of Object.entries(params)) url.searchParams.set(k, v);
+  const { url, verifier } = authorizationRequest(s.issuer, { client_id: publicClient.clientId, redirect_uri: REDIRECT, scope, state: 'st' });
   const callback = await authorizeInteractively(url, user.email);
   return { code: callback.searchParams.get('code')!, verifier };
 }

@@ -8,14 +8,13 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { createHash, randomBytes } from 'node:crypto';
 import os from 'node:os';
 import path from 'node:path';
 import { inflateRawSync } from 'node:zlib';
 import type { Browser } from 'playwright-core';
 import { browserSuite, launchChromium } from './chromium';
 import { selfSignedCertificate, startTestIdp, type TestIdp } from '../../gateway/test/support/saml-idp';
-import { exchangeCode, registerClient, startOAuthStack, type OAuthStack } from './oauth-support';
+import { authorizationRequest, exchangeCode, registerClient, startOAuthStack, type OAuthStack } from './oauth-support';
 
 jest.setTimeout(180_000);
 
@@ -57,7 +56,9 @@ suite('Sign in with SSO in chromium', () => {
       );
     });
     await new Promise<void>((resolve) => idpServer.listen(0, '127.0.0.1', resolve));
-    idp = await startTestIdp('sso-corp', `http://127.0.0.1:${(idpServer.address() as AddressInfo).port}/sso`);
+    // Named `localhost` (still the 127.0.0.1 listener): another site than the gateway's 127.0.0.1, so the
+    // browser treats the IdP's POST to the ACS as cross-site, as it is in real life (no Lax cookies on it).
+    idp = await startTestIdp('sso-corp', `http://localhost:${(idpServer.address() as AddressInfo).port}/sso`);
 
     callbackServer = createServer((_req, res) => {
       res.setHeader('content-type', 'text/html');
@@ -88,17 +89,7 @@ suite('Sign in with SSO in chromium', () => {
 
   it('routes by email domain to the IdP and comes back to the client with a code for the just-in-time user', async () => {
     const client = await registerClient(s.api, { name: 'Corp portal', type: 'confidential', redirectUris: [`${callbackBase}/callback`], scopes: ['openid', 'email'], firstParty: true });
-    const verifier = randomBytes(32).toString('base64url');
-    const authorize = new URL(`${s.issuer}/oauth/authorize`);
-    authorize.search = new URLSearchParams({
-      response_type: 'code',
-      client_id: client.clientId,
-      redirect_uri: `${callbackBase}/callback`,
-      scope: 'openid email',
-      state: 'sso-state',
-      code_challenge: createHash('sha256').update(verifier).digest('base64url'),
-      code_challenge_method: 'S256',
-    }).toString();
+    const { url: authorize, verifier } = authorizationRequest(s.issuer, { client_id: client.clientId, redirect_uri: `${callbackBase}/callback`, scope: 'openid email', state: 'sso-state' });
 
     const context = await browser.newContext({ javaScriptEnabled: false });
     const page = await context.newPage();
@@ -111,7 +102,7 @@ suite('Sign in with SSO in chromium', () => {
     await page.fill('#sso-email', 'lin@sso-corp.example.com');
     await page.click('form.sso button[type=submit]');
     await page.waitForSelector('#idp-continue');
-    expect(page.url()).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/sso\?SAMLRequest=/);
+    expect(page.url()).toMatch(/^http:\/\/localhost:\d+\/sso\?SAMLRequest=/);
     await page.click('#idp-continue');
     await page.waitForURL(`${callbackBase}/callback?**`);
     const back = new URL(page.url());
@@ -122,5 +113,28 @@ suite('Sign in with SSO in chromium', () => {
     const userinfo = await (await fetch(`${s.issuer}/oauth/userinfo`, { headers: { authorization: `Bearer ${tokens.access_token}` } })).json();
     expect(userinfo).toMatchObject({ email: 'lin@sso-corp.example.com', email_verified: true });
     await context.close();
+  });
+
+  it('refuses a response the attacker obtained when it is posted from the victim browser (login CSRF)', async () => {
+    const client = await registerClient(s.api, { name: 'Corp wiki', type: 'public', redirectUris: [`${callbackBase}/callback`], scopes: ['openid'], firstParty: true });
+    const { url: authorize } = authorizationRequest(s.issuer, { client_id: client.clientId, redirect_uri: `${callbackBase}/callback`, scope: 'openid', state: 'csrf-state' });
+    // The attacker starts a login in their own browser and stops at the IdP's page (the signed response).
+    const attacker = await browser.newContext({ javaScriptEnabled: false });
+    const attackerPage = await attacker.newPage();
+    await attackerPage.goto(authorize.href);
+    await attackerPage.fill('#sso-email', 'lin@sso-corp.example.com');
+    await attackerPage.click('form.sso button[type=submit]');
+    await attackerPage.waitForSelector('#idp-continue');
+    // The victim's browser is made to post it (a page of the attacker's with that form).
+    const victim = await browser.newContext({ javaScriptEnabled: false });
+    const victimPage = await victim.newPage();
+    await victimPage.goto(attackerPage.url());
+    await victimPage.click('#idp-continue');
+    await victimPage.waitForURL(/\/continue\?state=/);
+    const answer = JSON.parse((await victimPage.locator('body').textContent()) ?? '{}');
+    expect(answer.error).toMatchObject({ code: 'unauthorized', details: [{ field: 'SAMLResponse', message: 'browser_mismatch' }] });
+    // Not signed in: no OAuth session cookie was set in the victim's browser.
+    expect((await victim.cookies()).map((c) => c.name)).not.toContain('secsvc_oauth_session');
+    await Promise.all([attacker.close(), victim.close()]);
   });
 });

@@ -40,13 +40,26 @@ afterAll(async () => {
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- JSON bodies, asserted field by field
 type Json = any;
 
-async function acs(connectionId: string, samlResponse: string): Promise<{ status: number; body: Json }> {
+/**
+ * The IdP's POST to the ACS (cross-site: no cookie), then, for a login a browser started, each browser in
+ * `cookies` (its binding cookie, or undefined for one without) following the 303 to the continuation where
+ * the login completes. The last answer is returned; `refused` gets the earlier ones.
+ */
+async function acs(connectionId: string, samlResponse: string, cookies: (string | undefined)[] = [], refused: Json[] = []): Promise<{ status: number; body: Json }> {
   const res = await fetch(`${baseUrl}/sso/saml/${connectionId}/acs`, {
     method: 'POST',
     headers: { 'content-type': 'application/x-www-form-urlencoded' },
     body: new URLSearchParams({ SAMLResponse: samlResponse, RelayState: 'e2e' }),
+    redirect: 'manual',
   });
-  return { status: res.status, body: await res.json() };
+  if (res.status !== 303) return { status: res.status, body: await res.json() };
+  let last: { status: number; body: Json } | undefined;
+  for (const cookie of cookies) {
+    if (last) refused.push(last);
+    const next = await fetch(res.headers.get('location')!, { redirect: 'manual', headers: cookie ? { cookie } : {} });
+    last = { status: next.status, body: await next.json() };
+  }
+  return last!;
 }
 
 describe('SAML SSO through the stack', () => {
@@ -65,9 +78,13 @@ describe('SAML SSO through the stack', () => {
     const location = new URL(redirect.headers.get('location')!);
     expect(location.searchParams.get('Signature')).toBeTruthy();
     const requestId = /ID="([^"]+)"/.exec(inflateRawSync(Buffer.from(location.searchParams.get('SAMLRequest')!, 'base64')).toString('utf8'))![1]!;
+    const browser = redirect.headers.get('set-cookie')!.split(';')[0]!;
 
     const response = idp.response({ acsUrl: c.sp.acsUrl, audience: c.sp.entityId, email: 'Grace@corp.example.com', inResponseTo: requestId, attributes: {} });
-    const ok = await acs(c.id, response);
+    // Followed first in another browser (no nonce cookie): login CSRF, refused; then in the right one.
+    const csrf: Json[] = [];
+    const ok = await acs(c.id, response, [undefined, browser], csrf);
+    expect(csrf.map((r) => [r.status, r.body.error.details[0]])).toEqual([[401, { field: 'SAMLResponse', message: 'browser_mismatch' }]]);
     expect(ok.status).toBe(200);
     expect(ok.body.data).toMatchObject({ provisioned: true, relayState: 'e2e', connectionId: c.id });
 
@@ -75,7 +92,7 @@ describe('SAML SSO through the stack', () => {
     expect(verified.body.data).toMatchObject({ valid: true, user: { id: ok.body.data.userId, emailVerified: true, roles: ['role_viewer'] } });
 
     // The same response again: its AuthnRequest id is used up.
-    const again = await acs(c.id, response);
+    const again = await acs(c.id, response, [browser]);
     expect(again.status).toBe(401);
     expect(again.body.error.details[0]).toEqual({ field: 'SAMLResponse', message: 'invalid_response: InResponseTo is not valid' });
 

@@ -63,19 +63,41 @@ async function connection(extra: Record<string, unknown> = {}) {
   return created.body.data!;
 }
 
-async function postAcs(connectionId: string, samlResponse: string, relayState?: string) {
-  const form = new URLSearchParams({ SAMLResponse: samlResponse, ...(relayState !== undefined && { RelayState: relayState }) });
-  const res = await fetch(`${url}/v1/sso/saml/${connectionId}/acs`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: form });
-  return { status: res.status, body: (await res.json()) as { data?: { token: string; relayState: string }; error?: { code: string; details: { field: string; message: string }[] } } };
+type Answer = { status: number; body: { data?: { token: string; relayState: string }; error?: { code: string; details: { field: string; message: string }[] } } };
+
+/** The browser-bound continuation the ACS sends a browser to (its state), or undefined for any other answer. */
+function continuation(res: Response): string | undefined {
+  const location = res.status === 303 ? res.headers.get('location') : null;
+  return location?.startsWith(BASE) && location.includes('/continue?state=') ? location.slice(BASE.length) : undefined;
 }
 
-/** SP-initiated: the AuthnRequest id the gateway sent (and stored). */
-async function login(connectionId: string, relayState = 'state-1'): Promise<{ location: URL; requestId: string }> {
-  const res = await fetch(`${url}/v1/sso/saml/${connectionId}/login?relayState=${relayState}`, { redirect: 'manual' });
+/** GET of the continuation (the browser following the ACS's 303), with this browser's cookie or none. */
+async function follow(path: string, cookie?: string): Promise<Answer> {
+  const res = await fetch(`${url}${path}`, { redirect: 'manual', headers: cookie ? { cookie } : {} });
+  return { status: res.status, body: (await res.json()) as Answer['body'] };
+}
+
+/**
+ * The IdP's cross-site POST to the ACS (no cookie comes with it); a browser-bound login is then followed to
+ * its continuation with `cookie`, the cookie of the browser that started it.
+ */
+async function postAcs(connectionId: string, samlResponse: string, relayState?: string, cookie?: string): Promise<Answer> {
+  const form = new URLSearchParams({ SAMLResponse: samlResponse, ...(relayState !== undefined && { RelayState: relayState }) });
+  const res = await fetch(`${url}/v1/sso/saml/${connectionId}/acs`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: form, redirect: 'manual' });
+  const next = continuation(res);
+  if (next) return follow(next, cookie);
+  return { status: res.status, body: (await res.json()) as Answer['body'] };
+}
+
+/** SP-initiated: the AuthnRequest id the gateway sent (and stored) and the browser's binding cookie. */
+async function login(connectionId: string, relayState = 'state-1', cookie?: string): Promise<{ location: URL; requestId: string; cookie: string }> {
+  const res = await fetch(`${url}/v1/sso/saml/${connectionId}/login?relayState=${relayState}`, { redirect: 'manual', headers: cookie ? { cookie } : {} });
   expect(res.status).toBe(302);
   const location = new URL(res.headers.get('location')!);
   const xml = inflateRawSync(Buffer.from(location.searchParams.get('SAMLRequest')!, 'base64')).toString('utf8');
-  return { location, requestId: /ID="([^"]+)"/.exec(xml)![1]! };
+  const setCookie = res.headers.get('set-cookie')!;
+  expect(setCookie).toMatch(/^secsvc_saml_binding=[A-Za-z0-9_-]{43}; Path=\/v1\/sso\/saml\/; HttpOnly; SameSite=Lax; Secure; Max-Age=600$/);
+  return { location, requestId: /ID="([^"]+)"/.exec(xml)![1]!, cookie: setCookie.slice(0, setCookie.indexOf(';')) };
 }
 
 function base(c: { id: string }, email: string, extra: Partial<ResponseOptions> = {}): ResponseOptions {
@@ -162,7 +184,7 @@ describe('SP endpoints', () => {
     const { location, requestId } = await login(c.id, 'back-to-app');
     expect(`${location.origin}${location.pathname}`).toBe(idp.ssoUrl);
     expect(location.searchParams.get('RelayState')).toBe('back-to-app');
-    expect(fake.requests.get(requestId)).toEqual({ connectionId: c.id, returnTo: '' });
+    expect(fake.requests.get(requestId)).toEqual({ connectionId: c.id, returnTo: '', binding: expect.stringMatching(/^[A-Za-z0-9_-]{43}$/) });
     // HTTP-Redirect binding signature: over SAMLRequest, RelayState and SigAlg as they appear in the query.
     const raw = location.search.slice(1).split('&');
     const pick = (k: string) => raw.find((p) => p.startsWith(`${k}=`))!;
@@ -175,10 +197,10 @@ describe('SP endpoints', () => {
 
   it('accepts a signed response to its request: the email, assertion id and expiry go to identity, a session comes back', async () => {
     const c = await connection();
-    const { requestId } = await login(c.id);
+    const { requestId, cookie } = await login(c.id);
     const email = 'ada@acme.example.com';
     const assertionId = samlId();
-    const out = await postAcs(c.id, idp.response(base(c, email, { inResponseTo: requestId, assertionId })), 'state-1');
+    const out = await postAcs(c.id, idp.response(base(c, email, { inResponseTo: requestId, assertionId })), 'state-1', cookie);
     expect(out.status).toBe(200);
     expect(out.body.data).toMatchObject({ token: expect.stringMatching(/^ses_/), relayState: 'state-1' });
     const sent = fake.logins.at(-1)!;
@@ -206,6 +228,70 @@ describe('SP endpoints', () => {
     const out = await postAcs(c.id, idp.response(base(c, 'opaque-id-123', { attributes: { mail: 'grace@acme.example.com', displayName: 'Grace H' } })));
     expect(out.status).toBe(200);
     expect(fake.logins.at(-1)).toMatchObject({ email: 'grace@acme.example.com', name: 'Grace H', nameId: 'opaque-id-123' });
+  });
+});
+
+describe('browser binding: an SP-initiated login finishes only in the browser that started it (login CSRF)', () => {
+  const email = 'bob@acme.example.com';
+  async function started(c: { id: string }, cookie?: string) {
+    const l = await login(c.id, 'state-1', cookie);
+    const res = await fetch(`${url}/v1/sso/saml/${c.id}/acs`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({ SAMLResponse: idp.response(base(c, email, { inResponseTo: l.requestId })) }),
+      redirect: 'manual',
+    });
+    // A validated response is not a login yet: no session, only a sealed state for the continuation.
+    expect(res.status).toBe(303);
+    expect(res.headers.get('set-cookie')).toBeNull();
+    return { ...l, next: continuation(res)! };
+  }
+
+  async function expectMismatch(c: { id: string }, path: string, cookie: string | undefined, reason: string) {
+    const [logins, failures] = [fake.logins.length, fake.failures.length];
+    const out = await follow(path, cookie);
+    expect([out.status, out.body.error?.details[0]]).toEqual([401, { field: 'SAMLResponse', message: reason }]);
+    expect(fake.logins.length).toBe(logins);
+    expect(fake.failures.slice(failures)).toEqual([expect.objectContaining({ connectionId: c.id, reason })]);
+  }
+
+  it('refuses the continuation in a browser without the cookie, or with another browser cookie', async () => {
+    const c = await connection();
+    const victim = await started(c);
+    await expectMismatch(c, victim.next, undefined, 'browser_mismatch');
+    const attacker = await login(c.id);
+    await expectMismatch(c, victim.next, attacker.cookie, 'browser_mismatch');
+    // The rightful browser still finishes (the refusals used nothing up).
+    expect((await follow(victim.next, victim.cookie)).status).toBe(200);
+  });
+
+  it('finishes once: the same continuation again is a replay', async () => {
+    const c = await connection();
+    const l = await started(c);
+    expect((await follow(l.next, l.cookie)).status).toBe(200);
+    const again = await follow(l.next, l.cookie);
+    expect([again.status, again.body.error?.details[0]?.message]).toEqual([401, 'replayed_assertion']);
+  });
+
+  it('refuses a tampered state, a state for another connection, and none (400 naming state)', async () => {
+    const c = await connection();
+    const other = await connection();
+    const l = await started(c);
+    const state = l.next.slice(l.next.indexOf('state=') + 6);
+    const flipped = state.slice(0, 30) + (state[30] === 'A' ? 'B' : 'A') + state.slice(31);
+    await expectMismatch(c, `/v1/sso/saml/${c.id}/continue?state=${flipped}`, l.cookie, 'invalid_state');
+    await expectMismatch(other, `/v1/sso/saml/${other.id}/continue?state=${state}`, l.cookie, 'invalid_state');
+    const none = await follow(`/v1/sso/saml/${c.id}/continue`, l.cookie);
+    expect([none.status, none.body.error?.details[0]?.field]).toEqual([400, 'state']);
+  });
+
+  it('keeps one nonce per browser, so logins started in two tabs both finish', async () => {
+    const c = await connection();
+    const first = await started(c);
+    const second = await started(c, first.cookie);
+    expect(second.cookie).toBe(first.cookie);
+    expect((await follow(first.next, first.cookie)).status).toBe(200);
+    expect((await follow(second.next, second.cookie)).status).toBe(200);
   });
 });
 

@@ -163,11 +163,13 @@ describe('SAML logins (identity side)', () => {
 
   it('remembers AuthnRequest ids once, and records refused responses', async () => {
     const c = await createSsoConnection(ctx)({ environment: 'live', fields: fields() }, call());
-    await saveSamlRequest(ctx)({ connectionId: c.id, requestId: '_req1', ttlSeconds: 300, returnTo: 'client_id=cli_x&state=s' });
-    expect(await takeSamlRequest(ctx)({ requestId: '_req1' })).toEqual({ found: true, connectionId: c.id, returnTo: 'client_id=cli_x&state=s' });
-    expect(await takeSamlRequest(ctx)({ requestId: '_req1' })).toEqual({ found: false, connectionId: '', returnTo: '' });
-    await rejects(saveSamlRequest(ctx)({ connectionId: c.id, requestId: '_req2', ttlSeconds: 0, returnTo: '' }), 'invalid_request', 'ttlSeconds');
-    await rejects(saveSamlRequest(ctx)({ connectionId: c.id, requestId: '_req3', ttlSeconds: 60, returnTo: 'x'.repeat(4097) }), 'invalid_request', 'returnTo');
+    const binding = 'b'.repeat(43);
+    await saveSamlRequest(ctx)({ connectionId: c.id, requestId: '_req1', ttlSeconds: 300, returnTo: 'client_id=cli_x&state=s', binding });
+    expect(await takeSamlRequest(ctx)({ requestId: '_req1' })).toEqual({ found: true, connectionId: c.id, returnTo: 'client_id=cli_x&state=s', binding });
+    expect(await takeSamlRequest(ctx)({ requestId: '_req1' })).toEqual({ found: false, connectionId: '', returnTo: '', binding: '' });
+    await rejects(saveSamlRequest(ctx)({ connectionId: c.id, requestId: '_req2', ttlSeconds: 0, returnTo: '', binding: '' }), 'invalid_request', 'ttlSeconds');
+    await rejects(saveSamlRequest(ctx)({ connectionId: c.id, requestId: '_req3', ttlSeconds: 60, returnTo: 'x'.repeat(4097), binding: '' }), 'invalid_request', 'returnTo');
+    await rejects(saveSamlRequest(ctx)({ connectionId: c.id, requestId: '_req4', ttlSeconds: 60, returnTo: '', binding: 'not a digest' }), 'invalid_request', 'binding');
 
     await reportSamlLoginFailure(ctx)({ connectionId: c.id, reason: 'invalid_signature', email: 'not an email', ip: '203.0.113.9', userAgent: 'jest' }, call());
     const failure = (await events('user.login')).at(-1);

@@ -17,9 +17,14 @@ export function readCookie(req: Request, name: string): string | undefined {
   return undefined;
 }
 
-/** A cookie scoped to /oauth, HttpOnly, Secure when the issuer is https. */
-export function setCookie(res: Response, name: string, value: string, opts: { secure: boolean; sameSite: 'Strict' | 'Lax'; maxAgeSeconds?: number }): void {
-  const parts = [`${name}=${value}`, 'Path=/oauth', 'HttpOnly', `SameSite=${opts.sameSite}`];
+/** A cookie scoped to /oauth (or `path`), HttpOnly, Secure when the issuer is https. */
+export function setCookie(
+  res: Response,
+  name: string,
+  value: string,
+  opts: { secure: boolean; sameSite: 'Strict' | 'Lax'; maxAgeSeconds?: number; path?: string },
+): void {
+  const parts = [`${name}=${value}`, `Path=${opts.path ?? '/oauth'}`, 'HttpOnly', `SameSite=${opts.sameSite}`];
   if (opts.secure) parts.push('Secure');
   if (opts.maxAgeSeconds !== undefined) parts.push(`Max-Age=${opts.maxAgeSeconds}`);
   res.append('Set-Cookie', parts.join('; '));

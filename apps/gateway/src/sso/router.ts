@@ -4,6 +4,7 @@ import type { identity } from '@secsvc/proto';
 import type { ServiceClients } from '../context';
 import { SESSION_COOKIE, setCookie } from '../oauth/http';
 import { assertionFacts, checkDestination, decodeResponse, firstString, SamlRefusal } from './assertion';
+import { BINDING_COOKIE, bindingOf, browserNonce, openState, sameBrowser, sealState, stateKey, STATE_TTL_MS, type PendingLogin } from './binding';
 import { requestIdCache, samlFor, spMetadataXml, spUrls, type RequestIdStore, type SpKeys, type SpSettings } from './sp';
 
 export interface SsoDeps extends SpSettings {
@@ -16,6 +17,8 @@ export interface SsoDeps extends SpSettings {
 const RELAY_STATE_MAX = 80;
 /** The OAuth authorization request a login from the OAuth login page continues with (its query string). */
 const OAUTH_QUERY_MAX = 4096;
+/** The binding cookie's path: sent to /login, /acs and /continue of every connection. */
+const SSO_PATH = '/v1/sso/saml/';
 /** The OAuth login session lasts as long as one from the password form. */
 const OAUTH_SESSION_SECONDS = 24 * 3600;
 
@@ -40,14 +43,60 @@ async function connectionOf(deps: SsoDeps, req: Request): Promise<identity.SsoCo
 
 function store(deps: SsoDeps, req: Request): RequestIdStore {
   return {
-    save: async (connectionId, requestId, ttlSeconds, returnTo) => {
-      await deps.clients.identity.saveSamlRequest({ connectionId, requestId, ttlSeconds, returnTo }, callOptions(deps, req));
+    save: async (requestId, ttlSeconds, request) => {
+      await deps.clients.identity.saveSamlRequest({ requestId, ttlSeconds, ...request }, callOptions(deps, req));
     },
     take: async (requestId) => {
       const r = await deps.clients.identity.takeSamlRequest({ requestId }, callOptions(deps, req));
-      return r.found ? { connectionId: r.connectionId, returnTo: r.returnTo } : undefined;
+      return r.found ? { connectionId: r.connectionId, returnTo: r.returnTo, binding: r.binding } : undefined;
     },
   };
+}
+
+/** A refused response or continuation: user.login failure with the reason, then 401 naming SAMLResponse. */
+async function refuse(deps: SsoDeps, req: Request, connectionId: string, reason: string): Promise<never> {
+  await deps.clients.identity.reportSamlLoginFailure(
+    { connectionId, reason, email: '', ip: req.ip ?? '', userAgent: (req.get('user-agent') ?? '').slice(0, 512) },
+    callOptions(deps, req),
+  );
+  throw new AppError('unauthorized', 'The SAML response was refused', [{ field: 'SAMLResponse', message: reason }]);
+}
+
+/** A validated response becomes a login: user found or created, session opened; then on to OAuth or JSON. */
+async function completeLogin(deps: SsoDeps, req: Request, res: Response, login: Omit<PendingLogin, 'binding' | 'expires'>): Promise<void> {
+  const out = await deps.clients.identity.completeSamlLogin(
+    {
+      connectionId: login.connectionId,
+      assertionId: login.assertionId,
+      assertionExpiresAt: login.assertionExpiresAt,
+      nameId: login.nameId,
+      email: login.email,
+      name: login.name,
+      ip: req.ip ?? '',
+      userAgent: (req.get('user-agent') ?? '').slice(0, 512),
+      expiresInSeconds: 0,
+    },
+    callOptions(deps, req),
+  );
+  res.setHeader('Cache-Control', 'no-store');
+  if (login.returnTo) {
+    // Started on the OAuth login page: signed in there now, the authorization request goes on (consent
+    // page or straight back to the client). The path is fixed; identity checks the request again.
+    setCookie(res, SESSION_COOKIE, out.session!.token, { secure: deps.baseUrl.startsWith('https:'), sameSite: 'Lax', maxAgeSeconds: OAUTH_SESSION_SECONDS });
+    res.redirect(303, `${deps.baseUrl.replace(/\/+$/, '')}/oauth/authorize?${login.returnTo}`);
+    return;
+  }
+  res.status(200).json({
+    data: {
+      token: out.session!.token,
+      expiresAt: out.session!.session!.expiresAt,
+      userId: out.userId,
+      provisioned: out.provisioned,
+      connectionId: login.connectionId,
+      relayState: login.relayState,
+    },
+    meta: { requestId: req.requestId },
+  });
 }
 
 const handler = (fn: (req: Request, res: Response) => Promise<void>) => (req: Request, res: Response, next: NextFunction) => void fn(req, res).catch(next);
@@ -58,6 +107,8 @@ const handler = (fn: (req: Request, res: Response) => Promise<void>) => (req: Re
  */
 export function ssoRouter(deps: SsoDeps): express.Router {
   const router = express.Router();
+  const sealKey = deps.keys && stateKey(deps.keys.privateKey);
+  const secure = deps.baseUrl.startsWith('https:');
   const form = express.urlencoded({ extended: false, limit: '512kb', parameterLimit: 10 });
 
   router.get(
@@ -81,7 +132,11 @@ export function ssoRouter(deps: SsoDeps): express.Router {
       const oauth = req.query.oauth ?? '';
       if (typeof oauth !== 'string' || oauth.length > OAUTH_QUERY_MAX) throw AppError.field('oauth', `must be one string of at most ${OAUTH_QUERY_MAX} characters`);
       const connection = await connectionOf(deps, req);
-      const saml = samlFor(connection, { ...deps, keys }, requestIdCache(store(deps, req), connection.id, deps.requestTtlSeconds, oauth));
+      // The browser's nonce (HttpOnly cookie below /v1/sso/saml/): only this browser can finish the login.
+      const nonce = browserNonce(req);
+      const cache = requestIdCache(store(deps, req), connection.id, deps.requestTtlSeconds, { returnTo: oauth, binding: bindingOf(nonce) });
+      const saml = samlFor(connection, { ...deps, keys }, cache);
+      setCookie(res, BINDING_COOKIE, nonce, { secure, sameSite: 'Lax', maxAgeSeconds: deps.requestTtlSeconds, path: SSO_PATH });
       res.setHeader('Cache-Control', 'no-store');
       res.redirect(302, await saml.getAuthorizeUrlAsync(relayState, undefined, {}));
     }),
@@ -97,71 +152,57 @@ export function ssoRouter(deps: SsoDeps): express.Router {
       const relayState = typeof body.RelayState === 'string' ? body.RelayState.slice(0, RELAY_STATE_MAX) : '';
       const connection = await connectionOf(deps, req);
       const { acsUrl } = spUrls(deps.baseUrl, connection.id);
-      const call = callOptions(deps, req);
-      const refuse = async (reason: string): Promise<never> => {
-        await deps.clients.identity.reportSamlLoginFailure(
-          { connectionId: connection.id, reason, email: '', ip: req.ip ?? '', userAgent: (req.get('user-agent') ?? '').slice(0, 512) },
-          call,
-        );
-        throw new AppError('unauthorized', 'The SAML response was refused', [{ field: 'SAMLResponse', message: reason }]);
-      };
-
-      let email: string;
-      let name: string;
-      let nameId: string;
-      let facts;
+      let login: Omit<PendingLogin, 'binding' | 'expires'>;
       const cache = requestIdCache(store(deps, req), connection.id, deps.requestTtlSeconds);
       try {
         checkDestination(decodeResponse(body.SAMLResponse), acsUrl);
         const saml = samlFor(connection, { ...deps, keys }, cache);
         const { profile } = await saml.validatePostResponseAsync({ SAMLResponse: body.SAMLResponse });
         if (!profile) throw new SamlRefusal('no_assertion');
-        facts = assertionFacts(profile.getAssertionXml!(), { acsUrl, issuer: connection.idpEntityId }, deps.clockSkewMs);
+        const facts = assertionFacts(profile.getAssertionXml!(), { acsUrl, issuer: connection.idpEntityId }, deps.clockSkewMs);
         const mapping = JSON.parse(connection.attributeMappingJson || '{}') as { email?: string; name?: string };
-        nameId = profile.nameID;
-        email = mapping.email ? firstString(profile[mapping.email]) : nameId;
-        name = mapping.name ? firstString(profile[mapping.name]) : '';
-      } catch (err) {
-        if (err instanceof SamlRefusal) return refuse(err.reason);
-        if (err instanceof AppError) throw err;
-        // node-saml's message says which check failed (signature, audience, conditions, InResponseTo...).
-        deps.logger.info({ requestId: req.requestId, connectionId: connection.id, why: (err as Error).message.slice(0, 200) }, 'SAML response refused');
-        return refuse(`invalid_response: ${(err as Error).message.slice(0, 160)}`);
-      }
-      const out = await deps.clients.identity.completeSamlLogin(
-        {
+        login = {
           connectionId: connection.id,
           assertionId: facts.id,
           assertionExpiresAt: facts.expiresAt.toISOString(),
-          nameId,
-          email,
-          name,
-          ip: req.ip ?? '',
-          userAgent: (req.get('user-agent') ?? '').slice(0, 512),
-          expiresInSeconds: 0,
-        },
-        call,
-      );
-      res.setHeader('Cache-Control', 'no-store');
-      const returnTo = cache.returnTo();
-      if (returnTo) {
-        // Started on the OAuth login page: signed in there now, the authorization request goes on (consent
-        // page or straight back to the client). The path is fixed; identity checks the request again.
-        setCookie(res, SESSION_COOKIE, out.session!.token, { secure: deps.baseUrl.startsWith('https:'), sameSite: 'Lax', maxAgeSeconds: OAUTH_SESSION_SECONDS });
-        res.redirect(303, `${deps.baseUrl.replace(/\/+$/, '')}/oauth/authorize?${returnTo}`);
+          nameId: profile.nameID,
+          email: mapping.email ? firstString(profile[mapping.email]) : profile.nameID,
+          name: mapping.name ? firstString(profile[mapping.name]) : '',
+          returnTo: cache.taken()?.returnTo ?? '',
+          relayState,
+        };
+      } catch (err) {
+        if (err instanceof SamlRefusal) return refuse(deps, req, connection.id, err.reason);
+        if (err instanceof AppError) throw err;
+        // node-saml's message says which check failed (signature, audience, conditions, InResponseTo...).
+        deps.logger.info({ requestId: req.requestId, connectionId: connection.id, why: (err as Error).message.slice(0, 200) }, 'SAML response refused');
+        return refuse(deps, req, connection.id, `invalid_response: ${(err as Error).message.slice(0, 160)}`);
+      }
+      const binding = cache.taken()?.binding;
+      if (binding) {
+        // Started by a browser: finish in that browser only. The POST came cross-site without the Lax
+        // cookie; a 303 turns it into a top-level GET that carries it.
+        const state = sealState(sealKey!, { ...login, binding, expires: Date.now() + STATE_TTL_MS });
+        res.setHeader('Cache-Control', 'no-store');
+        res.redirect(303, `${spUrls(deps.baseUrl, connection.id).continueUrl}?state=${state}`);
         return;
       }
-      res.status(200).json({
-        data: {
-          token: out.session!.token,
-          expiresAt: out.session!.session!.expiresAt,
-          userId: out.userId,
-          provisioned: out.provisioned,
-          connectionId: connection.id,
-          relayState,
-        },
-        meta: { requestId: req.requestId },
-      });
+      await completeLogin(deps, req, res, login);
+    }),
+  );
+
+  router.get(
+    '/:id/continue',
+    handler(async (req, res) => {
+      keysOf(deps);
+      const connection = await connectionOf(deps, req);
+      const token = req.query.state;
+      if (typeof token !== 'string' || !token) throw AppError.field('state', 'is required (the ACS sends the browser here)');
+      const state = openState(sealKey!, token, connection.id);
+      if (typeof state === 'string') return refuse(deps, req, connection.id, state);
+      // Login CSRF: a response obtained in another browser (or a link to this page) has no matching nonce.
+      if (!sameBrowser(req, state.binding)) return refuse(deps, req, connection.id, 'browser_mismatch');
+      await completeLogin(deps, req, res, state);
     }),
   );
   return router;

@@ -19,36 +19,50 @@ export interface SpSettings {
 
 export function spUrls(baseUrl: string, connectionId: string) {
   const base = `${baseUrl.replace(/\/+$/, '')}/v1/sso/saml/${connectionId}`;
-  return { entityId: `${base}/metadata`, metadataUrl: `${base}/metadata`, acsUrl: `${base}/acs`, loginUrl: `${base}/login` };
+  return { entityId: `${base}/metadata`, metadataUrl: `${base}/metadata`, acsUrl: `${base}/acs`, loginUrl: `${base}/login`, continueUrl: `${base}/continue` };
+}
+
+/** An SP-initiated login as stored with its AuthnRequest id. */
+export interface SavedRequest {
+  connectionId: string;
+  /** Where the login continues after the ACS (the OAuth authorization request's query), or empty. */
+  returnTo: string;
+  /** SHA-256 of the nonce of the browser that started it (see binding.ts), or empty. */
+  binding: string;
 }
 
 /** The AuthnRequest ids of SP-initiated logins, kept by identity (in Postgres) so every gateway replica knows them. */
 export interface RequestIdStore {
-  save(connectionId: string, requestId: string, ttlSeconds: number, returnTo: string): Promise<void>;
-  /** The request's connection and where the login continues, once (later calls: undefined). */
-  take(requestId: string): Promise<{ connectionId: string; returnTo: string } | undefined>;
+  save(requestId: string, ttlSeconds: number, request: SavedRequest): Promise<void>;
+  /** The request, once (later calls: undefined). */
+  take(requestId: string): Promise<SavedRequest | undefined>;
 }
 
 /**
  * node-saml's cache of request ids for one connection and one request: saves go to the store; the first look-up
  * of an id takes it from the store (single use) and later look-ups in the same validation see the same answer.
- * An id issued for another connection is unknown here. `returnTo` is saved with a new request; `returnTo()`
- * tells the one of the request a response answered.
+ * An id issued for another connection is unknown here. `request` is saved with a new AuthnRequest; `taken()`
+ * tells the stored request a response answered.
  */
-export function requestIdCache(store: RequestIdStore, connectionId: string, ttlSeconds: number, returnTo = ''): CacheProvider & { returnTo(): string } {
+export function requestIdCache(
+  store: RequestIdStore,
+  connectionId: string,
+  ttlSeconds: number,
+  request: Omit<SavedRequest, 'connectionId'> = { returnTo: '', binding: '' },
+): CacheProvider & { taken(): SavedRequest | undefined } {
   const seen = new Map<string, string | null>();
-  let taken = '';
+  let taken: SavedRequest | undefined;
   return {
-    returnTo: () => taken,
+    taken: () => taken,
     async saveAsync(key, value) {
-      await store.save(connectionId, key, ttlSeconds, returnTo);
+      await store.save(key, ttlSeconds, { connectionId, ...request });
       return { value, createdAt: Date.now() };
     },
     async getAsync(key) {
       if (!seen.has(key)) {
-        const request = await store.take(key);
-        const ours = request?.connectionId === connectionId;
-        if (ours) taken = request.returnTo;
+        const stored = await store.take(key);
+        const ours = stored?.connectionId === connectionId;
+        if (ours) taken = stored;
         seen.set(key, ours ? new Date().toISOString() : null);
       }
       return seen.get(key)!;

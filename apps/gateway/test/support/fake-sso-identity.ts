@@ -8,7 +8,7 @@ import { PRINCIPAL, VALID_KEY } from './fake-identity';
  */
 export class FakeSsoIdentity {
   readonly connections = new Map<string, identity.SsoConnection>();
-  readonly requests = new Map<string, { connectionId: string; returnTo: string }>();
+  readonly requests = new Map<string, { connectionId: string; returnTo: string; binding: string }>();
   readonly assertions = new Set<string>();
   readonly logins: identity.CompleteSamlLoginRequest[] = [];
   readonly failures: identity.ReportSamlLoginFailureRequest[] = [];
@@ -62,14 +62,14 @@ export class FakeSsoIdentity {
   }
 
   async saveSamlRequest(req: identity.SaveSamlRequestRequest): Promise<identity.SaveSamlRequestResponse> {
-    this.requests.set(req.requestId, { connectionId: req.connectionId, returnTo: req.returnTo });
+    this.requests.set(req.requestId, { connectionId: req.connectionId, returnTo: req.returnTo, binding: req.binding });
     return {};
   }
 
   async takeSamlRequest(req: identity.TakeSamlRequestRequest): Promise<identity.TakeSamlRequestResponse> {
     const taken = this.requests.get(req.requestId);
     this.requests.delete(req.requestId);
-    return { found: taken !== undefined, connectionId: taken?.connectionId ?? '', returnTo: taken?.returnTo ?? '' };
+    return { found: taken !== undefined, connectionId: taken?.connectionId ?? '', returnTo: taken?.returnTo ?? '', binding: taken?.binding ?? '' };
   }
 
   async completeSamlLogin(req: identity.CompleteSamlLoginRequest): Promise<identity.CompleteSamlLoginResponse> {

@@ -121,22 +121,22 @@ export const ssoConnectionsRepository = {
 };
 
 export const samlIdsRepository = {
-  async saveRequest(db: Db, connectionId: string, requestId: string, ttlSeconds: number, returnTo: string): Promise<void> {
+  async saveRequest(db: Db, connectionId: string, requestId: string, ttlSeconds: number, returnTo: string, binding: string): Promise<void> {
     await db.query(`DELETE FROM saml_requests WHERE expires_at < now()`);
     await db.query(
-      `INSERT INTO saml_requests (id, connection_id, expires_at, return_to) VALUES ($1, $2, now() + make_interval(secs => $3), $4)
+      `INSERT INTO saml_requests (id, connection_id, expires_at, return_to, binding) VALUES ($1, $2, now() + make_interval(secs => $3), $4, $5)
        ON CONFLICT (id) DO NOTHING`,
-      [requestId, connectionId, ttlSeconds, returnTo],
+      [requestId, connectionId, ttlSeconds, returnTo, binding],
     );
   },
 
-  /** The request's connection and where the login continues, once: the row is deleted by the same statement. */
-  async takeRequest(db: Db, requestId: string): Promise<{ connectionId: string; returnTo: string } | undefined> {
-    const { rows } = await db.query<{ connection_id: string; return_to: string; live: boolean }>(
-      `DELETE FROM saml_requests WHERE id = $1 RETURNING connection_id, return_to, expires_at >= now() AS live`,
+  /** The request's connection, where the login continues and its browser binding, once: the row is deleted by the same statement. */
+  async takeRequest(db: Db, requestId: string): Promise<{ connectionId: string; returnTo: string; binding: string } | undefined> {
+    const { rows } = await db.query<{ connection_id: string; return_to: string; binding: string; live: boolean }>(
+      `DELETE FROM saml_requests WHERE id = $1 RETURNING connection_id, return_to, binding, expires_at >= now() AS live`,
       [requestId],
     );
-    return rows[0]?.live ? { connectionId: rows[0].connection_id, returnTo: rows[0].return_to } : undefined;
+    return rows[0]?.live ? { connectionId: rows[0].connection_id, returnTo: rows[0].return_to, binding: rows[0].binding } : undefined;
   },
 
   /** Remembers an assertion id until `expiresAt`; false when it was already used (a replay). */

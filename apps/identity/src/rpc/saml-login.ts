@@ -13,6 +13,8 @@ import { openSession, toSessionMessage } from './sessions';
 const DEFAULT_SESSION_SECONDS = 24 * 3600;
 const MAX_REQUEST_TTL_SECONDS = 3600;
 const RETURN_TO_MAX = 4096;
+/** The browser binding: SHA-256 of the nonce in the browser's cookie, base64url (the gateway keeps the nonce). */
+const BINDING = /^[A-Za-z0-9_-]{43}$/;
 
 async function connectionOf(ctx: IdentityContext, id: string): Promise<SsoConnectionRow> {
   const row = await ssoConnectionsRepository.get(ctx.pool, null, id);
@@ -44,8 +46,9 @@ export const saveSamlRequest =
     if (!req.requestId || req.requestId.length > 256) throw AppError.field('requestId', 'must be 1 to 256 characters');
     if (req.ttlSeconds < 1 || req.ttlSeconds > MAX_REQUEST_TTL_SECONDS) throw AppError.field('ttlSeconds', `must be from 1 to ${MAX_REQUEST_TTL_SECONDS}`);
     if (req.returnTo.length > RETURN_TO_MAX) throw AppError.field('returnTo', `must be at most ${RETURN_TO_MAX} characters`);
+    if (req.binding && !BINDING.test(req.binding)) throw AppError.field('binding', 'must be a base64url SHA-256 digest');
     await connectionOf(ctx, req.connectionId);
-    await samlIdsRepository.saveRequest(ctx.pool, req.connectionId, req.requestId, req.ttlSeconds, req.returnTo);
+    await samlIdsRepository.saveRequest(ctx.pool, req.connectionId, req.requestId, req.ttlSeconds, req.returnTo, req.binding);
     return {};
   };
 
@@ -53,7 +56,7 @@ export const takeSamlRequest =
   (ctx: IdentityContext) =>
   async (req: identity.TakeSamlRequestRequest): Promise<identity.TakeSamlRequestResponse> => {
     const taken = await samlIdsRepository.takeRequest(ctx.pool, req.requestId);
-    return { found: taken !== undefined, connectionId: taken?.connectionId ?? '', returnTo: taken?.returnTo ?? '' };
+    return { found: taken !== undefined, connectionId: taken?.connectionId ?? '', returnTo: taken?.returnTo ?? '', binding: taken?.binding ?? '' };
   };
 
 export const reportSamlLoginFailure =

@@ -631,6 +631,8 @@ export interface SaveSamlRequestRequest {
   ttlSeconds: number;
   /** Where the login continues after the ACS (the OAuth authorization request's query), or empty. */
   returnTo: string;
+  /** SHA-256 (base64url) of the nonce in the cookie of the browser that started the login, or empty. */
+  binding: string;
 }
 
 export interface FindSsoConnectionRequest {
@@ -651,6 +653,7 @@ export interface TakeSamlRequestResponse {
   found: boolean;
   connectionId: string;
   returnTo: string;
+  binding: string;
 }
 
 export interface CompleteSamlLoginRequest {
@@ -10054,7 +10057,7 @@ export const DeleteSsoConnectionResponse: MessageFns<DeleteSsoConnectionResponse
 };
 
 function createBaseSaveSamlRequestRequest(): SaveSamlRequestRequest {
-  return { connectionId: "", requestId: "", ttlSeconds: 0, returnTo: "" };
+  return { connectionId: "", requestId: "", ttlSeconds: 0, returnTo: "", binding: "" };
 }
 
 export const SaveSamlRequestRequest: MessageFns<SaveSamlRequestRequest> = {
@@ -10070,6 +10073,9 @@ export const SaveSamlRequestRequest: MessageFns<SaveSamlRequestRequest> = {
     }
     if (message.returnTo !== "") {
       writer.uint32(34).string(message.returnTo);
+    }
+    if (message.binding !== "") {
+      writer.uint32(42).string(message.binding);
     }
     return writer;
   },
@@ -10119,6 +10125,14 @@ export const SaveSamlRequestRequest: MessageFns<SaveSamlRequestRequest> = {
             message.returnTo = reader.string();
             continue;
           }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.binding = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -10153,6 +10167,7 @@ export const SaveSamlRequestRequest: MessageFns<SaveSamlRequestRequest> = {
         : isSet(object.return_to)
         ? globalThis.String(object.return_to)
         : "",
+      binding: isSet(object.binding) ? globalThis.String(object.binding) : "",
     };
   },
 
@@ -10170,6 +10185,9 @@ export const SaveSamlRequestRequest: MessageFns<SaveSamlRequestRequest> = {
     if (message.returnTo !== "") {
       obj.returnTo = message.returnTo;
     }
+    if (message.binding !== "") {
+      obj.binding = message.binding;
+    }
     return obj;
   },
 
@@ -10182,6 +10200,7 @@ export const SaveSamlRequestRequest: MessageFns<SaveSamlRequestRequest> = {
     message.requestId = object.requestId ?? "";
     message.ttlSeconds = object.ttlSeconds ?? 0;
     message.returnTo = object.returnTo ?? "";
+    message.binding = object.binding ?? "";
     return message;
   },
 };
@@ -10397,7 +10416,7 @@ export const TakeSamlRequestRequest: MessageFns<TakeSamlRequestRequest> = {
 };
 
 function createBaseTakeSamlRequestResponse(): TakeSamlRequestResponse {
-  return { found: false, connectionId: "", returnTo: "" };
+  return { found: false, connectionId: "", returnTo: "", binding: "" };
 }
 
 export const TakeSamlRequestResponse: MessageFns<TakeSamlRequestResponse> = {
@@ -10410,6 +10429,9 @@ export const TakeSamlRequestResponse: MessageFns<TakeSamlRequestResponse> = {
     }
     if (message.returnTo !== "") {
       writer.uint32(26).string(message.returnTo);
+    }
+    if (message.binding !== "") {
+      writer.uint32(34).string(message.binding);
     }
     return writer;
   },
@@ -10451,6 +10473,14 @@ export const TakeSamlRequestResponse: MessageFns<TakeSamlRequestResponse> = {
             message.returnTo = reader.string();
             continue;
           }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.binding = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -10476,6 +10506,7 @@ export const TakeSamlRequestResponse: MessageFns<TakeSamlRequestResponse> = {
         : isSet(object.return_to)
         ? globalThis.String(object.return_to)
         : "",
+      binding: isSet(object.binding) ? globalThis.String(object.binding) : "",
     };
   },
 
@@ -10490,6 +10521,9 @@ export const TakeSamlRequestResponse: MessageFns<TakeSamlRequestResponse> = {
     if (message.returnTo !== "") {
       obj.returnTo = message.returnTo;
     }
+    if (message.binding !== "") {
+      obj.binding = message.binding;
+    }
     return obj;
   },
 
@@ -10501,6 +10535,7 @@ export const TakeSamlRequestResponse: MessageFns<TakeSamlRequestResponse> = {
     message.found = object.found ?? false;
     message.connectionId = object.connectionId ?? "";
     message.returnTo = object.returnTo ?? "";
+    message.binding = object.binding ?? "";
     return message;
   },
 };
