@@ -2,7 +2,9 @@
 # Rolls out an overlay in two phases, so the schema migrations run once, before any new app pod starts:
 #   1. the objects labelled secsvc.io/rollout-phase=pre: the Namespace, the ConfigMap, every NetworkPolicy, the
 #      dependencies (operator resources, Redis) and the migrations Job (the previous Job is deleted first: a
-#      Job's pod template cannot be changed, and each release runs its own);
+#      Job's pod template cannot be changed, and each release runs its own); then the gateway's SAML SP key
+#      pair, the TLS-type Secret secsvc-saml-sp, made with openssl only when it does not exist yet (never
+#      replaced: identity providers pin its certificate; an operator's own Secret made beforehand is kept);
 #   2. once the Job has completed, everything else (the apps' Deployments, Services, PDBs, HPAs, the Ingress),
 #      then waits for each Deployment's rollout.
 # A failed or timed-out Job stops here, before the old pods are replaced; its logs are printed.
@@ -26,6 +28,30 @@ namespace="$(awk '/^kind: Namespace$/ {ns = 1} ns && /^  name: / {print $2; exit
 echo "== phase pre: configuration, policies, dependencies, migrations Job ($namespace)"
 kc -n "$namespace" delete job secsvc-migrate --ignore-not-found --wait=true
 kc apply -f "$rendered" -l secsvc.io/rollout-phase=pre
+
+echo "== SAML SP key pair: Secret secsvc-saml-sp"
+if [ -n "$(kc -n "$namespace" get secret secsvc-saml-sp --ignore-not-found -o name)" ]; then
+  echo "kept (identity providers pin its certificate; see deploy/k8s/README.md to replace it)"
+else
+  command -v openssl >/dev/null || { echo "rollout.sh: openssl is needed to make the Secret secsvc-saml-sp (or create it yourself: deploy/k8s/README.md)" >&2; exit 1; }
+  # The certificate names the public host (ISSUER). Self-signed on purpose: IdPs pin the SP certificate from
+  # its metadata rather than checking a CA; valid 10 years.
+  issuer="$(awk '/^  ISSUER: / {print $2; exit}' "$rendered")"
+  host="${issuer#*://}"
+  host="${host%%[:/]*}"
+  keys="$(mktemp -d)"
+  trap 'rm -f "$rendered"; rm -rf "$keys"' EXIT
+  if ! out="$(umask 077 && openssl req -x509 -newkey rsa:3072 -sha256 -days 3650 -nodes -subj "/CN=${host:-secsvc}" \
+    -addext "basicConstraints=critical,CA:FALSE" -addext "keyUsage=critical,digitalSignature,keyEncipherment" \
+    -keyout "$keys/tls.key" -out "$keys/tls.crt" 2>&1)"; then
+    echo "rollout.sh: openssl failed: $out" >&2
+    exit 1
+  fi
+  # `create` never overwrites: if another rollout made the Secret meanwhile, this fails and nothing changes.
+  kc -n "$namespace" create secret tls secsvc-saml-sp --cert="$keys/tls.crt" --key="$keys/tls.key"
+  rm -rf "$keys"
+  echo "created (CN=${host:-secsvc}); give identity providers the SP metadata (GET /v1/sso/saml/{id}/metadata)"
+fi
 
 echo "== waiting for the migrations Job (at most $MIGRATE_TIMEOUT)"
 if ! kc -n "$namespace" wait --for=condition=complete job/secsvc-migrate --timeout="$MIGRATE_TIMEOUT"; then

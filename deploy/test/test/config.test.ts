@@ -83,6 +83,16 @@ for (const overlay of OVERLAYS) {
       }
     });
 
+    it('points export download links at the public origin: DOWNLOAD_BASE_URL is ISSUER/downloads, the Ingress host', () => {
+      const gateway = loadGatewayConfig(environment(objs(), find(objs(), 'Deployment', 'gateway').spec.template.spec.containers[0]));
+      expect(gateway.DOWNLOAD_BASE_URL).toBe(`${gateway.ISSUER}/downloads`);
+      const url = new URL(gateway.DOWNLOAD_BASE_URL!);
+      const ingress = find(objs(), 'Ingress', 'gateway').spec;
+      expect(url.protocol).toBe('https:');
+      expect(ingress.rules.map((r: { host: string }) => r.host)).toEqual([url.hostname]);
+      expect(ingress.tls[0].hosts).toContain(url.hostname);
+    });
+
     it('the migrations Job containers accept their environment with MIGRATE_ONLY=true', () => {
       const job = find(objs(), 'Job', 'secsvc-migrate').spec.template.spec;
       for (const c of [...job.initContainers, ...job.containers]) {

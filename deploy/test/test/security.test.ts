@@ -92,6 +92,30 @@ for (const overlay of OVERLAYS) {
       }
     });
 
+    it('mounts the SAML SP key pair into the gateway only: the required TLS Secret secsvc-saml-sp, read-only, 0400 with the fsGroup, at the files the gateway reads', () => {
+      const pod = podSpec(deployment('gateway'));
+      const c = pod.containers[0] as Container;
+      const volume = (pod.volumes as { name: string; secret?: { secretName: string; optional?: boolean; defaultMode?: number; items?: { key: string; path: string }[] } }[]).find(
+        (v) => v.secret?.secretName === 'secsvc-saml-sp',
+      )!;
+      expect(volume.secret!.optional ?? false).toBe(false);
+      expect(volume.secret!.defaultMode).toBe(0o400);
+      // The keys of a kubernetes.io/tls Secret, as files of the same names.
+      expect(volume.secret!.items).toEqual([
+        { key: 'tls.key', path: 'tls.key' },
+        { key: 'tls.crt', path: 'tls.crt' },
+      ]);
+      const mount = c.volumeMounts!.find((m: { name: string }) => m.name === volume.name);
+      expect(mount.readOnly).toBe(true);
+      const env = (name: string) => c.env!.find((e) => e.name === name)?.value;
+      expect([env('SAML_SP_KEY_FILE'), env('SAML_SP_CERT_FILE')]).toEqual([`${mount.mountPath}/tls.key`, `${mount.mountPath}/tls.crt`]);
+      // 0400 files are readable by UID 10001 only through the group the kubelet gives them (fsGroup).
+      expect(pod.securityContext.fsGroup).toBe(c.securityContext.runAsGroup ?? pod.securityContext.runAsGroup);
+      // No other workload sees the key.
+      const users = workloads(objs()).filter((w) => JSON.stringify(podSpec(w)).includes('secsvc-saml-sp'));
+      expect(users.map((w) => w.metadata.name)).toEqual(['gateway']);
+    });
+
     it('sets CPU and memory requests and limits on every container', () => {
       for (const w of workloads(objs())) {
         for (const c of containersOf(w)) {
