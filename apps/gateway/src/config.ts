@@ -28,6 +28,9 @@ export const gatewayConfigShape = {
   /** PEM files of the SAML service provider's key pair (both or neither; without them the SP endpoints answer 503). */
   SAML_SP_KEY_FILE: z.string().min(1).optional(),
   SAML_SP_CERT_FILE: z.string().min(1).optional(),
+  /** During an SP key change: the next (or previous) pair, published in SP metadata and accepted for decryption. */
+  SAML_SP_ROLLOVER_KEY_FILE: z.string().min(1).optional(),
+  SAML_SP_ROLLOVER_CERT_FILE: z.string().min(1).optional(),
   /** Allowed clock difference with SAML identity providers (NotBefore / NotOnOrAfter). */
   SAML_CLOCK_SKEW_SECONDS: env.int(60, 0, 300),
   /** How long an AuthnRequest id is accepted as InResponseTo. */

@@ -21,8 +21,8 @@ const state: PendingLogin = {
 describe('pending-login state', () => {
   it('opens what it sealed, for the same connection, until it expires', () => {
     const token = sealState(key, state);
-    expect(openState(key, token, 'sso_a', now)).toEqual(state);
-    expect(openState(key, token, 'sso_a', now + STATE_TTL_MS + 1)).toBe('expired_state');
+    expect(openState([key], token, 'sso_a', now)).toEqual(state);
+    expect(openState([key], token, 'sso_a', now + STATE_TTL_MS + 1)).toBe('expired_state');
   });
 
   it('hides the email and name (encrypted, not only signed)', () => {
@@ -33,15 +33,17 @@ describe('pending-login state', () => {
 
   it('refuses another connection, another SP key, any changed byte and garbage', () => {
     const token = sealState(key, state);
-    expect(openState(key, token, 'sso_b', now)).toBe('invalid_state');
-    expect(openState(stateKey(pem()), token, 'sso_a', now)).toBe('invalid_state');
+    expect(openState([key], token, 'sso_b', now)).toBe('invalid_state');
+    expect(openState([stateKey(pem())], token, 'sso_a', now)).toBe('invalid_state');
+    // During an SP key rollover both keys open states (one sealed just before the switch, say).
+    expect(openState([stateKey(pem()), key], token, 'sso_a', now)).toEqual(state);
     const bytes = Buffer.from(token, 'base64url');
     for (const i of [0, 12, 28, bytes.length - 1]) {
       const bent = Buffer.from(bytes);
       bent[i] = bent[i]! ^ 1;
-      expect(openState(key, bent.toString('base64url'), 'sso_a', now)).toBe('invalid_state');
+      expect(openState([key], bent.toString('base64url'), 'sso_a', now)).toBe('invalid_state');
     }
-    for (const junk of ['', 'x', '%%%', 'A'.repeat(9000), 'A'.repeat(60)]) expect(openState(key, junk, 'sso_a', now)).toBe('invalid_state');
+    for (const junk of ['', 'x', '%%%', 'A'.repeat(9000), 'A'.repeat(60)]) expect(openState([key], junk, 'sso_a', now)).toBe('invalid_state');
   });
 
   it('binds with the SHA-256 of the nonce, never the nonce itself', () => {

@@ -7,22 +7,23 @@ import { readSpKeys } from '../src/sso/keys';
 import { selfSignedCertificate } from './support/saml-idp';
 
 let dir: string;
-let files: Record<'key' | 'cert' | 'otherKey' | 'junk', string>;
+let files: Record<'key' | 'cert' | 'otherKey' | 'otherCert' | 'junk', string>;
 
 beforeAll(async () => {
   dir = await mkdtemp(path.join(os.tmpdir(), 'sso-keys-'));
   const a = await selfSignedCertificate('a.test');
   const b = await selfSignedCertificate('b.test');
-  files = { key: path.join(dir, 'a.key'), cert: path.join(dir, 'a.crt'), otherKey: path.join(dir, 'b.key'), junk: path.join(dir, 'junk.pem') };
+  files = { key: path.join(dir, 'a.key'), cert: path.join(dir, 'a.crt'), otherKey: path.join(dir, 'b.key'), otherCert: path.join(dir, 'b.crt'), junk: path.join(dir, 'junk.pem') };
   await writeFile(files.key, a.privateKey);
   await writeFile(files.cert, a.certificate);
   await writeFile(files.otherKey, b.privateKey);
+  await writeFile(files.otherCert, b.certificate);
   await writeFile(files.junk, 'not a pem');
 }, 30_000);
 
 afterAll(() => rm(dir, { recursive: true, force: true }));
 
-const problem = (config: { SAML_SP_KEY_FILE?: string; SAML_SP_CERT_FILE?: string }): string => {
+const problem = (config: Parameters<typeof readSpKeys>[0]): string => {
   try {
     readSpKeys(config);
   } catch (err) {
@@ -45,5 +46,19 @@ describe('SP key pair', () => {
     expect(problem({ SAML_SP_KEY_FILE: files.junk, SAML_SP_CERT_FILE: files.cert })).toMatch(/^SAML_SP_KEY_FILE: not a PEM private key/);
     expect(problem({ SAML_SP_KEY_FILE: files.key, SAML_SP_CERT_FILE: files.junk })).toMatch(/^SAML_SP_CERT_FILE: not a PEM X.509/);
     expect(problem({ SAML_SP_KEY_FILE: files.otherKey, SAML_SP_CERT_FILE: files.cert })).toMatch(/^SAML_SP_CERT_FILE: does not match/);
+  });
+
+  it('reads the rollover pair beside the active one, with the same checks', () => {
+    const both = readSpKeys({ SAML_SP_KEY_FILE: files.key, SAML_SP_CERT_FILE: files.cert, SAML_SP_ROLLOVER_KEY_FILE: files.otherKey, SAML_SP_ROLLOVER_CERT_FILE: files.otherCert });
+    expect(both?.rollover).toMatchObject({ privateKey: expect.stringContaining('PRIVATE KEY'), certificate: expect.stringContaining('CERTIFICATE') });
+    expect(both?.rollover?.certificate).not.toBe(both?.certificate);
+    expect(problem({ SAML_SP_ROLLOVER_KEY_FILE: files.otherKey, SAML_SP_ROLLOVER_CERT_FILE: files.otherCert })).toMatch(/^SAML_SP_ROLLOVER_KEY_FILE: needs SAML_SP_KEY_FILE/);
+    expect(problem({ SAML_SP_KEY_FILE: files.key, SAML_SP_CERT_FILE: files.cert, SAML_SP_ROLLOVER_KEY_FILE: files.otherKey })).toMatch(/^SAML_SP_ROLLOVER_CERT_FILE: required/);
+    expect(problem({ SAML_SP_KEY_FILE: files.key, SAML_SP_CERT_FILE: files.cert, SAML_SP_ROLLOVER_KEY_FILE: files.key, SAML_SP_ROLLOVER_CERT_FILE: files.otherCert })).toMatch(
+      /^SAML_SP_ROLLOVER_CERT_FILE: does not match SAML_SP_ROLLOVER_KEY_FILE/,
+    );
+    expect(problem({ SAML_SP_KEY_FILE: files.key, SAML_SP_CERT_FILE: files.cert, SAML_SP_ROLLOVER_KEY_FILE: files.key, SAML_SP_ROLLOVER_CERT_FILE: files.cert })).toMatch(
+      /^SAML_SP_ROLLOVER_CERT_FILE: is the active certificate/,
+    );
   });
 });

@@ -11,42 +11,50 @@ import { inflateRawSync } from 'node:zlib';
 import { createLogger, Metrics } from '@secsvc/shared';
 import { createApp, type GatewayDeps } from '../src/app';
 import { parseIdpMetadata } from '../src/sso/metadata';
-import { spUrls } from '../src/sso/sp';
+import { spUrls, type SpKeys } from '../src/sso/sp';
 import { VALID_KEY, type IdentityPort } from './support/fake-identity';
 import { FakeSsoIdentity } from './support/fake-sso-identity';
 import { assertionXml, encryptAssertion, samlId, selfSignedCertificate, signAssertion, startTestIdp, wrapResponse, type ResponseOptions, type TestIdp } from './support/saml-idp';
 
 const BASE = 'https://sp.example.com';
 let url: string;
-let server: Server;
 let fake: FakeSsoIdentity;
 let idp: TestIdp;
 let sp: { privateKey: string; certificate: string };
 
-beforeAll(async () => {
-  idp = await startTestIdp('acme');
-  sp = await selfSignedCertificate('sp.example.com');
-  fake = new FakeSsoIdentity();
+/** A gateway app over the shared fake identity with these SP keys; closed after all tests. */
+const servers: Server[] = [];
+async function startGateway(keys: SpKeys): Promise<string> {
   const deps: GatewayDeps = {
     config: { GRPC_DEADLINE_MS: 1000, TRUST_PROXY: ['loopback'], HOST: '127.0.0.1', PORT: 0 },
     clients: { identity: fake as unknown as IdentityPort, policy: {} as never, audit: {} as never },
     logger: createLogger('test', 'silent'),
     metrics: new Metrics('test'),
     ready: async () => true,
-    sso: { baseUrl: BASE, keys: sp, clockSkewMs: 30_000, requestTtlSeconds: 600 },
+    sso: { baseUrl: BASE, keys, clockSkewMs: 30_000, requestTtlSeconds: 600 },
   };
   const app = createApp(deps);
-  server = await new Promise<Server>((resolve, reject) => {
-    const s = app.listen(0, '127.0.0.1', (err?: Error) => (err ? reject(err) : resolve(s)));
+  const s = await new Promise<Server>((resolve, reject) => {
+    const started = app.listen(0, '127.0.0.1', (err?: Error) => (err ? reject(err) : resolve(started)));
   });
-  url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  servers.push(s);
+  return `http://127.0.0.1:${(s.address() as AddressInfo).port}`;
+}
+
+beforeAll(async () => {
+  idp = await startTestIdp('acme');
+  sp = await selfSignedCertificate('sp.example.com');
+  fake = new FakeSsoIdentity();
+  url = await startGateway(sp);
 }, 30_000);
 
 afterAll(async () => {
-  await new Promise<void>((resolve) => {
-    server.close(() => resolve());
-    server.closeAllConnections();
-  });
+  for (const server of servers) {
+    await new Promise<void>((resolve) => {
+      server.close(() => resolve());
+      server.closeAllConnections();
+    });
+  }
 });
 
 const auth = { authorization: `Bearer ${VALID_KEY}`, 'content-type': 'application/json' };
@@ -292,6 +300,85 @@ describe('browser binding: an SP-initiated login finishes only in the browser th
     expect(second.cookie).toBe(first.cookie);
     expect((await follow(first.next, first.cookie)).status).toBe(200);
     expect((await follow(second.next, second.cookie)).status).toBe(200);
+  });
+});
+
+describe('SP key rollover (SAML_SP_ROLLOVER_*)', () => {
+  let next: { privateKey: string; certificate: string };
+  let before: string;
+  let after: string;
+  beforeAll(async () => {
+    next = await selfSignedCertificate('sp-next.example.com');
+    // Before the switch: the next pair is published beside the active one. After: the roles are swapped.
+    before = await startGateway({ ...sp, rollover: next });
+    after = await startGateway({ ...next, rollover: sp });
+  }, 30_000);
+
+  const certs = (xml: string, use: string) =>
+    [...xml.matchAll(new RegExp(`<KeyDescriptor use="${use}">[\\s\\S]*?<ds:X509Certificate>([^<]+)</ds:X509Certificate>`, 'g'))].map((m) => m[1]!.replace(/\s+/g, ''));
+  const body = (pem: string) => pem.replace(/-----[A-Z ]+-----/g, '').replace(/\s+/g, '');
+
+  it('publishes both certificates for signing and for encryption', async () => {
+    const c = await connection();
+    const xml = await (await fetch(`${before}/v1/sso/saml/${c.id}/metadata`)).text();
+    expect(certs(xml, 'signing')).toEqual([body(sp.certificate), body(next.certificate)]);
+    expect(certs(xml, 'encryption')).toEqual([body(sp.certificate), body(next.certificate)]);
+    const single = await (await fetch(`${url}/v1/sso/saml/${c.id}/metadata`)).text();
+    expect([certs(single, 'signing'), certs(single, 'encryption')]).toEqual([[body(sp.certificate)], [body(sp.certificate)]]);
+  });
+
+  it('signs AuthnRequests with the active key only', async () => {
+    const c = await connection();
+    for (const [gateway, signer, other] of [[before, sp, next], [after, next, sp]] as const) {
+      const res = await fetch(`${gateway}/v1/sso/saml/${c.id}/login?relayState=r`, { redirect: 'manual' });
+      const location = new URL(res.headers.get('location')!);
+      const raw = location.search.slice(1).split('&');
+      const signed = ['SAMLRequest', 'RelayState', 'SigAlg'].map((k) => raw.find((p) => p.startsWith(`${k}=`))!).join('&');
+      const signature = location.searchParams.get('Signature')!;
+      expect(createVerify('RSA-SHA256').update(signed).verify(signer.certificate, signature, 'base64')).toBe(true);
+      expect(createVerify('RSA-SHA256').update(signed).verify(other.certificate, signature, 'base64')).toBe(false);
+    }
+  });
+
+  it('decrypts assertions encrypted for either certificate, and refuses a third', async () => {
+    const c = await connection({ allowIdpInitiated: true });
+    const encryptedFor = async (certificate: string, email: string) => {
+      const o = base(c, email);
+      const now = new Date();
+      const id = samlId();
+      const signed = signAssertion(assertionXml(idp.entityId, o, id, now), id, idp.privateKey, idp.certificate);
+      return Buffer.from(wrapResponse(idp.entityId, o, await encryptAssertion(signed, certificate), now)).toString('base64');
+    };
+    const acsAt = async (gateway: string, samlResponse: string) => {
+      const res = await fetch(`${gateway}/v1/sso/saml/${c.id}/acs`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams({ SAMLResponse: samlResponse }) });
+      return { status: res.status, body: (await res.json()) as Answer['body'] };
+    };
+    for (const gateway of [before, after]) {
+      expect((await acsAt(gateway, await encryptedFor(sp.certificate, 'old@acme.example.com'))).status).toBe(200);
+      expect((await acsAt(gateway, await encryptedFor(next.certificate, 'new@acme.example.com'))).status).toBe(200);
+    }
+    const stranger = await selfSignedCertificate('stranger.example.com');
+    const refused = await acsAt(before, await encryptedFor(stranger.certificate, 'x@acme.example.com'));
+    expect([refused.status, refused.body.error?.details[0]?.message]).toEqual([401, expect.stringMatching(/^invalid_response: .*(oaep|decrypt)/i)]);
+  });
+
+  it('finishes a login validated just before the switch on a gateway that switched', async () => {
+    const c = await connection();
+    const l = await (async () => {
+      const res = await fetch(`${before}/v1/sso/saml/${c.id}/login?relayState=r`, { redirect: 'manual' });
+      const location = new URL(res.headers.get('location')!);
+      const xml = inflateRawSync(Buffer.from(location.searchParams.get('SAMLRequest')!, 'base64')).toString('utf8');
+      return { requestId: /ID="([^"]+)"/.exec(xml)![1]!, cookie: res.headers.get('set-cookie')!.split(';')[0]! };
+    })();
+    const res = await fetch(`${before}/v1/sso/saml/${c.id}/acs`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({ SAMLResponse: idp.response(base(c, 'switch@acme.example.com', { inResponseTo: l.requestId })) }),
+      redirect: 'manual',
+    });
+    const path = continuation(res)!;
+    const done = await fetch(`${after}${path}`, { headers: { cookie: l.cookie } });
+    expect(done.status).toBe(200);
   });
 });
 

@@ -65,19 +65,26 @@ export function sealState(key: Buffer, state: PendingLogin): string {
   return Buffer.concat([iv, cipher.getAuthTag(), body]).toString('base64url');
 }
 
-/** The state, or why not: tampered, sealed for another connection or key, or expired. */
-export function openState(key: Buffer, token: string, connectionId: string, now = Date.now()): PendingLogin | 'invalid_state' | 'expired_state' {
-  if (!/^[A-Za-z0-9_-]{40,8192}$/.test(token)) return 'invalid_state';
-  const raw = Buffer.from(token, 'base64url');
-  let state: PendingLogin;
+function open(key: Buffer, raw: Buffer, connectionId: string): PendingLogin | undefined {
   try {
     const decipher = createDecipheriv('aes-256-gcm', key, raw.subarray(0, 12));
     decipher.setAAD(Buffer.from(connectionId));
     decipher.setAuthTag(raw.subarray(12, 28));
-    state = JSON.parse(Buffer.concat([decipher.update(raw.subarray(28)), decipher.final()]).toString('utf8')) as PendingLogin;
+    return JSON.parse(Buffer.concat([decipher.update(raw.subarray(28)), decipher.final()]).toString('utf8')) as PendingLogin;
   } catch {
-    return 'invalid_state';
+    return undefined;
   }
-  if (state.connectionId !== connectionId) return 'invalid_state';
+}
+
+/**
+ * The state, or why not: tampered, sealed for another connection or key, or expired. `keys`: the active key's
+ * and, during an SP key rollover, the other pair's (a state sealed just before the switch still opens).
+ */
+export function openState(keys: Buffer[], token: string, connectionId: string, now = Date.now()): PendingLogin | 'invalid_state' | 'expired_state' {
+  if (!/^[A-Za-z0-9_-]{40,8192}$/.test(token)) return 'invalid_state';
+  const raw = Buffer.from(token, 'base64url');
+  let state: PendingLogin | undefined;
+  for (const key of keys) state ??= open(key, raw, connectionId);
+  if (!state || state.connectionId !== connectionId) return 'invalid_state';
   return now > state.expires ? 'expired_state' : state;
 }

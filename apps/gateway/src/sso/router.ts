@@ -5,7 +5,7 @@ import type { ServiceClients } from '../context';
 import { SESSION_COOKIE, setCookie } from '../oauth/http';
 import { assertionFacts, checkDestination, decodeResponse, firstString, SamlRefusal } from './assertion';
 import { BINDING_COOKIE, bindingOf, browserNonce, openState, sameBrowser, sealState, stateKey, STATE_TTL_MS, type PendingLogin } from './binding';
-import { requestIdCache, samlFor, spMetadataXml, spUrls, type RequestIdStore, type SpKeys, type SpSettings } from './sp';
+import { requestIdCache, samlFor, spMetadataXml, spUrls, validateResponse, type RequestIdStore, type SpKeys, type SpSettings } from './sp';
 
 export interface SsoDeps extends SpSettings {
   clients: ServiceClients;
@@ -107,7 +107,8 @@ const handler = (fn: (req: Request, res: Response) => Promise<void>) => (req: Re
  */
 export function ssoRouter(deps: SsoDeps): express.Router {
   const router = express.Router();
-  const sealKey = deps.keys && stateKey(deps.keys.privateKey);
+  // Sealed with the active key; opened with it or the rollover key.
+  const stateKeys = deps.keys ? [deps.keys, ...(deps.keys.rollover ? [deps.keys.rollover] : [])].map((k) => stateKey(k.privateKey)) : [];
   const secure = deps.baseUrl.startsWith('https:');
   const form = express.urlencoded({ extended: false, limit: '512kb', parameterLimit: 10 });
 
@@ -155,9 +156,9 @@ export function ssoRouter(deps: SsoDeps): express.Router {
       let login: Omit<PendingLogin, 'binding' | 'expires'>;
       const cache = requestIdCache(store(deps, req), connection.id, deps.requestTtlSeconds);
       try {
-        checkDestination(decodeResponse(body.SAMLResponse), acsUrl);
-        const saml = samlFor(connection, { ...deps, keys }, cache);
-        const { profile } = await saml.validatePostResponseAsync({ SAMLResponse: body.SAMLResponse });
+        const xml = decodeResponse(body.SAMLResponse);
+        checkDestination(xml, acsUrl);
+        const { profile } = await validateResponse(connection, { ...deps, keys }, cache, body.SAMLResponse, xml.includes('EncryptedAssertion'));
         if (!profile) throw new SamlRefusal('no_assertion');
         const facts = assertionFacts(profile.getAssertionXml!(), { acsUrl, issuer: connection.idpEntityId }, deps.clockSkewMs);
         const mapping = JSON.parse(connection.attributeMappingJson || '{}') as { email?: string; name?: string };
@@ -182,7 +183,7 @@ export function ssoRouter(deps: SsoDeps): express.Router {
       if (binding) {
         // Started by a browser: finish in that browser only. The POST came cross-site without the Lax
         // cookie; a 303 turns it into a top-level GET that carries it.
-        const state = sealState(sealKey!, { ...login, binding, expires: Date.now() + STATE_TTL_MS });
+        const state = sealState(stateKeys[0]!, { ...login, binding, expires: Date.now() + STATE_TTL_MS });
         res.setHeader('Cache-Control', 'no-store');
         res.redirect(303, `${spUrls(deps.baseUrl, connection.id).continueUrl}?state=${state}`);
         return;
@@ -198,7 +199,7 @@ export function ssoRouter(deps: SsoDeps): express.Router {
       const connection = await connectionOf(deps, req);
       const token = req.query.state;
       if (typeof token !== 'string' || !token) throw AppError.field('state', 'is required (the ACS sends the browser here)');
-      const state = openState(sealKey!, token, connection.id);
+      const state = openState(stateKeys, token, connection.id);
       if (typeof state === 'string') return refuse(deps, req, connection.id, state);
       // Login CSRF: a response obtained in another browser (or a link to this page) has no matching nonce.
       if (!sameBrowser(req, state.binding)) return refuse(deps, req, connection.id, 'browser_mismatch');

@@ -1,10 +1,19 @@
 import type { identity } from '@secsvc/proto';
-import { SAML, ValidateInResponseTo, type CacheProvider } from '@node-saml/node-saml';
+import { SAML, ValidateInResponseTo, type CacheProvider, type Profile } from '@node-saml/node-saml';
+import { DOMParser, XMLSerializer } from '@xmldom/xmldom';
 
-/** The service provider's key pair: signs AuthnRequests, decrypts encrypted assertions, published in SP metadata. */
-export interface SpKeys {
+export interface KeyPair {
   privateKey: string;
   certificate: string;
+}
+
+/**
+ * The service provider's key pair: signs AuthnRequests, decrypts encrypted assertions, published in SP metadata.
+ * `rollover`, during a key change: the next pair (before the switch) or the previous one (after it), published
+ * in metadata and accepted for decryption, never used to sign.
+ */
+export interface SpKeys extends KeyPair {
+  rollover?: KeyPair;
 }
 
 export interface SpSettings {
@@ -73,7 +82,7 @@ export function requestIdCache(
 }
 
 /** A node-saml service provider for one connection: signed requests, signed assertions required, strict conditions. */
-export function samlFor(connection: identity.SsoConnection, settings: SpSettings & { keys: SpKeys }, cache: CacheProvider): SAML {
+export function samlFor(connection: identity.SsoConnection, settings: SpSettings & { keys: SpKeys }, cache: CacheProvider, decryptionKey = settings.keys.privateKey): SAML {
   const urls = spUrls(settings.baseUrl, connection.id);
   return new SAML({
     issuer: urls.entityId,
@@ -84,7 +93,7 @@ export function samlFor(connection: identity.SsoConnection, settings: SpSettings
     idpCert: connection.idpCertificates,
     privateKey: settings.keys.privateKey,
     publicCert: settings.keys.certificate,
-    decryptionPvk: settings.keys.privateKey,
+    decryptionPvk: decryptionKey,
     signatureAlgorithm: 'sha256',
     digestAlgorithm: 'sha256',
     wantAssertionsSigned: true,
@@ -98,7 +107,51 @@ export function samlFor(connection: identity.SsoConnection, settings: SpSettings
   });
 }
 
+/** What RSA-OAEP says when an assertion was encrypted for another key. */
+const WRONG_KEY = /oaep|decrypt|rsa routines/i;
+
+/**
+ * node-saml's validation with the active key; an encrypted assertion it cannot open (encrypted for the rollover
+ * certificate by an IdP that read the metadata before or after the switch) is tried with the rollover key. The
+ * request-id cache answers the second pass the same way (the id was taken once).
+ */
+export async function validateResponse(
+  connection: identity.SsoConnection,
+  settings: SpSettings & { keys: SpKeys },
+  cache: CacheProvider,
+  samlResponse: string,
+  encrypted: boolean,
+): Promise<{ profile: Profile | null }> {
+  try {
+    return await samlFor(connection, settings, cache).validatePostResponseAsync({ SAMLResponse: samlResponse });
+  } catch (first) {
+    const rollover = settings.keys.rollover;
+    if (!rollover || !encrypted) throw first;
+    try {
+      return await samlFor(connection, settings, cache, rollover.privateKey).validatePostResponseAsync({ SAMLResponse: samlResponse });
+    } catch (second) {
+      // Report the failure of the pass that could read the assertion.
+      throw WRONG_KEY.test((first as Error).message) ? second : first;
+    }
+  }
+}
+
+const PEM_BODY = (pem: string) => pem.replace(/-----[A-Z ]+-----/g, '').replace(/\s+/g, '');
+
+/**
+ * SP metadata: entity id, ACS, and every SP certificate for signing and for encryption (node-saml writes one
+ * encryption certificate; the rollover one is added as a second KeyDescriptor).
+ */
 export function spMetadataXml(connection: identity.SsoConnection, settings: SpSettings & { keys: SpKeys }): string {
   const saml = samlFor(connection, settings, { saveAsync: async () => null, getAsync: async () => null, removeAsync: async () => null });
-  return saml.generateServiceProviderMetadata(settings.keys.certificate, settings.keys.certificate);
+  const { keys } = settings;
+  const certificates = keys.rollover ? [keys.certificate, keys.rollover.certificate] : [keys.certificate];
+  const xml = saml.generateServiceProviderMetadata(keys.certificate, certificates);
+  if (!keys.rollover) return xml;
+  const doc = new DOMParser().parseFromString(xml, 'text/xml');
+  const encryption = Array.from(doc.getElementsByTagName('KeyDescriptor')).find((k) => k.getAttribute('use') === 'encryption')!;
+  const next = encryption.cloneNode(true) as typeof encryption;
+  next.getElementsByTagName('ds:X509Certificate')[0]!.textContent = PEM_BODY(keys.rollover.certificate);
+  encryption.parentNode!.insertBefore(next, encryption.nextSibling);
+  return new XMLSerializer().serializeToString(doc);
 }
