@@ -8,10 +8,11 @@ import { events, policy } from '@secsvc/proto';
 import { AUTH_EVENTS_TOPIC, createClient, createKafkaBus, createLogger, newId, promiseClient } from '@secsvc/shared';
 import { startDistributedStack, type DistributedStack } from '@secsvc/shared/stack';
 import { kafkaUnavailable, redisSkipReason, s3SkipReason } from '@secsvc/shared/testing';
-import { chmod, mkdtemp, rm } from 'node:fs/promises';
+import { chmod, mkdtemp, readFile, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { apiClient, eventually, type Api } from './support';
+import { startTestIdp } from '../../gateway/test/support/saml-idp';
+import { apiClient, certificateBody, eventually, metadataCertificates, type Api } from './support';
 
 jest.setTimeout(240_000);
 
@@ -52,6 +53,19 @@ describeDistributed('distributed profile: two replicas of every stateless servic
   it('serves through the load balancer and each gateway', async () => {
     expect(stack.instances.sort()).toEqual(['audit-1', 'export-worker-1', 'export-worker-2', 'gateway-1', 'gateway-2', 'identity-1', 'identity-2', 'policy-1', 'policy-2']);
     for (const client of [api, ...gw]) expect((await client('GET', '/users?limit=1')).status).toBe(200);
+  });
+
+  it('gives every gateway the one SAML SP key pair of its data directory: each serves the same certificate in SP metadata', async () => {
+    expect(stack.samlSp?.keyFile).toBe(path.join(tmp, 'data', 'saml-sp', 'sp.key'));
+    const idp = await startTestIdp('dist-e2e');
+    const created = await api('POST', '/sso/connections', { name: 'Distributed e2e', idpMetadataXml: idp.metadata(), domains: ['dist-e2e.example.com'] });
+    expect(created.status).toBe(201);
+    const certificate = certificateBody(await readFile(stack.samlSp!.certFile, 'utf8'));
+    for (const g of stack.gateways) {
+      const res = await fetch(`${g}/sso/saml/${created.body.data.id}/metadata`);
+      expect(res.status).toBe(200);
+      expect([g, new Set(metadataCertificates(await res.text()))]).toEqual([g, new Set([certificate])]);
+    }
   });
 
   it('shares one rate limit across both gateways (Redis)', async () => {

@@ -106,3 +106,9 @@ export async function eventually<T>(fn: () => Promise<T>, ok: (v: T) => boolean,
     await new Promise((r) => setTimeout(r, 200));
   }
 }
+
+/** A PEM certificate (or the text of an XML `X509Certificate` element) as its bare base64 body. */
+export const certificateBody = (pem: string) => pem.replace(/-----(BEGIN|END) CERTIFICATE-----|\s/g, '');
+
+/** The certificates a SAML metadata document publishes (`X509Certificate` elements), as bare base64 bodies. */
+export const metadataCertificates = (xml: string) => [...xml.matchAll(/<(?:ds:)?X509Certificate>([^<]+)</g)].map((m) => certificateBody(m[1]!));
