@@ -114,5 +114,21 @@ describe('SAML SSO through the stack', () => {
     expect(success.body.data.metadata).toMatchObject({ authMethod: 'saml', connectionId: c.id });
     const failures = await Promise.all(logins.filter((e) => e.result === 'failure').map(async (e) => (await api('GET', `/logs/${e.id}`)).body.data.metadata));
     expect(failures).toContainEqual(expect.objectContaining({ authMethod: 'saml', connectionId: c.id, reason: 'replayed_assertion' }));
+
+    // Single logout from the IdP (HTTP-Redirect, signed): the session of that NameID ends at once (identity
+    // revokes it in Postgres; the gateway's verify cache hears of it), the other NameID's session stays.
+    const logout = await fetch(`${c.sp.sloUrl}?${idp.logoutRequest({ binding: 'redirect', destination: c.sp.sloUrl, nameId: 'Grace@corp.example.com' })}`, { redirect: 'manual' });
+    expect(logout.status).toBe(302);
+    expect(logout.headers.get('location')!.startsWith(`${idp.sloUrl}?SAMLResponse=`)).toBe(true);
+    await eventually(
+      async () => (await api('POST', '/sessions/verify', { token: ok.body.data.token })).body.data.valid,
+      (valid) => valid === false,
+    );
+    expect((await api('POST', '/sessions/verify', { token: second.body.data.token })).body.data.valid).toBe(true);
+    const logouts = await eventually(
+      async () => (await api('GET', '/logs?limit=100&events=user.logout')).body.data as Json[],
+      (es) => es.length >= 1,
+    );
+    expect((await api('GET', `/logs/${logouts[0].id}`)).body.data.metadata).toMatchObject({ authMethod: 'saml', connectionId: c.id, singleLogout: 'idp' });
   });
 });

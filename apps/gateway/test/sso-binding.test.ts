@@ -10,6 +10,7 @@ const state: PendingLogin = {
   assertionId: '_a1',
   assertionExpiresAt: new Date(now + 60_000).toISOString(),
   nameId: 'ada@acme.example.com',
+  sessionIndex: '_s1',
   email: 'ada@acme.example.com',
   name: 'Ada',
   returnTo: 'client_id=x',

@@ -159,7 +159,8 @@ describe('IdP metadata', () => {
 describe('connections API', () => {
   it('creates (201 with the SP metadata URL), reads, lists, updates and deletes', async () => {
     const c = await connection({ defaultRoles: ['role_reader'], attributeMapping: { email: 'mail' } });
-    expect(c.sp).toEqual(spUrls(BASE, c.id));
+    const { entityId, metadataUrl, acsUrl, loginUrl, sloUrl } = spUrls(BASE, c.id);
+    expect(c.sp).toEqual({ entityId, metadataUrl, acsUrl, loginUrl, sloUrl });
     const get = (await (await fetch(`${url}/v1/sso/connections/${c.id}`, { headers: auth })).json()) as { data: unknown };
     expect(get.data).toMatchObject({ id: c.id, defaultRoles: ['role_reader'], attributeMapping: { email: 'mail' }, allowIdpInitiated: false, idp: { entityId: idp.entityId } });
     const list = (await (await fetch(`${url}/v1/sso/connections`, { headers: auth })).json()) as { data: { id: string }[] };
@@ -379,6 +380,104 @@ describe('SP key rollover (SAML_SP_ROLLOVER_*)', () => {
     const path = continuation(res)!;
     const done = await fetch(`${after}${path}`, { headers: { cookie: l.cookie } });
     expect(done.status).toBe(200);
+  });
+});
+
+describe('single logout from the IdP (/slo)', () => {
+  let c: { id: string; sp: Record<string, string>; idp?: Record<string, unknown> };
+  const nameId = 'slo@acme.example.com';
+  beforeAll(async () => {
+    c = await connection();
+  });
+  const sloUrl = () => spUrls(BASE, c.id).sloUrl;
+  const redirectLogout = (query: string) => fetch(`${url}/v1/sso/saml/${c.id}/slo?${query}`, { redirect: 'manual' });
+  const postLogout = (samlRequest: string, connectionId = c.id) =>
+    fetch(`${url}/v1/sso/saml/${connectionId}/slo`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams({ SAMLRequest: samlRequest, RelayState: 'rs' }), redirect: 'manual' });
+
+  /** The LogoutResponse the IdP gets back: signed by the SP over the query, Success, answering `requestId`. */
+  function expectLogoutResponse(res: Response, requestId: string) {
+    expect(res.status).toBe(302);
+    const location = new URL(res.headers.get('location')!);
+    expect(`${location.origin}${location.pathname}`).toBe(idp.sloUrl);
+    const raw = location.search.slice(1).split('&');
+    const pick = (k: string) => raw.find((p) => p.startsWith(`${k}=`));
+    const signed = [pick('SAMLResponse'), pick('RelayState'), pick('SigAlg')].filter(Boolean).join('&');
+    expect(createVerify('RSA-SHA256').update(signed).verify(sp.certificate, location.searchParams.get('Signature')!, 'base64')).toBe(true);
+    const xml = inflateRawSync(Buffer.from(location.searchParams.get('SAMLResponse')!, 'base64')).toString('utf8');
+    expect(xml).toContain(`InResponseTo="${requestId}"`);
+    expect(xml).toContain('urn:oasis:names:tc:SAML:2.0:status:Success');
+    expect(xml).toContain(`Destination="${idp.sloUrl}"`);
+    return location;
+  }
+
+  async function expectRefusedLogout(res: Response, reason: RegExp) {
+    const logouts = fake.logouts.length;
+    expect(res.status).toBe(401);
+    const body = (await res.json()) as Answer['body'];
+    expect(body.error!.details[0]!.field).toBe('SAMLRequest');
+    expect(body.error!.details[0]!.message).toMatch(reason);
+    expect(fake.logouts.length).toBe(logouts);
+  }
+
+  it('publishes the SP logout service (both bindings) and reads the IdP one', async () => {
+    const xml = await (await fetch(`${url}/v1/sso/saml/${c.id}/metadata`)).text();
+    expect(xml).toContain(`<SingleLogoutService Binding="urn:oasis:names:tc:SAML:2.0:bindings:HTTP-POST" Location="${sloUrl()}"/>`);
+    expect(xml).toContain(`<SingleLogoutService Binding="urn:oasis:names:tc:SAML:2.0:bindings:HTTP-Redirect" Location="${sloUrl()}"/>`);
+    const got = (await (await fetch(`${url}/v1/sso/connections/${c.id}`, { headers: auth })).json()) as { data: { idp: { sloUrl?: string }; sp: { sloUrl: string } } };
+    expect(got.data.idp.sloUrl).toBe(idp.sloUrl);
+    expect(got.data.sp.sloUrl).toBe(sloUrl());
+  });
+
+  it('ends the sessions of a signed HTTP-Redirect LogoutRequest and answers with a signed LogoutResponse', async () => {
+    const id = samlId();
+    const res = await redirectLogout(idp.logoutRequest({ binding: 'redirect', destination: sloUrl(), nameId, sessionIndexes: ['_idx1'], id, relayState: 'back' }));
+    const location = expectLogoutResponse(res, id);
+    expect(location.searchParams.get('RelayState')).toBe('back');
+    expect(fake.logouts.at(-1)).toMatchObject({ connectionId: c.id, nameId, sessionIndexes: ['_idx1'], requestId: id });
+    expect(Date.parse(fake.logouts.at(-1)!.requestExpiresAt!)).toBeGreaterThan(Date.now());
+  });
+
+  it('ends the sessions of a signed HTTP-POST LogoutRequest (every session of the NameID without SessionIndex)', async () => {
+    const id = samlId();
+    expectLogoutResponse(await postLogout(idp.logoutRequest({ binding: 'post', destination: sloUrl(), nameId, id })), id);
+    expect(fake.logouts.at(-1)).toMatchObject({ nameId, sessionIndexes: [], requestId: id });
+  });
+
+  it('answers 200 with the count when the IdP metadata names no logout service', async () => {
+    const quiet = (await createConnection({ name: 'No SLO', idpMetadataXml: idp.metadata({ noLogout: true }), domains: ['quiet.example.com'] })).body.data!;
+    const res = await postLogout(idp.logoutRequest({ binding: 'post', destination: spUrls(BASE, quiet.id).sloUrl, nameId }), quiet.id);
+    expect(res.status).toBe(200);
+    expect(((await res.json()) as { data: { revoked: number } }).data).toEqual({ revoked: 0 });
+  });
+
+  it('refuses unsigned or foreign-signed requests in both bindings', async () => {
+    for (const sign of ['none', 'other'] as const) {
+      await expectRefusedLogout(await redirectLogout(idp.logoutRequest({ binding: 'redirect', destination: sloUrl(), nameId, sign })), sign === 'none' ? /unsigned_request/ : /Invalid query signature/);
+      await expectRefusedLogout(await postLogout(idp.logoutRequest({ binding: 'post', destination: sloUrl(), nameId, sign })), /Invalid signature/);
+    }
+  });
+
+  it('refuses another destination or issuer, stale, future and expired requests, SHA-1, extra parameters, DTDs', async () => {
+    const ok = { binding: 'redirect' as const, destination: sloUrl(), nameId };
+    await expectRefusedLogout(await redirectLogout(idp.logoutRequest({ ...ok, destination: 'https://evil.example.org/slo' })), /wrong_destination/);
+    await expectRefusedLogout(await redirectLogout(idp.logoutRequest({ ...ok, issuer: 'https://evil.example.org' })), /issuer/i);
+    await expectRefusedLogout(await redirectLogout(idp.logoutRequest({ ...ok, issueInstant: new Date(Date.now() - 20 * 60_000) })), /request_expired/);
+    await expectRefusedLogout(await redirectLogout(idp.logoutRequest({ ...ok, issueInstant: new Date(Date.now() + 10 * 60_000) })), /request_not_yet_valid/);
+    await expectRefusedLogout(await redirectLogout(idp.logoutRequest({ ...ok, notOnOrAfter: new Date(Date.now() - 5 * 60_000) })), /request_expired/);
+    await expectRefusedLogout(await redirectLogout(idp.logoutRequest({ ...ok, sigAlg: 'http://www.w3.org/2000/09/xmldsig#rsa-sha1' })), /unsupported_signature_algorithm/);
+    await expectRefusedLogout(await redirectLogout(idp.logoutRequest(ok) + '&extra=1'), /unexpected_parameters/);
+    const withDtd = `<?xml version="1.0"?><!DOCTYPE r [<!ENTITY x SYSTEM "file:///etc/passwd">]>` + Buffer.from(idp.logoutRequest({ ...ok, binding: 'post' }), 'base64').toString('utf8');
+    await expectRefusedLogout(await postLogout(Buffer.from(withDtd).toString('base64')), /dtd_refused/);
+  });
+
+  it('refuses a replayed LogoutRequest; names a missing SAMLRequest (400)', async () => {
+    const query = idp.logoutRequest({ binding: 'redirect', destination: sloUrl(), nameId });
+    expect((await redirectLogout(query)).status).toBe(302);
+    const again = await redirectLogout(query);
+    expect(again.status).toBe(401);
+    expect(((await again.json()) as Answer['body']).error!.details[0]).toEqual({ field: 'SAMLRequest', message: 'replayed_request' });
+    const none = await fetch(`${url}/v1/sso/saml/${c.id}/slo`, { redirect: 'manual' });
+    expect([none.status, ((await none.json()) as Answer['body']).error!.details[0]!.field]).toEqual([400, 'SAMLRequest']);
   });
 });
 

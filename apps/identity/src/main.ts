@@ -25,7 +25,7 @@ import { token } from './rpc/oauth-token';
 import { introspectToken } from './rpc/oauth-introspect';
 import { authenticateOAuthClient, revokeToken } from './rpc/oauth-revoke';
 import { createSsoConnection, deleteSsoConnection, findSsoConnection, getSsoConnection, listSsoConnections, updateSsoConnection } from './rpc/sso-connections';
-import { completeSamlLogin, reportSamlLoginFailure, saveSamlRequest, takeSamlRequest } from './rpc/saml-login';
+import { completeSamlLogin, endSamlSessions, reportSamlLoginFailure, saveSamlRequest, takeSamlRequest } from './rpc/saml-login';
 
 void runProcess('identity', () => loadIdentityConfig(), async ({ config, logger, metrics }) => {
   const pool = createPool(config.DATABASE_URL, config.DATABASE_POOL_MAX, logger, 'identity');
@@ -96,6 +96,7 @@ void runProcess('identity', () => loadIdentityConfig(), async ({ config, logger,
           findSsoConnection: findSsoConnection(ctx),
           saveSamlRequest: saveSamlRequest(ctx),
           takeSamlRequest: takeSamlRequest(ctx),
+          endSamlSessions: endSamlSessions(ctx),
           completeSamlLogin: completeSamlLogin(ctx),
           reportSamlLoginFailure: reportSamlLoginFailure(ctx),
         },

@@ -4,8 +4,8 @@ import { AppError, type CallContext, type Pool } from '@secsvc/shared';
 import type { IdentityConfig } from '../src/config';
 import type { IdentityContext } from '../src/context';
 import { createUser } from '../src/rpc/create-user';
-import { completeSamlLogin, reportSamlLoginFailure, saveSamlRequest, takeSamlRequest } from '../src/rpc/saml-login';
-import { verifySession } from '../src/rpc/sessions';
+import { completeSamlLogin, endSamlSessions, reportSamlLoginFailure, saveSamlRequest, takeSamlRequest } from '../src/rpc/saml-login';
+import { createSession, verifySession } from '../src/rpc/sessions';
 import { createSsoConnection, deleteSsoConnection, findSsoConnection, getSsoConnection, listSsoConnections, updateSsoConnection } from '../src/rpc/sso-connections';
 import { closeIdentityTestDb, identityTestDb, type IdentityTestDb } from './support/db';
 
@@ -113,7 +113,7 @@ describe('SAML logins (identity side)', () => {
     const c = await createSsoConnection(ctx)({ environment: 'live', fields: fields({ defaultRoles: ['role_engineer'] }) }, call());
     const email = `jit@${c.domains[0]}`;
     const out = await completeSamlLogin(ctx)(
-      { connectionId: c.id, assertionId: '_a1', assertionExpiresAt: expiry(), nameId: email, email, name: 'Jit User', ip: '203.0.113.9', userAgent: 'jest', expiresInSeconds: 0 },
+      { connectionId: c.id, assertionId: '_a1', assertionExpiresAt: expiry(), nameId: email, email, name: 'Jit User', ip: '203.0.113.9', userAgent: 'jest', expiresInSeconds: 0, sessionIndex: '' },
       call(),
     );
     expect(out.provisioned).toBe(true);
@@ -127,7 +127,7 @@ describe('SAML logins (identity side)', () => {
 
     // Second login of the same person (another assertion): the same user, not provisioned again.
     const again = await completeSamlLogin(ctx)(
-      { connectionId: c.id, assertionId: '_a2', assertionExpiresAt: expiry(), nameId: email, email: email.toUpperCase(), name: '', ip: '', userAgent: '', expiresInSeconds: 3600 },
+      { connectionId: c.id, assertionId: '_a2', assertionExpiresAt: expiry(), nameId: email, email: email.toUpperCase(), name: '', ip: '', userAgent: '', expiresInSeconds: 3600, sessionIndex: '' },
       call(),
     );
     expect(again).toMatchObject({ userId: out.userId, provisioned: false });
@@ -137,7 +137,7 @@ describe('SAML logins (identity side)', () => {
     const c = await createSsoConnection(ctx)({ environment: 'live', fields: fields() }, call());
     const u = await createUser(ctx)({ environment: 'live', email: `ada@${c.domains[0]}`, name: 'Ada', roles: ['role_admin'], metadataJson: '' }, call());
     const out = await completeSamlLogin(ctx)(
-      { connectionId: c.id, assertionId: '_b1', assertionExpiresAt: expiry(), nameId: u.email, email: u.email, name: 'Other Name', ip: '', userAgent: '', expiresInSeconds: 0 },
+      { connectionId: c.id, assertionId: '_b1', assertionExpiresAt: expiry(), nameId: u.email, email: u.email, name: 'Other Name', ip: '', userAgent: '', expiresInSeconds: 0, sessionIndex: '' },
       call(),
     );
     expect(out).toMatchObject({ userId: u.id, provisioned: false });
@@ -146,7 +146,7 @@ describe('SAML logins (identity side)', () => {
   it('refuses a replayed assertion id and records the failure', async () => {
     const c = await createSsoConnection(ctx)({ environment: 'live', fields: fields() }, call());
     const email = `replay@${c.domains[0]}`;
-    const req = { connectionId: c.id, assertionId: '_replayed', assertionExpiresAt: expiry(), nameId: email, email, name: '', ip: '', userAgent: '', expiresInSeconds: 0 };
+    const req = { connectionId: c.id, assertionId: '_replayed', assertionExpiresAt: expiry(), nameId: email, email, name: '', ip: '', userAgent: '', expiresInSeconds: 0, sessionIndex: '' };
     await completeSamlLogin(ctx)(req, call());
     await rejects(completeSamlLogin(ctx)(req, call()), 'unauthorized', 'SAMLResponse');
     const failure = (await events('user.login')).at(-1);
@@ -156,7 +156,7 @@ describe('SAML logins (identity side)', () => {
 
   it('refuses an email outside the connection domains (an IdP cannot speak for another organisation)', async () => {
     const c = await createSsoConnection(ctx)({ environment: 'live', fields: fields() }, call());
-    const req = { connectionId: c.id, assertionId: '_other', assertionExpiresAt: expiry(), nameId: 'x', email: 'admin@elsewhere.example.org', name: '', ip: '', userAgent: '', expiresInSeconds: 0 };
+    const req = { connectionId: c.id, assertionId: '_other', assertionExpiresAt: expiry(), nameId: 'x', email: 'admin@elsewhere.example.org', name: '', ip: '', userAgent: '', expiresInSeconds: 0, sessionIndex: '' };
     await rejects(completeSamlLogin(ctx)(req, call()), 'unauthorized');
     expect(JSON.parse((await events('user.login')).at(-1).metadataJson)).toMatchObject({ reason: 'domain_not_allowed' });
   });
@@ -175,5 +175,51 @@ describe('SAML logins (identity side)', () => {
     const failure = (await events('user.login')).at(-1);
     expect(failure).toMatchObject({ result: 'failure', actor: { type: 'anonymous' } });
     expect(JSON.parse(failure.metadataJson)).toMatchObject({ authMethod: 'saml', connectionId: c.id, reason: 'invalid_signature' });
+  });
+});
+
+describe('single logout (identity side)', () => {
+  const soon = () => new Date(Date.now() + 5 * 60_000).toISOString();
+  let k = 0;
+  async function samlLogin(connectionId: string, email: string, sessionIndex: string) {
+    k++;
+    const req = { connectionId, assertionId: `_slo${k}`, assertionExpiresAt: soon(), nameId: email, email, name: '', ip: '', userAgent: '', expiresInSeconds: 0, sessionIndex };
+    return completeSamlLogin(ctx)(req, call());
+  }
+  const end = (connectionId: string, nameId: string, sessionIndexes: string[], requestId = `_lr${++k}`) =>
+    endSamlSessions(ctx)({ connectionId, nameId, sessionIndexes, requestId, requestExpiresAt: soon(), ip: '203.0.113.9', userAgent: 'idp' }, call());
+  const valid = async (token: string) => (await verifySession(ctx)({ environment: 'live', token })).valid;
+
+  it('ends the sessions of one SessionIndex, then every session of the NameID, with user.logout each', async () => {
+    const c = await createSsoConnection(ctx)({ environment: 'live', fields: fields() }, call());
+    const other = await createSsoConnection(ctx)({ environment: 'live', fields: fields() }, call());
+    const email = `slo@${c.domains[0]}`;
+    const a = await samlLogin(c.id, email, 'idx-a');
+    const b = await samlLogin(c.id, email, 'idx-b');
+    const bystander = await samlLogin(c.id, `other@${c.domains[0]}`, 'idx-a');
+    // The same NameID through another connection is another IdP's subject: untouched.
+    const elsewhere = await samlLogin(other.id, `slo@${other.domains[0]}`, 'idx-a');
+    // A session of the same user opened otherwise (API, password) is not the IdP's to end either.
+    const local = await createSession(ctx)({ environment: 'live', userId: a.userId, expiresInSeconds: 3600, metadataJson: '' }, call());
+
+    expect(await end(c.id, email, ['idx-a'])).toEqual({ revoked: 1 });
+    expect([await valid(a.session!.token), await valid(b.session!.token), await valid(bystander.session!.token), await valid(elsewhere.session!.token)]).toEqual([false, true, true, true]);
+    const logout = (await events('user.logout')).at(-1);
+    expect(logout).toMatchObject({ actor: { id: a.userId, type: 'user' }, target: { id: a.session!.session!.id, type: 'session' }, result: 'success' });
+    expect(JSON.parse(logout.metadataJson)).toMatchObject({ authMethod: 'saml', connectionId: c.id, singleLogout: 'idp' });
+
+    expect(await end(c.id, email, [])).toEqual({ revoked: 1 });
+    expect(await valid(b.session!.token)).toBe(false);
+    expect(await valid(local.token)).toBe(true);
+    expect(await end(c.id, email, [])).toEqual({ revoked: 0 });
+  });
+
+  it('refuses a replayed LogoutRequest id and bad fields', async () => {
+    const c = await createSsoConnection(ctx)({ environment: 'live', fields: fields() }, call());
+    await end(c.id, 'x@y', [], '_once');
+    await rejects(end(c.id, 'x@y', [], '_once'), 'unauthorized', 'SAMLRequest');
+    await rejects(end(c.id, '', []), 'invalid_request', 'nameId');
+    await rejects(end(c.id, 'x@y', ['']), 'invalid_request', 'sessionIndexes');
+    await rejects(end(c.id, 'x@y', [], ''), 'invalid_request', 'requestId');
   });
 });

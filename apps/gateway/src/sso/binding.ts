@@ -38,6 +38,8 @@ export interface PendingLogin {
   assertionId: string;
   assertionExpiresAt: string;
   nameId: string;
+  /** The AuthnStatement's SessionIndex (single logout), or empty. */
+  sessionIndex: string;
   email: string;
   name: string;
   returnTo: string;

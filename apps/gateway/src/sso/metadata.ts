@@ -8,7 +8,18 @@ export interface IdpMetadata {
   ssoUrl: string;
   /** PEM signing certificates, each parsable and valid now. */
   certificates: string[];
+  /** The SingleLogoutService of the HTTP-Redirect binding, when the IdP has one. */
+  logout?: IdpLogoutService;
 }
+
+export interface IdpLogoutService {
+  /** Where LogoutRequests go. */
+  url: string;
+  /** Where LogoutResponses go (ResponseLocation, else Location). */
+  responseUrl: string;
+}
+
+const HTTP_URL = /^https?:\/\/\S+$/;
 
 const REDIRECT_BINDING = 'urn:oasis:names:tc:SAML:2.0:bindings:HTTP-Redirect';
 const FIELD = 'idpMetadataXml';
@@ -25,6 +36,34 @@ export function toPem(base64: string): string {
  * Every refusal is a 400 naming idpMetadataXml: DTDs, unparsable XML, no IDPSSODescriptor, no signing
  * certificate, a certificate that does not parse, is expired or is not yet valid.
  */
+type XmlElement = NonNullable<ReturnType<typeof parseXml>['documentElement']>;
+
+/** The EntityDescriptor of an IdP in a metadata document (itself, or the first with an IDPSSODescriptor). */
+function entityDescriptor(doc: ReturnType<typeof parseXml>): XmlElement | undefined {
+  const root = doc.documentElement!;
+  return root.namespaceURI === NS.md && root.localName === 'EntityDescriptor'
+    ? root
+    : descendantsNS(doc, NS.md, 'EntityDescriptor').find((e) => childrenNS(e, NS.md, 'IDPSSODescriptor').length > 0);
+}
+
+function logoutServiceOf(idp: XmlElement): IdpLogoutService | undefined {
+  const slo = childrenNS(idp, NS.md, 'SingleLogoutService').find((s) => s.getAttribute('Binding') === REDIRECT_BINDING);
+  if (!slo) return undefined;
+  const url = slo.getAttribute('Location') ?? '';
+  return { url, responseUrl: slo.getAttribute('ResponseLocation') || url };
+}
+
+/** The IdP's SingleLogoutService from stored (already validated) metadata; undefined when it has none. */
+export function idpLogoutService(xml: string): IdpLogoutService | undefined {
+  try {
+    const descriptor = entityDescriptor(parseXml(xml));
+    const idp = descriptor && childrenNS(descriptor, NS.md, 'IDPSSODescriptor')[0];
+    return idp ? logoutServiceOf(idp) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 export function parseIdpMetadata(xml: string, now = new Date()): IdpMetadata {
   const unsafe = unsafeXmlReason(xml);
   if (unsafe === 'dtd_refused') throw invalid('must not contain a DTD or entity declarations');
@@ -34,11 +73,7 @@ export function parseIdpMetadata(xml: string, now = new Date()): IdpMetadata {
   } catch {
     throw invalid('is not well-formed XML');
   }
-  const root = doc.documentElement!;
-  const descriptor =
-    root.namespaceURI === NS.md && root.localName === 'EntityDescriptor'
-      ? root
-      : descendantsNS(doc, NS.md, 'EntityDescriptor').find((e) => childrenNS(e, NS.md, 'IDPSSODescriptor').length > 0);
+  const descriptor = entityDescriptor(doc);
   if (!descriptor) throw invalid('must be SAML 2.0 metadata with an EntityDescriptor');
   const entityId = descriptor.getAttribute('entityID') ?? '';
   if (!entityId) throw invalid('the EntityDescriptor has no entityID');
@@ -47,7 +82,11 @@ export function parseIdpMetadata(xml: string, now = new Date()): IdpMetadata {
 
   const sso = childrenNS(idp, NS.md, 'SingleSignOnService').find((s) => s.getAttribute('Binding') === REDIRECT_BINDING);
   const ssoUrl = sso?.getAttribute('Location') ?? '';
-  if (!/^https?:\/\/\S+$/.test(ssoUrl)) throw invalid('must have a SingleSignOnService with the HTTP-Redirect binding and an http(s) Location');
+  if (!HTTP_URL.test(ssoUrl)) throw invalid('must have a SingleSignOnService with the HTTP-Redirect binding and an http(s) Location');
+  const logout = logoutServiceOf(idp);
+  if (logout && !(HTTP_URL.test(logout.url) && HTTP_URL.test(logout.responseUrl))) {
+    throw invalid('the HTTP-Redirect SingleLogoutService must have an http(s) Location (and ResponseLocation, if any)');
+  }
 
   const signingKeys = childrenNS(idp, NS.md, 'KeyDescriptor').filter((k) => (k.getAttribute('use') ?? 'signing') === 'signing');
   const certificateTexts = signingKeys.flatMap((k) => descendantsNS(k, NS.ds, 'X509Certificate')).map((c) => c.textContent ?? '');
@@ -64,5 +103,5 @@ export function parseIdpMetadata(xml: string, now = new Date()): IdpMetadata {
     if (new Date(cert.validFrom) > now) throw invalid(`signing certificate ${i + 1} is not valid before ${new Date(cert.validFrom).toISOString()}`);
     return pem;
   });
-  return { entityId, ssoUrl, certificates };
+  return { entityId, ssoUrl, certificates, ...(logout && { logout }) };
 }

@@ -5,7 +5,9 @@ import type { ServiceClients } from '../context';
 import { SESSION_COOKIE, setCookie } from '../oauth/http';
 import { assertionFacts, checkDestination, decodeResponse, firstString, SamlRefusal } from './assertion';
 import { BINDING_COOKIE, bindingOf, browserNonce, openState, sameBrowser, sealState, stateKey, STATE_TTL_MS, type PendingLogin } from './binding';
-import { requestIdCache, samlFor, spMetadataXml, spUrls, validateResponse, type RequestIdStore, type SpKeys, type SpSettings } from './sp';
+import { decodeLogoutRequest, logoutRequestFacts, redirectQuery } from './logout';
+import { idpLogoutService } from './metadata';
+import { NO_REQUESTS, requestIdCache, samlFor, spMetadataXml, spUrls, validateResponse, type RequestIdStore, type SpKeys, type SpSettings } from './sp';
 
 export interface SsoDeps extends SpSettings {
   clients: ServiceClients;
@@ -75,6 +77,7 @@ async function completeLogin(deps: SsoDeps, req: Request, res: Response, login: 
       ip: req.ip ?? '',
       userAgent: (req.get('user-agent') ?? '').slice(0, 512),
       expiresInSeconds: 0,
+      sessionIndex: login.sessionIndex,
     },
     callOptions(deps, req),
   );
@@ -167,6 +170,7 @@ export function ssoRouter(deps: SsoDeps): express.Router {
           assertionId: facts.id,
           assertionExpiresAt: facts.expiresAt.toISOString(),
           nameId: profile.nameID,
+          sessionIndex: typeof profile.sessionIndex === 'string' ? profile.sessionIndex : '',
           email: mapping.email ? firstString(profile[mapping.email]) : profile.nameID,
           name: mapping.name ? firstString(profile[mapping.name]) : '',
           returnTo: cache.taken()?.returnTo ?? '',
@@ -206,5 +210,58 @@ export function ssoRouter(deps: SsoDeps): express.Router {
       await completeLogin(deps, req, res, state);
     }),
   );
+  // Single logout initiated by the IdP (HTTP-Redirect or HTTP-POST LogoutRequest): the sessions that this
+  // connection's logins opened for the NameID (and SessionIndex) end; the IdP gets a signed LogoutResponse.
+  const slo = handler(async (req, res) => {
+    const keys = keysOf(deps);
+    const connection = await connectionOf(deps, req);
+    const redirect = req.method === 'GET';
+    const source = ((redirect ? req.query : req.body) ?? {}) as Record<string, unknown>;
+    if (typeof source.SAMLRequest !== 'string' || !source.SAMLRequest) {
+      if (source.SAMLResponse !== undefined) throw AppError.field('SAMLResponse', 'is not expected: this service provider does not start single logout');
+      throw AppError.field('SAMLRequest', 'is required (a LogoutRequest, HTTP-Redirect or HTTP-POST binding)');
+    }
+    const relayState = typeof source.RelayState === 'string' ? source.RelayState.slice(0, RELAY_STATE_MAX) : '';
+    const logout = idpLogoutService(connection.idpMetadataXml);
+    const saml = samlFor(connection, { ...deps, keys }, NO_REQUESTS, { logoutUrl: logout?.responseUrl });
+    let request;
+    try {
+      const query = redirect ? redirectQuery(req.originalUrl, source) : '';
+      const xml = decodeLogoutRequest(source.SAMLRequest, redirect);
+      const facts = logoutRequestFacts(xml, spUrls(deps.baseUrl, connection.id).sloUrl, deps.clockSkewMs);
+      // Signature (the query's, or the document's for HTTP-POST), Issuer, NotOnOrAfter, NameID.
+      const { profile } = redirect
+        ? await saml.validateRedirectAsync(source as Record<string, string>, query)
+        : await saml.validatePostRequestAsync({ SAMLRequest: source.SAMLRequest });
+      if (!profile?.nameID) throw new SamlRefusal('no_name_id');
+      request = { profile, ...facts };
+    } catch (err) {
+      const reason = err instanceof SamlRefusal ? err.reason : `invalid_request: ${(err as Error).message.slice(0, 160)}`;
+      deps.logger.info({ requestId: req.requestId, connectionId: connection.id, why: reason }, 'SAML LogoutRequest refused');
+      throw new AppError('unauthorized', 'The SAML LogoutRequest was refused', [{ field: 'SAMLRequest', message: reason }]);
+    }
+    const { revoked } = await deps.clients.identity.endSamlSessions(
+      {
+        connectionId: connection.id,
+        nameId: request.profile.nameID,
+        sessionIndexes: request.sessionIndexes,
+        requestId: request.id,
+        requestExpiresAt: request.expiresAt.toISOString(),
+        ip: req.ip ?? '',
+        userAgent: (req.get('user-agent') ?? '').slice(0, 512),
+      },
+      callOptions(deps, req),
+    );
+    res.setHeader('Cache-Control', 'no-store');
+    if (!logout) {
+      // The IdP's metadata names no logout service to answer at.
+      res.status(200).json({ data: { revoked }, meta: { requestId: req.requestId } });
+      return;
+    }
+    res.redirect(302, await saml.getLogoutResponseUrlAsync(request.profile, relayState, {}, true));
+  });
+  router.get('/:id/slo', slo);
+  router.post('/:id/slo', form, slo);
+
   return router;
 }

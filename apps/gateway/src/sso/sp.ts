@@ -28,7 +28,7 @@ export interface SpSettings {
 
 export function spUrls(baseUrl: string, connectionId: string) {
   const base = `${baseUrl.replace(/\/+$/, '')}/v1/sso/saml/${connectionId}`;
-  return { entityId: `${base}/metadata`, metadataUrl: `${base}/metadata`, acsUrl: `${base}/acs`, loginUrl: `${base}/login`, continueUrl: `${base}/continue` };
+  return { entityId: `${base}/metadata`, metadataUrl: `${base}/metadata`, acsUrl: `${base}/acs`, loginUrl: `${base}/login`, continueUrl: `${base}/continue`, sloUrl: `${base}/slo` };
 }
 
 /** An SP-initiated login as stored with its AuthnRequest id. */
@@ -82,9 +82,16 @@ export function requestIdCache(
 }
 
 /** A node-saml service provider for one connection: signed requests, signed assertions required, strict conditions. */
-export function samlFor(connection: identity.SsoConnection, settings: SpSettings & { keys: SpKeys }, cache: CacheProvider, decryptionKey = settings.keys.privateKey): SAML {
+export function samlFor(
+  connection: identity.SsoConnection,
+  settings: SpSettings & { keys: SpKeys },
+  cache: CacheProvider,
+  options: { decryptionKey?: string; logoutUrl?: string } = {},
+): SAML {
   const urls = spUrls(settings.baseUrl, connection.id);
   return new SAML({
+    logoutCallbackUrl: urls.sloUrl,
+    ...(options.logoutUrl && { logoutUrl: options.logoutUrl }),
     issuer: urls.entityId,
     callbackUrl: urls.acsUrl,
     audience: urls.entityId,
@@ -93,7 +100,7 @@ export function samlFor(connection: identity.SsoConnection, settings: SpSettings
     idpCert: connection.idpCertificates,
     privateKey: settings.keys.privateKey,
     publicCert: settings.keys.certificate,
-    decryptionPvk: decryptionKey,
+    decryptionPvk: options.decryptionKey ?? settings.keys.privateKey,
     signatureAlgorithm: 'sha256',
     digestAlgorithm: 'sha256',
     wantAssertionsSigned: true,
@@ -128,7 +135,7 @@ export async function validateResponse(
     const rollover = settings.keys.rollover;
     if (!rollover || !encrypted) throw first;
     try {
-      return await samlFor(connection, settings, cache, rollover.privateKey).validatePostResponseAsync({ SAMLResponse: samlResponse });
+      return await samlFor(connection, settings, cache, { decryptionKey: rollover.privateKey }).validatePostResponseAsync({ SAMLResponse: samlResponse });
     } catch (second) {
       // Report the failure of the pass that could read the assertion.
       throw WRONG_KEY.test((first as Error).message) ? second : first;
@@ -138,20 +145,30 @@ export async function validateResponse(
 
 const PEM_BODY = (pem: string) => pem.replace(/-----[A-Z ]+-----/g, '').replace(/\s+/g, '');
 
+/** node-saml's cache for SAML objects that validate no Response (metadata, logout). */
+export const NO_REQUESTS: CacheProvider = { saveAsync: async () => null, getAsync: async () => null, removeAsync: async () => null };
+
+const REDIRECT_BINDING = 'urn:oasis:names:tc:SAML:2.0:bindings:HTTP-Redirect';
+
 /**
- * SP metadata: entity id, ACS, and every SP certificate for signing and for encryption (node-saml writes one
- * encryption certificate; the rollover one is added as a second KeyDescriptor).
+ * SP metadata: entity id, ACS, single logout (HTTP-POST and HTTP-Redirect), and every SP certificate for signing
+ * and for encryption. node-saml writes one encryption certificate and the POST logout service; the rollover
+ * certificate and the Redirect logout service are added to its document.
  */
 export function spMetadataXml(connection: identity.SsoConnection, settings: SpSettings & { keys: SpKeys }): string {
-  const saml = samlFor(connection, settings, { saveAsync: async () => null, getAsync: async () => null, removeAsync: async () => null });
   const { keys } = settings;
   const certificates = keys.rollover ? [keys.certificate, keys.rollover.certificate] : [keys.certificate];
-  const xml = saml.generateServiceProviderMetadata(keys.certificate, certificates);
-  if (!keys.rollover) return xml;
+  const xml = samlFor(connection, settings, NO_REQUESTS).generateServiceProviderMetadata(keys.certificate, certificates);
   const doc = new DOMParser().parseFromString(xml, 'text/xml');
-  const encryption = Array.from(doc.getElementsByTagName('KeyDescriptor')).find((k) => k.getAttribute('use') === 'encryption')!;
-  const next = encryption.cloneNode(true) as typeof encryption;
-  next.getElementsByTagName('ds:X509Certificate')[0]!.textContent = PEM_BODY(keys.rollover.certificate);
-  encryption.parentNode!.insertBefore(next, encryption.nextSibling);
+  const slo = doc.getElementsByTagName('SingleLogoutService')[0]!;
+  const redirect = slo.cloneNode(true) as typeof slo;
+  redirect.setAttribute('Binding', REDIRECT_BINDING);
+  slo.parentNode!.insertBefore(redirect, slo.nextSibling);
+  if (keys.rollover) {
+    const encryption = Array.from(doc.getElementsByTagName('KeyDescriptor')).find((k) => k.getAttribute('use') === 'encryption')!;
+    const next = encryption.cloneNode(true) as typeof encryption;
+    next.getElementsByTagName('ds:X509Certificate')[0]!.textContent = PEM_BODY(keys.rollover.certificate);
+    encryption.parentNode!.insertBefore(next, encryption.nextSibling);
+  }
   return new XMLSerializer().serializeToString(doc);
 }

@@ -88,6 +88,16 @@ export class FakeSsoIdentity {
     };
   }
 
+  readonly logouts: identity.EndSamlSessionsRequest[] = [];
+
+  async endSamlSessions(req: identity.EndSamlSessionsRequest): Promise<identity.EndSamlSessionsResponse> {
+    const key = `${req.connectionId} logout:${req.requestId}`;
+    if (this.assertions.has(key)) throw new AppError('unauthorized', 'This SAML LogoutRequest was already used', [{ field: 'SAMLRequest', message: 'replayed_request' }]);
+    this.assertions.add(key);
+    this.logouts.push(req);
+    return { revoked: this.logins.filter((l) => l.connectionId === req.connectionId && l.nameId === req.nameId).length };
+  }
+
   async reportSamlLoginFailure(req: identity.ReportSamlLoginFailureRequest): Promise<identity.ReportSamlLoginFailureResponse> {
     this.failures.push(req);
     return {};

@@ -1,4 +1,5 @@
-import { createPublicKey, randomBytes } from 'node:crypto';
+import { createPublicKey, createSign, randomBytes } from 'node:crypto';
+import { deflateRawSync } from 'node:zlib';
 import { generate } from 'selfsigned';
 import { SignedXml } from 'xml-crypto';
 import { encrypt } from 'xml-encryption';
@@ -13,8 +14,27 @@ export interface TestIdp {
   ssoUrl: string;
   privateKey: string;
   certificate: string;
-  metadata(options?: { certificate?: string; noCertificate?: boolean }): string;
+  /** Its single logout service (HTTP-Redirect), in the metadata unless `noLogout`. */
+  sloUrl: string;
+  metadata(options?: { certificate?: string; noCertificate?: boolean; noLogout?: boolean }): string;
   response(options: ResponseOptions): string;
+  /** A LogoutRequest: the HTTP-Redirect query (signed over the query) or the HTTP-POST SAMLRequest (signed XML). */
+  logoutRequest(options: LogoutOptions): string;
+}
+
+export interface LogoutOptions {
+  binding: 'redirect' | 'post';
+  destination: string;
+  nameId: string;
+  sessionIndexes?: string[];
+  id?: string;
+  issueInstant?: Date;
+  notOnOrAfter?: Date;
+  issuer?: string;
+  relayState?: string;
+  /** none: unsigned; other: signed with another key than the metadata's. */
+  sign?: 'yes' | 'none' | 'other';
+  sigAlg?: string;
 }
 
 export interface ResponseOptions {
@@ -107,13 +127,41 @@ export function wrapResponse(entityId: string, o: ResponseOptions, inner: string
   );
 }
 
+const RSA_SHA256 = 'http://www.w3.org/2001/04/xmldsig-more#rsa-sha256';
+
+function logoutRequestXml(entityId: string, o: LogoutOptions, id: string): string {
+  const now = o.issueInstant ?? new Date();
+  const notOnOrAfter = o.notOnOrAfter ? ` NotOnOrAfter="${iso(o.notOnOrAfter)}"` : '';
+  return (
+    `<samlp:LogoutRequest xmlns:samlp="urn:oasis:names:tc:SAML:2.0:protocol" xmlns:saml="urn:oasis:names:tc:SAML:2.0:assertion" ID="${id}" Version="2.0" IssueInstant="${iso(now)}" Destination="${esc(o.destination)}"${notOnOrAfter}>` +
+    `<saml:Issuer>${esc(o.issuer ?? entityId)}</saml:Issuer>` +
+    `<saml:NameID Format="urn:oasis:names:tc:SAML:1.1:nameid-format:emailAddress">${esc(o.nameId)}</saml:NameID>` +
+    (o.sessionIndexes ?? []).map((i) => `<samlp:SessionIndex>${esc(i)}</samlp:SessionIndex>`).join('') +
+    `</samlp:LogoutRequest>`
+  );
+}
+
+/** An enveloped signature over the root element with this ID, after its Issuer. */
+function signRoot(xml: string, id: string, privateKey: string, certificate: string): string {
+  const sig = new SignedXml({ privateKey, publicCert: certificate, signatureAlgorithm: RSA_SHA256, canonicalizationAlgorithm: 'http://www.w3.org/2001/10/xml-exc-c14n#' });
+  sig.addReference({
+    xpath: `/*[@ID='${id}']`,
+    transforms: ['http://www.w3.org/2000/09/xmldsig#enveloped-signature', 'http://www.w3.org/2001/10/xml-exc-c14n#'],
+    digestAlgorithm: 'http://www.w3.org/2001/04/xmlenc#sha256',
+  });
+  sig.computeSignature(xml, { location: { reference: `/*[@ID='${id}']/*[local-name(.)='Issuer']`, action: 'after' } });
+  return sig.getSignedXml();
+}
+
 export async function startTestIdp(name = 'idp', ssoUrl = `https://${name}.example.net/sso`): Promise<TestIdp> {
   const { privateKey, certificate } = await selfSignedCertificate(`${name}.test`);
   const other = await selfSignedCertificate(`attacker.test`);
   const entityId = `https://${name}.example.net/saml`;
+  const sloUrl = ssoUrl.replace(/\/sso$/, '') + '/slo';
   return {
     entityId,
     ssoUrl,
+    sloUrl,
     privateKey,
     certificate,
     metadata(options = {}) {
@@ -124,6 +172,7 @@ export async function startTestIdp(name = 'idp', ssoUrl = `https://${name}.examp
         `<?xml version="1.0"?><md:EntityDescriptor xmlns:md="urn:oasis:names:tc:SAML:2.0:metadata" entityID="${entityId}">` +
         `<md:IDPSSODescriptor protocolSupportEnumeration="urn:oasis:names:tc:SAML:2.0:protocol">${key}` +
         `<md:NameIDFormat>urn:oasis:names:tc:SAML:1.1:nameid-format:emailAddress</md:NameIDFormat>` +
+        (options.noLogout ? '' : `<md:SingleLogoutService Binding="urn:oasis:names:tc:SAML:2.0:bindings:HTTP-Redirect" Location="${sloUrl}"/>`) +
         `<md:SingleSignOnService Binding="urn:oasis:names:tc:SAML:2.0:bindings:HTTP-Redirect" Location="${ssoUrl}"/>` +
         `<md:SingleSignOnService Binding="urn:oasis:names:tc:SAML:2.0:bindings:HTTP-POST" Location="${ssoUrl}"/>` +
         `</md:IDPSSODescriptor></md:EntityDescriptor>`
@@ -137,6 +186,19 @@ export async function startTestIdp(name = 'idp', ssoUrl = `https://${name}.examp
       if (sign === 'assertion') assertion = signAssertion(assertion, id, privateKey, certificate);
       if (sign === 'other') assertion = signAssertion(assertion, id, other.privateKey, other.certificate);
       return Buffer.from(wrapResponse(entityId, o, assertion, now)).toString('base64');
+    },
+    logoutRequest(o) {
+      const id = o.id ?? samlId();
+      const xml = logoutRequestXml(entityId, o, id);
+      const signer = o.sign === 'other' ? other : { privateKey, certificate };
+      if (o.binding === 'post') return Buffer.from(o.sign === 'none' ? xml : signRoot(xml, id, signer.privateKey, signer.certificate)).toString('base64');
+      // HTTP-Redirect: DEFLATE, base64, and an RSA signature over the query as sent (SAML bindings 3.4.4.1).
+      let query = `SAMLRequest=${encodeURIComponent(deflateRawSync(xml).toString('base64'))}`;
+      if (o.relayState !== undefined) query += `&RelayState=${encodeURIComponent(o.relayState)}`;
+      if (o.sign === 'none') return query;
+      query += `&SigAlg=${encodeURIComponent(o.sigAlg ?? RSA_SHA256)}`;
+      const signature = createSign('RSA-SHA256').update(query).sign(signer.privateKey, 'base64');
+      return `${query}&Signature=${encodeURIComponent(signature)}`;
     },
   };
 }

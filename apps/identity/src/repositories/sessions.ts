@@ -12,7 +12,8 @@ export interface SessionRow {
 }
 
 type Db = Pool | PoolClient;
-const COLUMNS = 'id, environment, user_id, token_hash, metadata::text AS metadata, created_at, expires_at, revoked_at';
+export const SESSION_COLUMNS = 'id, environment, user_id, token_hash, metadata::text AS metadata, created_at, expires_at, revoked_at';
+const COLUMNS = SESSION_COLUMNS;
 
 export const sessionsRepository = {
   async insert(

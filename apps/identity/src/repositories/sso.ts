@@ -1,4 +1,5 @@
 import { isUniqueViolation, type Pool, type PoolClient } from '@secsvc/shared';
+import { SESSION_COLUMNS, type SessionRow } from './sessions';
 import type { UserRow } from './users';
 
 type Db = Pool | PoolClient;
@@ -147,6 +148,32 @@ export const samlIdsRepository = {
       [connectionId, assertionId, expiresAt],
     );
     return (rowCount ?? 0) > 0;
+  },
+};
+
+/** Sessions opened by SAML logins, by NameID and SessionIndex (single logout). */
+export const samlSessionsRepository = {
+  async record(db: Db, s: { sessionId: string; connectionId: string; nameId: string; sessionIndex: string }): Promise<void> {
+    await db.query(`INSERT INTO saml_sessions (session_id, connection_id, name_id, session_index) VALUES ($1, $2, $3, $4)`, [
+      s.sessionId,
+      s.connectionId,
+      s.nameId,
+      s.sessionIndex,
+    ]);
+  },
+
+  /** Revokes the live sessions of this NameID at this connection (only those of `sessionIndexes` when any). */
+  async revoke(db: Db, connectionId: string, nameId: string, sessionIndexes: string[]): Promise<SessionRow[]> {
+    const { rows } = await db.query<SessionRow>(
+      `UPDATE sessions SET revoked_at = now()
+       FROM saml_sessions ss
+       WHERE ss.session_id = sessions.id AND ss.connection_id = $1 AND ss.name_id = $2
+         AND (cardinality($3::text[]) = 0 OR ss.session_index = ANY ($3::text[]))
+         AND sessions.revoked_at IS NULL AND sessions.expires_at > now()
+       RETURNING ${SESSION_COLUMNS.split(', ').map((c) => `sessions.${c}`).join(', ')}`,
+      [connectionId, nameId, sessionIndexes],
+    );
+    return rows;
   },
 };
 

@@ -4,7 +4,7 @@ import { environmentOf, type IdentityContext } from '../context';
 import { emailDomain } from '../domain/sso';
 import { SESSION_MAX_SECONDS, SESSION_MIN_SECONDS } from '../domain/sessions';
 import { appendEvent, appendUserEvent } from '../repositories/outbox';
-import { samlIdsRepository, ssoConnectionsRepository, ssoUsersRepository, type SsoConnectionRow } from '../repositories/sso';
+import { samlIdsRepository, samlSessionsRepository, ssoConnectionsRepository, ssoUsersRepository, type SsoConnectionRow } from '../repositories/sso';
 import { openSession, toSessionMessage } from './sessions';
 
 // The identity side of SAML logins: AuthnRequest ids (InResponseTo), replay protection, just-in-time users,
@@ -13,6 +13,8 @@ import { openSession, toSessionMessage } from './sessions';
 const DEFAULT_SESSION_SECONDS = 24 * 3600;
 const MAX_REQUEST_TTL_SECONDS = 3600;
 const RETURN_TO_MAX = 4096;
+/** NameIDs, SessionIndexes and request ids longer than this are refused (or cut, for what an IdP sent us). */
+const SAML_ID_MAX = 1024;
 /** The browser binding: SHA-256 of the nonce in the browser's cookie, base64url (the gateway keeps the nonce). */
 const BINDING = /^[A-Za-z0-9_-]{43}$/;
 
@@ -106,6 +108,7 @@ export const completeSamlLogin =
         }
       }
       const opened = await openSession(db, ctx, environment, user.id, seconds, { ip: req.ip, userAgent: req.userAgent, authMethod: 'saml', connectionId: connection.id });
+      await samlSessionsRepository.record(db, { sessionId: opened.row.id, connectionId: connection.id, nameId: req.nameId, sessionIndex: req.sessionIndex.slice(0, SAML_ID_MAX) });
       await appendEvent(db, {
         actor: { id: user.id, email: user.email, type: 'user' },
         context: { ip: req.ip, userAgent: req.userAgent },
@@ -121,4 +124,38 @@ export const completeSamlLogin =
     if (outcome.ok) return outcome.value;
     await withTransaction(ctx.pool, (db) => loginFailure(db, call, connection, outcome.reason, who));
     throw new AppError('unauthorized', outcome.message, [{ field: 'SAMLResponse', message: outcome.reason }]);
+  };
+
+/** Single logout from the IdP: the sessions this NameID (and SessionIndex) got from this connection end. */
+export const endSamlSessions =
+  (ctx: IdentityContext) =>
+  async (req: identity.EndSamlSessionsRequest, call: CallContext): Promise<identity.EndSamlSessionsResponse> => {
+    const connection = await connectionOf(ctx, req.connectionId);
+    if (!req.nameId || req.nameId.length > SAML_ID_MAX) throw AppError.field('nameId', `must be 1 to ${SAML_ID_MAX} characters`);
+    if (!req.requestId || req.requestId.length > SAML_ID_MAX) throw AppError.field('requestId', `must be 1 to ${SAML_ID_MAX} characters`);
+    if (req.sessionIndexes.length > 100 || req.sessionIndexes.some((i) => !i || i.length > SAML_ID_MAX)) {
+      throw AppError.field('sessionIndexes', `at most 100, each 1 to ${SAML_ID_MAX} characters`);
+    }
+    const expiresAt = req.requestExpiresAt ? new Date(req.requestExpiresAt) : undefined;
+    if (!expiresAt || Number.isNaN(expiresAt.getTime())) throw AppError.field('requestExpiresAt', 'is required');
+    const outcome = await withTransaction(ctx.pool, async (db) => {
+      // Request ids share the assertion ids' replay store (a prefix keeps them apart).
+      if (!(await samlIdsRepository.rememberAssertion(db, connection.id, `logout:${req.requestId}`, expiresAt))) return undefined;
+      const rows = await samlSessionsRepository.revoke(db, connection.id, req.nameId, req.sessionIndexes);
+      for (const row of rows) {
+        await appendEvent(db, {
+          actor: { id: row.user_id, type: 'user' },
+          context: { ip: req.ip, userAgent: req.userAgent },
+          environment: row.environment,
+          type: 'user.logout',
+          target: { id: row.id, type: 'session' },
+          result: 'success',
+          traceId: call.requestId,
+          metadata: { userId: row.user_id, authMethod: 'saml', connectionId: connection.id, singleLogout: 'idp' },
+        });
+      }
+      return rows.length;
+    });
+    if (outcome === undefined) throw new AppError('unauthorized', 'This SAML LogoutRequest was already used', [{ field: 'SAMLRequest', message: 'replayed_request' }]);
+    return { revoked: outcome };
   };

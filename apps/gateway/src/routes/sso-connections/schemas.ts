@@ -2,6 +2,7 @@ import type { identity } from '@secsvc/proto';
 import { attributeMappingSchema, rolesSchema, ssoDomainsSchema, ssoLimits, ssoNameSchema } from '@secsvc/shared';
 import { X509Certificate } from 'node:crypto';
 import { z } from 'zod';
+import { idpLogoutService } from '../../sso/metadata';
 import { spUrls } from '../../sso/sp';
 
 export const connectionIdParams = z.object({ id: z.string() });
@@ -41,13 +42,20 @@ export const connectionForm = z.object({
   defaultRoles: z.array(z.string()).describe('roles of users created just in time'),
   attributeMapping: z.object({ email: z.string().optional(), name: z.string().optional() }).describe('assertion attributes holding the email and name (default: the NameID is the email)'),
   allowIdpInitiated: z.boolean().describe('accept responses without InResponseTo (IdP-initiated login); off by default'),
-  idp: z.object({ entityId: z.string(), ssoUrl: z.string(), certificates: z.array(z.object({ validTo: timestamp, fingerprint256: z.string() })) }),
-  sp: z.object({ entityId: z.string(), metadataUrl: z.string(), acsUrl: z.string(), loginUrl: z.string() }),
+  idp: z.object({
+    entityId: z.string(),
+    ssoUrl: z.string(),
+    sloUrl: z.string().optional().describe("the IdP's HTTP-Redirect SingleLogoutService, when its metadata has one"),
+    certificates: z.array(z.object({ validTo: timestamp, fingerprint256: z.string() })),
+  }),
+  sp: z.object({ entityId: z.string(), metadataUrl: z.string(), acsUrl: z.string(), loginUrl: z.string(), sloUrl: z.string().describe('single logout: where the IdP sends LogoutRequests') }),
   createdAt: timestamp,
   updatedAt: timestamp,
 });
 
 export function connectionOf(c: identity.SsoConnection, baseUrl: string | undefined): z.infer<typeof connectionForm> {
+  const logout = idpLogoutService(c.idpMetadataXml);
+  const { entityId, metadataUrl, acsUrl, loginUrl, sloUrl } = spUrls(baseUrl ?? '', c.id);
   return {
     id: c.id,
     name: c.name,
@@ -56,8 +64,13 @@ export function connectionOf(c: identity.SsoConnection, baseUrl: string | undefi
     defaultRoles: c.defaultRoles,
     attributeMapping: JSON.parse(c.attributeMappingJson || '{}') as { email?: string; name?: string },
     allowIdpInitiated: c.allowIdpInitiated,
-    idp: { entityId: c.idpEntityId, ssoUrl: c.idpSsoUrl, certificates: c.idpCertificates.map(certificateSummary) },
-    sp: spUrls(baseUrl ?? '', c.id),
+    idp: {
+      entityId: c.idpEntityId,
+      ssoUrl: c.idpSsoUrl,
+      ...(logout && { sloUrl: logout.url }),
+      certificates: c.idpCertificates.map(certificateSummary),
+    },
+    sp: { entityId, metadataUrl, acsUrl, loginUrl, sloUrl },
     createdAt: c.createdAt!,
     updatedAt: c.updatedAt!,
   };

@@ -668,6 +668,8 @@ export interface CompleteSamlLoginRequest {
   userAgent: string;
   /** 0 = the default (24 hours). */
   expiresInSeconds: number;
+  /** The AuthnStatement's SessionIndex (single logout may name it), or empty. */
+  sessionIndex: string;
 }
 
 export interface CompleteSamlLoginResponse {
@@ -686,6 +688,22 @@ export interface ReportSamlLoginFailureRequest {
 }
 
 export interface ReportSamlLoginFailureResponse {
+}
+
+export interface EndSamlSessionsRequest {
+  connectionId: string;
+  nameId: string;
+  /** Empty: every session of that NameID at this connection. */
+  sessionIndexes: string[];
+  /** The LogoutRequest's ID and until when it could be accepted (replay protection). */
+  requestId: string;
+  requestExpiresAt: string | undefined;
+  ip: string;
+  userAgent: string;
+}
+
+export interface EndSamlSessionsResponse {
+  revoked: number;
 }
 
 function createBaseUser(): User {
@@ -10551,6 +10569,7 @@ function createBaseCompleteSamlLoginRequest(): CompleteSamlLoginRequest {
     ip: "",
     userAgent: "",
     expiresInSeconds: 0,
+    sessionIndex: "",
   };
 }
 
@@ -10582,6 +10601,9 @@ export const CompleteSamlLoginRequest: MessageFns<CompleteSamlLoginRequest> = {
     }
     if (message.expiresInSeconds !== 0) {
       writer.uint32(72).int32(message.expiresInSeconds);
+    }
+    if (message.sessionIndex !== "") {
+      writer.uint32(82).string(message.sessionIndex);
     }
     return writer;
   },
@@ -10671,6 +10693,14 @@ export const CompleteSamlLoginRequest: MessageFns<CompleteSamlLoginRequest> = {
             message.expiresInSeconds = reader.int32();
             continue;
           }
+          case 10: {
+            if (tag !== 82) {
+              break;
+            }
+
+            message.sessionIndex = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -10718,6 +10748,11 @@ export const CompleteSamlLoginRequest: MessageFns<CompleteSamlLoginRequest> = {
         : isSet(object.expires_in_seconds)
         ? globalThis.Number(object.expires_in_seconds)
         : 0,
+      sessionIndex: isSet(object.sessionIndex)
+        ? globalThis.String(object.sessionIndex)
+        : isSet(object.session_index)
+        ? globalThis.String(object.session_index)
+        : "",
     };
   },
 
@@ -10750,6 +10785,9 @@ export const CompleteSamlLoginRequest: MessageFns<CompleteSamlLoginRequest> = {
     if (message.expiresInSeconds !== 0) {
       obj.expiresInSeconds = Math.round(message.expiresInSeconds);
     }
+    if (message.sessionIndex !== "") {
+      obj.sessionIndex = message.sessionIndex;
+    }
     return obj;
   },
 
@@ -10767,6 +10805,7 @@ export const CompleteSamlLoginRequest: MessageFns<CompleteSamlLoginRequest> = {
     message.ip = object.ip ?? "";
     message.userAgent = object.userAgent ?? "";
     message.expiresInSeconds = object.expiresInSeconds ?? 0;
+    message.sessionIndex = object.sessionIndex ?? "";
     return message;
   },
 };
@@ -11069,6 +11108,270 @@ export const ReportSamlLoginFailureResponse: MessageFns<ReportSamlLoginFailureRe
   },
   fromPartial<I extends Exact<DeepPartial<ReportSamlLoginFailureResponse>, I>>(_: I): ReportSamlLoginFailureResponse {
     const message = createBaseReportSamlLoginFailureResponse();
+    return message;
+  },
+};
+
+function createBaseEndSamlSessionsRequest(): EndSamlSessionsRequest {
+  return {
+    connectionId: "",
+    nameId: "",
+    sessionIndexes: [],
+    requestId: "",
+    requestExpiresAt: undefined,
+    ip: "",
+    userAgent: "",
+  };
+}
+
+export const EndSamlSessionsRequest: MessageFns<EndSamlSessionsRequest> = {
+  encode(message: EndSamlSessionsRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.connectionId !== "") {
+      writer.uint32(10).string(message.connectionId);
+    }
+    if (message.nameId !== "") {
+      writer.uint32(18).string(message.nameId);
+    }
+    for (const v of message.sessionIndexes) {
+      writer.uint32(26).string(v!);
+    }
+    if (message.requestId !== "") {
+      writer.uint32(34).string(message.requestId);
+    }
+    if (message.requestExpiresAt !== undefined) {
+      Timestamp.encode(toTimestamp(message.requestExpiresAt), writer.uint32(42).fork()).join();
+    }
+    if (message.ip !== "") {
+      writer.uint32(50).string(message.ip);
+    }
+    if (message.userAgent !== "") {
+      writer.uint32(58).string(message.userAgent);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): EndSamlSessionsRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseEndSamlSessionsRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.connectionId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.nameId = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.sessionIndexes.push(reader.string());
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.requestId = reader.string();
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.requestExpiresAt = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.ip = reader.string();
+            continue;
+          }
+          case 7: {
+            if (tag !== 58) {
+              break;
+            }
+
+            message.userAgent = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): EndSamlSessionsRequest {
+    return {
+      connectionId: isSet(object.connectionId)
+        ? globalThis.String(object.connectionId)
+        : isSet(object.connection_id)
+        ? globalThis.String(object.connection_id)
+        : "",
+      nameId: isSet(object.nameId)
+        ? globalThis.String(object.nameId)
+        : isSet(object.name_id)
+        ? globalThis.String(object.name_id)
+        : "",
+      sessionIndexes: globalThis.Array.isArray(object?.sessionIndexes)
+        ? object.sessionIndexes.map((e: any) => globalThis.String(e))
+        : globalThis.Array.isArray(object?.session_indexes)
+        ? object.session_indexes.map((e: any) => globalThis.String(e))
+        : [],
+      requestId: isSet(object.requestId)
+        ? globalThis.String(object.requestId)
+        : isSet(object.request_id)
+        ? globalThis.String(object.request_id)
+        : "",
+      requestExpiresAt: isSet(object.requestExpiresAt)
+        ? globalThis.String(object.requestExpiresAt)
+        : isSet(object.request_expires_at)
+        ? globalThis.String(object.request_expires_at)
+        : undefined,
+      ip: isSet(object.ip) ? globalThis.String(object.ip) : "",
+      userAgent: isSet(object.userAgent)
+        ? globalThis.String(object.userAgent)
+        : isSet(object.user_agent)
+        ? globalThis.String(object.user_agent)
+        : "",
+    };
+  },
+
+  toJSON(message: EndSamlSessionsRequest): unknown {
+    const obj: any = {};
+    if (message.connectionId !== "") {
+      obj.connectionId = message.connectionId;
+    }
+    if (message.nameId !== "") {
+      obj.nameId = message.nameId;
+    }
+    if (message.sessionIndexes?.length) {
+      obj.sessionIndexes = message.sessionIndexes;
+    }
+    if (message.requestId !== "") {
+      obj.requestId = message.requestId;
+    }
+    if (message.requestExpiresAt !== undefined) {
+      obj.requestExpiresAt = message.requestExpiresAt;
+    }
+    if (message.ip !== "") {
+      obj.ip = message.ip;
+    }
+    if (message.userAgent !== "") {
+      obj.userAgent = message.userAgent;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<EndSamlSessionsRequest>, I>>(base?: I): EndSamlSessionsRequest {
+    return EndSamlSessionsRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<EndSamlSessionsRequest>, I>>(object: I): EndSamlSessionsRequest {
+    const message = createBaseEndSamlSessionsRequest();
+    message.connectionId = object.connectionId ?? "";
+    message.nameId = object.nameId ?? "";
+    message.sessionIndexes = object.sessionIndexes?.map((e) => e) || [];
+    message.requestId = object.requestId ?? "";
+    message.requestExpiresAt = object.requestExpiresAt ?? undefined;
+    message.ip = object.ip ?? "";
+    message.userAgent = object.userAgent ?? "";
+    return message;
+  },
+};
+
+function createBaseEndSamlSessionsResponse(): EndSamlSessionsResponse {
+  return { revoked: 0 };
+}
+
+export const EndSamlSessionsResponse: MessageFns<EndSamlSessionsResponse> = {
+  encode(message: EndSamlSessionsResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.revoked !== 0) {
+      writer.uint32(8).int32(message.revoked);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): EndSamlSessionsResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseEndSamlSessionsResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.revoked = reader.int32();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): EndSamlSessionsResponse {
+    return { revoked: isSet(object.revoked) ? globalThis.Number(object.revoked) : 0 };
+  },
+
+  toJSON(message: EndSamlSessionsResponse): unknown {
+    const obj: any = {};
+    if (message.revoked !== 0) {
+      obj.revoked = Math.round(message.revoked);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<EndSamlSessionsResponse>, I>>(base?: I): EndSamlSessionsResponse {
+    return EndSamlSessionsResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<EndSamlSessionsResponse>, I>>(object: I): EndSamlSessionsResponse {
+    const message = createBaseEndSamlSessionsResponse();
+    message.revoked = object.revoked ?? 0;
     return message;
   },
 };
@@ -11602,6 +11905,22 @@ export const IdentityServiceService = {
     responseDeserialize: (value: Buffer): ReportSamlLoginFailureResponse =>
       ReportSamlLoginFailureResponse.decode(value),
   },
+  /**
+   * Single logout from the IdP (a LogoutRequest the gateway validated): the sessions its SAML logins opened for
+   * that NameID (and SessionIndex, when given) are revoked, each with user.logout. The request id is
+   * remembered until it expires: a replayed LogoutRequest is refused.
+   */
+  endSamlSessions: {
+    path: "/secsvc.identity.v1.IdentityService/EndSamlSessions" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: EndSamlSessionsRequest): Buffer =>
+      Buffer.from(EndSamlSessionsRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): EndSamlSessionsRequest => EndSamlSessionsRequest.decode(value),
+    responseSerialize: (value: EndSamlSessionsResponse): Buffer =>
+      Buffer.from(EndSamlSessionsResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): EndSamlSessionsResponse => EndSamlSessionsResponse.decode(value),
+  },
 } as const;
 
 export interface IdentityServiceServer extends UntypedServiceImplementation {
@@ -11711,6 +12030,12 @@ export interface IdentityServiceServer extends UntypedServiceImplementation {
   completeSamlLogin: handleUnaryCall<CompleteSamlLoginRequest, CompleteSamlLoginResponse>;
   /** A refused SAML response: user.login with result failure and the reason. */
   reportSamlLoginFailure: handleUnaryCall<ReportSamlLoginFailureRequest, ReportSamlLoginFailureResponse>;
+  /**
+   * Single logout from the IdP (a LogoutRequest the gateway validated): the sessions its SAML logins opened for
+   * that NameID (and SessionIndex, when given) are revoked, each with user.logout. The request id is
+   * remembered until it expires: a replayed LogoutRequest is refused.
+   */
+  endSamlSessions: handleUnaryCall<EndSamlSessionsRequest, EndSamlSessionsResponse>;
 }
 
 export interface IdentityServiceClient extends Client {
@@ -12451,6 +12776,26 @@ export interface IdentityServiceClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: ReportSamlLoginFailureResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * Single logout from the IdP (a LogoutRequest the gateway validated): the sessions its SAML logins opened for
+   * that NameID (and SessionIndex, when given) are revoked, each with user.logout. The request id is
+   * remembered until it expires: a replayed LogoutRequest is refused.
+   */
+  endSamlSessions(
+    request: EndSamlSessionsRequest,
+    callback: (error: ServiceError | null, response: EndSamlSessionsResponse) => void,
+  ): ClientUnaryCall;
+  endSamlSessions(
+    request: EndSamlSessionsRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: EndSamlSessionsResponse) => void,
+  ): ClientUnaryCall;
+  endSamlSessions(
+    request: EndSamlSessionsRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: EndSamlSessionsResponse) => void,
   ): ClientUnaryCall;
 }
 

@@ -1,0 +1,78 @@
+import { inflateRawSync } from 'node:zlib';
+import { SamlRefusal } from './assertion';
+import { childrenNS, NS, parseXml, unsafeXmlReason } from './xml';
+
+// Single logout initiated by the IdP: what node-saml leaves to its caller. A LogoutRequest must be signed (the
+// HTTP-Redirect query signature, or an enveloped XML signature over the HTTP-POST document: node-saml would take
+// an unsigned Redirect message), addressed to this connection's SLO URL, fresh, and is used once.
+
+/** A LogoutRequest inflates to at most this many bytes (HTTP-Redirect: DEFLATE bombs stop here). */
+const MAX_XML_BYTES = 256 * 1024;
+/** A LogoutRequest without NotOnOrAfter is accepted this long after its IssueInstant (plus the skew). */
+export const LOGOUT_REQUEST_TTL_MS = 10 * 60_000;
+/** The query of an HTTP-Redirect LogoutRequest: these parameters, each at most once. */
+const REDIRECT_PARAMS = new Set(['SAMLRequest', 'RelayState', 'SigAlg', 'Signature']);
+const SIGNATURE_ALGORITHMS = new Set([
+  'http://www.w3.org/2001/04/xmldsig-more#rsa-sha256',
+  'http://www.w3.org/2001/04/xmldsig-more#rsa-sha384',
+  'http://www.w3.org/2001/04/xmldsig-more#rsa-sha512',
+]);
+
+export interface LogoutRequestFacts {
+  id: string;
+  /** Until when the request could be accepted: remembered that long against replays. */
+  expiresAt: Date;
+  /** The SessionIndex elements (empty: every session of the NameID). */
+  sessionIndexes: string[];
+}
+
+/**
+ * The raw query of an HTTP-Redirect LogoutRequest, as node-saml checks its signature over: only the binding's
+ * parameters, once each, signed with an RSA-SHA-2 algorithm. Anything else is refused before node-saml runs.
+ */
+export function redirectQuery(originalUrl: string, query: Record<string, unknown>): string {
+  const raw = originalUrl.includes('?') ? originalUrl.slice(originalUrl.indexOf('?') + 1) : '';
+  const names = raw.split('&').map((t) => t.slice(0, t.includes('=') ? t.indexOf('=') : t.length));
+  if (names.some((n) => !REDIRECT_PARAMS.has(n)) || new Set(names).size !== names.length) throw new SamlRefusal('unexpected_parameters');
+  if (typeof query.Signature !== 'string' || !query.Signature) throw new SamlRefusal('unsigned_request');
+  if (typeof query.SigAlg !== 'string' || !SIGNATURE_ALGORITHMS.has(query.SigAlg)) throw new SamlRefusal('unsupported_signature_algorithm');
+  return raw;
+}
+
+/** The LogoutRequest's XML: base64 (and DEFLATE for HTTP-Redirect), refused when it carries a DTD or comments. */
+export function decodeLogoutRequest(samlRequest: string, deflated: boolean): string {
+  if (!/^[A-Za-z0-9+/=\s]+$/.test(samlRequest)) throw new SamlRefusal('not_base64');
+  const bytes = Buffer.from(samlRequest, 'base64');
+  let xml: string;
+  try {
+    xml = (deflated ? inflateRawSync(bytes, { maxOutputLength: MAX_XML_BYTES }) : bytes).toString('utf8');
+  } catch {
+    throw new SamlRefusal('not_deflated');
+  }
+  const unsafe = unsafeXmlReason(xml);
+  if (unsafe) throw new SamlRefusal(unsafe);
+  return xml;
+}
+
+/** Checks what node-saml does not: the element, Destination = our SLO URL, a fresh IssueInstant; reads the rest. */
+export function logoutRequestFacts(xml: string, sloUrl: string, skewMs: number, now = Date.now()): LogoutRequestFacts {
+  let root;
+  try {
+    root = parseXml(xml).documentElement!;
+  } catch {
+    throw new SamlRefusal('malformed_xml');
+  }
+  if (root.namespaceURI !== NS.samlp || root.localName !== 'LogoutRequest') throw new SamlRefusal('not_a_logout_request');
+  if (root.getAttribute('Destination') !== sloUrl) throw new SamlRefusal('wrong_destination');
+  const id = root.getAttribute('ID') ?? '';
+  if (!id) throw new SamlRefusal('request_without_id');
+  const issued = Date.parse(root.getAttribute('IssueInstant') ?? '');
+  if (Number.isNaN(issued)) throw new SamlRefusal('request_without_issue_instant');
+  if (issued > now + skewMs) throw new SamlRefusal('request_not_yet_valid');
+  const notOnOrAfter = Date.parse(root.getAttribute('NotOnOrAfter') ?? '');
+  const expires = Math.min(issued + LOGOUT_REQUEST_TTL_MS, Number.isNaN(notOnOrAfter) ? Infinity : notOnOrAfter) + skewMs;
+  if (expires <= now) throw new SamlRefusal('request_expired');
+  const sessionIndexes = childrenNS(root, NS.samlp, 'SessionIndex').map((e) => (e.textContent ?? '').trim());
+  if (sessionIndexes.some((i) => !i)) throw new SamlRefusal('empty_session_index');
+  return { id, expiresAt: new Date(expires), sessionIndexes };
+}
