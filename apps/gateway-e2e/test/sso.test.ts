@@ -130,5 +130,16 @@ describe('SAML SSO through the stack', () => {
       (es) => es.length >= 1,
     );
     expect((await api('GET', `/logs/${logouts[0].id}`)).body.data.metadata).toMatchObject({ authMethod: 'saml', connectionId: c.id, singleLogout: 'idp' });
+
+    // SP-initiated single logout: the app ends the other session and sends the browser to the IdP; the IdP's
+    // signed answer comes back to /slo and the browser goes on to the app.
+    const started = await api('POST', '/sso/logout', { token: second.body.data.token, returnTo: 'https://app.corp.example.com/bye' });
+    expect(started.body.data.revoked).toBe(true);
+    const logoutUrl = new URL(started.body.data.logoutUrl);
+    expect(`${logoutUrl.origin}${logoutUrl.pathname}`).toBe(idp.sloUrl);
+    const logoutRequestId = /ID="([^"]+)"/.exec(inflateRawSync(Buffer.from(logoutUrl.searchParams.get('SAMLRequest')!, 'base64')).toString('utf8'))![1]!;
+    const back = await fetch(`${c.sp.sloUrl}?${idp.logoutResponse({ binding: 'redirect', destination: c.sp.sloUrl, inResponseTo: logoutRequestId })}`, { redirect: 'manual' });
+    expect([back.status, back.headers.get('location')]).toEqual([303, 'https://app.corp.example.com/bye']);
+    expect((await api('POST', '/sessions/verify', { token: second.body.data.token })).body.data.valid).toBe(false);
   });
 });

@@ -144,7 +144,7 @@ function mount(router: express.Router, route: Route, deps: GatewayDeps): void {
         body: route.body ? parseOrThrow(route.body, req.body ?? {}) : undefined,
       };
       const call = { requestId: req.requestId, deadlineMs: deps.config.GRPC_DEADLINE_MS, headers: callHeaders(req, principal) };
-      const out = await route.handle(input, { requestId: req.requestId, principal, clients: deps.clients, call, verifyCache: deps.verifyCache, rolesCache: deps.rolesCache, downloadBaseUrl: deps.downloads?.baseUrl, ssoBaseUrl: deps.sso?.baseUrl });
+      const out = await route.handle(input, { requestId: req.requestId, principal, clients: deps.clients, call, verifyCache: deps.verifyCache, rolesCache: deps.rolesCache, downloadBaseUrl: deps.downloads?.baseUrl, sso: deps.sso });
       if (out.body === undefined) res.status(out.status).end();
       else res.status(out.status).json(out.body);
     } catch (err) {

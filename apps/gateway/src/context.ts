@@ -1,6 +1,7 @@
 import type { audit, identity, policy } from '@secsvc/proto';
 import type { PromiseClient } from '@secsvc/shared';
 import type { RolesCache } from './roles-cache';
+import type { SpSettings } from './sso/sp';
 import type { VerifyCache } from './verify-cache';
 
 export interface ServiceClients {
@@ -43,8 +44,8 @@ export interface RouteContext {
   rolesCache?: RolesCache;
   /** DOWNLOAD_BASE_URL: where export download links point. */
   downloadBaseUrl?: string;
-  /** The public origin of the SAML service-provider endpoints (ISSUER): SP metadata and ACS URLs. */
-  ssoBaseUrl?: string;
+  /** SAML service provider: the public origin of its endpoints (ISSUER) and its key pair (absent: no SSO). */
+  sso?: SpSettings;
   /** Options for every gRPC call of this request: request id, deadline, and who/where for audit events. */
   call: { requestId: string; deadlineMs: number; headers: Record<string, string> };
 }

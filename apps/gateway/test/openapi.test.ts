@@ -42,6 +42,7 @@ describe('GET /v1/openapi.json', () => {
       '/sessions/verify',
       '/sso/connections',
       '/sso/connections/{id}',
+      '/sso/logout',
       '/tokens',
       '/users',
       '/users/{id}',

@@ -10,6 +10,7 @@ const state: PendingLogin = {
   assertionId: '_a1',
   assertionExpiresAt: new Date(now + 60_000).toISOString(),
   nameId: 'ada@acme.example.com',
+  nameIdFormat: 'urn:oasis:names:tc:SAML:1.1:nameid-format:emailAddress',
   sessionIndex: '_s1',
   email: 'ada@acme.example.com',
   name: 'Ada',

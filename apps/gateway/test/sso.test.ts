@@ -481,6 +481,99 @@ describe('single logout from the IdP (/slo)', () => {
   });
 });
 
+describe('SP-initiated single logout (POST /v1/sso/logout, then the LogoutResponse at /slo)', () => {
+  let c: { id: string; sp: Record<string, string> };
+  beforeAll(async () => {
+    c = await connection({ allowIdpInitiated: true });
+  });
+  const sloUrl = () => spUrls(BASE, c.id).sloUrl;
+
+  /** A SAML session for `email` (IdP-initiated login): its token, NameID and SessionIndex. */
+  async function samlSession(email: string) {
+    const assertionId = samlId();
+    const out = await postAcs(c.id, idp.response(base(c, email, { assertionId })));
+    expect(out.status).toBe(200);
+    return { token: out.body.data!.token, sessionIndex: assertionId };
+  }
+  const logout = async (body: Record<string, unknown>) => {
+    const res = await fetch(`${url}/v1/sso/logout`, { method: 'POST', headers: auth, body: JSON.stringify(body) });
+    return { status: res.status, body: (await res.json()) as { data?: { revoked: boolean; logoutUrl: string | null }; error?: { details: { field: string }[] } } };
+  };
+  /** The LogoutRequest in a logoutUrl: checked (signed by the SP, to the IdP's SLO, naming the subject) and its id. */
+  function logoutRequestOf(logoutUrl: string, email: string, sessionIndex: string): string {
+    const location = new URL(logoutUrl);
+    expect(`${location.origin}${location.pathname}`).toBe(idp.sloUrl);
+    const raw = location.search.slice(1).split('&');
+    const signed = ['SAMLRequest', 'RelayState', 'SigAlg'].map((k) => raw.find((p) => p.startsWith(`${k}=`))).filter(Boolean).join('&');
+    expect(createVerify('RSA-SHA256').update(signed).verify(sp.certificate, location.searchParams.get('Signature')!, 'base64')).toBe(true);
+    const xml = inflateRawSync(Buffer.from(location.searchParams.get('SAMLRequest')!, 'base64')).toString('utf8');
+    expect(xml).toContain(`Destination="${idp.sloUrl}"`);
+    expect(xml).toContain(`>${email}</saml:NameID>`);
+    expect(xml).toContain(`>${sessionIndex}</saml2p:SessionIndex>`);
+    expect(xml).toContain(`<saml:Issuer xmlns:saml="urn:oasis:names:tc:SAML:2.0:assertion">${c.sp.entityId}</saml:Issuer>`);
+    return /ID="([^"]+)"/.exec(xml)![1]!;
+  }
+  const answer = (query: string) => fetch(`${url}/v1/sso/saml/${c.id}/slo?${query}`, { redirect: 'manual' });
+  const postAnswer = (samlResponse: string) =>
+    fetch(`${url}/v1/sso/saml/${c.id}/slo`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams({ SAMLResponse: samlResponse }), redirect: 'manual' });
+  async function expectRefusedAnswer(res: Response, reason: RegExp) {
+    expect(res.status).toBe(401);
+    const detail = ((await res.json()) as Answer['body']).error!.details[0]!;
+    expect(detail.field).toBe('SAMLResponse');
+    expect(detail.message).toMatch(reason);
+  }
+
+  it('ends the session, hands out a signed LogoutRequest for the IdP, and sends the browser on after its answer', async () => {
+    const email = 'leaver@acme.example.com';
+    const s = await samlSession(email);
+    const out = await logout({ token: s.token, returnTo: 'https://app.example.com/signed-out' });
+    expect(out.status).toBe(200);
+    expect(out.body.data!.revoked).toBe(true);
+    const id = logoutRequestOf(out.body.data!.logoutUrl!, email, s.sessionIndex);
+    expect(fake.requests.get(`logout:${id}`)).toMatchObject({ connectionId: c.id, returnTo: 'https://app.example.com/signed-out' });
+    // A forged answer (another key) neither passes nor uses the request up.
+    await expectRefusedAnswer(await answer(idp.logoutResponse({ binding: 'redirect', destination: sloUrl(), inResponseTo: id, sign: 'other' })), /Invalid query signature/);
+    const done = await answer(idp.logoutResponse({ binding: 'redirect', destination: sloUrl(), inResponseTo: id }));
+    expect([done.status, done.headers.get('location')]).toEqual([303, 'https://app.example.com/signed-out']);
+    // Once only.
+    await expectRefusedAnswer(await answer(idp.logoutResponse({ binding: 'redirect', destination: sloUrl(), inResponseTo: id })), /unknown_request/);
+    // The same token again: already ended, nothing to log out of.
+    expect((await logout({ token: s.token })).body.data).toEqual({ revoked: false, logoutUrl: null });
+  });
+
+  it('takes the answer over HTTP-POST too, and answers JSON without a returnTo', async () => {
+    const s = await samlSession('poster@acme.example.com');
+    const id = logoutRequestOf((await logout({ token: s.token })).body.data!.logoutUrl!, 'poster@acme.example.com', s.sessionIndex);
+    await expectRefusedAnswer(await postAnswer(idp.logoutResponse({ binding: 'post', destination: sloUrl(), inResponseTo: id, sign: 'none' })), /Invalid signature/);
+    const done = await postAnswer(idp.logoutResponse({ binding: 'post', destination: sloUrl(), inResponseTo: id }));
+    expect(done.status).toBe(200);
+    expect(((await done.json()) as { data: unknown }).data).toEqual({ loggedOut: true });
+  });
+
+  it('refuses an unsigned, failed, misaddressed or foreign-issued answer, and one to an AuthnRequest', async () => {
+    const s = await samlSession('picky@acme.example.com');
+    const id = logoutRequestOf((await logout({ token: s.token })).body.data!.logoutUrl!, 'picky@acme.example.com', s.sessionIndex);
+    const ok = { binding: 'redirect' as const, destination: sloUrl(), inResponseTo: id };
+    await expectRefusedAnswer(await answer(idp.logoutResponse({ ...ok, sign: 'none' })), /unsigned_request/);
+    await expectRefusedAnswer(await answer(idp.logoutResponse({ ...ok, status: 'urn:oasis:names:tc:SAML:2.0:status:Responder' })), /logout_failed: Responder/);
+    await expectRefusedAnswer(await answer(idp.logoutResponse({ ...ok, destination: 'https://evil.example.org/slo' })), /wrong_destination/);
+    await expectRefusedAnswer(await answer(idp.logoutResponse({ ...ok, issuer: 'https://evil.example.org' })), /wrong_issuer/);
+    const { requestId } = await login(c.id);
+    await expectRefusedAnswer(await answer(idp.logoutResponse({ ...ok, inResponseTo: requestId })), /unknown_request/);
+    // The AuthnRequest was not used up by it, nor the LogoutRequest by the refusals.
+    expect(fake.requests.has(requestId)).toBe(true);
+    expect((await answer(idp.logoutResponse(ok))).status).toBe(200);
+  });
+
+  it('has no logout URL for a session that no SAML login opened; names faulty fields', async () => {
+    expect((await logout({ token: 'ses_not_a_saml_session' })).body.data).toEqual({ revoked: false, logoutUrl: null });
+    const missing = await logout({});
+    expect([missing.status, missing.body.error!.details[0]!.field]).toEqual([400, 'token']);
+    const bad = await logout({ token: 'x', returnTo: 'javascript:alert(1)' });
+    expect([bad.status, bad.body.error!.details[0]!.field]).toEqual([400, 'returnTo']);
+  });
+});
+
 describe('attacks on the ACS, each refused (401, SAMLResponse named, user.login failure recorded)', () => {
   let c: { id: string; sp: Record<string, string> };
   beforeAll(async () => {

@@ -5,7 +5,7 @@ import type { IdentityConfig } from '../src/config';
 import type { IdentityContext } from '../src/context';
 import { createUser } from '../src/rpc/create-user';
 import { completeSamlLogin, endSamlSessions, reportSamlLoginFailure, saveSamlRequest, takeSamlRequest } from '../src/rpc/saml-login';
-import { createSession, verifySession } from '../src/rpc/sessions';
+import { createSession, revokeSession, verifySession } from '../src/rpc/sessions';
 import { createSsoConnection, deleteSsoConnection, findSsoConnection, getSsoConnection, listSsoConnections, updateSsoConnection } from '../src/rpc/sso-connections';
 import { closeIdentityTestDb, identityTestDb, type IdentityTestDb } from './support/db';
 
@@ -113,7 +113,7 @@ describe('SAML logins (identity side)', () => {
     const c = await createSsoConnection(ctx)({ environment: 'live', fields: fields({ defaultRoles: ['role_engineer'] }) }, call());
     const email = `jit@${c.domains[0]}`;
     const out = await completeSamlLogin(ctx)(
-      { connectionId: c.id, assertionId: '_a1', assertionExpiresAt: expiry(), nameId: email, email, name: 'Jit User', ip: '203.0.113.9', userAgent: 'jest', expiresInSeconds: 0, sessionIndex: '' },
+      { connectionId: c.id, assertionId: '_a1', assertionExpiresAt: expiry(), nameId: email, email, name: 'Jit User', ip: '203.0.113.9', userAgent: 'jest', expiresInSeconds: 0, sessionIndex: '', nameIdFormat: '' },
       call(),
     );
     expect(out.provisioned).toBe(true);
@@ -127,7 +127,7 @@ describe('SAML logins (identity side)', () => {
 
     // Second login of the same person (another assertion): the same user, not provisioned again.
     const again = await completeSamlLogin(ctx)(
-      { connectionId: c.id, assertionId: '_a2', assertionExpiresAt: expiry(), nameId: email, email: email.toUpperCase(), name: '', ip: '', userAgent: '', expiresInSeconds: 3600, sessionIndex: '' },
+      { connectionId: c.id, assertionId: '_a2', assertionExpiresAt: expiry(), nameId: email, email: email.toUpperCase(), name: '', ip: '', userAgent: '', expiresInSeconds: 3600, sessionIndex: '', nameIdFormat: '' },
       call(),
     );
     expect(again).toMatchObject({ userId: out.userId, provisioned: false });
@@ -137,7 +137,7 @@ describe('SAML logins (identity side)', () => {
     const c = await createSsoConnection(ctx)({ environment: 'live', fields: fields() }, call());
     const u = await createUser(ctx)({ environment: 'live', email: `ada@${c.domains[0]}`, name: 'Ada', roles: ['role_admin'], metadataJson: '' }, call());
     const out = await completeSamlLogin(ctx)(
-      { connectionId: c.id, assertionId: '_b1', assertionExpiresAt: expiry(), nameId: u.email, email: u.email, name: 'Other Name', ip: '', userAgent: '', expiresInSeconds: 0, sessionIndex: '' },
+      { connectionId: c.id, assertionId: '_b1', assertionExpiresAt: expiry(), nameId: u.email, email: u.email, name: 'Other Name', ip: '', userAgent: '', expiresInSeconds: 0, sessionIndex: '', nameIdFormat: '' },
       call(),
     );
     expect(out).toMatchObject({ userId: u.id, provisioned: false });
@@ -146,7 +146,7 @@ describe('SAML logins (identity side)', () => {
   it('refuses a replayed assertion id and records the failure', async () => {
     const c = await createSsoConnection(ctx)({ environment: 'live', fields: fields() }, call());
     const email = `replay@${c.domains[0]}`;
-    const req = { connectionId: c.id, assertionId: '_replayed', assertionExpiresAt: expiry(), nameId: email, email, name: '', ip: '', userAgent: '', expiresInSeconds: 0, sessionIndex: '' };
+    const req = { connectionId: c.id, assertionId: '_replayed', assertionExpiresAt: expiry(), nameId: email, email, name: '', ip: '', userAgent: '', expiresInSeconds: 0, sessionIndex: '', nameIdFormat: '' };
     await completeSamlLogin(ctx)(req, call());
     await rejects(completeSamlLogin(ctx)(req, call()), 'unauthorized', 'SAMLResponse');
     const failure = (await events('user.login')).at(-1);
@@ -156,7 +156,7 @@ describe('SAML logins (identity side)', () => {
 
   it('refuses an email outside the connection domains (an IdP cannot speak for another organisation)', async () => {
     const c = await createSsoConnection(ctx)({ environment: 'live', fields: fields() }, call());
-    const req = { connectionId: c.id, assertionId: '_other', assertionExpiresAt: expiry(), nameId: 'x', email: 'admin@elsewhere.example.org', name: '', ip: '', userAgent: '', expiresInSeconds: 0, sessionIndex: '' };
+    const req = { connectionId: c.id, assertionId: '_other', assertionExpiresAt: expiry(), nameId: 'x', email: 'admin@elsewhere.example.org', name: '', ip: '', userAgent: '', expiresInSeconds: 0, sessionIndex: '', nameIdFormat: '' };
     await rejects(completeSamlLogin(ctx)(req, call()), 'unauthorized');
     expect(JSON.parse((await events('user.login')).at(-1).metadataJson)).toMatchObject({ reason: 'domain_not_allowed' });
   });
@@ -183,7 +183,7 @@ describe('single logout (identity side)', () => {
   let k = 0;
   async function samlLogin(connectionId: string, email: string, sessionIndex: string) {
     k++;
-    const req = { connectionId, assertionId: `_slo${k}`, assertionExpiresAt: soon(), nameId: email, email, name: '', ip: '', userAgent: '', expiresInSeconds: 0, sessionIndex };
+    const req = { connectionId, assertionId: `_slo${k}`, assertionExpiresAt: soon(), nameId: email, email, name: '', ip: '', userAgent: '', expiresInSeconds: 0, sessionIndex, nameIdFormat: 'urn:oasis:names:tc:SAML:1.1:nameid-format:emailAddress' };
     return completeSamlLogin(ctx)(req, call());
   }
   const end = (connectionId: string, nameId: string, sessionIndexes: string[], requestId = `_lr${++k}`) =>
@@ -212,6 +212,19 @@ describe('single logout (identity side)', () => {
     expect(await valid(b.session!.token)).toBe(false);
     expect(await valid(local.token)).toBe(true);
     expect(await end(c.id, email, [])).toEqual({ revoked: 0 });
+  });
+
+  it('tells who a revoked session belonged to at the IdP (SP-initiated single logout), and nothing for other sessions', async () => {
+    const c = await createSsoConnection(ctx)({ environment: 'live', fields: fields() }, call());
+    const email = `sp-slo@${c.domains[0]}`;
+    const a = await samlLogin(c.id, email, 'idx-sp');
+    expect(await revokeSession(ctx)({ environment: 'live', token: a.session!.token }, call())).toEqual({
+      revoked: true,
+      saml: { connectionId: c.id, nameId: email, nameIdFormat: 'urn:oasis:names:tc:SAML:1.1:nameid-format:emailAddress', sessionIndex: 'idx-sp' },
+    });
+    expect(await revokeSession(ctx)({ environment: 'live', token: a.session!.token }, call())).toEqual({ revoked: false, saml: undefined });
+    const local = await createSession(ctx)({ environment: 'live', userId: a.userId, expiresInSeconds: 3600, metadataJson: '' }, call());
+    expect(await revokeSession(ctx)({ environment: 'live', token: local.token }, call())).toEqual({ revoked: true, saml: undefined });
   });
 
   it('refuses a replayed LogoutRequest id and bad fields', async () => {

@@ -38,7 +38,8 @@ export interface PendingLogin {
   assertionId: string;
   assertionExpiresAt: string;
   nameId: string;
-  /** The AuthnStatement's SessionIndex (single logout), or empty. */
+  /** The NameID's Format and the AuthnStatement's SessionIndex (single logout), or empty. */
+  nameIdFormat: string;
   sessionIndex: string;
   email: string;
   name: string;

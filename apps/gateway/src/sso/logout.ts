@@ -10,8 +10,8 @@ import { childrenNS, NS, parseXml, unsafeXmlReason } from './xml';
 const MAX_XML_BYTES = 256 * 1024;
 /** A LogoutRequest without NotOnOrAfter is accepted this long after its IssueInstant (plus the skew). */
 export const LOGOUT_REQUEST_TTL_MS = 10 * 60_000;
-/** The query of an HTTP-Redirect LogoutRequest: these parameters, each at most once. */
-const REDIRECT_PARAMS = new Set(['SAMLRequest', 'RelayState', 'SigAlg', 'Signature']);
+/** The query of an HTTP-Redirect LogoutRequest or LogoutResponse: these parameters, each at most once. */
+const REDIRECT_PARAMS = new Set(['SAMLRequest', 'SAMLResponse', 'RelayState', 'SigAlg', 'Signature']);
 const SIGNATURE_ALGORITHMS = new Set([
   'http://www.w3.org/2001/04/xmldsig-more#rsa-sha256',
   'http://www.w3.org/2001/04/xmldsig-more#rsa-sha384',
@@ -27,22 +27,24 @@ export interface LogoutRequestFacts {
 }
 
 /**
- * The raw query of an HTTP-Redirect LogoutRequest, as node-saml checks its signature over: only the binding's
- * parameters, once each, signed with an RSA-SHA-2 algorithm. Anything else is refused before node-saml runs.
+ * The raw query of an HTTP-Redirect LogoutRequest or LogoutResponse, as node-saml checks its signature over:
+ * only the binding's parameters (one message), once each, signed with an RSA-SHA-2 algorithm. Anything else is
+ * refused before node-saml runs.
  */
 export function redirectQuery(originalUrl: string, query: Record<string, unknown>): string {
   const raw = originalUrl.includes('?') ? originalUrl.slice(originalUrl.indexOf('?') + 1) : '';
   const names = raw.split('&').map((t) => t.slice(0, t.includes('=') ? t.indexOf('=') : t.length));
   if (names.some((n) => !REDIRECT_PARAMS.has(n)) || new Set(names).size !== names.length) throw new SamlRefusal('unexpected_parameters');
+  if (names.includes('SAMLRequest') === names.includes('SAMLResponse')) throw new SamlRefusal('unexpected_parameters');
   if (typeof query.Signature !== 'string' || !query.Signature) throw new SamlRefusal('unsigned_request');
   if (typeof query.SigAlg !== 'string' || !SIGNATURE_ALGORITHMS.has(query.SigAlg)) throw new SamlRefusal('unsupported_signature_algorithm');
   return raw;
 }
 
-/** The LogoutRequest's XML: base64 (and DEFLATE for HTTP-Redirect), refused when it carries a DTD or comments. */
-export function decodeLogoutRequest(samlRequest: string, deflated: boolean): string {
-  if (!/^[A-Za-z0-9+/=\s]+$/.test(samlRequest)) throw new SamlRefusal('not_base64');
-  const bytes = Buffer.from(samlRequest, 'base64');
+/** A logout message's XML: base64 (and DEFLATE for HTTP-Redirect), refused when it carries a DTD or comments. */
+export function decodeLogoutMessage(message: string, deflated: boolean): string {
+  if (!/^[A-Za-z0-9+/=\s]+$/.test(message)) throw new SamlRefusal('not_base64');
+  const bytes = Buffer.from(message, 'base64');
   let xml: string;
   try {
     xml = (deflated ? inflateRawSync(bytes, { maxOutputLength: MAX_XML_BYTES }) : bytes).toString('utf8');
@@ -54,16 +56,38 @@ export function decodeLogoutRequest(samlRequest: string, deflated: boolean): str
   return xml;
 }
 
-/** Checks what node-saml does not: the element, Destination = our SLO URL, a fresh IssueInstant; reads the rest. */
-export function logoutRequestFacts(xml: string, sloUrl: string, skewMs: number, now = Date.now()): LogoutRequestFacts {
+/** The root element of a logout message of this kind, addressed to our SLO URL. */
+function rootOf(xml: string, kind: 'LogoutRequest' | 'LogoutResponse', sloUrl: string) {
   let root;
   try {
     root = parseXml(xml).documentElement!;
   } catch {
     throw new SamlRefusal('malformed_xml');
   }
-  if (root.namespaceURI !== NS.samlp || root.localName !== 'LogoutRequest') throw new SamlRefusal('not_a_logout_request');
+  if (root.namespaceURI !== NS.samlp || root.localName !== kind) throw new SamlRefusal(kind === 'LogoutRequest' ? 'not_a_logout_request' : 'not_a_logout_response');
   if (root.getAttribute('Destination') !== sloUrl) throw new SamlRefusal('wrong_destination');
+  return root;
+}
+
+/**
+ * A LogoutResponse to our LogoutRequest (SP-initiated single logout): checked beyond node-saml's signature check
+ * (which, for HTTP-POST, looks at nothing else): addressed to us, from the connection's IdP, Success, and the id
+ * of the request it answers.
+ */
+export function logoutResponseFacts(xml: string, sloUrl: string, issuer: string): { inResponseTo: string } {
+  const root = rootOf(xml, 'LogoutResponse', sloUrl);
+  if (childrenNS(root, NS.saml, 'Issuer')[0]?.textContent?.trim() !== issuer) throw new SamlRefusal('wrong_issuer');
+  const status = childrenNS(root, NS.samlp, 'Status')[0];
+  const code = status && childrenNS(status, NS.samlp, 'StatusCode')[0]?.getAttribute('Value');
+  if (code !== 'urn:oasis:names:tc:SAML:2.0:status:Success') throw new SamlRefusal(`logout_failed: ${(code ?? 'no status').replace(/^.*:/, '')}`);
+  const inResponseTo = root.getAttribute('InResponseTo') ?? '';
+  if (!inResponseTo) throw new SamlRefusal('unsolicited_logout_response');
+  return { inResponseTo };
+}
+
+/** Checks what node-saml does not: the element, Destination = our SLO URL, a fresh IssueInstant; reads the rest. */
+export function logoutRequestFacts(xml: string, sloUrl: string, skewMs: number, now = Date.now()): LogoutRequestFacts {
+  const root = rootOf(xml, 'LogoutRequest', sloUrl);
   const id = root.getAttribute('ID') ?? '';
   if (!id) throw new SamlRefusal('request_without_id');
   const issued = Date.parse(root.getAttribute('IssueInstant') ?? '');

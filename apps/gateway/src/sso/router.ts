@@ -5,9 +5,9 @@ import type { ServiceClients } from '../context';
 import { SESSION_COOKIE, setCookie } from '../oauth/http';
 import { assertionFacts, checkDestination, decodeResponse, firstString, SamlRefusal } from './assertion';
 import { BINDING_COOKIE, bindingOf, browserNonce, openState, sameBrowser, sealState, stateKey, STATE_TTL_MS, type PendingLogin } from './binding';
-import { decodeLogoutRequest, logoutRequestFacts, redirectQuery } from './logout';
+import { decodeLogoutMessage, logoutRequestFacts, logoutResponseFacts, redirectQuery } from './logout';
 import { idpLogoutService } from './metadata';
-import { NO_REQUESTS, requestIdCache, samlFor, spMetadataXml, spUrls, validateResponse, type RequestIdStore, type SpKeys, type SpSettings } from './sp';
+import { ANY_REQUEST, identityRequestStore, NO_REQUESTS, requestIdCache, samlFor, spMetadataXml, spUrls, validateResponse, type RequestIdStore, type SpKeys, type SpSettings } from './sp';
 
 export interface SsoDeps extends SpSettings {
   clients: ServiceClients;
@@ -43,17 +43,7 @@ async function connectionOf(deps: SsoDeps, req: Request): Promise<identity.SsoCo
   return deps.clients.identity.getSsoConnection({ environment: '', id, anyEnvironment: true }, callOptions(deps, req));
 }
 
-function store(deps: SsoDeps, req: Request): RequestIdStore {
-  return {
-    save: async (requestId, ttlSeconds, request) => {
-      await deps.clients.identity.saveSamlRequest({ requestId, ttlSeconds, ...request }, callOptions(deps, req));
-    },
-    take: async (requestId) => {
-      const r = await deps.clients.identity.takeSamlRequest({ requestId }, callOptions(deps, req));
-      return r.found ? { connectionId: r.connectionId, returnTo: r.returnTo, binding: r.binding } : undefined;
-    },
-  };
-}
+const store = (deps: SsoDeps, req: Request): RequestIdStore => identityRequestStore(deps.clients.identity, callOptions(deps, req));
 
 /** A refused response or continuation: user.login failure with the reason, then 401 naming SAMLResponse. */
 async function refuse(deps: SsoDeps, req: Request, connectionId: string, reason: string): Promise<never> {
@@ -78,6 +68,7 @@ async function completeLogin(deps: SsoDeps, req: Request, res: Response, login: 
       userAgent: (req.get('user-agent') ?? '').slice(0, 512),
       expiresInSeconds: 0,
       sessionIndex: login.sessionIndex,
+      nameIdFormat: login.nameIdFormat,
     },
     callOptions(deps, req),
   );
@@ -170,6 +161,7 @@ export function ssoRouter(deps: SsoDeps): express.Router {
           assertionId: facts.id,
           assertionExpiresAt: facts.expiresAt.toISOString(),
           nameId: profile.nameID,
+          nameIdFormat: profile.nameIDFormat ?? '',
           sessionIndex: typeof profile.sessionIndex === 'string' ? profile.sessionIndex : '',
           email: mapping.email ? firstString(profile[mapping.email]) : profile.nameID,
           name: mapping.name ? firstString(profile[mapping.name]) : '',
@@ -210,6 +202,34 @@ export function ssoRouter(deps: SsoDeps): express.Router {
       await completeLogin(deps, req, res, state);
     }),
   );
+  // The IdP's answer to our LogoutRequest (SP-initiated single logout, see POST /v1/sso/logout): signed,
+  // Success, answering a request we sent for this connection (used once); then on to where the app asked.
+  const logoutResponse = async (req: Request, res: Response, connection: identity.SsoConnection, keys: SpKeys, redirect: boolean, source: Record<string, string>) => {
+    const cache = requestIdCache(store(deps, req), connection.id, deps.requestTtlSeconds, undefined, 'logout');
+    // node-saml checks InResponseTo before the signature: it gets a cache that accepts any id, and the request
+    // is taken from the real one only once the signature holds (a forged response cannot use it up).
+    const saml = samlFor(connection, { ...deps, keys }, ANY_REQUEST);
+    try {
+      const query = redirect ? redirectQuery(req.originalUrl, source) : '';
+      const xml = decodeLogoutMessage(source.SAMLResponse!, redirect);
+      const { inResponseTo } = logoutResponseFacts(xml, spUrls(deps.baseUrl, connection.id).sloUrl, connection.idpEntityId);
+      if (redirect) await saml.validateRedirectAsync(source, query);
+      else await saml.validatePostResponseAsync({ SAMLResponse: source.SAMLResponse! });
+      if (!(await cache.getAsync(inResponseTo))) throw new SamlRefusal('unknown_request');
+    } catch (err) {
+      const reason = err instanceof SamlRefusal ? err.reason : `invalid_response: ${(err as Error).message.slice(0, 160)}`;
+      deps.logger.info({ requestId: req.requestId, connectionId: connection.id, why: reason }, 'SAML LogoutResponse refused');
+      throw new AppError('unauthorized', 'The SAML LogoutResponse was refused', [{ field: 'SAMLResponse', message: reason }]);
+    }
+    res.setHeader('Cache-Control', 'no-store');
+    const returnTo = cache.taken()?.returnTo;
+    if (returnTo) {
+      res.redirect(303, returnTo);
+      return;
+    }
+    res.status(200).json({ data: { loggedOut: true }, meta: { requestId: req.requestId } });
+  };
+
   // Single logout initiated by the IdP (HTTP-Redirect or HTTP-POST LogoutRequest): the sessions that this
   // connection's logins opened for the NameID (and SessionIndex) end; the IdP gets a signed LogoutResponse.
   const slo = handler(async (req, res) => {
@@ -217,9 +237,12 @@ export function ssoRouter(deps: SsoDeps): express.Router {
     const connection = await connectionOf(deps, req);
     const redirect = req.method === 'GET';
     const source = ((redirect ? req.query : req.body) ?? {}) as Record<string, unknown>;
+    if (source.SAMLRequest === undefined && typeof source.SAMLResponse === 'string' && source.SAMLResponse) {
+      await logoutResponse(req, res, connection, keys, redirect, source as Record<string, string>);
+      return;
+    }
     if (typeof source.SAMLRequest !== 'string' || !source.SAMLRequest) {
-      if (source.SAMLResponse !== undefined) throw AppError.field('SAMLResponse', 'is not expected: this service provider does not start single logout');
-      throw AppError.field('SAMLRequest', 'is required (a LogoutRequest, HTTP-Redirect or HTTP-POST binding)');
+      throw AppError.field('SAMLRequest', 'is required (a LogoutRequest or LogoutResponse, HTTP-Redirect or HTTP-POST binding)');
     }
     const relayState = typeof source.RelayState === 'string' ? source.RelayState.slice(0, RELAY_STATE_MAX) : '';
     const logout = idpLogoutService(connection.idpMetadataXml);
@@ -227,7 +250,7 @@ export function ssoRouter(deps: SsoDeps): express.Router {
     let request;
     try {
       const query = redirect ? redirectQuery(req.originalUrl, source) : '';
-      const xml = decodeLogoutRequest(source.SAMLRequest, redirect);
+      const xml = decodeLogoutMessage(source.SAMLRequest, redirect);
       const facts = logoutRequestFacts(xml, spUrls(deps.baseUrl, connection.id).sloUrl, deps.clockSkewMs);
       // Signature (the query's, or the document's for HTTP-POST), Issuer, NotOnOrAfter, NameID.
       const { profile } = redirect

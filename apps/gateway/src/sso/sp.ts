@@ -1,6 +1,9 @@
 import type { identity } from '@secsvc/proto';
+import type { PromiseClient } from '@secsvc/shared';
+type IdentityServiceClient = identity.IdentityServiceClient;
 import { SAML, ValidateInResponseTo, type CacheProvider, type Profile } from '@node-saml/node-saml';
 import { DOMParser, XMLSerializer } from '@xmldom/xmldom';
+import { idpLogoutService } from './metadata';
 
 export interface KeyPair {
   privateKey: string;
@@ -47,6 +50,22 @@ export interface RequestIdStore {
   take(requestId: string): Promise<SavedRequest | undefined>;
 }
 
+/** The request-id store over identity's SaveSamlRequest / TakeSamlRequest (every replica sees the same ids). */
+export function identityRequestStore(
+  identityClient: Pick<PromiseClient<IdentityServiceClient>, 'saveSamlRequest' | 'takeSamlRequest'>,
+  call: { requestId: string; deadlineMs: number; headers: Record<string, string> },
+): RequestIdStore {
+  return {
+    save: async (requestId, ttlSeconds, request) => {
+      await identityClient.saveSamlRequest({ requestId, ttlSeconds, ...request }, call);
+    },
+    take: async (requestId) => {
+      const r = await identityClient.takeSamlRequest({ requestId }, call);
+      return r.found ? { connectionId: r.connectionId, returnTo: r.returnTo, binding: r.binding } : undefined;
+    },
+  };
+}
+
 /**
  * node-saml's cache of request ids for one connection and one request: saves go to the store; the first look-up
  * of an id takes it from the store (single use) and later look-ups in the same validation see the same answer.
@@ -58,20 +77,23 @@ export function requestIdCache(
   connectionId: string,
   ttlSeconds: number,
   request: Omit<SavedRequest, 'connectionId'> = { returnTo: '', binding: '' },
+  kind: 'login' | 'logout' = 'login',
 ): CacheProvider & { taken(): SavedRequest | undefined } {
   const seen = new Map<string, string | null>();
   let taken: SavedRequest | undefined;
+  // LogoutRequest ids are stored apart from AuthnRequest ids: one kind of response cannot use up the other.
+  const storeKey = (key: string) => (kind === 'logout' ? `logout:${key}` : key);
   return {
     taken: () => taken,
     async saveAsync(key, value) {
-      await store.save(key, ttlSeconds, { connectionId, ...request });
+      await store.save(storeKey(key), ttlSeconds, { connectionId, ...request });
       return { value, createdAt: Date.now() };
     },
     async getAsync(key) {
       if (!seen.has(key)) {
-        const stored = await store.take(key);
-        const ours = stored?.connectionId === connectionId;
-        if (ours) taken = stored;
+        const found = await store.take(storeKey(key));
+        const ours = found?.connectionId === connectionId;
+        if (ours) taken = found;
         seen.set(key, ours ? new Date().toISOString() : null);
       }
       return seen.get(key)!;
@@ -147,6 +169,8 @@ const PEM_BODY = (pem: string) => pem.replace(/-----[A-Z ]+-----/g, '').replace(
 
 /** node-saml's cache for SAML objects that validate no Response (metadata, logout). */
 export const NO_REQUESTS: CacheProvider = { saveAsync: async () => null, getAsync: async () => null, removeAsync: async () => null };
+/** A cache that knows every id: for a validation whose InResponseTo the caller checks itself, afterwards. */
+export const ANY_REQUEST: CacheProvider = { saveAsync: async () => null, getAsync: async () => new Date().toISOString(), removeAsync: async () => null };
 
 const REDIRECT_BINDING = 'urn:oasis:names:tc:SAML:2.0:bindings:HTTP-Redirect';
 
@@ -171,4 +195,26 @@ export function spMetadataXml(connection: identity.SsoConnection, settings: SpSe
     encryption.parentNode!.insertBefore(next, encryption.nextSibling);
   }
   return new XMLSerializer().serializeToString(doc);
+}
+
+const EMAIL_FORMAT = 'urn:oasis:names:tc:SAML:1.1:nameid-format:emailAddress';
+
+/**
+ * SP-initiated single logout: a signed LogoutRequest (HTTP-Redirect) for the subject of a SAML session, to the
+ * IdP's SingleLogoutService; its id is stored (as a logout request) with where the browser goes once the IdP
+ * answers. Undefined when the IdP metadata names no logout service.
+ */
+export async function singleLogoutUrl(
+  connection: identity.SsoConnection,
+  settings: SpSettings & { keys: SpKeys },
+  store: RequestIdStore,
+  subject: { nameId: string; nameIdFormat: string; sessionIndex: string },
+  returnTo: string,
+): Promise<string | undefined> {
+  const logout = idpLogoutService(connection.idpMetadataXml);
+  if (!logout) return undefined;
+  const cache = requestIdCache(store, connection.id, settings.requestTtlSeconds, { returnTo, binding: '' }, 'logout');
+  const saml = samlFor(connection, settings, cache, { logoutUrl: logout.url });
+  const profile = { issuer: connection.idpEntityId, nameID: subject.nameId, nameIDFormat: subject.nameIdFormat || EMAIL_FORMAT, ...(subject.sessionIndex && { sessionIndex: subject.sessionIndex }) };
+  return saml.getLogoutUrlAsync(profile, '', {});
 }

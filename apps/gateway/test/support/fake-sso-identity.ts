@@ -89,6 +89,15 @@ export class FakeSsoIdentity {
   }
 
   readonly logouts: identity.EndSamlSessionsRequest[] = [];
+  readonly revokedTokens = new Set<string>();
+
+  /** Session tokens are ses_token_<n> for the n-th login: revoking one tells its SAML subject, once. */
+  async revokeSession(req: identity.RevokeSessionRequest): Promise<identity.RevokeSessionResponse> {
+    const login = /^ses_token_(\d+)$/.test(req.token) ? this.logins[Number(req.token.slice(10)) - 1] : undefined;
+    if (!login || this.revokedTokens.has(req.token)) return { revoked: false, saml: undefined };
+    this.revokedTokens.add(req.token);
+    return { revoked: true, saml: { connectionId: login.connectionId, nameId: login.nameId, nameIdFormat: login.nameIdFormat, sessionIndex: login.sessionIndex } };
+  }
 
   async endSamlSessions(req: identity.EndSamlSessionsRequest): Promise<identity.EndSamlSessionsResponse> {
     const key = `${req.connectionId} logout:${req.requestId}`;

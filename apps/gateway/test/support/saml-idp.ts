@@ -20,6 +20,18 @@ export interface TestIdp {
   response(options: ResponseOptions): string;
   /** A LogoutRequest: the HTTP-Redirect query (signed over the query) or the HTTP-POST SAMLRequest (signed XML). */
   logoutRequest(options: LogoutOptions): string;
+  /** A LogoutResponse to the SP's LogoutRequest, in the same two forms. */
+  logoutResponse(options: LogoutResponseOptions): string;
+}
+
+export interface LogoutResponseOptions {
+  binding: 'redirect' | 'post';
+  destination: string;
+  inResponseTo: string;
+  /** Default Success. */
+  status?: string;
+  issuer?: string;
+  sign?: 'yes' | 'none' | 'other';
 }
 
 export interface LogoutOptions {
@@ -141,6 +153,15 @@ function logoutRequestXml(entityId: string, o: LogoutOptions, id: string): strin
   );
 }
 
+function logoutResponseXml(entityId: string, o: LogoutResponseOptions, id: string): string {
+  return (
+    `<samlp:LogoutResponse xmlns:samlp="urn:oasis:names:tc:SAML:2.0:protocol" xmlns:saml="urn:oasis:names:tc:SAML:2.0:assertion" ID="${id}" Version="2.0" IssueInstant="${iso(new Date())}" Destination="${esc(o.destination)}" InResponseTo="${esc(o.inResponseTo)}">` +
+    `<saml:Issuer>${esc(o.issuer ?? entityId)}</saml:Issuer>` +
+    `<samlp:Status><samlp:StatusCode Value="${esc(o.status ?? 'urn:oasis:names:tc:SAML:2.0:status:Success')}"/></samlp:Status>` +
+    `</samlp:LogoutResponse>`
+  );
+}
+
 /** An enveloped signature over the root element with this ID, after its Issuer. */
 function signRoot(xml: string, id: string, privateKey: string, certificate: string): string {
   const sig = new SignedXml({ privateKey, publicCert: certificate, signatureAlgorithm: RSA_SHA256, canonicalizationAlgorithm: 'http://www.w3.org/2001/10/xml-exc-c14n#' });
@@ -158,6 +179,17 @@ export async function startTestIdp(name = 'idp', ssoUrl = `https://${name}.examp
   const other = await selfSignedCertificate(`attacker.test`);
   const entityId = `https://${name}.example.net/saml`;
   const sloUrl = ssoUrl.replace(/\/sso$/, '') + '/slo';
+  /** HTTP-POST: the (signed) XML in base64. HTTP-Redirect: DEFLATE, base64, and an RSA signature over the query as sent (SAML bindings 3.4.4.1). */
+  function encodeMessage(name: 'SAMLRequest' | 'SAMLResponse', xml: string, id: string, o: { binding: 'redirect' | 'post'; sign?: string; relayState?: string; sigAlg?: string }): string {
+    const signer = o.sign === 'other' ? other : { privateKey, certificate };
+    if (o.binding === 'post') return Buffer.from(o.sign === 'none' ? xml : signRoot(xml, id, signer.privateKey, signer.certificate)).toString('base64');
+    let query = `${name}=${encodeURIComponent(deflateRawSync(xml).toString('base64'))}`;
+    if (o.relayState !== undefined) query += `&RelayState=${encodeURIComponent(o.relayState)}`;
+    if (o.sign === 'none') return query;
+    query += `&SigAlg=${encodeURIComponent(o.sigAlg ?? RSA_SHA256)}`;
+    const signature = createSign('RSA-SHA256').update(query).sign(signer.privateKey, 'base64');
+    return `${query}&Signature=${encodeURIComponent(signature)}`;
+  }
   return {
     entityId,
     ssoUrl,
@@ -189,16 +221,11 @@ export async function startTestIdp(name = 'idp', ssoUrl = `https://${name}.examp
     },
     logoutRequest(o) {
       const id = o.id ?? samlId();
-      const xml = logoutRequestXml(entityId, o, id);
-      const signer = o.sign === 'other' ? other : { privateKey, certificate };
-      if (o.binding === 'post') return Buffer.from(o.sign === 'none' ? xml : signRoot(xml, id, signer.privateKey, signer.certificate)).toString('base64');
-      // HTTP-Redirect: DEFLATE, base64, and an RSA signature over the query as sent (SAML bindings 3.4.4.1).
-      let query = `SAMLRequest=${encodeURIComponent(deflateRawSync(xml).toString('base64'))}`;
-      if (o.relayState !== undefined) query += `&RelayState=${encodeURIComponent(o.relayState)}`;
-      if (o.sign === 'none') return query;
-      query += `&SigAlg=${encodeURIComponent(o.sigAlg ?? RSA_SHA256)}`;
-      const signature = createSign('RSA-SHA256').update(query).sign(signer.privateKey, 'base64');
-      return `${query}&Signature=${encodeURIComponent(signature)}`;
+      return encodeMessage('SAMLRequest', logoutRequestXml(entityId, o, id), id, o);
+    },
+    logoutResponse(o) {
+      const id = samlId();
+      return encodeMessage('SAMLResponse', logoutResponseXml(entityId, o, id), id, o);
     },
   };
 }

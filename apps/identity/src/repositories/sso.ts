@@ -153,13 +153,24 @@ export const samlIdsRepository = {
 
 /** Sessions opened by SAML logins, by NameID and SessionIndex (single logout). */
 export const samlSessionsRepository = {
-  async record(db: Db, s: { sessionId: string; connectionId: string; nameId: string; sessionIndex: string }): Promise<void> {
-    await db.query(`INSERT INTO saml_sessions (session_id, connection_id, name_id, session_index) VALUES ($1, $2, $3, $4)`, [
+  async record(db: Db, s: { sessionId: string; connectionId: string; nameId: string; nameIdFormat: string; sessionIndex: string }): Promise<void> {
+    await db.query(`INSERT INTO saml_sessions (session_id, connection_id, name_id, name_id_format, session_index) VALUES ($1, $2, $3, $4, $5)`, [
       s.sessionId,
       s.connectionId,
       s.nameId,
+      s.nameIdFormat,
       s.sessionIndex,
     ]);
+  },
+
+  /** The SAML subject a session was opened for, if a SAML login opened it. */
+  async subjectOf(db: Db, sessionId: string): Promise<{ connectionId: string; nameId: string; nameIdFormat: string; sessionIndex: string } | undefined> {
+    const { rows } = await db.query<{ connection_id: string; name_id: string; name_id_format: string; session_index: string }>(
+      `SELECT connection_id, name_id, name_id_format, session_index FROM saml_sessions WHERE session_id = $1`,
+      [sessionId],
+    );
+    const r = rows[0];
+    return r && { connectionId: r.connection_id, nameId: r.name_id, nameIdFormat: r.name_id_format, sessionIndex: r.session_index };
   },
 
   /** Revokes the live sessions of this NameID at this connection (only those of `sessionIndexes` when any). */

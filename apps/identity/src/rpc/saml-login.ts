@@ -108,7 +108,7 @@ export const completeSamlLogin =
         }
       }
       const opened = await openSession(db, ctx, environment, user.id, seconds, { ip: req.ip, userAgent: req.userAgent, authMethod: 'saml', connectionId: connection.id });
-      await samlSessionsRepository.record(db, { sessionId: opened.row.id, connectionId: connection.id, nameId: req.nameId, sessionIndex: req.sessionIndex.slice(0, SAML_ID_MAX) });
+      await samlSessionsRepository.record(db, { sessionId: opened.row.id, connectionId: connection.id, nameId: req.nameId, nameIdFormat: req.nameIdFormat.slice(0, SAML_ID_MAX), sessionIndex: req.sessionIndex.slice(0, SAML_ID_MAX) });
       await appendEvent(db, {
         actor: { id: user.id, email: user.email, type: 'user' },
         context: { ip: req.ip, userAgent: req.userAgent },

@@ -11,6 +11,7 @@ import {
 import { parseMetadataJson } from '../domain/users';
 import { appendEvent, recordAuthFailure } from '../repositories/outbox';
 import { sessionsRepository, type SessionRow } from '../repositories/sessions';
+import { samlSessionsRepository } from '../repositories/sso';
 import { usersRepository } from '../repositories/users';
 
 // The session RPCs live together: they share the token hashing, the row mapping and the event shape.
@@ -105,12 +106,12 @@ export const revokeSession =
   (ctx: IdentityContext) =>
   async (req: identity.RevokeSessionRequest, call: CallContext): Promise<identity.RevokeSessionResponse> => {
     const environment = environmentOf(req.environment);
-    if (!looksLikeSessionToken(req.token)) return { revoked: false };
+    if (!looksLikeSessionToken(req.token)) return { revoked: false, saml: undefined };
     return withTransaction(ctx.pool, async (client) => {
       const row = await sessionsRepository.revokeByHash(client, environment, hashSessionToken(req.token, ctx.config.SERVER_SECRET));
-      if (!row) return { revoked: false };
+      if (!row) return { revoked: false, saml: undefined };
       await sessionEvent(client, call, 'user.logout', row, { id: row.user_id, type: 'user' });
-      return { revoked: true };
+      return { revoked: true, saml: await samlSessionsRepository.subjectOf(client, row.id) };
     });
   };
 

@@ -33,6 +33,6 @@ export const createConnectionRoute = defineRoute({
       },
       ctx.call,
     );
-    return { status: 201, body: { data: connectionOf(created, ctx.ssoBaseUrl) } };
+    return { status: 201, body: { data: connectionOf(created, ctx.sso?.baseUrl) } };
   },
 });

@@ -16,6 +16,6 @@ export const getConnectionRoute = defineRoute({
   async handle({ params }, ctx) {
     if (!isId('sso', params.id)) throw AppError.notFound('SSO connection');
     const c = await ctx.clients.identity.getSsoConnection({ environment: ctx.principal.environment, id: params.id, anyEnvironment: false }, ctx.call);
-    return { status: 200, body: { data: connectionOf(c, ctx.ssoBaseUrl) } };
+    return { status: 200, body: { data: connectionOf(c, ctx.sso?.baseUrl) } };
   },
 });

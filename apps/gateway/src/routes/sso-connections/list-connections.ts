@@ -18,6 +18,6 @@ export const listConnectionsRoute = defineRoute({
       { environment: ctx.principal.environment, limit: query.limit, cursor: query.cursor ?? '' },
       ctx.call,
     );
-    return pageOf(page.connections.map((c) => connectionOf(c, ctx.ssoBaseUrl)), page.hasMore, page.nextCursor);
+    return pageOf(page.connections.map((c) => connectionOf(c, ctx.sso?.baseUrl)), page.hasMore, page.nextCursor);
   },
 });

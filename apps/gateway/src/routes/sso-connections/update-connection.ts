@@ -39,6 +39,6 @@ export const updateConnectionRoute = defineRoute({
       },
       ctx.call,
     );
-    return { status: 200, body: { data: connectionOf(c, ctx.ssoBaseUrl) } };
+    return { status: 200, body: { data: connectionOf(c, ctx.sso?.baseUrl) } };
   },
 });

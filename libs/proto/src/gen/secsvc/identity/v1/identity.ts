@@ -332,6 +332,15 @@ export interface RevokeSessionRequest {
 export interface RevokeSessionResponse {
   /** False when the token named no active session (revoking is idempotent). */
   revoked: boolean;
+  /** The SAML login that opened the revoked session, if one did (SP-initiated single logout names it). */
+  saml: SamlSubject | undefined;
+}
+
+export interface SamlSubject {
+  connectionId: string;
+  nameId: string;
+  nameIdFormat: string;
+  sessionIndex: string;
 }
 
 export interface ListUserSessionsRequest {
@@ -670,6 +679,8 @@ export interface CompleteSamlLoginRequest {
   expiresInSeconds: number;
   /** The AuthnStatement's SessionIndex (single logout may name it), or empty. */
   sessionIndex: string;
+  /** The NameID's Format attribute, or empty. */
+  nameIdFormat: string;
 }
 
 export interface CompleteSamlLoginResponse {
@@ -5242,13 +5253,16 @@ export const RevokeSessionRequest: MessageFns<RevokeSessionRequest> = {
 };
 
 function createBaseRevokeSessionResponse(): RevokeSessionResponse {
-  return { revoked: false };
+  return { revoked: false, saml: undefined };
 }
 
 export const RevokeSessionResponse: MessageFns<RevokeSessionResponse> = {
   encode(message: RevokeSessionResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
     if (message.revoked !== false) {
       writer.uint32(8).bool(message.revoked);
+    }
+    if (message.saml !== undefined) {
+      SamlSubject.encode(message.saml, writer.uint32(18).fork()).join();
     }
     return writer;
   },
@@ -5274,6 +5288,14 @@ export const RevokeSessionResponse: MessageFns<RevokeSessionResponse> = {
             message.revoked = reader.bool();
             continue;
           }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.saml = SamlSubject.decode(reader, reader.uint32());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -5287,13 +5309,19 @@ export const RevokeSessionResponse: MessageFns<RevokeSessionResponse> = {
   },
 
   fromJSON(object: any): RevokeSessionResponse {
-    return { revoked: isSet(object.revoked) ? globalThis.Boolean(object.revoked) : false };
+    return {
+      revoked: isSet(object.revoked) ? globalThis.Boolean(object.revoked) : false,
+      saml: isSet(object.saml) ? SamlSubject.fromJSON(object.saml) : undefined,
+    };
   },
 
   toJSON(message: RevokeSessionResponse): unknown {
     const obj: any = {};
     if (message.revoked !== false) {
       obj.revoked = message.revoked;
+    }
+    if (message.saml !== undefined) {
+      obj.saml = SamlSubject.toJSON(message.saml);
     }
     return obj;
   },
@@ -5304,6 +5332,142 @@ export const RevokeSessionResponse: MessageFns<RevokeSessionResponse> = {
   fromPartial<I extends Exact<DeepPartial<RevokeSessionResponse>, I>>(object: I): RevokeSessionResponse {
     const message = createBaseRevokeSessionResponse();
     message.revoked = object.revoked ?? false;
+    message.saml = (object.saml !== undefined && object.saml !== null)
+      ? SamlSubject.fromPartial(object.saml)
+      : undefined;
+    return message;
+  },
+};
+
+function createBaseSamlSubject(): SamlSubject {
+  return { connectionId: "", nameId: "", nameIdFormat: "", sessionIndex: "" };
+}
+
+export const SamlSubject: MessageFns<SamlSubject> = {
+  encode(message: SamlSubject, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.connectionId !== "") {
+      writer.uint32(10).string(message.connectionId);
+    }
+    if (message.nameId !== "") {
+      writer.uint32(18).string(message.nameId);
+    }
+    if (message.nameIdFormat !== "") {
+      writer.uint32(26).string(message.nameIdFormat);
+    }
+    if (message.sessionIndex !== "") {
+      writer.uint32(34).string(message.sessionIndex);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): SamlSubject {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseSamlSubject();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.connectionId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.nameId = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.nameIdFormat = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.sessionIndex = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): SamlSubject {
+    return {
+      connectionId: isSet(object.connectionId)
+        ? globalThis.String(object.connectionId)
+        : isSet(object.connection_id)
+        ? globalThis.String(object.connection_id)
+        : "",
+      nameId: isSet(object.nameId)
+        ? globalThis.String(object.nameId)
+        : isSet(object.name_id)
+        ? globalThis.String(object.name_id)
+        : "",
+      nameIdFormat: isSet(object.nameIdFormat)
+        ? globalThis.String(object.nameIdFormat)
+        : isSet(object.name_id_format)
+        ? globalThis.String(object.name_id_format)
+        : "",
+      sessionIndex: isSet(object.sessionIndex)
+        ? globalThis.String(object.sessionIndex)
+        : isSet(object.session_index)
+        ? globalThis.String(object.session_index)
+        : "",
+    };
+  },
+
+  toJSON(message: SamlSubject): unknown {
+    const obj: any = {};
+    if (message.connectionId !== "") {
+      obj.connectionId = message.connectionId;
+    }
+    if (message.nameId !== "") {
+      obj.nameId = message.nameId;
+    }
+    if (message.nameIdFormat !== "") {
+      obj.nameIdFormat = message.nameIdFormat;
+    }
+    if (message.sessionIndex !== "") {
+      obj.sessionIndex = message.sessionIndex;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<SamlSubject>, I>>(base?: I): SamlSubject {
+    return SamlSubject.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<SamlSubject>, I>>(object: I): SamlSubject {
+    const message = createBaseSamlSubject();
+    message.connectionId = object.connectionId ?? "";
+    message.nameId = object.nameId ?? "";
+    message.nameIdFormat = object.nameIdFormat ?? "";
+    message.sessionIndex = object.sessionIndex ?? "";
     return message;
   },
 };
@@ -10570,6 +10734,7 @@ function createBaseCompleteSamlLoginRequest(): CompleteSamlLoginRequest {
     userAgent: "",
     expiresInSeconds: 0,
     sessionIndex: "",
+    nameIdFormat: "",
   };
 }
 
@@ -10604,6 +10769,9 @@ export const CompleteSamlLoginRequest: MessageFns<CompleteSamlLoginRequest> = {
     }
     if (message.sessionIndex !== "") {
       writer.uint32(82).string(message.sessionIndex);
+    }
+    if (message.nameIdFormat !== "") {
+      writer.uint32(90).string(message.nameIdFormat);
     }
     return writer;
   },
@@ -10701,6 +10869,14 @@ export const CompleteSamlLoginRequest: MessageFns<CompleteSamlLoginRequest> = {
             message.sessionIndex = reader.string();
             continue;
           }
+          case 11: {
+            if (tag !== 90) {
+              break;
+            }
+
+            message.nameIdFormat = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -10753,6 +10929,11 @@ export const CompleteSamlLoginRequest: MessageFns<CompleteSamlLoginRequest> = {
         : isSet(object.session_index)
         ? globalThis.String(object.session_index)
         : "",
+      nameIdFormat: isSet(object.nameIdFormat)
+        ? globalThis.String(object.nameIdFormat)
+        : isSet(object.name_id_format)
+        ? globalThis.String(object.name_id_format)
+        : "",
     };
   },
 
@@ -10788,6 +10969,9 @@ export const CompleteSamlLoginRequest: MessageFns<CompleteSamlLoginRequest> = {
     if (message.sessionIndex !== "") {
       obj.sessionIndex = message.sessionIndex;
     }
+    if (message.nameIdFormat !== "") {
+      obj.nameIdFormat = message.nameIdFormat;
+    }
     return obj;
   },
 
@@ -10806,6 +10990,7 @@ export const CompleteSamlLoginRequest: MessageFns<CompleteSamlLoginRequest> = {
     message.userAgent = object.userAgent ?? "";
     message.expiresInSeconds = object.expiresInSeconds ?? 0;
     message.sessionIndex = object.sessionIndex ?? "";
+    message.nameIdFormat = object.nameIdFormat ?? "";
     return message;
   },
 };
