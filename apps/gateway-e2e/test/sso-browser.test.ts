@@ -32,12 +32,21 @@ let callbackServer: Server;
 let callbackBase: string;
 let keysDir: string;
 let sp: { acsUrl: string; entityId: string };
+/** Where the app's /start sends the browser (an authorization request), once a test sets it. */
+let appAuthorization: string | undefined;
 
 suite('Sign in with SSO in chromium', () => {
   beforeAll(async () => {
     // The IdP's SSO endpoint: reads the AuthnRequest, answers with a page that posts the signed response.
     idpServer = createServer((req, res) => {
       const url = new URL(req.url ?? '/', 'http://127.0.0.1');
+      if (url.pathname === '/tile') {
+        // The app's tile on the IdP's dashboard: an unsolicited (IdP-initiated) response.
+        const unsolicited = idp.response({ acsUrl: sp.acsUrl, audience: sp.entityId, email: 'kim@sso-corp.example.com' });
+        res.setHeader('content-type', 'text/html');
+        res.end(`<!doctype html><title>Test IdP</title><form method="post" action="${esc(sp.acsUrl)}"><input type="hidden" name="SAMLResponse" value="${esc(unsolicited)}"><button id="idp-tile" type="submit">Open Corp portal</button></form>`);
+        return;
+      }
       // Anything but an AuthnRequest (the browser's /favicon.ico, say) is not the IdP's business.
       if (!url.searchParams.get('SAMLRequest')) {
         res.statusCode = 404;
@@ -60,7 +69,14 @@ suite('Sign in with SSO in chromium', () => {
     // browser treats the IdP's POST to the ACS as cross-site, as it is in real life (no Lax cookies on it).
     idp = await startTestIdp('sso-corp', `http://localhost:${(idpServer.address() as AddressInfo).port}/sso`);
 
-    callbackServer = createServer((_req, res) => {
+    callbackServer = createServer((req, res) => {
+      // The app's login initiation URL (initiate_login_uri): it starts its own authorization request.
+      if (req.url?.startsWith('/start?') && appAuthorization) {
+        res.statusCode = 302;
+        res.setHeader('location', appAuthorization);
+        res.end();
+        return;
+      }
       res.setHeader('content-type', 'text/html');
       res.end('<!doctype html><title>Client app</title><p>Back at the client</p>');
     });
@@ -112,6 +128,26 @@ suite('Sign in with SSO in chromium', () => {
     expect(tokens).toMatchObject({ token_type: 'Bearer' });
     const userinfo = await (await fetch(`${s.issuer}/oauth/userinfo`, { headers: { authorization: `Bearer ${tokens.access_token}` } })).json();
     expect(userinfo).toMatchObject({ email: 'lin@sso-corp.example.com', email_verified: true });
+    await context.close();
+  });
+
+  it('IdP-initiated: the tile on the IdP signs the user in and the app gets a code through its own authorization request', async () => {
+    const client = await registerClient(s.api, { name: 'Corp tiles', type: 'confidential', redirectUris: [`${callbackBase}/callback`], scopes: ['openid', 'email'], firstParty: true });
+    const { url: authorize, verifier } = authorizationRequest(s.issuer, { client_id: client.clientId, redirect_uri: `${callbackBase}/callback`, scope: 'openid email', state: 'tile-state' });
+    appAuthorization = authorize.href;
+    const connectionId = new URL(sp.acsUrl).pathname.split('/').at(-2)!;
+    const patched = await s.api('PATCH', `/sso/connections/${connectionId}`, { allowIdpInitiated: true, initiateLoginUrl: `${callbackBase}/start` });
+    expect(patched.body.data.initiateLoginUrl).toBe(`${callbackBase}/start`);
+    const context = await browser.newContext({ javaScriptEnabled: false });
+    const page = await context.newPage();
+    await page.goto(`${new URL(idp.ssoUrl).origin}/tile`);
+    await page.click('#idp-tile');
+    await page.waitForURL(`${callbackBase}/callback?**`);
+    const back = new URL(page.url());
+    expect(back.searchParams.get('state')).toBe('tile-state');
+    const tokens = await exchangeCode(s.issuer, { code: back.searchParams.get('code')!, redirectUri: `${callbackBase}/callback`, verifier, client });
+    const userinfo = await (await fetch(`${s.issuer}/oauth/userinfo`, { headers: { authorization: `Bearer ${tokens.access_token}` } })).json();
+    expect(userinfo).toMatchObject({ email: 'kim@sso-corp.example.com', email_verified: true });
     await context.close();
   });
 

@@ -240,6 +240,30 @@ describe('SP endpoints', () => {
   });
 });
 
+describe('IdP-initiated login into the app (initiateLoginUrl)', () => {
+  it('signs the user in on the OAuth login page and sends the browser to the app with iss, no code or token', async () => {
+    const c = await connection({ allowIdpInitiated: true, initiateLoginUrl: 'https://app.example.com/sso-start?tenant=7' });
+    expect(c).toMatchObject({ initiateLoginUrl: 'https://app.example.com/sso-start?tenant=7' });
+    const form = new URLSearchParams({ SAMLResponse: idp.response(base(c, 'tile@acme.example.com')) });
+    const res = await fetch(`${url}/v1/sso/saml/${c.id}/acs`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: form, redirect: 'manual' });
+    expect(res.status).toBe(303);
+    expect(res.headers.get('location')).toBe(`https://app.example.com/sso-start?tenant=7&iss=${encodeURIComponent(BASE)}`);
+    expect(res.headers.get('set-cookie')).toMatch(/^secsvc_oauth_session=ses_token_\d+; Path=\/oauth; HttpOnly; SameSite=Lax; Secure; Max-Age=86400$/);
+    expect(fake.logins.at(-1)).toMatchObject({ connectionId: c.id, email: 'tile@acme.example.com' });
+  });
+
+  it('leaves SP-initiated logins alone, validates the URL and clears it with an empty string', async () => {
+    const c = await connection({ initiateLoginUrl: 'https://app.example.com/start' });
+    const { requestId, cookie } = await login(c.id);
+    const out = await postAcs(c.id, idp.response(base(c, 'sp@acme.example.com', { inResponseTo: requestId })), 'r', cookie);
+    expect(out.status).toBe(200);
+    const bad = await createConnection({ name: 'Bad', idpMetadataXml: idp.metadata(), domains: ['bad-url.example.com'], initiateLoginUrl: 'javascript:alert(1)' });
+    expect([bad.status, bad.body.error?.details[0]?.field]).toEqual([400, 'initiateLoginUrl']);
+    const cleared = await fetch(`${url}/v1/sso/connections/${c.id}`, { method: 'PATCH', headers: auth, body: JSON.stringify({ initiateLoginUrl: '' }) });
+    expect(((await cleared.json()) as { data: { initiateLoginUrl: string | null } }).data.initiateLoginUrl).toBeNull();
+  });
+});
+
 describe('browser binding: an SP-initiated login finishes only in the browser that started it (login CSRF)', () => {
   const email = 'bob@acme.example.com';
   async function started(c: { id: string }, cookie?: string) {

@@ -44,6 +44,7 @@ function fields(over: Record<string, unknown> = {}) {
     defaultRoles: ['role_reader'],
     attributeMappingJson: '{"email":"mail"}',
     allowIdpInitiated: false,
+    initiateLoginUrl: '',
     ...over,
   };
 }
@@ -72,8 +73,14 @@ describe('SSO connections', () => {
     const page = await listSsoConnections(ctx)({ environment: 'live', limit: 100, cursor: '' });
     expect(page.connections.map((c) => c.id)).toContain(created.id);
 
-    const updated = await updateSsoConnection(ctx)({ environment: 'live', id: created.id, name: 'Renamed', allowIdpInitiated: true, domains: { values: ['renamed.example.com'] }, idpCertificates: undefined, defaultRoles: undefined }, call());
-    expect(updated).toMatchObject({ name: 'Renamed', allowIdpInitiated: true, domains: ['renamed.example.com'], idpEntityId: created.idpEntityId });
+    const updated = await updateSsoConnection(ctx)(
+      { environment: 'live', id: created.id, name: 'Renamed', allowIdpInitiated: true, initiateLoginUrl: 'https://app.example.com/login', domains: { values: ['renamed.example.com'] }, idpCertificates: undefined, defaultRoles: undefined },
+      call(),
+    );
+    expect(updated).toMatchObject({ name: 'Renamed', allowIdpInitiated: true, initiateLoginUrl: 'https://app.example.com/login', domains: ['renamed.example.com'], idpEntityId: created.idpEntityId });
+    // An empty string clears it; absent leaves it.
+    expect((await updateSsoConnection(ctx)({ environment: 'live', id: created.id, name: 'Again', idpCertificates: undefined, domains: undefined, defaultRoles: undefined }, call())).initiateLoginUrl).toBe('https://app.example.com/login');
+    expect((await updateSsoConnection(ctx)({ environment: 'live', id: created.id, initiateLoginUrl: '', idpCertificates: undefined, domains: undefined, defaultRoles: undefined }, call())).initiateLoginUrl).toBe('');
 
     await deleteSsoConnection(ctx)({ environment: 'live', id: created.id }, call());
     await rejects(getSsoConnection(ctx)({ environment: 'live', id: created.id, anyEnvironment: false }), 'not_found');
@@ -88,6 +95,7 @@ describe('SSO connections', () => {
     await rejects(createSsoConnection(ctx)({ environment: 'live', fields: fields({ defaultRoles: ['admin'] }) }, call()), 'invalid_request', 'defaultRoles[0]');
     await rejects(createSsoConnection(ctx)({ environment: 'live', fields: fields({ attributeMappingJson: '{"email":1}' }) }, call()), 'invalid_request', 'attributeMapping.email');
     await rejects(createSsoConnection(ctx)({ environment: 'live', fields: fields({ name: '  ' }) }, call()), 'invalid_request', 'name');
+    await rejects(createSsoConnection(ctx)({ environment: 'live', fields: fields({ initiateLoginUrl: 'javascript:alert(1)' }) }, call()), 'invalid_request', 'initiateLoginUrl');
   });
 
   it('finds the connection of an email domain in the environment', async () => {

@@ -9,6 +9,16 @@ const DOMAIN_PATTERN = /^(?=.{1,253}$)([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.)+[a-
 /** A connection's display name: the rules of a user's name. */
 export const ssoNameSchema = nameSchema;
 
+/**
+ * Where the browser goes after an IdP-initiated login (the user is then signed in on the OAuth login page): the
+ * app's login initiation URL (OpenID Connect `initiate_login_uri`), which starts an authorization request.
+ * Empty: IdP-initiated logins answer JSON.
+ */
+export const ssoInitiateLoginUrlSchema = z
+  .string({ error: 'must be a string' })
+  .max(2048, 'must be at most 2048 characters')
+  .regex(/^(https?:\/\/[^\s#]+)?$/, 'must be an absolute http(s) URL without fragment (or empty to clear)');
+
 /** Email domains routed to the connection: lower case host names, no duplicates. */
 export const ssoDomainsSchema = z
   .array(z.string({ error: 'must be a string' }).regex(DOMAIN_PATTERN, 'must be a lower case domain name such as example.com'), {

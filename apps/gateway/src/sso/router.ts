@@ -54,8 +54,12 @@ async function refuse(deps: SsoDeps, req: Request, connectionId: string, reason:
   throw new AppError('unauthorized', 'The SAML response was refused', [{ field: 'SAMLResponse', message: reason }]);
 }
 
-/** A validated response becomes a login: user found or created, session opened; then on to OAuth or JSON. */
-async function completeLogin(deps: SsoDeps, req: Request, res: Response, login: Omit<PendingLogin, 'binding' | 'expires'>): Promise<void> {
+/**
+ * A validated response becomes a login: user found or created, session opened; then on into the OAuth
+ * authorization request it started from, or (IdP-initiated) to the app's login initiation URL, signed in on the
+ * OAuth login page either way; else the JSON answer.
+ */
+async function completeLogin(deps: SsoDeps, req: Request, res: Response, login: Omit<PendingLogin, 'binding' | 'expires'>, initiateLoginUrl = ''): Promise<void> {
   const out = await deps.clients.identity.completeSamlLogin(
     {
       connectionId: login.connectionId,
@@ -73,11 +77,23 @@ async function completeLogin(deps: SsoDeps, req: Request, res: Response, login: 
     callOptions(deps, req),
   );
   res.setHeader('Cache-Control', 'no-store');
+  const signInOnLoginPage = () =>
+    setCookie(res, SESSION_COOKIE, out.session!.token, { secure: deps.baseUrl.startsWith('https:'), sameSite: 'Lax', maxAgeSeconds: OAUTH_SESSION_SECONDS });
   if (login.returnTo) {
     // Started on the OAuth login page: signed in there now, the authorization request goes on (consent
     // page or straight back to the client). The path is fixed; identity checks the request again.
-    setCookie(res, SESSION_COOKIE, out.session!.token, { secure: deps.baseUrl.startsWith('https:'), sameSite: 'Lax', maxAgeSeconds: OAUTH_SESSION_SECONDS });
+    signInOnLoginPage();
     res.redirect(303, `${deps.baseUrl.replace(/\/+$/, '')}/oauth/authorize?${login.returnTo}`);
+    return;
+  }
+  if (initiateLoginUrl) {
+    // IdP-initiated (a tile on the IdP's dashboard): the app starts an ordinary authorization request (OpenID
+    // Connect third-party-initiated login, `iss` names us), which finds the user signed in. No code or token
+    // travels in this redirect.
+    signInOnLoginPage();
+    const target = new URL(initiateLoginUrl);
+    target.searchParams.set('iss', deps.baseUrl.replace(/\/+$/, ''));
+    res.redirect(303, target.href);
     return;
   }
   res.status(200).json({
@@ -184,7 +200,7 @@ export function ssoRouter(deps: SsoDeps): express.Router {
         res.redirect(303, `${spUrls(deps.baseUrl, connection.id).continueUrl}?state=${state}`);
         return;
       }
-      await completeLogin(deps, req, res, login);
+      await completeLogin(deps, req, res, login, connection.initiateLoginUrl);
     }),
   );
 

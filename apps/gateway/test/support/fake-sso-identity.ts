@@ -50,6 +50,7 @@ export class FakeSsoIdentity {
       ...(req.idpMetadataXml !== undefined && { idpMetadataXml: req.idpMetadataXml, idpEntityId: req.idpEntityId!, idpSsoUrl: req.idpSsoUrl!, idpCertificates: req.idpCertificates!.values }),
       ...(req.domains && { domains: req.domains.values }),
       ...(req.allowIdpInitiated !== undefined && { allowIdpInitiated: req.allowIdpInitiated }),
+      ...(req.initiateLoginUrl !== undefined && { initiateLoginUrl: req.initiateLoginUrl }),
     };
     this.connections.set(c.id, next);
     return next;

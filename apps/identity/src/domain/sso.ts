@@ -1,11 +1,19 @@
-import { attributeMappingSchema, AppError, parseOrThrow, rolesSchema, ssoDomainsSchema, ssoNameSchema, type AttributeMapping } from '@secsvc/shared';
+import { attributeMappingSchema, AppError, parseOrThrow, rolesSchema, ssoDomainsSchema, ssoInitiateLoginUrlSchema, ssoNameSchema, type AttributeMapping } from '@secsvc/shared';
 
 /**
  * Checks the connection fields identity stores (the gateway has already parsed the metadata and validated
  * its certificates); returns the attribute mapping as canonical JSON text.
  */
-export function validateConnectionFields(f: { name?: string; domains?: string[]; defaultRoles?: string[]; attributeMappingJson?: string; idpCertificates?: string[] }): string | undefined {
+export function validateConnectionFields(f: {
+  name?: string;
+  domains?: string[];
+  defaultRoles?: string[];
+  attributeMappingJson?: string;
+  idpCertificates?: string[];
+  initiateLoginUrl?: string;
+}): string | undefined {
   if (f.name !== undefined) parseOrThrow(ssoNameSchema, f.name, 'name');
+  if (f.initiateLoginUrl !== undefined) parseOrThrow(ssoInitiateLoginUrlSchema, f.initiateLoginUrl, 'initiateLoginUrl');
   if (f.domains !== undefined) parseOrThrow(ssoDomainsSchema, f.domains, 'domains');
   if (f.defaultRoles !== undefined) parseOrThrow(rolesSchema, f.defaultRoles, 'defaultRoles');
   if (f.idpCertificates !== undefined && f.idpCertificates.length === 0) throw AppError.field('idpMetadataXml', 'must contain a signing certificate');

@@ -16,6 +16,7 @@ export interface SsoConnectionRow {
   default_roles: string[];
   attribute_mapping: string;
   allow_idp_initiated: boolean;
+  initiate_login_url: string;
   created_at: Date;
   updated_at: Date;
 }
@@ -30,19 +31,20 @@ export interface SsoConnectionFields {
   defaultRoles: string[];
   attributeMapping: string;
   allowIdpInitiated: boolean;
+  initiateLoginUrl: string;
 }
 
 const COLUMNS = `id, environment, name, idp_metadata_xml, idp_entity_id, idp_sso_url, idp_certificates, domains, default_roles,
-  attribute_mapping::text AS attribute_mapping, allow_idp_initiated, created_at, updated_at`;
+  attribute_mapping::text AS attribute_mapping, allow_idp_initiated, initiate_login_url, created_at, updated_at`;
 const USER_COLUMNS = 'id, environment, email, name, email_verified, roles, metadata::text AS metadata, created_at, updated_at';
 
 export const ssoConnectionsRepository = {
   async insert(db: Db, id: string, environment: string, f: SsoConnectionFields): Promise<SsoConnectionRow> {
     const { rows } = await db.query<SsoConnectionRow>(
       `INSERT INTO sso_connections (id, environment, name, idp_metadata_xml, idp_entity_id, idp_sso_url, idp_certificates, domains,
-         default_roles, attribute_mapping, allow_idp_initiated)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10::jsonb, $11) RETURNING ${COLUMNS}`,
-      [id, environment, f.name, f.idpMetadataXml, f.idpEntityId, f.idpSsoUrl, f.idpCertificates, f.domains, f.defaultRoles, f.attributeMapping, f.allowIdpInitiated],
+         default_roles, attribute_mapping, allow_idp_initiated, initiate_login_url)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10::jsonb, $11, $12) RETURNING ${COLUMNS}`,
+      [id, environment, f.name, f.idpMetadataXml, f.idpEntityId, f.idpSsoUrl, f.idpCertificates, f.domains, f.defaultRoles, f.attributeMapping, f.allowIdpInitiated, f.initiateLoginUrl],
     );
     return rows[0]!;
   },
@@ -96,6 +98,7 @@ export const ssoConnectionsRepository = {
          default_roles = COALESCE($9, default_roles),
          attribute_mapping = COALESCE($10::jsonb, attribute_mapping),
          allow_idp_initiated = COALESCE($11, allow_idp_initiated),
+         initiate_login_url = COALESCE($12, initiate_login_url),
          updated_at = now()
        WHERE environment = $1 AND id = $2 RETURNING ${COLUMNS}`,
       [
@@ -110,6 +113,7 @@ export const ssoConnectionsRepository = {
         u.defaultRoles ?? null,
         u.attributeMapping ?? null,
         u.allowIdpInitiated ?? null,
+        u.initiateLoginUrl ?? null,
       ],
     );
     return rows[0];

@@ -20,6 +20,7 @@ export function toConnectionMessage(row: SsoConnectionRow): identity.SsoConnecti
     defaultRoles: row.default_roles,
     attributeMappingJson: row.attribute_mapping,
     allowIdpInitiated: row.allow_idp_initiated,
+    initiateLoginUrl: row.initiate_login_url,
     createdAt: row.created_at.toISOString(),
     updatedAt: row.updated_at.toISOString(),
   };
@@ -100,6 +101,7 @@ export const updateSsoConnection =
       domains: req.domains?.values,
       defaultRoles: req.defaultRoles?.values,
       allowIdpInitiated: req.allowIdpInitiated,
+      initiateLoginUrl: req.initiateLoginUrl,
     };
     const attributeMapping = validateConnectionFields({ ...update, attributeMappingJson: req.attributeMappingJson });
     return withTransaction(ctx.pool, async (db) => {

@@ -29,6 +29,7 @@ export const createConnectionRoute = defineRoute({
           defaultRoles: body.defaultRoles ?? [],
           attributeMappingJson: JSON.stringify(body.attributeMapping ?? {}),
           allowIdpInitiated: body.allowIdpInitiated ?? false,
+          initiateLoginUrl: body.initiateLoginUrl ?? '',
         },
       },
       ctx.call,

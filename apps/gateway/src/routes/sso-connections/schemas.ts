@@ -1,5 +1,5 @@
 import type { identity } from '@secsvc/proto';
-import { attributeMappingSchema, rolesSchema, ssoDomainsSchema, ssoLimits, ssoNameSchema } from '@secsvc/shared';
+import { attributeMappingSchema, rolesSchema, ssoDomainsSchema, ssoInitiateLoginUrlSchema, ssoLimits, ssoNameSchema } from '@secsvc/shared';
 import { X509Certificate } from 'node:crypto';
 import { z } from 'zod';
 import { idpLogoutService } from '../../sso/metadata';
@@ -19,6 +19,7 @@ const fields = {
   defaultRoles: rolesSchema.optional(),
   attributeMapping: attributeMappingSchema.optional(),
   allowIdpInitiated: z.boolean({ error: 'must be a boolean' }).optional(),
+  initiateLoginUrl: ssoInitiateLoginUrlSchema.optional(),
 };
 
 export const createConnectionBody = z.strictObject(fields);
@@ -30,6 +31,7 @@ export const updateConnectionBody = z.strictObject({
   defaultRoles: fields.defaultRoles,
   attributeMapping: fields.attributeMapping,
   allowIdpInitiated: fields.allowIdpInitiated,
+  initiateLoginUrl: fields.initiateLoginUrl,
 });
 
 const timestamp = z.string().describe('ISO 8601 UTC');
@@ -42,6 +44,10 @@ export const connectionForm = z.object({
   defaultRoles: z.array(z.string()).describe('roles of users created just in time'),
   attributeMapping: z.object({ email: z.string().optional(), name: z.string().optional() }).describe('assertion attributes holding the email and name (default: the NameID is the email)'),
   allowIdpInitiated: z.boolean().describe('accept responses without InResponseTo (IdP-initiated login); off by default'),
+  initiateLoginUrl: z
+    .string()
+    .nullable()
+    .describe("after an IdP-initiated login the browser, signed in on the OAuth login page, goes here (the app's OpenID Connect initiate_login_uri, with iss); null: the ACS answers JSON"),
   idp: z.object({
     entityId: z.string(),
     ssoUrl: z.string(),
@@ -64,6 +70,7 @@ export function connectionOf(c: identity.SsoConnection, baseUrl: string | undefi
     defaultRoles: c.defaultRoles,
     attributeMapping: JSON.parse(c.attributeMappingJson || '{}') as { email?: string; name?: string },
     allowIdpInitiated: c.allowIdpInitiated,
+    initiateLoginUrl: c.initiateLoginUrl || null,
     idp: {
       entityId: c.idpEntityId,
       ssoUrl: c.idpSsoUrl,

@@ -7,7 +7,7 @@ export const updateConnectionRoute = defineRoute({
   method: 'patch',
   path: '/sso/connections/:id',
   operationId: 'updateSsoConnection',
-  summary: 'Change an SSO connection: name, idpMetadataXml (validated again), domains and defaultRoles (replace the stored ones), attributeMapping, allowIdpInitiated',
+  summary: 'Change an SSO connection: name, idpMetadataXml (validated again), domains and defaultRoles (replace the stored ones), attributeMapping, allowIdpInitiated, initiateLoginUrl',
   tags: ['sso'],
   params: connectionIdParams,
   body: updateConnectionBody,
@@ -19,7 +19,7 @@ export const updateConnectionRoute = defineRoute({
   },
   async handle({ params, body }, ctx) {
     if (Object.values(body).every((v) => v === undefined)) {
-      throw AppError.invalid([{ field: '(body)', message: 'give at least one of name, idpMetadataXml, domains, defaultRoles, attributeMapping, allowIdpInitiated' }]);
+      throw AppError.invalid([{ field: '(body)', message: 'give at least one of name, idpMetadataXml, domains, defaultRoles, attributeMapping, allowIdpInitiated, initiateLoginUrl' }]);
     }
     const idp = body.idpMetadataXml === undefined ? undefined : parseIdpMetadata(body.idpMetadataXml);
     if (!isId('sso', params.id)) throw AppError.notFound('SSO connection');
@@ -36,6 +36,7 @@ export const updateConnectionRoute = defineRoute({
         defaultRoles: body.defaultRoles ? { values: body.defaultRoles } : undefined,
         attributeMappingJson: body.attributeMapping ? JSON.stringify(body.attributeMapping) : undefined,
         allowIdpInitiated: body.allowIdpInitiated,
+        initiateLoginUrl: body.initiateLoginUrl,
       },
       ctx.call,
     );

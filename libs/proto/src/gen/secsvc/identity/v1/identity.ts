@@ -570,7 +570,11 @@ export interface SsoConnection {
   attributeMappingJson: string;
   allowIdpInitiated: boolean;
   createdAt: string | undefined;
-  updatedAt: string | undefined;
+  updatedAt:
+    | string
+    | undefined;
+  /** Where the browser goes after an IdP-initiated login (the app's initiate_login_uri), or empty. */
+  initiateLoginUrl: string;
 }
 
 export interface SsoConnectionFields {
@@ -583,6 +587,7 @@ export interface SsoConnectionFields {
   defaultRoles: string[];
   attributeMappingJson: string;
   allowIdpInitiated: boolean;
+  initiateLoginUrl: string;
 }
 
 export interface CreateSsoConnectionRequest {
@@ -623,7 +628,11 @@ export interface UpdateSsoConnectionRequest {
   domains: StringList | undefined;
   defaultRoles: StringList | undefined;
   attributeMappingJson?: string | undefined;
-  allowIdpInitiated?: boolean | undefined;
+  allowIdpInitiated?:
+    | boolean
+    | undefined;
+  /** Empty string: cleared. */
+  initiateLoginUrl?: string | undefined;
 }
 
 export interface DeleteSsoConnectionRequest {
@@ -8889,6 +8898,7 @@ function createBaseSsoConnection(): SsoConnection {
     allowIdpInitiated: false,
     createdAt: undefined,
     updatedAt: undefined,
+    initiateLoginUrl: "",
   };
 }
 
@@ -8932,6 +8942,9 @@ export const SsoConnection: MessageFns<SsoConnection> = {
     }
     if (message.updatedAt !== undefined) {
       Timestamp.encode(toTimestamp(message.updatedAt), writer.uint32(106).fork()).join();
+    }
+    if (message.initiateLoginUrl !== "") {
+      writer.uint32(114).string(message.initiateLoginUrl);
     }
     return writer;
   },
@@ -9053,6 +9066,14 @@ export const SsoConnection: MessageFns<SsoConnection> = {
             message.updatedAt = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
             continue;
           }
+          case 14: {
+            if (tag !== 114) {
+              break;
+            }
+
+            message.initiateLoginUrl = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -9116,6 +9137,11 @@ export const SsoConnection: MessageFns<SsoConnection> = {
         : isSet(object.updated_at)
         ? globalThis.String(object.updated_at)
         : undefined,
+      initiateLoginUrl: isSet(object.initiateLoginUrl)
+        ? globalThis.String(object.initiateLoginUrl)
+        : isSet(object.initiate_login_url)
+        ? globalThis.String(object.initiate_login_url)
+        : "",
     };
   },
 
@@ -9160,6 +9186,9 @@ export const SsoConnection: MessageFns<SsoConnection> = {
     if (message.updatedAt !== undefined) {
       obj.updatedAt = message.updatedAt;
     }
+    if (message.initiateLoginUrl !== "") {
+      obj.initiateLoginUrl = message.initiateLoginUrl;
+    }
     return obj;
   },
 
@@ -9181,6 +9210,7 @@ export const SsoConnection: MessageFns<SsoConnection> = {
     message.allowIdpInitiated = object.allowIdpInitiated ?? false;
     message.createdAt = object.createdAt ?? undefined;
     message.updatedAt = object.updatedAt ?? undefined;
+    message.initiateLoginUrl = object.initiateLoginUrl ?? "";
     return message;
   },
 };
@@ -9196,6 +9226,7 @@ function createBaseSsoConnectionFields(): SsoConnectionFields {
     defaultRoles: [],
     attributeMappingJson: "",
     allowIdpInitiated: false,
+    initiateLoginUrl: "",
   };
 }
 
@@ -9227,6 +9258,9 @@ export const SsoConnectionFields: MessageFns<SsoConnectionFields> = {
     }
     if (message.allowIdpInitiated !== false) {
       writer.uint32(72).bool(message.allowIdpInitiated);
+    }
+    if (message.initiateLoginUrl !== "") {
+      writer.uint32(82).string(message.initiateLoginUrl);
     }
     return writer;
   },
@@ -9316,6 +9350,14 @@ export const SsoConnectionFields: MessageFns<SsoConnectionFields> = {
             message.allowIdpInitiated = reader.bool();
             continue;
           }
+          case 10: {
+            if (tag !== 82) {
+              break;
+            }
+
+            message.initiateLoginUrl = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -9369,6 +9411,11 @@ export const SsoConnectionFields: MessageFns<SsoConnectionFields> = {
         : isSet(object.allow_idp_initiated)
         ? globalThis.Boolean(object.allow_idp_initiated)
         : false,
+      initiateLoginUrl: isSet(object.initiateLoginUrl)
+        ? globalThis.String(object.initiateLoginUrl)
+        : isSet(object.initiate_login_url)
+        ? globalThis.String(object.initiate_login_url)
+        : "",
     };
   },
 
@@ -9401,6 +9448,9 @@ export const SsoConnectionFields: MessageFns<SsoConnectionFields> = {
     if (message.allowIdpInitiated !== false) {
       obj.allowIdpInitiated = message.allowIdpInitiated;
     }
+    if (message.initiateLoginUrl !== "") {
+      obj.initiateLoginUrl = message.initiateLoginUrl;
+    }
     return obj;
   },
 
@@ -9418,6 +9468,7 @@ export const SsoConnectionFields: MessageFns<SsoConnectionFields> = {
     message.defaultRoles = object.defaultRoles?.map((e) => e) || [];
     message.attributeMappingJson = object.attributeMappingJson ?? "";
     message.allowIdpInitiated = object.allowIdpInitiated ?? false;
+    message.initiateLoginUrl = object.initiateLoginUrl ?? "";
     return message;
   },
 };
@@ -9839,6 +9890,7 @@ function createBaseUpdateSsoConnectionRequest(): UpdateSsoConnectionRequest {
     defaultRoles: undefined,
     attributeMappingJson: undefined,
     allowIdpInitiated: undefined,
+    initiateLoginUrl: undefined,
   };
 }
 
@@ -9876,6 +9928,9 @@ export const UpdateSsoConnectionRequest: MessageFns<UpdateSsoConnectionRequest> 
     }
     if (message.allowIdpInitiated !== undefined) {
       writer.uint32(88).bool(message.allowIdpInitiated);
+    }
+    if (message.initiateLoginUrl !== undefined) {
+      writer.uint32(98).string(message.initiateLoginUrl);
     }
     return writer;
   },
@@ -9981,6 +10036,14 @@ export const UpdateSsoConnectionRequest: MessageFns<UpdateSsoConnectionRequest> 
             message.allowIdpInitiated = reader.bool();
             continue;
           }
+          case 12: {
+            if (tag !== 98) {
+              break;
+            }
+
+            message.initiateLoginUrl = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -10034,6 +10097,11 @@ export const UpdateSsoConnectionRequest: MessageFns<UpdateSsoConnectionRequest> 
         : isSet(object.allow_idp_initiated)
         ? globalThis.Boolean(object.allow_idp_initiated)
         : undefined,
+      initiateLoginUrl: isSet(object.initiateLoginUrl)
+        ? globalThis.String(object.initiateLoginUrl)
+        : isSet(object.initiate_login_url)
+        ? globalThis.String(object.initiate_login_url)
+        : undefined,
     };
   },
 
@@ -10072,6 +10140,9 @@ export const UpdateSsoConnectionRequest: MessageFns<UpdateSsoConnectionRequest> 
     if (message.allowIdpInitiated !== undefined) {
       obj.allowIdpInitiated = message.allowIdpInitiated;
     }
+    if (message.initiateLoginUrl !== undefined) {
+      obj.initiateLoginUrl = message.initiateLoginUrl;
+    }
     return obj;
   },
 
@@ -10097,6 +10168,7 @@ export const UpdateSsoConnectionRequest: MessageFns<UpdateSsoConnectionRequest> 
       : undefined;
     message.attributeMappingJson = object.attributeMappingJson ?? undefined;
     message.allowIdpInitiated = object.allowIdpInitiated ?? undefined;
+    message.initiateLoginUrl = object.initiateLoginUrl ?? undefined;
     return message;
   },
 };
