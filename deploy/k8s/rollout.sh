@@ -7,11 +7,23 @@
 #      replaced: identity providers pin its certificate; an operator's own Secret made beforehand is kept);
 #   2. once the Job has completed, everything else (the apps' Deployments, Services, PDBs, HPAs, the Ingress),
 #      then waits for each Deployment's rollout.
-# A failed or timed-out Job stops here, before the old pods are replaced; its logs are printed.
+# A failed or timed-out Job stops here, before the old pods are replaced; its logs are printed. An overlay with the
+# component saml-sp-rollover whose Secret secsvc-saml-sp-rollover does not exist stops before anything changes.
 # Usage: deploy/k8s/rollout.sh <dev|prod|path to a kustomization> [kubectl args, e.g. --context prod]
+#
+# Sub-command: deploy/k8s/rollout.sh saml-sp-rollover <dev|prod|path> [kubectl args] makes a new SAML SP key
+# pair into the Secret secsvc-saml-sp-rollover for a key change (deploy/k8s/README.md, "Rolling over the SAML SP
+# key pair") and rolls nothing out. It never replaces that Secret (after the swap it holds the previous pair,
+# which IdPs may still encrypt for) and needs the active one, secsvc-saml-sp.
 set -euo pipefail
 
-target="${1:?usage: rollout.sh <dev|prod|kustomization dir> [kubectl args]}"
+usage="usage: rollout.sh [saml-sp-rollover] <dev|prod|kustomization dir> [kubectl args]"
+mode=rollout
+if [ "${1:-}" = saml-sp-rollover ]; then
+  mode=saml-sp-rollover
+  shift
+fi
+target="${1:?$usage}"
 shift
 dir="$(cd "$(dirname "$0")" && pwd)/overlays/$target"
 [ -d "$dir" ] || dir="$target"
@@ -25,17 +37,14 @@ kubectl kustomize "$dir" > "$rendered"
 namespace="$(awk '/^kind: Namespace$/ {ns = 1} ns && /^  name: / {print $2; exit}' "$rendered")"
 [ -n "$namespace" ] || { echo "rollout.sh: the overlay renders no Namespace" >&2; exit 1; }
 
-echo "== phase pre: configuration, policies, dependencies, migrations Job ($namespace)"
-kc -n "$namespace" delete job secsvc-migrate --ignore-not-found --wait=true
-kc apply -f "$rendered" -l secsvc.io/rollout-phase=pre
+secret_exists() { [ -n "$(kc -n "$namespace" get secret "$1" --ignore-not-found -o name)" ]; }
 
-echo "== SAML SP key pair: Secret secsvc-saml-sp"
-if [ -n "$(kc -n "$namespace" get secret secsvc-saml-sp --ignore-not-found -o name)" ]; then
-  echo "kept (identity providers pin its certificate; see deploy/k8s/README.md to replace it)"
-else
-  command -v openssl >/dev/null || { echo "rollout.sh: openssl is needed to make the Secret secsvc-saml-sp (or create it yourself: deploy/k8s/README.md)" >&2; exit 1; }
-  # The certificate names the public host (ISSUER). Self-signed on purpose: IdPs pin the SP certificate from
-  # its metadata rather than checking a CA; valid 10 years.
+# Makes the TLS-type Secret $1 with a new RSA 3072 key and a self-signed SHA-256 certificate valid 10 years naming
+# the public host (ISSUER). Self-signed on purpose: IdPs pin the SP certificate from its metadata rather than
+# checking a CA. The key exists only in a 0700 temporary folder, deleted afterwards, and is never printed.
+make_saml_sp_secret() {
+  local name="$1" issuer host fingerprint out
+  command -v openssl >/dev/null || { echo "rollout.sh: openssl is needed to make the Secret $name (or create it yourself: deploy/k8s/README.md)" >&2; exit 1; }
   issuer="$(awk '/^  ISSUER: / {print $2; exit}' "$rendered")"
   host="${issuer#*://}"
   host="${host%%[:/]*}"
@@ -47,10 +56,44 @@ else
     echo "rollout.sh: openssl failed: $out" >&2
     exit 1
   fi
+  fingerprint="$(openssl x509 -in "$keys/tls.crt" -noout -fingerprint -sha256)"
   # `create` never overwrites: if another rollout made the Secret meanwhile, this fails and nothing changes.
-  kc -n "$namespace" create secret tls secsvc-saml-sp --cert="$keys/tls.crt" --key="$keys/tls.key"
+  kc -n "$namespace" create secret tls "$name" --cert="$keys/tls.crt" --key="$keys/tls.key"
   rm -rf "$keys"
-  echo "created (CN=${host:-secsvc}); give identity providers the SP metadata (GET /v1/sso/saml/{id}/metadata)"
+  echo "created (CN=${host:-secsvc}; certificate ${fingerprint})"
+}
+
+if [ "$mode" = saml-sp-rollover ]; then
+  echo "== SAML SP key rollover: a new pair in the Secret secsvc-saml-sp-rollover ($namespace)"
+  if ! secret_exists secsvc-saml-sp; then
+    echo "rollout.sh: no Secret secsvc-saml-sp in $namespace, so no active pair to roll over from (roll out first: rollout.sh $target)" >&2
+    exit 1
+  fi
+  if secret_exists secsvc-saml-sp-rollover; then
+    echo "rollout.sh: the Secret secsvc-saml-sp-rollover exists already and is never replaced (after a swap it holds the previous pair, which IdPs may still use); delete it once no gateway mounts it (deploy/k8s/README.md)" >&2
+    exit 1
+  fi
+  make_saml_sp_secret secsvc-saml-sp-rollover
+  echo "next: add the component ../../components/saml-sp-rollover to the overlay and roll it out (deploy/k8s/README.md)"
+  exit 0
+fi
+
+# The component's volume is required: without its Secret the new gateway pods would wait in ContainerCreating.
+if grep -q '^ *secretName: secsvc-saml-sp-rollover$' "$rendered" && ! secret_exists secsvc-saml-sp-rollover; then
+  echo "rollout.sh: the overlay mounts the Secret secsvc-saml-sp-rollover (component saml-sp-rollover), which does not exist in $namespace; make it first: rollout.sh saml-sp-rollover $target. Nothing was changed." >&2
+  exit 1
+fi
+
+echo "== phase pre: configuration, policies, dependencies, migrations Job ($namespace)"
+kc -n "$namespace" delete job secsvc-migrate --ignore-not-found --wait=true
+kc apply -f "$rendered" -l secsvc.io/rollout-phase=pre
+
+echo "== SAML SP key pair: Secret secsvc-saml-sp"
+if secret_exists secsvc-saml-sp; then
+  echo "kept (identity providers pin its certificate; see deploy/k8s/README.md to replace it)"
+else
+  make_saml_sp_secret secsvc-saml-sp
+  echo "give identity providers the SP metadata (GET /v1/sso/saml/{id}/metadata)"
 fi
 
 echo "== waiting for the migrations Job (at most $MIGRATE_TIMEOUT)"

@@ -11,7 +11,7 @@ import { loadPolicyConfig, policyConfigShape } from '../../../apps/policy/src/co
 import { readFileSync } from 'node:fs';
 import { AUDIT_CONSUMER_GROUP, AUTH_EVENTS_TOPIC } from '@secsvc/shared';
 import path from 'node:path';
-import { describeWithTools, find, k8sDir, objects, OVERLAYS, type K8sObject } from './support/tools';
+import { describeWithTools, find, k8sDir, objects, RENDERINGS, type K8sObject } from './support/tools';
 
 const apps: Record<string, { shape: object; load: (env: Record<string, string>) => unknown }> = {
   gateway: { shape: gatewayConfigShape, load: loadGatewayConfig },
@@ -53,9 +53,9 @@ function environment(objs: K8sObject[], container: { env?: EnvVar[]; envFrom?: {
   return env;
 }
 
-for (const overlay of OVERLAYS) {
-  describeWithTools(`overlay ${overlay}: configuration`, () => {
-    const objs = () => objects(`overlays/${overlay}`);
+for (const { overlay, spec } of RENDERINGS) {
+  describeWithTools(`${spec}: configuration`, () => {
+    const objs = () => objects(spec);
 
     it.each(Object.keys(apps))('%s accepts its Deployment environment', (app) => {
       const container = find(objs(), 'Deployment', app).spec.template.spec.containers[0];

@@ -1,9 +1,9 @@
 /**
- * Every rendered overlay (and the base and dependencies alone) validates OFFLINE against the Kubernetes JSON
- * schemas vendored in deploy/k8s/schemas (strict: unknown fields are errors). Only the operators' custom
- * resources are skipped, and exactly those.
+ * Every rendered overlay, alone and with each component (and the base and dependencies alone), validates
+ * OFFLINE against the Kubernetes JSON schemas vendored in deploy/k8s/schemas (strict: unknown fields are
+ * errors). Only the operators' custom resources are skipped, and exactly those.
  */
-import { build, describeWithTools, KUBERNETES_VERSION, OPERATOR_KINDS, OVERLAYS, run, SCHEMA_LOCATION, tools } from './support/tools';
+import { build, describeWithTools, KUBERNETES_VERSION, OPERATOR_KINDS, RENDERINGS, run, SCHEMA_LOCATION, tools } from './support/tools';
 
 interface Result {
   filename: string;
@@ -38,7 +38,7 @@ function kubeconform(yamlText: string): { status: number | null; resources: Resu
 }
 
 describeWithTools('kubeconform against the vendored schemas', () => {
-  it.each([...OVERLAYS.map((o) => `overlays/${o}`), 'base', 'dependencies'])('%s is valid', (dir) => {
+  it.each([...RENDERINGS.map((r) => r.spec), 'base', 'dependencies'])('%s is valid', (dir) => {
     const text = build(dir);
     const { status, resources, stderr } = kubeconform(text);
     const bad = resources.filter((r) => r.status === 'statusInvalid' || r.status === 'statusError');

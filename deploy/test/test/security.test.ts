@@ -1,10 +1,11 @@
 /**
- * Security properties of every rendered overlay: non-root read-only containers, probes, resources, no
- * service account tokens, Secrets only by reference, PDBs and HPAs, the migrations Job, and NetworkPolicies
- * that let each app talk only to what it needs (checked by evaluating the policies, see support/netpol.ts).
+ * Security properties of every rendered overlay, alone and with each component: non-root read-only containers,
+ * probes, resources, no service account tokens, Secrets only by reference, PDBs and HPAs, the migrations Job, and
+ * NetworkPolicies that let each app talk only to what it needs (checked by evaluating the policies, see
+ * support/netpol.ts).
  */
 import { connectionAllowed, egressAllowed, ingressAllowed, type Endpoint, type Labels } from './support/netpol';
-import { describeWithTools, find, objects, OVERLAYS, type K8sObject } from './support/tools';
+import { describeWithTools, find, objects, RENDERINGS, type K8sObject } from './support/tools';
 
 const APPS = ['gateway', 'identity', 'policy', 'audit', 'export-worker'] as const;
 const GRPC: Record<string, number> = { identity: 50051, policy: 50052, audit: 50053 };
@@ -23,9 +24,9 @@ const ours = (objs: K8sObject[]) => workloads(objs).filter((w) => w.spec.templat
 /** Names whose values are credentials: never a literal in a manifest or a ConfigMap. */
 const SENSITIVE = /SECRET|PASSWORD|CREDENTIAL|(^|_)TOKEN$|_KEY$|_KEY_ID$|^DATABASE_URL$|^REDIS_URL$|^REDISCLI_AUTH$/;
 
-for (const overlay of OVERLAYS) {
-  describeWithTools(`overlay ${overlay}`, () => {
-    const objs = () => objects(`overlays/${overlay}`);
+for (const { overlay, spec } of RENDERINGS) {
+  describeWithTools(spec, () => {
+    const objs = () => objects(spec);
     const deployment = (name: string) => find(objs(), 'Deployment', name);
 
     it('renders every app, the migrations Job and the dependencies into one namespace', () => {

@@ -3,7 +3,7 @@
  * rendered overlays, parsed.
  */
 import { spawnSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parseAllDocuments } from 'yaml';
@@ -72,10 +72,39 @@ export function run(cmd: string, args: string[], input?: string): { status: numb
   return { status: res.status, stdout: res.stdout, stderr: res.stderr };
 }
 
-/** `kustomize build` of a folder under deploy/k8s, as YAML text. */
-export function build(dir: string): string {
-  const res = run(tools.kustomize!, ['build', path.join(k8sDir, dir)]);
-  if (res.status !== 0) throw new Error(`kustomize build ${dir} failed: ${res.stderr}`);
+/** The kustomize Components under deploy/k8s/components, which an operator adds to an overlay. */
+export const COMPONENTS = ['saml-sp-rollover'] as const;
+
+/** What the suites render: each overlay alone and with each component. */
+export const RENDERINGS: { overlay: Overlay; spec: string }[] = OVERLAYS.flatMap((overlay) => [
+  { overlay, spec: `overlays/${overlay}` },
+  ...COMPONENTS.map((c) => ({ overlay, spec: `overlays/${overlay}+components/${c}` })),
+]);
+
+/**
+ * Runs fn with a kustomization folder for `spec`: a folder under deploy/k8s ("overlays/dev"), or one with
+ * components added, "overlays/dev+components/saml-sp-rollover", as an operator's overlay would
+ * (`components: [...]`): a temporary kustomization, removed afterwards, that refers to them by relative paths
+ * (kustomize refuses absolute ones).
+ */
+export function withKustomization<T>(spec: string, fn: (dir: string) => T): T {
+  const [base, ...components] = spec.split('+');
+  if (components.length === 0) return fn(path.join(k8sDir, base!));
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'secsvc-kustomization-'));
+  try {
+    const rel = (p: string) => path.relative(dir, path.join(k8sDir, p));
+    const lines = ['apiVersion: kustomize.config.k8s.io/v1beta1', 'kind: Kustomization', 'resources:', `  - ${rel(base!)}`, 'components:', ...components.map((c) => `  - ${rel(c)}`)];
+    writeFileSync(path.join(dir, 'kustomization.yaml'), `${lines.join('\n')}\n`);
+    return fn(dir);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/** `kustomize build` of a folder under deploy/k8s, optionally with components (see withKustomization), as YAML text. */
+export function build(spec: string): string {
+  const res = withKustomization(spec, (dir) => run(tools.kustomize!, ['build', dir]));
+  if (res.status !== 0) throw new Error(`kustomize build ${spec} failed: ${res.stderr}`);
   return res.stdout;
 }
 
