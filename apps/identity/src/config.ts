@@ -19,6 +19,10 @@ export const identityConfigShape = {
   OAUTH_REFRESH_TOKEN_TTL_SECONDS: env.int(30 * 86_400, 3600, 365 * 86_400),
   /** Encrypts the JWT signing keys at rest (≥ 32 characters); derived from SERVER_SECRET when unset. */
   JWT_MASTER_KEY: env.secret().optional(),
+  /** How long ended sessions, used or expired tokens, revoked OAuth grants are kept before the sweeper deletes them. */
+  IDENTITY_RETENTION_DAYS: env.int(30, 1, 3650),
+  /** How often the retention sweeper runs (one replica at a time). */
+  RETENTION_SWEEP_INTERVAL_SECONDS: env.int(3600, 10, 86_400),
   /** Local mail port: password reset messages are written here as JSON files (and noted on the console). */
   MAIL_DIR: z.string().min(1).optional(),
   BOOTSTRAP_API_KEY: z

@@ -25,6 +25,7 @@ import { token } from './rpc/oauth-token';
 import { introspectToken } from './rpc/oauth-introspect';
 import { authenticateOAuthClient, revokeToken } from './rpc/oauth-revoke';
 import { createSsoConnection, deleteSsoConnection, findSsoConnection, getSsoConnection, listSsoConnections, updateSsoConnection } from './rpc/sso-connections';
+import { startRetention } from './retention';
 import { completeSamlLogin, endSamlSessions, reportSamlLoginFailure, saveSamlRequest, takeSamlRequest } from './rpc/saml-login';
 
 void runProcess('identity', () => loadIdentityConfig(), async ({ config, logger, metrics }) => {
@@ -41,6 +42,7 @@ void runProcess('identity', () => loadIdentityConfig(), async ({ config, logger,
   const signingKeys = new SigningKeyStore(pool, masterKey(config.JWT_MASTER_KEY, config.SERVER_SECRET));
   await signingKeys.get();
   const relay = await startServiceOutboxRelay({ config, pool, schema: 'identity', logger, metrics });
+  const retention = startRetention({ pool, retentionDays: config.IDENTITY_RETENTION_DAYS, intervalMs: config.RETENTION_SWEEP_INTERVAL_SECONDS * 1000, logger, metrics });
   const grpcServer = await startGrpcServer({
     host: config.GRPC_HOST,
     port: config.GRPC_PORT,
@@ -110,6 +112,7 @@ void runProcess('identity', () => loadIdentityConfig(), async ({ config, logger,
       { name: 'credential-change-feed', close: () => feed.stop() },
       { name: 'grpc', close: () => grpcServer.close() },
       { name: 'outbox-relay', close: () => relay.close() },
+      { name: 'retention', close: () => retention.close() },
       { name: 'postgres', close: () => pool.end() },
     ],
     ready: () => pingDatabase(pool),

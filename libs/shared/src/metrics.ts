@@ -41,6 +41,18 @@ export class Metrics {
     });
   }
 
+  private readonly counters = new Map<string, Counter<string>>();
+
+  /** A counter in this registry, made on first use (the same name gives the same counter). */
+  counter<L extends string>(name: string, help: string, labelNames: readonly L[]): Counter<L> {
+    let c = this.counters.get(name);
+    if (!c) {
+      c = new Counter({ name, help, labelNames: [...labelNames], registers: [this.registry] });
+      this.counters.set(name, c);
+    }
+    return c as Counter<L>;
+  }
+
   observeHttp(route: string, method: string, status: number, seconds: number): void {
     const labels = { route, method, status: String(status) };
     this.httpRequests.inc(labels);
