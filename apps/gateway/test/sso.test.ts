@@ -677,6 +677,15 @@ describe('attacks on the ACS, each refused (401, SAMLResponse named, user.login 
     await expectRefused(strict.id, idp.response(base(strict, mail, { inResponseTo: requestId })), /InResponseTo is not valid/);
   });
 
+  it('a forged response naming a pending request does not use the request up', async () => {
+    const strict = await connection();
+    const { requestId, cookie } = await login(strict.id);
+    await expectRefused(strict.id, idp.response(base(strict, 'ada@acme.example.com', { inResponseTo: requestId, sign: 'other' })), /Invalid signature/);
+    await expectRefused(strict.id, idp.response(base(strict, 'ada@acme.example.com', { inResponseTo: requestId, sign: 'none' })), /Invalid signature/);
+    expect(fake.requests.has(requestId)).toBe(true);
+    expect((await postAcs(strict.id, idp.response(base(strict, 'ada@acme.example.com', { inResponseTo: requestId })), 'r', cookie)).status).toBe(200);
+  });
+
   it('a missing SAMLResponse is a 400 naming it', async () => {
     const res = await fetch(`${url}/v1/sso/saml/${c.id}/acs`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: 'RelayState=x' });
     expect(res.status).toBe(400);

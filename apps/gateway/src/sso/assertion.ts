@@ -22,15 +22,19 @@ export function decodeResponse(samlResponse: string): string {
   return xml;
 }
 
-/** The Response's Destination must be this connection's ACS URL (present, as the response is for us alone). */
-export function checkDestination(responseXml: string, acsUrl: string): void {
-  let destination: string | null;
+/**
+ * The Response's Destination must be this connection's ACS URL (present, as the response is for us alone).
+ * Returns its InResponseTo (empty when unsolicited).
+ */
+export function checkResponseRoot(responseXml: string, acsUrl: string): { inResponseTo: string } {
+  let root;
   try {
-    destination = parseXml(responseXml).documentElement!.getAttribute('Destination');
+    root = parseXml(responseXml).documentElement!;
   } catch {
     throw new SamlRefusal('malformed_xml');
   }
-  if (destination !== acsUrl) throw new SamlRefusal('wrong_destination');
+  if (root.getAttribute('Destination') !== acsUrl) throw new SamlRefusal('wrong_destination');
+  return { inResponseTo: root.getAttribute('InResponseTo') ?? '' };
 }
 
 /**

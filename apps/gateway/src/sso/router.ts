@@ -3,7 +3,7 @@ import { AppError, isId, type Logger } from '@secsvc/shared';
 import type { identity } from '@secsvc/proto';
 import type { ServiceClients } from '../context';
 import { SESSION_COOKIE, setCookie } from '../oauth/http';
-import { assertionFacts, checkDestination, decodeResponse, firstString, SamlRefusal } from './assertion';
+import { assertionFacts, checkResponseRoot, decodeResponse, firstString, SamlRefusal } from './assertion';
 import { BINDING_COOKIE, bindingOf, browserNonce, openState, sameBrowser, sealState, stateKey, STATE_TTL_MS, type PendingLogin } from './binding';
 import { decodeLogoutMessage, logoutRequestFacts, logoutResponseFacts, redirectQuery } from './logout';
 import { idpLogoutService } from './metadata';
@@ -167,9 +167,13 @@ export function ssoRouter(deps: SsoDeps): express.Router {
       const cache = requestIdCache(store(deps, req), connection.id, deps.requestTtlSeconds);
       try {
         const xml = decodeResponse(body.SAMLResponse);
-        checkDestination(xml, acsUrl);
-        const { profile } = await validateResponse(connection, { ...deps, keys }, cache, body.SAMLResponse, xml.includes('EncryptedAssertion'));
+        const { inResponseTo } = checkResponseRoot(xml, acsUrl);
+        // node-saml looks InResponseTo up before it checks the signature: it gets a cache that knows every id,
+        // and the request is taken from the real one only once the response proved genuine (a forged
+        // response naming a pending request cannot use it up).
+        const { profile } = await validateResponse(connection, { ...deps, keys }, ANY_REQUEST, body.SAMLResponse, xml.includes('EncryptedAssertion'));
         if (!profile) throw new SamlRefusal('no_assertion');
+        if (inResponseTo && !(await cache.getAsync(inResponseTo))) throw new Error('InResponseTo is not valid');
         const facts = assertionFacts(profile.getAssertionXml!(), { acsUrl, issuer: connection.idpEntityId }, deps.clockSkewMs);
         const mapping = JSON.parse(connection.attributeMappingJson || '{}') as { email?: string; name?: string };
         login = {
