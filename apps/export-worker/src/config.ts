@@ -29,6 +29,8 @@ export const workerConfigShape = {
   EXPORT_POLL_MS: env.int(2000, 50, 60_000),
   /** How often expired files are deleted and leftovers swept. */
   EXPORT_CLEANUP_INTERVAL_SECONDS: env.int(60, 1, 86_400),
+  /** Expired and failed export jobs are deleted this many days after they ended (their events stay in the log). */
+  EXPORT_JOB_RETENTION_DAYS: env.int(30, 1, 3650),
 };
 
 export type WorkerConfig = ReturnType<typeof loadWorkerConfig>;

@@ -36,6 +36,7 @@ void runProcess('export-worker', () => loadWorkerConfig(), async ({ config, logg
       pollMs: config.EXPORT_POLL_MS,
       cleanupIntervalMs: config.EXPORT_CLEANUP_INTERVAL_SECONDS * 1000,
       sweepAfterMs: SWEEP_AFTER_MS,
+      jobRetentionDays: config.EXPORT_JOB_RETENTION_DAYS,
     },
     logger,
     metrics,

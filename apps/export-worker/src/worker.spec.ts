@@ -69,6 +69,9 @@ class FakeQueue implements JobQueue {
     }
     return n;
   }
+  async deleteEnded() {
+    return 0;
+  }
   /** Another worker takes the job over (as if this one's lease had lapsed). */
   steal(id: string) {
     this.jobs.get(id)!.lease = 'stolen';
@@ -103,7 +106,7 @@ beforeEach(async () => {
 });
 afterEach(async () => rm(dir, { recursive: true, force: true }));
 
-const settings: WorkerSettings = { workerId: 'w1', leaseMs: 60_000, heartbeatMs: 5, maxAttempts: 3, retryDelayMs: 0, linkTtlMs: 3_600_000, concurrency: 1, pollMs: 10, cleanupIntervalMs: 60_000, sweepAfterMs: 3_600_000 };
+const settings: WorkerSettings = { workerId: 'w1', leaseMs: 60_000, heartbeatMs: 5, maxAttempts: 3, retryDelayMs: 0, linkTtlMs: 3_600_000, concurrency: 1, pollMs: 10, cleanupIntervalMs: 60_000, sweepAfterMs: 3_600_000, jobRetentionDays: 30 };
 
 test('a job is claimed, written with its row count, size and digest, and completed with a link lifetime', async () => {
   const q = new FakeQueue();

@@ -13,6 +13,7 @@ export interface JobQueue {
   release: (job: ClaimedJob) => Promise<void>;
   failExhausted: (maxAttempts: number) => Promise<number>;
   expireDue: (remove: (objectKey: string) => Promise<void>) => Promise<number>;
+  deleteEnded: (days: number) => Promise<number>;
 }
 
 export interface WorkerSettings {
@@ -32,6 +33,8 @@ export interface WorkerSettings {
   cleanupIntervalMs: number;
   /** Leftovers of interrupted writes older than this are removed by the cleanup loop. */
   sweepAfterMs: number;
+  /** Expired and failed jobs are deleted this many days after they ended. */
+  jobRetentionDays: number;
 }
 
 /** The object key of one attempt's file: attempts never share a key, so a stale worker cannot overwrite. */
@@ -128,13 +131,14 @@ export class ExportWorker {
     }
   }
 
-  /** One cleanup round: expired files deleted (jobs → expired), exhausted jobs failed, leftovers swept. */
-  async cleanupOnce(): Promise<{ expired: number; failed: number; swept: number }> {
+  /** One cleanup round: expired files deleted (jobs → expired), exhausted jobs failed, leftovers swept, old jobs deleted. */
+  async cleanupOnce(): Promise<{ expired: number; failed: number; swept: number; deleted: number }> {
     const expired = await this.queue.expireDue((key) => this.objects.delete(key));
     const failed = await this.queue.failExhausted(this.s.maxAttempts);
     const swept = await this.objects.sweep(this.s.sweepAfterMs);
-    if (expired + failed + swept > 0) this.logger.info({ expired, failed, swept }, 'export cleanup');
-    return { expired, failed, swept };
+    const deleted = await this.queue.deleteEnded(this.s.jobRetentionDays);
+    if (expired + failed + swept + deleted > 0) this.logger.info({ expired, failed, swept, deleted }, 'export cleanup');
+    return { expired, failed, swept, deleted };
   }
 
   /** Claims and runs one job; false when there was none to claim. */

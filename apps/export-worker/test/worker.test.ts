@@ -64,7 +64,7 @@ afterAll(async () => {
   await rm(dir, { recursive: true, force: true });
 });
 
-const settings: WorkerSettings = { workerId: 'w', leaseMs: 10_000, heartbeatMs: 200, maxAttempts: 3, retryDelayMs: 0, linkTtlMs: 3_600_000, concurrency: 2, pollMs: 50, cleanupIntervalMs: 60_000, sweepAfterMs: 3_600_000 };
+const settings: WorkerSettings = { workerId: 'w', leaseMs: 10_000, heartbeatMs: 200, maxAttempts: 3, retryDelayMs: 0, linkTtlMs: 3_600_000, concurrency: 2, pollMs: 50, cleanupIntervalMs: 60_000, sweepAfterMs: 3_600_000, jobRetentionDays: 30 };
 const spec = { environment: 'live', from: '2026-11-01T00:00:00.000Z', to: '2026-11-02T00:00:00.000Z', events: [] as string[], query: '' };
 const requestedBy = { actor: { id: 'key_1', type: 'api_key' }, context: { ip: '10.0.0.1', userAgent: 'jest' }, authMethod: 'api_key' };
 

@@ -315,6 +315,23 @@ export class ExportJobs {
     });
   }
 
+  /**
+   * Jobs that ended (expired: file already deleted; failed) more than `days` ago are deleted, in batches; a
+   * status request for one then answers 404. The audit log keeps their log.export.* events. Returns how many.
+   */
+  async deleteEnded(days: number, limit = 1000): Promise<number> {
+    let total = 0;
+    for (;;) {
+      const { rowCount } = await this.pool.query(
+        `DELETE FROM export_jobs WHERE id IN (SELECT id FROM export_jobs WHERE status IN ('expired', 'failed')
+           AND coalesce(expires_at, completed_at, created_at) < now() - make_interval(days => $1) LIMIT $2)`,
+        [days, limit],
+      );
+      total += rowCount ?? 0;
+      if ((rowCount ?? 0) < limit) return total;
+    }
+  }
+
   /** log.export.downloaded: the link's holder (anonymous, with their ip and user agent) fetched the file. */
   async recordDownload(job: ExportJob, by: Requester, traceId: string, bytes: { start: number; end: number; size: number }): Promise<void> {
     const range = bytes.start === 0 && bytes.end === bytes.size - 1 ? 'full' : `${bytes.start}-${bytes.end}`;

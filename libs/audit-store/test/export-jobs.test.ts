@@ -116,6 +116,24 @@ test('a job whose worker died on every attempt ends as failed (worker_lost)', as
   expect((await outbox()).map((e) => e.event_type)).toEqual(['log.export.created', 'log.export.failed']);
 });
 
+test('expired and failed jobs are deleted once they ended longer ago than the retention; others stay', async () => {
+  const old = await jobs.create(newExport());
+  await jobs.complete((await jobs.claim('a', 60_000, 3))!, file({ objectKey: 'live/old/1.csv', linkTtlMs: -1000 }));
+  await jobs.expireDue(async () => undefined);
+  const recent = await jobs.create(newExport());
+  await jobs.complete((await jobs.claim('a', 60_000, 3))!, file({ objectKey: 'live/recent/1.csv', linkTtlMs: -1000 }));
+  await jobs.expireDue(async () => undefined);
+  const live = await jobs.create(newExport());
+  await jobs.complete((await jobs.claim('a', 60_000, 3))!, file({ objectKey: 'live/live/1.csv' }));
+  const pending = await jobs.create(newExport());
+  // The first one ended 31 days ago.
+  await pool.query(`UPDATE export_jobs SET expires_at = now() - interval '31 days', completed_at = now() - interval '32 days' WHERE id = $1`, [old.id]);
+  expect(await jobs.deleteEnded(30, 1)).toBe(1);
+  expect(await jobs.get('live', old.id)).toBeUndefined();
+  for (const j of [recent, live, pending]) expect(await jobs.get('live', j.id)).toBeDefined();
+  expect(await jobs.deleteEnded(30)).toBe(0);
+});
+
 test('expired exports lose their file and become expired; downloads are recorded as events', async () => {
   const job = await jobs.create(newExport());
   const c = (await jobs.claim('a', 60_000, 3))!;
