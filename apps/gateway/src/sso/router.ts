@@ -1,22 +1,14 @@
-import express, { type NextFunction, type Request, type Response } from 'express';
-import { AppError, isId, type Logger } from '@secsvc/shared';
-import type { identity } from '@secsvc/proto';
-import type { ServiceClients } from '../context';
+import express, { type Request, type Response } from 'express';
+import { AppError } from '@secsvc/shared';
 import { SESSION_COOKIE, setCookie } from '../oauth/http';
 import { assertionFacts, checkResponseRoot, decodeResponse, firstString, SamlRefusal } from './assertion';
 import { BINDING_COOKIE, bindingOf, browserNonce, openState, sameBrowser, sealState, stateKey, STATE_TTL_MS, type PendingLogin } from './binding';
-import { decodeLogoutMessage, logoutRequestFacts, logoutResponseFacts, redirectQuery } from './logout';
-import { idpLogoutService } from './metadata';
-import { ANY_REQUEST, identityRequestStore, NO_REQUESTS, requestIdCache, samlFor, spMetadataXml, spUrls, validateResponse, type RequestIdStore, type SpKeys, type SpSettings } from './sp';
+import { callOptions, connectionOf, handler, keysOf, RELAY_STATE_MAX, store, type SsoDeps } from './context';
+import { sloHandler } from './slo';
+import { ANY_REQUEST, requestIdCache, samlFor, spMetadataXml, spUrls, validateResponse } from './sp';
 
-export interface SsoDeps extends SpSettings {
-  clients: ServiceClients;
-  deadlineMs: number;
-  logger: Logger;
-}
+export type { SsoDeps } from './context';
 
-/** RelayState is at most 80 bytes (SAML bindings 3.4.3). */
-const RELAY_STATE_MAX = 80;
 /** The OAuth authorization request a login from the OAuth login page continues with (its query string). */
 const OAUTH_QUERY_MAX = 4096;
 /** The binding cookie's path: sent to /login, /acs and /continue of every connection. */
@@ -24,26 +16,7 @@ const SSO_PATH = '/v1/sso/saml/';
 /** The OAuth login session lasts as long as one from the password form. */
 const OAUTH_SESSION_SECONDS = 24 * 3600;
 
-function callOptions(deps: SsoDeps, req: Request) {
-  return {
-    requestId: req.requestId,
-    deadlineMs: deps.deadlineMs,
-    headers: { 'x-client-ip': req.ip ?? '', 'x-user-agent': (req.get('user-agent') ?? '').slice(0, 512), 'x-auth-method': 'saml' },
-  };
-}
 
-function keysOf(deps: SsoDeps): SpKeys {
-  if (!deps.keys) throw new AppError('unavailable', 'SAML single sign-on is not configured on this gateway (SAML_SP_KEY_FILE, SAML_SP_CERT_FILE)');
-  return deps.keys;
-}
-
-async function connectionOf(deps: SsoDeps, req: Request): Promise<identity.SsoConnection> {
-  const id = String(req.params.id);
-  if (!isId('sso', id)) throw AppError.notFound('SSO connection');
-  return deps.clients.identity.getSsoConnection({ environment: '', id, anyEnvironment: true }, callOptions(deps, req));
-}
-
-const store = (deps: SsoDeps, req: Request): RequestIdStore => identityRequestStore(deps.clients.identity, callOptions(deps, req));
 
 /** A refused response or continuation: user.login failure with the reason, then 401 naming SAMLResponse. */
 async function refuse(deps: SsoDeps, req: Request, connectionId: string, reason: string): Promise<never> {
@@ -109,7 +82,6 @@ async function completeLogin(deps: SsoDeps, req: Request, res: Response, login: 
   });
 }
 
-const handler = (fn: (req: Request, res: Response) => Promise<void>) => (req: Request, res: Response, next: NextFunction) => void fn(req, res).catch(next);
 
 /**
  * The SAML 2.0 service provider endpoints of each connection (no credential: browsers and IdPs call them):
@@ -222,87 +194,7 @@ export function ssoRouter(deps: SsoDeps): express.Router {
       await completeLogin(deps, req, res, state);
     }),
   );
-  // The IdP's answer to our LogoutRequest (SP-initiated single logout, see POST /v1/sso/logout): signed,
-  // Success, answering a request we sent for this connection (used once); then on to where the app asked.
-  const logoutResponse = async (req: Request, res: Response, connection: identity.SsoConnection, keys: SpKeys, redirect: boolean, source: Record<string, string>) => {
-    const cache = requestIdCache(store(deps, req), connection.id, deps.requestTtlSeconds, undefined, 'logout');
-    // node-saml checks InResponseTo before the signature: it gets a cache that accepts any id, and the request
-    // is taken from the real one only once the signature holds (a forged response cannot use it up).
-    const saml = samlFor(connection, { ...deps, keys }, ANY_REQUEST);
-    try {
-      const query = redirect ? redirectQuery(req.originalUrl, source) : '';
-      const xml = decodeLogoutMessage(source.SAMLResponse!, redirect);
-      const { inResponseTo } = logoutResponseFacts(xml, spUrls(deps.baseUrl, connection.id).sloUrl, connection.idpEntityId);
-      if (redirect) await saml.validateRedirectAsync(source, query);
-      else await saml.validatePostResponseAsync({ SAMLResponse: source.SAMLResponse! });
-      if (!(await cache.getAsync(inResponseTo))) throw new SamlRefusal('unknown_request');
-    } catch (err) {
-      const reason = err instanceof SamlRefusal ? err.reason : `invalid_response: ${(err as Error).message.slice(0, 160)}`;
-      deps.logger.info({ requestId: req.requestId, connectionId: connection.id, why: reason }, 'SAML LogoutResponse refused');
-      throw new AppError('unauthorized', 'The SAML LogoutResponse was refused', [{ field: 'SAMLResponse', message: reason }]);
-    }
-    res.setHeader('Cache-Control', 'no-store');
-    const returnTo = cache.taken()?.returnTo;
-    if (returnTo) {
-      res.redirect(303, returnTo);
-      return;
-    }
-    res.status(200).json({ data: { loggedOut: true }, meta: { requestId: req.requestId } });
-  };
-
-  // Single logout initiated by the IdP (HTTP-Redirect or HTTP-POST LogoutRequest): the sessions that this
-  // connection's logins opened for the NameID (and SessionIndex) end; the IdP gets a signed LogoutResponse.
-  const slo = handler(async (req, res) => {
-    const keys = keysOf(deps);
-    const connection = await connectionOf(deps, req);
-    const redirect = req.method === 'GET';
-    const source = ((redirect ? req.query : req.body) ?? {}) as Record<string, unknown>;
-    if (source.SAMLRequest === undefined && typeof source.SAMLResponse === 'string' && source.SAMLResponse) {
-      await logoutResponse(req, res, connection, keys, redirect, source as Record<string, string>);
-      return;
-    }
-    if (typeof source.SAMLRequest !== 'string' || !source.SAMLRequest) {
-      throw AppError.field('SAMLRequest', 'is required (a LogoutRequest or LogoutResponse, HTTP-Redirect or HTTP-POST binding)');
-    }
-    const relayState = typeof source.RelayState === 'string' ? source.RelayState.slice(0, RELAY_STATE_MAX) : '';
-    const logout = idpLogoutService(connection.idpMetadataXml);
-    const saml = samlFor(connection, { ...deps, keys }, NO_REQUESTS, { logoutUrl: logout?.responseUrl });
-    let request;
-    try {
-      const query = redirect ? redirectQuery(req.originalUrl, source) : '';
-      const xml = decodeLogoutMessage(source.SAMLRequest, redirect);
-      const facts = logoutRequestFacts(xml, spUrls(deps.baseUrl, connection.id).sloUrl, deps.clockSkewMs);
-      // Signature (the query's, or the document's for HTTP-POST), Issuer, NotOnOrAfter, NameID.
-      const { profile } = redirect
-        ? await saml.validateRedirectAsync(source as Record<string, string>, query)
-        : await saml.validatePostRequestAsync({ SAMLRequest: source.SAMLRequest });
-      if (!profile?.nameID) throw new SamlRefusal('no_name_id');
-      request = { profile, ...facts };
-    } catch (err) {
-      const reason = err instanceof SamlRefusal ? err.reason : `invalid_request: ${(err as Error).message.slice(0, 160)}`;
-      deps.logger.info({ requestId: req.requestId, connectionId: connection.id, why: reason }, 'SAML LogoutRequest refused');
-      throw new AppError('unauthorized', 'The SAML LogoutRequest was refused', [{ field: 'SAMLRequest', message: reason }]);
-    }
-    const { revoked } = await deps.clients.identity.endSamlSessions(
-      {
-        connectionId: connection.id,
-        nameId: request.profile.nameID,
-        sessionIndexes: request.sessionIndexes,
-        requestId: request.id,
-        requestExpiresAt: request.expiresAt.toISOString(),
-        ip: req.ip ?? '',
-        userAgent: (req.get('user-agent') ?? '').slice(0, 512),
-      },
-      callOptions(deps, req),
-    );
-    res.setHeader('Cache-Control', 'no-store');
-    if (!logout) {
-      // The IdP's metadata names no logout service to answer at.
-      res.status(200).json({ data: { revoked }, meta: { requestId: req.requestId } });
-      return;
-    }
-    res.redirect(302, await saml.getLogoutResponseUrlAsync(request.profile, relayState, {}, true));
-  });
+  const slo = sloHandler(deps);
   router.get('/:id/slo', slo);
   router.post('/:id/slo', form, slo);
 
