@@ -36,6 +36,25 @@ interface OutboxRow {
   payload: string;
 }
 
+/**
+ * The oldest unpublished rows, in outbox order (the partial index `outbox_unpublished` holds exactly them, in
+ * seq order).
+ */
+export function unpublishedQuery(schema: string): string {
+  return `SELECT seq, event_id, event_key, payload::text AS payload FROM ${schema}.outbox
+          WHERE published_at IS NULL ORDER BY seq LIMIT $1`;
+}
+
+/**
+ * Set in each round's transaction before the read: the rows must come from walking `outbox_unpublished` in
+ * order. Planner statistics taken while few rows were unpublished (or none yet, on a freshly filled table)
+ * make PostgreSQL pick a bitmap scan of every unpublished row, converting each payload to text, and a sort
+ * of them all (on disk for a large backlog) to keep 500: each round then costs time proportional to the
+ * whole backlog (measured with a 100,000-event backlog: 1.2 s per round instead of 36 ms). `SET LOCAL` ends
+ * with the transaction.
+ */
+export const INDEX_ORDER_ONLY = 'SET LOCAL enable_sort = off';
+
 const counters = new WeakMap<Metrics, Counter<'schema'>>();
 function relayedCounter(metrics: Metrics): Counter<'schema'> {
   let c = counters.get(metrics);
@@ -116,11 +135,8 @@ export class OutboxRelay {
         await client.query('ROLLBACK');
         return 0;
       }
-      const { rows } = await client.query<OutboxRow>(
-        `SELECT seq, event_id, event_key, payload::text AS payload FROM ${this.o.schema}.outbox
-         WHERE published_at IS NULL ORDER BY seq LIMIT $1`,
-        [this.batchSize],
-      );
+      await client.query(INDEX_ORDER_ONLY);
+      const { rows } = await client.query<OutboxRow>(unpublishedQuery(this.o.schema), [this.batchSize]);
       if (rows.length > 0) {
         await this.o.bus.publish(
           this.topic,

@@ -2,7 +2,7 @@ import pg from 'pg';
 import { createPool } from '../src/db';
 import { createLogger } from '../src/logger';
 import { appendEvent, outboxDdl } from '../src/outbox';
-import { OutboxRelay } from '../src/outbox-relay';
+import { INDEX_ORDER_ONLY, OutboxRelay, unpublishedQuery } from '../src/outbox-relay';
 import { createPostgresBus } from '../src/bus/postgres';
 import type { BusRecord, EventBus } from '../src/bus/port';
 import { stopTestPostgres, testDatabase, type TestDatabase } from '../src/testing';
@@ -131,5 +131,41 @@ test('a bus that is down delays relaying; the events go out once it is back', as
     expect(got.map((r) => r.id)).toEqual([id]);
   } finally {
     await relay.stop();
+  }
+});
+
+test('a backlog in a table without planner statistics is read by walking the unpublished index, never sorted', async () => {
+  // A freshly filled outbox that was never analyzed (as after a burst, or a bus outage, before autovacuum
+  // gets to it): PostgreSQL guesses a few hundred unpublished rows and would rather sort the whole backlog
+  // than walk the index.
+  const c = new pg.Client({ connectionString: db.url });
+  await c.connect();
+  try {
+    await c.query(outboxDdl('svc_backlog'));
+    await c.query(
+      `INSERT INTO svc_backlog.outbox (event_id, environment, event_type, event_key, payload)
+       SELECT 'log_' || md5(g::text), 'live', 'user.updated', 'key_' || (g % 50), '{"id":"x"}'::jsonb FROM generate_series(1, 20000) g`,
+    );
+    await c.query('BEGIN');
+    await c.query(INDEX_ORDER_ONLY);
+    const { rows } = await c.query<{ 'QUERY PLAN': unknown }>(`EXPLAIN (FORMAT JSON) ${unpublishedQuery('svc_backlog')}`, [500]);
+    await c.query('ROLLBACK');
+    const plan = JSON.stringify(rows[0]!['QUERY PLAN']);
+    expect(plan).toContain('"Index Name":"outbox_unpublished"');
+    expect(plan).toContain('"Node Type":"Index Scan"');
+    expect(plan).not.toContain('"Node Type":"Sort"');
+    const backlogPool = createPool(db.url, 1, logger, 'svc_backlog');
+    try {
+      const relay = new OutboxRelay({ pool: backlogPool, databaseUrl: db.url, schema: 'svc_backlog', bus, logger, topic: 'relay-5', batchSize: 500 });
+      const first = await c.query<{ event_id: string }>('SELECT event_id FROM svc_backlog.outbox ORDER BY seq LIMIT 500');
+      expect(await relay.relayOnce()).toBe(500);
+      const got = await consume('relay-5', 'g', 500);
+      expect(got.map((r) => r.id)).toEqual(first.rows.map((r) => r.event_id));
+    } finally {
+      await backlogPool.end();
+    }
+  } finally {
+    await c.query('DROP SCHEMA svc_backlog CASCADE');
+    await c.end();
   }
 });
