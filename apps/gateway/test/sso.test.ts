@@ -184,6 +184,7 @@ describe('SP endpoints', () => {
     const xml = await res.text();
     expect(xml).toContain(`entityID="${c.sp.entityId}"`);
     expect(xml).toContain(`Location="${c.sp.acsUrl}"`);
+    expect(xml).toContain('WantAssertionsSigned="true"');
     expect(xml).toContain(sp.certificate.replace(/-----[A-Z ]+-----/g, '').replace(/\s+/g, '').slice(0, 64));
     expect((await fetch(`${url}/v1/sso/saml/sso_nope/metadata`)).status).toBe(404);
   });
@@ -623,6 +624,21 @@ describe('attacks on the ACS, each refused (401, SAMLResponse named, user.login 
     // The forged one carrying the signed one inside it (same id, signature still valid over the inner copy).
     const forgedSameId = assertionXml(idp.entityId, { ...o, email: 'admin@acme.example.com' }, id, now).replace('</saml:Subject>', `</saml:Subject><saml:Advice>${signed}</saml:Advice>`);
     await expectRefused(c.id, Buffer.from(wrapResponse(idp.entityId, o, forgedSameId, now)).toString('base64'), /Invalid signature/);
+  });
+
+  it('a signature over the whole Response is enough; by another key, or with a forged assertion beside it, it is not', async () => {
+    const ok = await postAcs(c.id, idp.response(base(c, 'resp@acme.example.com', { sign: 'response' })));
+    expect(ok.status).toBe(200);
+    expect(fake.logins.at(-1)).toMatchObject({ email: 'resp@acme.example.com' });
+    await expectRefused(c.id, idp.response(base(c, email, { sign: 'response-other' })), /Invalid signature/);
+    // A second (unsigned) assertion slipped into the signed Response after signing.
+    const signed = Buffer.from(idp.response(base(c, 'resp2@acme.example.com', { sign: 'response' })), 'base64').toString('utf8');
+    const forged = assertionXml(idp.entityId, base(c, 'admin@acme.example.com'), samlId(), new Date());
+    const wrapped = signed.replace('</samlp:Response>', `${forged}</samlp:Response>`);
+    await expectRefused(c.id, Buffer.from(wrapped).toString('base64'), /Invalid signature|multiple assertions/);
+    // Or the signed assertion replaced by a forged one (the signature no longer matches).
+    const swapped = signed.replace(/<saml:Assertion [\s\S]*<\/saml:Assertion>/, forged);
+    await expectRefused(c.id, Buffer.from(swapped).toString('base64'), /Invalid signature/);
   });
 
   it('comment in the NameID (the signature does not see comments)', async () => {

@@ -108,7 +108,7 @@ export function samlFor(
   connection: identity.SsoConnection,
   settings: SpSettings & { keys: SpKeys },
   cache: CacheProvider,
-  options: { decryptionKey?: string; logoutUrl?: string } = {},
+  options: { decryptionKey?: string; logoutUrl?: string; forMetadata?: boolean } = {},
 ): SAML {
   const urls = spUrls(settings.baseUrl, connection.id);
   return new SAML({
@@ -125,7 +125,9 @@ export function samlFor(
     decryptionPvk: options.decryptionKey ?? settings.keys.privateKey,
     signatureAlgorithm: 'sha256',
     digestAlgorithm: 'sha256',
-    wantAssertionsSigned: true,
+    // A signature over the Response or over the assertion (node-saml then reads the assertion from what the
+    // signature covers, so nothing outside it counts); metadata asks IdPs to sign assertions.
+    wantAssertionsSigned: options.forMetadata === true,
     wantAuthnResponseSigned: false,
     acceptedClockSkewMs: settings.clockSkewMs,
     validateInResponseTo: connection.allowIdpInitiated ? ValidateInResponseTo.ifPresent : ValidateInResponseTo.always,
@@ -182,7 +184,7 @@ const REDIRECT_BINDING = 'urn:oasis:names:tc:SAML:2.0:bindings:HTTP-Redirect';
 export function spMetadataXml(connection: identity.SsoConnection, settings: SpSettings & { keys: SpKeys }): string {
   const { keys } = settings;
   const certificates = keys.rollover ? [keys.certificate, keys.rollover.certificate] : [keys.certificate];
-  const xml = samlFor(connection, settings, NO_REQUESTS).generateServiceProviderMetadata(keys.certificate, certificates);
+  const xml = samlFor(connection, settings, NO_REQUESTS, { forMetadata: true }).generateServiceProviderMetadata(keys.certificate, certificates);
   const doc = new DOMParser().parseFromString(xml, 'text/xml');
   const slo = doc.getElementsByTagName('SingleLogoutService')[0]!;
   const redirect = slo.cloneNode(true) as typeof slo;

@@ -59,8 +59,11 @@ export interface ResponseOptions {
   assertionId?: string;
   notBefore?: Date;
   notOnOrAfter?: Date;
-  /** none: no signature at all; other: signed with another key than the metadata's. */
-  sign?: 'assertion' | 'none' | 'other';
+  /**
+   * assertion (default): the assertion signed; response: only the Response signed (the assertion inside it is
+   * not); none: no signature at all; other / response-other: signed with another key than the metadata's.
+   */
+  sign?: 'assertion' | 'response' | 'none' | 'other' | 'response-other';
   attributes?: Record<string, string>;
   /** Replaces the NameID text as written (for comment injection). */
   rawNameId?: string;
@@ -217,7 +220,12 @@ export async function startTestIdp(name = 'idp', ssoUrl = `https://${name}.examp
       const sign = o.sign ?? 'assertion';
       if (sign === 'assertion') assertion = signAssertion(assertion, id, privateKey, certificate);
       if (sign === 'other') assertion = signAssertion(assertion, id, other.privateKey, other.certificate);
-      return Buffer.from(wrapResponse(entityId, o, assertion, now)).toString('base64');
+      let xml = wrapResponse(entityId, o, assertion, now);
+      if (sign === 'response' || sign === 'response-other') {
+        const signer = sign === 'response' ? { privateKey, certificate } : other;
+        xml = signRoot(xml, /^<samlp:Response [^>]*ID="([^"]+)"/.exec(xml)![1]!, signer.privateKey, signer.certificate);
+      }
+      return Buffer.from(xml).toString('base64');
     },
     logoutRequest(o) {
       const id = o.id ?? samlId();
