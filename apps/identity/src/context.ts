@@ -1,7 +1,7 @@
 import type { identity } from '@secsvc/proto';
 import type { Logger, Pool } from '@secsvc/shared';
 import type { IdentityConfig } from './config';
-import type { Mailer } from './domain/mailer';
+import type { MailOutbox } from './domain/mailer';
 import type { UserRow } from './repositories/users';
 
 // The request scoping and caller helpers are shared by every service.
@@ -11,8 +11,8 @@ export interface IdentityContext {
   pool: Pool;
   config: IdentityConfig;
   logger: Logger;
-  /** Where password reset messages go (absent: dropped with a warning). */
-  mailer?: Mailer;
+  /** Where password reset messages are handed over: a MailQueue (absent: dropped with a warning). */
+  mail?: MailOutbox;
 }
 
 export function toUserMessage(row: UserRow): identity.User {

@@ -5,7 +5,8 @@ import { migrationsDir } from './migrations';
 import type { IdentityContext } from './context';
 import { ensureBootstrapKey } from './domain/bootstrap';
 import { CredentialChangeFeed } from './domain/credential-change-feed';
-import { fileMailer, nullMailer } from './domain/mailer';
+import { MailQueue } from './domain/mail-queue';
+import { mailTransport } from './mail/transport';
 import { masterKey, SigningKeyStore } from './domain/signing-keys';
 import { getJwks, issueAccessToken, reportAuthFailure } from './rpc/tokens';
 import { createApiKey, getApiKey, listApiKeys, revokeApiKey, rotateApiKey } from './rpc/api-keys';
@@ -28,6 +29,9 @@ import { createSsoConnection, deleteSsoConnection, findSsoConnection, getSsoConn
 import { startRetention } from './retention';
 import { completeSamlLogin, endSamlSessions, reportSamlLoginFailure, saveSamlRequest, takeSamlRequest } from './rpc/saml-login';
 
+/** How long shutdown waits for queued mail before giving it up. */
+const MAIL_DRAIN_MS = 5000;
+
 void runProcess('identity', () => loadIdentityConfig(), async ({ config, logger, metrics }) => {
   const pool = createPool(config.DATABASE_URL, config.DATABASE_POOL_MAX, logger, 'identity');
   await migrate(pool, 'identity', await readMigrations(migrationsDir), logger);
@@ -37,8 +41,8 @@ void runProcess('identity', () => loadIdentityConfig(), async ({ config, logger,
   );
   const feed = new CredentialChangeFeed(config.DATABASE_URL, logger);
   await feed.start();
-  const mailer = config.MAIL_DIR ? fileMailer(config.MAIL_DIR, (line) => process.stdout.write(line + '\n')) : nullMailer(logger);
-  const ctx: IdentityContext = { pool, config, logger, mailer };
+  const mail = new MailQueue({ transport: mailTransport(config, logger, (line) => process.stdout.write(line + '\n')), logger, metrics });
+  const ctx: IdentityContext = { pool, config, logger, mail };
   const signingKeys = new SigningKeyStore(pool, masterKey(config.JWT_MASTER_KEY, config.SERVER_SECRET));
   await signingKeys.get();
   const relay = await startServiceOutboxRelay({ config, pool, schema: 'identity', logger, metrics });
@@ -111,6 +115,8 @@ void runProcess('identity', () => loadIdentityConfig(), async ({ config, logger,
       // Ending the feed first ends the watch streams, so the server can drain.
       { name: 'credential-change-feed', close: () => feed.stop() },
       { name: 'grpc', close: () => grpcServer.close() },
+      // After the RPCs: what they queued is still sent (within a time limit under the 15 s shutdown limit).
+      { name: 'mail-queue', close: () => mail.close(MAIL_DRAIN_MS) },
       { name: 'outbox-relay', close: () => relay.close() },
       { name: 'retention', close: () => retention.close() },
       { name: 'postgres', close: () => pool.end() },

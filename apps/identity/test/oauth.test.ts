@@ -44,7 +44,7 @@ const call = (ip = `198.51.100.${(ipCounter++ % 250) + 1}`): CallContext => {
 };
 
 beforeAll(async () => {
-  t = await identityTestDb(config, { mailer: { send: async (m) => void mails.push(m as never) } });
+  t = await identityTestDb(config, { mail: { enqueue: (m) => void mails.push(m as never) } });
   ({ pool, ctx } = t);
   keys = new SigningKeyStore(pool, masterKey(undefined, config.SERVER_SECRET));
 });

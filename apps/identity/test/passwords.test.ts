@@ -41,7 +41,7 @@ async function resetMailFor(email: string): Promise<string> {
 }
 
 beforeAll(async () => {
-  t = await identityTestDb({ SERVER_SECRET: 'p'.repeat(40) }, { mailer: { send: async (m) => void mails.push(m) } });
+  t = await identityTestDb({ SERVER_SECRET: 'p'.repeat(40) }, { mail: { enqueue: (m) => void mails.push(m) } });
   ({ pool } = t);
   ctx = t.ctx;
 });

@@ -1,6 +1,5 @@
 import { mkdir, rename, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import type { Logger } from '@secsvc/shared';
 
 export interface MailMessage {
   to: string;
@@ -10,9 +9,20 @@ export interface MailMessage {
   data: Record<string, string>;
 }
 
-/** The mail port: where password reset messages go. */
+/** The mail port: a transport that delivers one message (the MailQueue calls it, never an RPC). */
 export interface Mailer {
+  /** Which transport this is, for logs and metrics: `smtp`, `file`, `none`. */
+  readonly kind?: string;
   send(message: MailMessage): Promise<void>;
+  /** Whether a failed send may succeed later (the queue retries it); absent: every failure is retried. */
+  isTransient?(err: unknown): boolean;
+  /** Releases connections once the queue has drained. */
+  close?(): Promise<void>;
+}
+
+/** Where RPCs hand a message: returns at once; delivery (and its retries) happens later, off the RPC's path. */
+export interface MailOutbox {
+  enqueue(message: MailMessage): void;
 }
 
 /**
@@ -21,6 +31,7 @@ export interface Mailer {
  */
 export function fileMailer(dir: string, print: (line: string) => void): Mailer {
   return {
+    kind: 'file',
     async send(message) {
       await mkdir(dir, { recursive: true, mode: 0o700 });
       const file = path.join(dir, `${Date.now()}-${message.data.kind ?? 'mail'}-${Math.random().toString(36).slice(2, 8)}.json`);
@@ -32,11 +43,16 @@ export function fileMailer(dir: string, print: (line: string) => void): Mailer {
   };
 }
 
-/** No transport configured: the message is dropped with a warning that names no secret. */
-export function nullMailer(logger: Logger): Mailer {
+/**
+ * No transport configured: every message fails for good, so the queue drops it with a warning that names no
+ * secret and counts it in identity_mail_failed_total (never as sent).
+ */
+export function nullMailer(): Mailer {
   return {
-    async send(message) {
-      logger.warn({ subject: message.subject }, 'no mail transport configured (MAIL_DIR); message dropped');
+    kind: 'none',
+    async send() {
+      throw new Error('no mail transport configured (SMTP_URL or MAIL_DIR); message dropped');
     },
+    isTransient: () => false,
   };
 }

@@ -2,7 +2,6 @@ import type { identity } from '@secsvc/proto';
 import { AppError, newId, withTransaction, type CallContext, type PoolClient } from '@secsvc/shared';
 import { createHash, createHmac, randomBytes } from 'node:crypto';
 import { callerOf, environmentOf, type IdentityContext } from '../context';
-import { nullMailer } from '../domain/mailer';
 import { checkPasswordRules, dummyHash, hashPassword, verifyPassword } from '../domain/passwords';
 import { SESSION_MAX_SECONDS, SESSION_MIN_SECONDS } from '../domain/sessions';
 import { appendEvent } from '../repositories/outbox';
@@ -136,7 +135,9 @@ async function issueResetToken(ctx: IdentityContext, environment: string, email:
     );
   });
   if (!user) return;
-  await (ctx.mailer ?? nullMailer(ctx.logger)).send({
+  // Handed to the queue, not sent here: delivery (an SMTP round trip, retries) never delays this work.
+  if (!ctx.mail) return ctx.logger.warn({ kind: 'password-reset' }, 'no mail outbox; password reset message dropped');
+  ctx.mail.enqueue({
     to: user.email,
     subject: 'Reset your password',
     text: `Someone asked to reset the password of ${user.email}. This token works once, for one hour:\n\n${token}\n`,
