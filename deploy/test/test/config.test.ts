@@ -93,6 +93,15 @@ for (const { overlay, spec } of RENDERINGS) {
       expect(ingress.tls[0].hosts).toContain(url.hostname);
     });
 
+    it('identity sends reset mail over SMTP once secsvc-secrets has SMTP_URL (optional), from the ConfigMap MAIL_FROM', () => {
+      const container = find(objs(), 'Deployment', 'identity').spec.template.spec.containers[0];
+      const ref = (container.env as EnvVar[]).find((e) => e.name === 'SMTP_URL')?.valueFrom?.secretKeyRef;
+      expect(ref).toEqual({ name: 'secsvc-secrets', key: 'SMTP_URL', optional: true });
+      const identity = loadIdentityConfig({ ...environment(objs(), container), SMTP_URL: 'smtp://mailer:pw@smtp.example.com:587' });
+      expect(identity.MAIL_FROM?.address).toMatch(/^no-reply@/);
+      expect(identity.SMTP_REQUIRE_TLS).toBe(true);
+    });
+
     it('the migrations Job containers accept their environment with MIGRATE_ONLY=true', () => {
       const job = find(objs(), 'Job', 'secsvc-migrate').spec.template.spec;
       for (const c of [...job.initContainers, ...job.containers]) {

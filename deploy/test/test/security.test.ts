@@ -22,7 +22,7 @@ const workloads = (objs: K8sObject[]) => objs.filter((o) => WORKLOADS.includes(o
 const ours = (objs: K8sObject[]) => workloads(objs).filter((w) => w.spec.template.metadata.labels?.['app.kubernetes.io/part-of'] === 'secsvc');
 
 /** Names whose values are credentials: never a literal in a manifest or a ConfigMap. */
-const SENSITIVE = /SECRET|PASSWORD|CREDENTIAL|(^|_)TOKEN$|_KEY$|_KEY_ID$|^DATABASE_URL$|^REDIS_URL$|^REDISCLI_AUTH$/;
+const SENSITIVE = /SECRET|PASSWORD|CREDENTIAL|(^|_)TOKEN$|_KEY$|_KEY_ID$|^DATABASE_URL$|^REDIS_URL$|^SMTP_URL$|^REDISCLI_AUTH$/;
 
 for (const { overlay, spec } of RENDERINGS) {
   describeWithTools(spec, () => {
@@ -245,6 +245,7 @@ for (const { overlay, spec } of RENDERINGS) {
       const monitoring: Endpoint = { pod: { app: 'prometheus' }, namespace: { 'kubernetes.io/metadata.name': 'monitoring' } };
       const kubeDns: Endpoint = { pod: { 'k8s-app': 'kube-dns' }, namespace: { 'kubernetes.io/metadata.name': 'kube-system' } };
       const s3: Endpoint = { ip: '52.216.1.1' };
+      const smtpServer: Endpoint = { ip: '198.51.100.25' };
       const callers = () => ({
         gateway: app('gateway'),
         identity: app('identity'),
@@ -293,10 +294,12 @@ for (const { overlay, spec } of RENDERINGS) {
           clickhouse: [clickhouse, 8123],
           redis: [redis(), 6379],
           s3: [s3, 443],
+          smtp: [smtpServer, 587],
+          smtps: [smtpServer, 465],
         };
         const uses: Record<string, string[]> = {
           gateway: ['redis'],
-          identity: ['postgres', 'kafka'],
+          identity: ['postgres', 'kafka', 'smtp', 'smtps'],
           policy: ['postgres', 'kafka'],
           audit: ['postgres', 'kafka', 'clickhouse', 's3'],
           'export-worker': ['postgres', 'clickhouse', 's3'],
