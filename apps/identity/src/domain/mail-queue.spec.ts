@@ -49,12 +49,24 @@ function setup(transport: Mailer, options: Partial<MailQueueOptions> = {}) {
     const metric = (await metrics.registry.getMetricsAsJSON()).find((m) => m.name === name);
     return metric?.values.find((v) => Object.entries(labels).every(([k, l]) => v.labels[k] === l))?.value ?? 0;
   };
-  return { queue, lines, count };
+  return { queue, lines, count, metrics };
 }
 
 const tick = () => new Promise((r) => setImmediate(r));
 
 describe('MailQueue', () => {
+  it('exports its counters at 0 from the start, for every reason', async () => {
+    const { metrics } = setup(manualTransport().transport);
+    const series = async (name: string) => (await metrics.registry.getMetricsAsJSON()).find((m) => m.name === name)?.values.map((v) => [v.labels.reason ?? '-', v.value]);
+    expect(await series('identity_mail_sent_total')).toEqual([['-', 0]]);
+    expect(((await series('identity_mail_failed_total')) ?? []).sort()).toEqual([
+      ['gave_up', 0],
+      ['queue_full', 0],
+      ['rejected', 0],
+      ['shutdown', 0],
+    ]);
+  });
+
   it('returns from enqueue before the transport has sent anything', async () => {
     const fake = manualTransport();
     const { queue, count } = setup(fake.transport);

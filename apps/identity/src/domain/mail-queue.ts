@@ -21,10 +21,11 @@ export interface MailQueueOptions {
 export const MAIL_QUEUE_DEFAULTS = { maxSize: 1000, concurrency: 2, maxAttempts: 5, baseDelayMs: 2000, maxDelayMs: 60_000 };
 
 /** Why a message was not delivered (the `reason` label of identity_mail_failed_total). */
-export type MailFailure = 'rejected' | 'gave_up' | 'queue_full' | 'shutdown';
+export type MailFailure = (typeof MAIL_FAILURES)[number];
+const MAIL_FAILURES = ['rejected', 'gave_up', 'queue_full', 'shutdown'] as const;
 
 interface LabelledCounter<L extends string> {
-  inc(labels: Record<L, string>): void;
+  inc(labels: Record<L, string>, value?: number): void;
 }
 
 interface Job {
@@ -57,6 +58,9 @@ export class MailQueue implements MailOutbox {
     this.transportKind = options.transport.kind ?? 'custom';
     this.sent = options.metrics?.counter('identity_mail_sent_total', 'Mail messages the transport accepted', ['transport']);
     this.failed = options.metrics?.counter('identity_mail_failed_total', 'Mail messages given up on, by reason', ['transport', 'reason']);
+    // Every series exists from the start (at 0), so an alert on its increase sees the first failure.
+    this.sent?.inc({ transport: this.transportKind }, 0);
+    for (const reason of MAIL_FAILURES) this.failed?.inc({ transport: this.transportKind, reason }, 0);
   }
 
   /** Messages held: waiting, being sent, or waiting to be retried. */

@@ -48,7 +48,7 @@ describe('choosing the mail transport', () => {
 
   it.each([
     [{}, 'NOT delivered (dropped)'],
-    [{ MAIL_DIR: '/tmp/x' }, 'only written to MAIL_DIR on this pod'],
+    [{ MAIL_DIR: '/tmp/x' }, 'only written to MAIL_DIR of this replica'],
   ])('PROFILE=distributed without SMTP_URL starts with a warning naming SMTP_URL (%p)', (env, says) => {
     const { lines } = choose({ PROFILE: 'distributed', KAFKA_BROKERS: 'k:9092', ...env });
     expect(lines).toEqual([expect.objectContaining({ level: 'warn', msg: expect.stringContaining('PROFILE=distributed without SMTP_URL') })]);

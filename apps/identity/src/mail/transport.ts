@@ -24,7 +24,7 @@ export function mailTransport(config: MailSettings, logger: Logger, print: (line
   if (config.PROFILE === 'distributed') {
     logger.warn(
       { fallback: config.MAIL_DIR ? 'MAIL_DIR' : 'none' },
-      `PROFILE=distributed without SMTP_URL: password reset e-mails are ${config.MAIL_DIR ? 'only written to MAIL_DIR on this pod' : 'NOT delivered (dropped)'}; set SMTP_URL and MAIL_FROM`,
+      `PROFILE=distributed without SMTP_URL: password reset e-mails are ${config.MAIL_DIR ? 'only written to MAIL_DIR of this replica' : 'NOT delivered (dropped)'}; set SMTP_URL and MAIL_FROM`,
     );
   }
   if (config.MAIL_DIR) return fileMailer(config.MAIL_DIR, print);
