@@ -127,7 +127,6 @@ export const ssoConnectionsRepository = {
 
 export const samlIdsRepository = {
   async saveRequest(db: Db, connectionId: string, requestId: string, ttlSeconds: number, returnTo: string, binding: string): Promise<void> {
-    await db.query(`DELETE FROM saml_requests WHERE expires_at < now()`);
     await db.query(
       `INSERT INTO saml_requests (id, connection_id, expires_at, return_to, binding) VALUES ($1, $2, now() + make_interval(secs => $3), $4, $5)
        ON CONFLICT (id) DO NOTHING`,
@@ -144,9 +143,11 @@ export const samlIdsRepository = {
     return rows[0]?.live ? { connectionId: rows[0].connection_id, returnTo: rows[0].return_to, binding: rows[0].binding } : undefined;
   },
 
-  /** Remembers an assertion id until `expiresAt`; false when it was already used (a replay). */
+  /**
+   * Remembers an assertion id until `expiresAt`; false when it was already used (a replay). Expired ids (and
+   * expired request ids) are deleted by the retention sweeper, not on this path.
+   */
   async rememberAssertion(db: Db, connectionId: string, assertionId: string, expiresAt: Date): Promise<boolean> {
-    await db.query(`DELETE FROM saml_assertions WHERE connection_id = $1 AND expires_at < now()`, [connectionId]);
     const { rowCount } = await db.query(
       `INSERT INTO saml_assertions (connection_id, assertion_id, expires_at) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING`,
       [connectionId, assertionId, expiresAt],
