@@ -68,7 +68,7 @@ function relayedCounter(metrics: Metrics): Counter<'schema'> {
 /**
  * Relays a service's outbox to the event bus. Each round runs in one transaction that holds a transaction
  * advisory lock (one relaying replica at a time, so rows go out in outbox order), reads the oldest unpublished
- * rows, publishes them and waits for the bus's acknowledgement, then marks them published and commits.
+ * rows, publishes them and marks them published (at the same time), and commits once the bus acknowledged.
  * A crash between the acknowledgement and the commit publishes the rows again on the next round: duplicates,
  * never loss (the audit store deduplicates by event id).
  */
@@ -138,12 +138,20 @@ export class OutboxRelay {
       await client.query(INDEX_ORDER_ONLY);
       const { rows } = await client.query<OutboxRow>(unpublishedQuery(this.o.schema), [this.batchSize]);
       if (rows.length > 0) {
-        await this.o.bus.publish(
-          this.topic,
-          rows.map((r) => ({ id: r.event_id, key: r.event_key, value: r.payload })),
-        );
-        // The array literal built directly: sequence numbers are digits only, nothing to escape.
-        await client.query(`UPDATE ${this.o.schema}.outbox SET published_at = now() WHERE seq = ANY($1::bigint[])`, [`{${rows.map((r) => r.seq).join(',')}}`]);
+        // The rows are marked while the bus works on the publish: the mark is part of this transaction, which
+        // commits only once both succeeded (a failed publish rolls it back), so a round costs the longer of
+        // the two instead of their sum. allSettled: the transaction is rolled back only after the UPDATE
+        // finished, whichever failed.
+        const [published, marked] = await Promise.allSettled([
+          this.o.bus.publish(
+            this.topic,
+            rows.map((r) => ({ id: r.event_id, key: r.event_key, value: r.payload })),
+          ),
+          // The array literal built directly: sequence numbers are digits only, nothing to escape.
+          client.query(`UPDATE ${this.o.schema}.outbox SET published_at = now() WHERE seq = ANY($1::bigint[])`, [`{${rows.map((r) => r.seq).join(',')}}`]),
+        ]);
+        if (published.status === 'rejected') throw published.reason;
+        if (marked.status === 'rejected') throw marked.reason;
       }
       await this.cleanup(client);
       await client.query('COMMIT');
