@@ -91,3 +91,34 @@ describeKafka('Kafka event bus against a real broker', () => {
     }
   }, 90_000);
 });
+
+describeKafka('Kafka consumer stopped while its broker is gone', () => {
+  test('does not keep restarting after stop() (a restart loop would also keep the process alive)', async () => {
+    const lines: string[] = [];
+    const capture = createLogger('bus-kafka-test', 'warn', { write: (line: string) => void lines.push(line) });
+    const restarts = () => lines.filter((l) => l.includes('kafka consumer restarting')).length;
+    const own = await startKafka();
+    let stopped = false;
+    const bus = await createKafkaBus({ brokers: own.brokers, logger: capture, clientId: 'stop-while-down' });
+    try {
+      const sub = await bus.subscribe({ topic: `gone-${randomUUID().slice(0, 8)}`, group: 'audit', maxBatchSize: 10, maxWaitMs: 20 }, async () => undefined);
+      await own.stop();
+      stopped = true;
+      // The broker is gone for good: the consumer's retries run out, it crashes and kafkajs schedules a restart.
+      for (let i = 0; i < 600 && restarts() === 0; i++) await new Promise((r) => setTimeout(r, 100));
+      expect(restarts()).toBeGreaterThan(0);
+      // Stop while kafkajs is in the restarted consumer's connection retries (its restart delay is at most
+      // RETRY.maxRetryTime, 2 s): those retries run out after stop() and crash the consumer once more.
+      await new Promise((r) => setTimeout(r, 2500));
+      await sub.stop();
+      await bus.close();
+      const atStop = restarts();
+      // Long enough for all ten retries of that last start to run out (about 15 s here) and a restart to follow.
+      await new Promise((r) => setTimeout(r, 30_000));
+      expect(restarts()).toBe(atStop);
+    } finally {
+      await bus.close().catch(() => undefined);
+      if (!stopped) await own.stop();
+    }
+  }, 150_000);
+});

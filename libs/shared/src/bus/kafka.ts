@@ -274,7 +274,10 @@ class KafkaSubscription implements Subscription {
       maxWaitTimeInMs: FETCH_WAIT_MS,
       sessionTimeout: bus.sessionTimeoutMs ?? DEFAULT_SESSION_TIMEOUT_MS,
       heartbeatInterval: Math.min(3000, Math.floor((bus.sessionTimeoutMs ?? DEFAULT_SESSION_TIMEOUT_MS) / 5)),
-      retry: RETRY,
+      // kafkajs restarts a crashed consumer forever (each start retries, crashes, is restarted); once this
+      // subscription is stopping, a crash ends it instead, or a restart scheduled around stop() would keep
+      // reconnecting to a broker that may be gone, and keep the process alive.
+      retry: { ...RETRY, restartOnFailure: async () => !this.stopping },
     });
     this.consumer.on(this.consumer.events.GROUP_JOIN, ({ payload }) => {
       // kafkajs starts again from the committed positions: whatever is buffered would come twice.
