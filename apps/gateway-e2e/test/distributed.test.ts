@@ -11,6 +11,7 @@ import { kafkaUnavailable, redisSkipReason, s3SkipReason } from '@secsvc/shared/
 import { chmod, mkdtemp, readFile, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import { inflateRawSync } from 'node:zlib';
 import { startTestIdp } from '../../gateway/test/support/saml-idp';
 import { apiClient, certificateBody, eventually, metadataCertificates, type Api } from './support';
 
@@ -66,6 +67,34 @@ describeDistributed('distributed profile: two replicas of every stateless servic
       expect(res.status).toBe(200);
       expect([g, new Set(metadataCertificates(await res.text()))]).toEqual([g, new Set([certificate])]);
     }
+  });
+
+  it('a SAML login started on one gateway finishes on the other, and a single logout through either ends it', async () => {
+    const idp = await startTestIdp('dist-login');
+    const c = (await api('POST', '/sso/connections', { name: 'Replicas', idpMetadataXml: idp.metadata(), domains: ['dist-login.example.com'] })).body.data;
+    const [first, second] = stack.gateways;
+    // /login on the first gateway: the request id goes to identity (Postgres), the nonce to the browser.
+    const started = await fetch(`${first}/sso/saml/${c.id}/login`, { redirect: 'manual' });
+    const cookie = started.headers.get('set-cookie')!.split(';')[0]!;
+    const samlRequest = new URL(started.headers.get('location')!).searchParams.get('SAMLRequest')!;
+    const requestId = /ID="([^"]+)"/.exec(inflateRawSync(Buffer.from(samlRequest, 'base64')).toString('utf8'))![1]!;
+    // The IdP posts to the second gateway; the sealed state it answers with opens on the first (one SP key).
+    const acs = await fetch(`${second}/sso/saml/${c.id}/acs`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({ SAMLResponse: idp.response({ acsUrl: c.sp.acsUrl, audience: c.sp.entityId, email: 'rep@dist-login.example.com', inResponseTo: requestId }) }),
+      redirect: 'manual',
+    });
+    expect(acs.status).toBe(303);
+    const state = new URL(acs.headers.get('location')!).search;
+    const done = await fetch(`${first}/sso/saml/${c.id}/continue${state}`, { headers: { cookie } });
+    expect(done.status).toBe(200);
+    const token = ((await done.json()) as { data: { token: string } }).data.token;
+    for (const g of gw) expect((await g('POST', '/sessions/verify', { token })).body.data.valid).toBe(true);
+    // The IdP logs the user out through the second gateway: both refuse the session at once.
+    const logout = await fetch(`${second}/sso/saml/${c.id}/slo?${idp.logoutRequest({ binding: 'redirect', destination: c.sp.sloUrl, nameId: 'rep@dist-login.example.com' })}`, { redirect: 'manual' });
+    expect(logout.status).toBe(302);
+    for (const g of gw) await eventually(async () => (await g('POST', '/sessions/verify', { token })).body.data.valid, (valid) => valid === false);
   });
 
   it('shares one rate limit across both gateways (Redis)', async () => {
