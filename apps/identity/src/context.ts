@@ -1,6 +1,7 @@
 import type { identity } from '@secsvc/proto';
 import type { Logger, Pool } from '@secsvc/shared';
 import type { IdentityConfig } from './config';
+import type { BackgroundWork } from './domain/background';
 import type { MailOutbox } from './domain/mailer';
 import type { UserRow } from './repositories/users';
 
@@ -13,6 +14,8 @@ export interface IdentityContext {
   logger: Logger;
   /** Where password reset messages are handed over: a MailQueue (absent: dropped with a warning). */
   mail?: MailOutbox;
+  /** Work RPCs start after answering, waited for at shutdown (absent: run untracked). */
+  background?: BackgroundWork;
 }
 
 export function toUserMessage(row: UserRow): identity.User {

@@ -5,6 +5,7 @@ import { migrationsDir } from './migrations';
 import type { IdentityContext } from './context';
 import { ensureBootstrapKey } from './domain/bootstrap';
 import { CredentialChangeFeed } from './domain/credential-change-feed';
+import { BackgroundWork } from './domain/background';
 import { MailQueue } from './domain/mail-queue';
 import { mailTransport } from './mail/transport';
 import { masterKey, SigningKeyStore } from './domain/signing-keys';
@@ -29,6 +30,8 @@ import { createSsoConnection, deleteSsoConnection, findSsoConnection, getSsoConn
 import { startRetention } from './retention';
 import { completeSamlLogin, endSamlSessions, reportSamlLoginFailure, saveSamlRequest, takeSamlRequest } from './rpc/saml-login';
 
+/** How long shutdown waits for work RPCs started after answering (password reset requests). */
+const BACKGROUND_DRAIN_MS = 3000;
 /** How long shutdown waits for queued mail before giving it up. */
 const MAIL_DRAIN_MS = 5000;
 
@@ -42,7 +45,8 @@ void runProcess('identity', () => loadIdentityConfig(), async ({ config, logger,
   const feed = new CredentialChangeFeed(config.DATABASE_URL, logger);
   await feed.start();
   const mail = new MailQueue({ transport: mailTransport(config, logger, (line) => process.stdout.write(line + '\n')), logger, metrics });
-  const ctx: IdentityContext = { pool, config, logger, mail };
+  const background = new BackgroundWork(logger);
+  const ctx: IdentityContext = { pool, config, logger, mail, background };
   const signingKeys = new SigningKeyStore(pool, masterKey(config.JWT_MASTER_KEY, config.SERVER_SECRET));
   await signingKeys.get();
   const relay = await startServiceOutboxRelay({ config, pool, schema: 'identity', logger, metrics });
@@ -115,7 +119,9 @@ void runProcess('identity', () => loadIdentityConfig(), async ({ config, logger,
       // Ending the feed first ends the watch streams, so the server can drain.
       { name: 'credential-change-feed', close: () => feed.stop() },
       { name: 'grpc', close: () => grpcServer.close() },
-      // After the RPCs: what they queued is still sent (within a time limit under the 15 s shutdown limit).
+      // After the RPCs: the work they started after answering finishes (it may queue mail), then what was
+      // queued is still sent (each within a time limit under the 15 s shutdown limit).
+      { name: 'background-work', close: () => background.close(BACKGROUND_DRAIN_MS).then(() => undefined) },
       { name: 'mail-queue', close: () => mail.close(MAIL_DRAIN_MS) },
       { name: 'outbox-relay', close: () => relay.close() },
       { name: 'retention', close: () => retention.close() },

@@ -109,11 +109,12 @@ export const requestPasswordReset =
   async (req: identity.RequestPasswordResetRequest, call: CallContext): Promise<identity.RequestPasswordResetResponse> => {
     const environment = environmentOf(req.environment);
     const email = req.email.slice(0, 320);
-    setImmediate(() => {
-      void issueResetToken(ctx, environment, email, call).catch((err: unknown) =>
-        ctx.logger.error({ err: { message: (err as Error).message } }, 'password reset request failed'),
-      );
-    });
+    const work = () => issueResetToken(ctx, environment, email, call);
+    if (ctx.background) ctx.background.run('password reset request', work);
+    else
+      setImmediate(() => {
+        void work().catch((err: unknown) => ctx.logger.error({ err: { message: (err as Error).message } }, 'password reset request failed'));
+      });
     return {};
   };
 
