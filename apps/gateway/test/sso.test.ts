@@ -8,6 +8,8 @@ import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
 import { createVerify, X509Certificate } from 'node:crypto';
 import { inflateRawSync } from 'node:zlib';
+import { DOMParser } from '@xmldom/xmldom';
+import { SignedXml } from 'xml-crypto';
 import { createLogger, Metrics } from '@secsvc/shared';
 import { createApp, type GatewayDeps } from '../src/app';
 import { parseIdpMetadata } from '../src/sso/metadata';
@@ -185,6 +187,22 @@ describe('SP endpoints', () => {
     expect(xml).toContain(`entityID="${c.sp.entityId}"`);
     expect(xml).toContain(`Location="${c.sp.acsUrl}"`);
     expect(xml).toContain('WantAssertionsSigned="true"');
+    // Signed by the SP over the whole EntityDescriptor: valid with the SP certificate, not after a change.
+    const verify = (doc: string, certificate: string) => {
+      const parsed = new DOMParser().parseFromString(doc, 'text/xml');
+      const signature = parsed.getElementsByTagNameNS('http://www.w3.org/2000/09/xmldsig#', 'Signature')[0]!;
+      const check = new SignedXml({ publicCert: certificate });
+      check.loadSignature(signature);
+      // xml-crypto answers false for a changed document and throws for a signature of another key.
+      try {
+        return check.checkSignature(doc);
+      } catch {
+        return false;
+      }
+    };
+    expect(verify(xml, sp.certificate)).toBe(true);
+    expect(verify(xml.replace(c.sp.acsUrl, 'https://evil.example.org/acs'), sp.certificate)).toBe(false);
+    expect(verify(xml, idp.certificate)).toBe(false);
     expect(xml).toContain(sp.certificate.replace(/-----[A-Z ]+-----/g, '').replace(/\s+/g, '').slice(0, 64));
     expect((await fetch(`${url}/v1/sso/saml/sso_nope/metadata`)).status).toBe(404);
   });

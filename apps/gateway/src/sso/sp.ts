@@ -2,6 +2,7 @@ import type { identity } from '@secsvc/proto';
 import type { PromiseClient } from '@secsvc/shared';
 type IdentityServiceClient = identity.IdentityServiceClient;
 import { SAML, ValidateInResponseTo, type CacheProvider, type Profile } from '@node-saml/node-saml';
+import { signXmlMetadata } from '@node-saml/node-saml/lib/utility';
 import { DOMParser, XMLSerializer } from '@xmldom/xmldom';
 import { idpLogoutService } from './metadata';
 
@@ -177,9 +178,9 @@ export const ANY_REQUEST: CacheProvider = { saveAsync: async () => null, getAsyn
 const REDIRECT_BINDING = 'urn:oasis:names:tc:SAML:2.0:bindings:HTTP-Redirect';
 
 /**
- * SP metadata: entity id, ACS, single logout (HTTP-POST and HTTP-Redirect), and every SP certificate for signing
- * and for encryption. node-saml writes one encryption certificate and the POST logout service; the rollover
- * certificate and the Redirect logout service are added to its document.
+ * SP metadata, signed by the SP: entity id, ACS, single logout (HTTP-POST and HTTP-Redirect), and every SP
+ * certificate for signing and for encryption. node-saml writes one encryption certificate and the POST logout
+ * service; the rollover certificate and the Redirect logout service are added to its document.
  */
 export function spMetadataXml(connection: identity.SsoConnection, settings: SpSettings & { keys: SpKeys }): string {
   const { keys } = settings;
@@ -196,7 +197,14 @@ export function spMetadataXml(connection: identity.SsoConnection, settings: SpSe
     next.getElementsByTagName('ds:X509Certificate')[0]!.textContent = PEM_BODY(keys.rollover.certificate);
     encryption.parentNode!.insertBefore(next, encryption.nextSibling);
   }
-  return new XMLSerializer().serializeToString(doc);
+  // Signed last, over the finished document, with the active key (enveloped, RSA-SHA256): IdPs that import
+  // metadata by URL can check it came from us.
+  return signXmlMetadata(new XMLSerializer().serializeToString(doc), {
+    privateKey: keys.privateKey,
+    publicCert: keys.certificate,
+    signatureAlgorithm: 'sha256',
+    digestAlgorithm: 'sha256',
+  });
 }
 
 const EMAIL_FORMAT = 'urn:oasis:names:tc:SAML:1.1:nameid-format:emailAddress';
