@@ -3,7 +3,9 @@
  * the namespace it finds in the rendered overlay, that a failed migrations Job stops the rollout before any
  * app changes, and the SAML SP Secret made once with openssl (real) when missing and never replaced; its
  * sub-command `saml-sp-rollover`, which makes the rollover Secret the same way, once; and that an overlay with
- * the saml-sp-rollover component stops before any change while that Secret is missing.
+ * the saml-sp-rollover component stops before any change while that Secret is missing; and `saml-sp-swap`, which
+ * exchanges the two Secrets' pairs (the stand-in keeps them as state and enforces resourceVersions like the API
+ * server), restarts the gateway, refuses without effect on a bad start and puts things back when kubectl fails midway.
  */
 import { readSpKeys } from '../../../apps/gateway/src/sso/keys';
 import { createPrivateKey, X509Certificate } from 'node:crypto';
@@ -18,30 +20,86 @@ interface Rollout {
   /** kubectl calls after `kustomize`, in order (applies as "apply <n> objects ..."). */
   calls: string[];
   /** The files `create secret tls <name>` was given, by name, copied as the call ran (rollout.sh deletes its own). */
-  created: Record<string, { key: string; cert: string }>;
+  created: Record<string, Pair>;
   /** What rollout.sh left in TMPDIR. */
   leftovers: string[];
+  /** The TLS Secrets of opts.pairs as the run left them. */
+  secrets: Record<string, Pair>;
 }
 
-/** Runs `rollout.sh <args> --context test`; `secrets`: the Secrets `get secret` finds. */
-function withFakeKubectl(waitExit: number, args: string, opts: { secrets?: string[] } = {}): Rollout {
+type Pair = { key: string; cert: string };
+
+interface FakeOptions {
+  /** The Secrets `get secret --ignore-not-found -o name` finds (besides those of `pairs`). */
+  secrets?: string[];
+  /** TLS Secrets with data, at resourceVersion 100 (+1 per replace): `get -o jsonpath` reads and `replace` writes them. */
+  pairs?: Record<string, Pair>;
+  /** A Secret that changes (resourceVersion +1) right after rollout.sh read it, as if someone else replaced it. */
+  modifiedAfterRead?: string;
+  /** Bash patterns of recorded calls that fail (exit 1) after being recorded. */
+  fail?: string[];
+  /** Bash patterns of `replace` calls that take effect and then fail, as a kubectl cut off after sending. */
+  failAfter?: string[];
+}
+
+/** Runs `rollout.sh <args> --context test` against the stand-in kubectl. */
+function withFakeKubectl(waitExit: number, args: string, opts: FakeOptions = {}): Rollout {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'secsvc-rollout-'));
   const log = path.join(dir, 'calls');
   const tmp = path.join(dir, 'tmp');
   const created = path.join(dir, 'created');
+  const state = path.join(dir, 'secrets');
   mkdirSync(tmp);
   mkdirSync(created);
+  mkdirSync(state);
+  for (const [name, pair] of Object.entries(opts.pairs ?? {})) {
+    writeFileSync(path.join(state, `${name}.crt`), pair.cert);
+    writeFileSync(path.join(state, `${name}.key`), pair.key);
+    writeFileSync(path.join(state, `${name}.rv`), '100');
+  }
+  const known = [...(opts.secrets ?? []), ...Object.keys(opts.pairs ?? {})];
+  const quote = (s: string) => `'${s.replace(/'/g, "'\\''")}'`;
   // `kubectl kustomize` renders for real; every other call is recorded (and `wait` answers waitExit, `get
-  // secret` finds the Secrets in opts.secrets, `create secret tls` keeps copies of its files by Secret name).
+  // secret` finds the Secrets in opts.secrets, `create secret tls` keeps copies of its files by Secret name;
+  // `replace -f` is recorded as "replace <name> rv=<resourceVersion or none> <file mode>/<its folder's mode>",
+  // refused with a conflict when the resourceVersion is not the Secret's, and otherwise stores the data).
   writeFileSync(
     path.join(dir, 'kubectl'),
     `#!/usr/bin/env bash
 if [ "$1" = kustomize ]; then exec "${tools.kustomize}" build "$2"; fi
+state="${state}"
 args="$*"
 if [ "$1" = apply ]; then args="apply $(grep -c '^kind:' "$3") objects \${*:4}"; fi
+if [ "$1" = replace ]; then
+  f="$3"
+  name="$(awk '/^  name: / {print $2; exit}' "$f")"
+  rv="$(sed -n 's/^  resourceVersion: "\\(.*\\)"$/\\1/p' "$f")"
+  args="replace $name rv=\${rv:-none} $(stat -c %a "$f")/$(stat -c %a "$(dirname "$f")") \${*:4}"
+fi
 echo "$args" >> "${log}"
+fails=(${(opts.fail ?? []).map(quote).join(' ')})
+for p in "\${fails[@]}"; do case "$args" in $p) echo "error: injected failure" >&2; exit 1;; esac; done
 case "$*" in *" wait "*) exit ${waitExit};; esac
-for s in ${(opts.secrets ?? []).join(' ')}; do case "$*" in *" get secret $s "*) echo "secret/$s";; esac; done
+case "$*" in *" get secret "*" -o jsonpath="*)
+  n="$5"
+  [ -f "$state/$n.rv" ] || { echo "Error from server (NotFound): secrets $n not found" >&2; exit 1; }
+  case "$*" in *"{.metadata.resourceVersion}"*) ;; *) base64 -w0 < "$state/$n.crt"; exit 0;; esac
+  printf '%s %s %s' "$(cat "$state/$n.rv")" "$(base64 -w0 < "$state/$n.crt")" "$(base64 -w0 < "$state/$n.key")"
+  [ "$n" != ${quote(opts.modifiedAfterRead ?? '')} ] || echo $(( $(cat "$state/$n.rv") + 1 )) > "$state/$n.rv"
+  exit 0;;
+esac
+if [ "$1" = replace ]; then
+  [ -f "$state/$name.rv" ] || { echo "Error from server (NotFound): secrets $name not found" >&2; exit 1; }
+  if [ -n "$rv" ] && [ "$rv" != "$(cat "$state/$name.rv")" ]; then echo "Error from server (Conflict): the object has been modified" >&2; exit 1; fi
+  sed -n 's/^  tls.crt: //p' "$f" | base64 -d > "$state/$name.crt"
+  sed -n 's/^  tls.key: //p' "$f" | base64 -d > "$state/$name.key"
+  echo $(( $(cat "$state/$name.rv") + 1 )) > "$state/$name.rv"
+  echo "secret/$name replaced"
+  after=(${(opts.failAfter ?? []).map(quote).join(' ')})
+  for p in "\${after[@]}"; do case "$args" in $p) echo "error: connection lost" >&2; exit 1;; esac; done
+  exit 0
+fi
+for s in ${known.join(' ')}; do case "$*" in *" get secret $s "*) echo "secret/$s";; esac; done
 case "$*" in *" create secret tls "*) name="$6"; for a in "$@"; do case "$a" in --cert=*) cp "\${a#*=}" "${created}/$name.cert";; --key=*) cp "\${a#*=}" "${created}/$name.key";; esac; done;; esac
 exit 0
 `,
@@ -60,7 +118,11 @@ exit 0
       const [name, ext] = [f.slice(0, f.lastIndexOf('.')), f.slice(f.lastIndexOf('.') + 1) as 'key' | 'cert'];
       files[name] = { ...files[name]!, [ext]: readFileSync(path.join(created, f), 'utf8') };
     }
-    return { status: res.status, output: res.stdout, calls, created: files, leftovers: readdirSync(tmp) };
+    const secrets: Rollout['secrets'] = {};
+    for (const name of Object.keys(opts.pairs ?? {})) {
+      secrets[name] = { key: readFileSync(path.join(state, `${name}.key`), 'utf8'), cert: readFileSync(path.join(state, `${name}.crt`), 'utf8') };
+    }
+    return { status: res.status, output: res.stdout, calls, created: files, leftovers: readdirSync(tmp), secrets };
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
@@ -102,6 +164,29 @@ function loadAsGateway(active: { key: string; cert: string }, rollover?: { key: 
     rmSync(dir, { recursive: true, force: true });
   }
 }
+
+/** A matching RSA 2048 key and self-signed certificate made with openssl (fixtures for the swap). */
+function makePair(cn: string): Pair {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'secsvc-pair-'));
+  try {
+    const res = run('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-sha256', '-days', '2', '-nodes', '-subj', `/CN=${cn}`, '-keyout', path.join(dir, 'k'), '-out', path.join(dir, 'c')]);
+    if (res.status !== 0) throw new Error(`openssl failed: ${res.stderr}`);
+    return { key: readFileSync(path.join(dir, 'k'), 'utf8'), cert: readFileSync(path.join(dir, 'c'), 'utf8') };
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/** Any trace of the private keys: PEM armour, a line of a key's body, the start of a key's base64 (as a Secret stores it). */
+function expectNoKeyMaterial(text: string, pairs: Pair[]): void {
+  expect(text).not.toContain('PRIVATE KEY');
+  for (const { key } of pairs) {
+    expect(text).not.toContain(key.split('\n')[2]);
+    expect(text).not.toContain(Buffer.from(key).toString('base64').slice(20, 80));
+  }
+}
+
+const fingerprintOf = (pair: Pair) => `sha256 Fingerprint=${new X509Certificate(pair.cert).fingerprint256}`;
 
 const GET_ACTIVE = '-n secsvc get secret secsvc-saml-sp --ignore-not-found -o name --context test';
 const GET_ROLLOVER = '-n secsvc get secret secsvc-saml-sp-rollover --ignore-not-found -o name --context test';
@@ -200,5 +285,108 @@ describeWithTools('rollout.sh', () => {
       '-n secsvc-dev wait',
       '-n secsvc-dev logs',
     ]);
+  });
+
+  describe('saml-sp-swap', () => {
+    const WITH_COMPONENT = 'overlays/prod+components/saml-sp-rollover';
+    const READ = (name: string) => `-n secsvc get secret ${name} -o jsonpath={.metadata.resourceVersion} {.data.tls\\.crt} {.data.tls\\.key} --context test`;
+    const READ_CERT = '-n secsvc get secret secsvc-saml-sp-rollover -o jsonpath={.data.tls\\.crt} --context test';
+    const RESTART = ['-n secsvc rollout restart deployment/gateway --context test', '-n secsvc rollout status deployment/gateway --timeout=10m --context test'];
+    let current: Pair;
+    let next: Pair;
+    beforeAll(() => {
+      if (!hasOpenssl) return; // the tests below are skipped then (withOpenssl)
+      current = makePair('current.example.com');
+      next = makePair('next.example.com');
+    });
+    const swap = (opts: FakeOptions) => withKustomization(WITH_COMPONENT, (overlay) => withFakeKubectl(0, `saml-sp-swap ${overlay}`, opts));
+
+    withOpenssl('exchanges the two Secrets\' pairs (each replace conditional on the version read), prints both fingerprints, restarts the gateway and waits; no key in the output, the calls or TMPDIR', () => {
+      const r = swap({ pairs: { 'secsvc-saml-sp': current, 'secsvc-saml-sp-rollover': next } });
+      expect(r.status).toBe(0);
+      expect(r.calls).toEqual([
+        GET_ACTIVE,
+        GET_ROLLOVER,
+        READ('secsvc-saml-sp'),
+        READ('secsvc-saml-sp-rollover'),
+        // Written into a 0700 folder as 0600 files; each carries the resourceVersion it was read at.
+        'replace secsvc-saml-sp rv=100 600/700 --context test',
+        'replace secsvc-saml-sp-rollover rv=100 600/700 --context test',
+        ...RESTART,
+      ]);
+      expect(r.secrets).toEqual({ 'secsvc-saml-sp': next, 'secsvc-saml-sp-rollover': current });
+      // What the restarted gateway reads from the swapped Secrets, through its own loader.
+      expect(loadAsGateway(r.secrets['secsvc-saml-sp']!, r.secrets['secsvc-saml-sp-rollover'])).toEqual({ privateKey: next.key, certificate: next.cert, rollover: { privateKey: current.key, certificate: current.cert } });
+      expect(r.output).toContain(`active   secsvc-saml-sp          certificate ${fingerprintOf(next)}`);
+      expect(r.output).toContain(`rollover secsvc-saml-sp-rollover certificate ${fingerprintOf(current)}`);
+      expectNoKeyMaterial(r.output + r.calls.join('\n'), [current, next]);
+      expect(r.leftovers).toEqual([]);
+    });
+
+    withOpenssl('refuses, replacing nothing and restarting nothing: a Secret missing, the same certificate in both, a key not matching its certificate, an overlay without the component', () => {
+      const missing = swap({ pairs: { 'secsvc-saml-sp': current } });
+      expect(missing.output).toContain('no Secret secsvc-saml-sp-rollover in secsvc');
+      expect(missing.calls).toEqual([GET_ACTIVE, GET_ROLLOVER]);
+      const noActive = swap({ pairs: { 'secsvc-saml-sp-rollover': next } });
+      expect(noActive.output).toContain('no Secret secsvc-saml-sp in secsvc');
+      expect(noActive.calls).toEqual([GET_ACTIVE]);
+      const same = swap({ pairs: { 'secsvc-saml-sp': current, 'secsvc-saml-sp-rollover': current } });
+      expect(same.output).toContain(`hold the same certificate (${fingerprintOf(current)}); nothing to swap`);
+      const mismatched = swap({ pairs: { 'secsvc-saml-sp': current, 'secsvc-saml-sp-rollover': { key: current.key, cert: next.cert } } });
+      expect(mismatched.output).toContain('the Secret secsvc-saml-sp-rollover does not hold a PEM certificate and the private key matching it');
+      for (const r of [same, mismatched]) expect(r.calls).toEqual([GET_ACTIVE, GET_ROLLOVER, READ('secsvc-saml-sp'), READ('secsvc-saml-sp-rollover')]);
+      const noComponent = withFakeKubectl(0, 'saml-sp-swap prod', { pairs: { 'secsvc-saml-sp': current, 'secsvc-saml-sp-rollover': next } });
+      expect(noComponent.output).toContain('the overlay does not mount secsvc-saml-sp-rollover');
+      expect(noComponent.calls).toEqual([]);
+      for (const r of [missing, noActive, same, mismatched, noComponent]) {
+        expect(r.status).toBe(1);
+        expect(r.output).toMatch(/nothing was changed/i);
+        expect(r.leftovers).toEqual([]);
+        expectNoKeyMaterial(r.output, [current, next]);
+      }
+      expect(same.secrets).toEqual({ 'secsvc-saml-sp': current, 'secsvc-saml-sp-rollover': current });
+      expect(noComponent.secrets).toEqual({ 'secsvc-saml-sp': current, 'secsvc-saml-sp-rollover': next });
+    });
+
+    withOpenssl('kubectl failing midway: the replaced active Secret is put back unless the rollover one was replaced after all (both as before, no restart); if that fails too, or the state cannot be read, says so; TMPDIR empty either way', () => {
+      const pairs = { 'secsvc-saml-sp': current, 'secsvc-saml-sp-rollover': next };
+      // Someone replaced the rollover Secret after it was read: its replace conflicts, after the active one's succeeded.
+      const conflict = swap({ pairs, modifiedAfterRead: 'secsvc-saml-sp-rollover' });
+      expect(conflict.calls.slice(4)).toEqual(['replace secsvc-saml-sp rv=100 600/700 --context test', 'replace secsvc-saml-sp-rollover rv=100 600/700 --context test', READ_CERT, 'replace secsvc-saml-sp rv=none 600/700 --context test']);
+      expect(conflict.output).toContain('Conflict');
+      expect(conflict.output).toContain('restored: both Secrets hold their pairs as before');
+      expect(conflict.secrets).toEqual(pairs);
+      // The first replace conflicts: nothing was changed, nothing to restore.
+      const first = swap({ pairs, modifiedAfterRead: 'secsvc-saml-sp' });
+      expect(first.calls.slice(4)).toEqual(['replace secsvc-saml-sp rv=100 600/700 --context test']);
+      expect(first.secrets).toEqual(pairs);
+      // The restore fails too (the cluster went away): both hold the new pair.
+      const lost = swap({ pairs, fail: ['replace secsvc-saml-sp-rollover *', 'replace secsvc-saml-sp rv=none *'] });
+      expect(lost.calls.slice(-2)).toEqual([READ_CERT, 'replace secsvc-saml-sp rv=none 600/700 --context test']);
+      expect(lost.output).toContain('the restore failed too: both Secrets now hold the new pair and the previous one is lost');
+      expect(lost.secrets).toEqual({ 'secsvc-saml-sp': next, 'secsvc-saml-sp-rollover': next });
+      // kubectl reports a failure but the rollover Secret was replaced: swapped, nothing put back.
+      const through = swap({ pairs, failAfter: ['replace secsvc-saml-sp-rollover *'] });
+      expect(through.calls.slice(-1)).toEqual([READ_CERT]);
+      expect(through.output).toContain(`was replaced after all: the Secrets are swapped (active ${fingerprintOf(next)}), but the gateway was not restarted`);
+      expect(through.secrets).toEqual({ 'secsvc-saml-sp': next, 'secsvc-saml-sp-rollover': current });
+      // Nor when it cannot tell (the cluster unreachable): says what the two possible states are.
+      const unknown = swap({ pairs, fail: ['replace secsvc-saml-sp-rollover *', READ_CERT.replace(/[\\*?[]/g, '\\$&')] });
+      expect(unknown.calls.slice(-1)).toEqual([READ_CERT]);
+      expect(unknown.output).toContain('cannot read secsvc-saml-sp-rollover any more: either the Secrets are swapped or both hold the new pair');
+      for (const r of [conflict, first, lost, through, unknown]) {
+        expect(r.status).not.toBe(0);
+        expect(r.calls.filter((c) => c.includes(' rollout '))).toEqual([]);
+        expect(r.leftovers).toEqual([]);
+        expectNoKeyMaterial(r.output, [current, next]);
+      }
+      // The Secrets swapped, the restart not finished: said so, no restore.
+      const restart = swap({ pairs, fail: ['-n secsvc rollout status *'] });
+      expect(restart.status).toBe(1);
+      expect(restart.calls.slice(-2)).toEqual(RESTART);
+      expect(restart.output).toContain('the Secrets are swapped, but the gateway\'s restart did not finish');
+      expect(restart.secrets).toEqual({ 'secsvc-saml-sp': next, 'secsvc-saml-sp-rollover': current });
+      expect(restart.leftovers).toEqual([]);
+    });
   });
 });
