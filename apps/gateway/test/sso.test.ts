@@ -106,7 +106,8 @@ async function login(connectionId: string, relayState = 'state-1', cookie?: stri
   const location = new URL(res.headers.get('location')!);
   const xml = inflateRawSync(Buffer.from(location.searchParams.get('SAMLRequest')!, 'base64')).toString('utf8');
   const setCookie = res.headers.get('set-cookie')!;
-  expect(setCookie).toMatch(/^secsvc_saml_binding=[A-Za-z0-9_-]{43}; Path=\/v1\/sso\/saml\/; HttpOnly; SameSite=Lax; Secure; Max-Age=600$/);
+  // https: a __Host- cookie (Secure, Path=/, no Domain), which no subdomain or plain-http response can plant.
+  expect(setCookie).toMatch(/^__Host-secsvc_saml_binding=[A-Za-z0-9_-]{43}; Path=\/; HttpOnly; SameSite=Lax; Secure; Max-Age=600$/);
   return { location, requestId: /ID="([^"]+)"/.exec(xml)![1]!, cookie: setCookie.slice(0, setCookie.indexOf(';')) };
 }
 
@@ -313,6 +314,9 @@ describe('browser binding: an SP-initiated login finishes only in the browser th
     await expectMismatch(c, victim.next, undefined, 'browser_mismatch');
     const attacker = await login(c.id);
     await expectMismatch(c, victim.next, attacker.cookie, 'browser_mismatch');
+    // A cookie without the __Host- prefix (what a sibling subdomain or a plain-http answer could plant) is
+    // not read, even with the right nonce.
+    await expectMismatch(c, victim.next, victim.cookie.replace(/^__Host-/, ''), 'browser_mismatch');
     // The rightful browser still finishes (the refusals used nothing up).
     expect((await follow(victim.next, victim.cookie)).status).toBe(200);
   });

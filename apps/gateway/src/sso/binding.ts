@@ -9,14 +9,21 @@ import { readCookie } from '../oauth/http';
 // the browser on with a GET (a top-level navigation, which carries Lax cookies) to `/continue`, where the login
 // completes only if the cookie's nonce matches.
 
-export const BINDING_COOKIE = 'secsvc_saml_binding';
+/**
+ * The nonce cookie. Under https it is a `__Host-` cookie (Secure, Path=/, no Domain): a sibling subdomain or a
+ * plain-http response cannot set or overwrite it, so an attacker cannot plant their own nonce in a victim's
+ * browser (which would let the victim finish the attacker's login). Plain http (local profile): path-scoped.
+ */
+export function bindingCookie(secure: boolean): { name: string; path: string } {
+  return secure ? { name: '__Host-secsvc_saml_binding', path: '/' } : { name: 'secsvc_saml_binding', path: '/v1/sso/saml/' };
+}
 const NONCE = /^[A-Za-z0-9_-]{43}$/;
 /** How long the sealed state of a validated response may wait for its browser. */
 export const STATE_TTL_MS = 120_000;
 
 /** The browser's nonce: the one in its cookie (several tabs share it), else a new one. */
-export function browserNonce(req: Request): string {
-  const cookie = readCookie(req, BINDING_COOKIE);
+export function browserNonce(req: Request, cookieName: string): string {
+  const cookie = readCookie(req, cookieName);
   return cookie && NONCE.test(cookie) ? cookie : randomBytes(32).toString('base64url');
 }
 
@@ -24,8 +31,8 @@ export function browserNonce(req: Request): string {
 export const bindingOf = (nonce: string) => createHash('sha256').update(nonce).digest('base64url');
 
 /** True when this browser's cookie holds the nonce of `binding` (compared in constant time). */
-export function sameBrowser(req: Request, binding: string): boolean {
-  const cookie = readCookie(req, BINDING_COOKIE);
+export function sameBrowser(req: Request, cookieName: string, binding: string): boolean {
+  const cookie = readCookie(req, cookieName);
   if (!cookie || !NONCE.test(cookie) || !binding) return false;
   const a = Buffer.from(bindingOf(cookie));
   const b = Buffer.from(binding);

@@ -2,7 +2,7 @@ import express, { type Request, type Response } from 'express';
 import { AppError } from '@secsvc/shared';
 import { SESSION_COOKIE, setCookie } from '../oauth/http';
 import { assertionFacts, checkResponseRoot, decodeResponse, firstString, SamlRefusal } from './assertion';
-import { BINDING_COOKIE, bindingOf, browserNonce, openState, sameBrowser, sealState, stateKey, STATE_TTL_MS, type PendingLogin } from './binding';
+import { bindingCookie, bindingOf, browserNonce, openState, sameBrowser, sealState, stateKey, STATE_TTL_MS, type PendingLogin } from './binding';
 import { callOptions, connectionOf, handler, keysOf, RELAY_STATE_MAX, store, type SsoDeps } from './context';
 import { sloHandler } from './slo';
 import { ANY_REQUEST, requestIdCache, samlFor, spMetadataXml, spUrls, validateResponse } from './sp';
@@ -11,8 +11,6 @@ export type { SsoDeps } from './context';
 
 /** The OAuth authorization request a login from the OAuth login page continues with (its query string). */
 const OAUTH_QUERY_MAX = 4096;
-/** The binding cookie's path: sent to /login, /acs and /continue of every connection. */
-const SSO_PATH = '/v1/sso/saml/';
 /** The OAuth login session lasts as long as one from the password form. */
 const OAUTH_SESSION_SECONDS = 24 * 3600;
 
@@ -92,6 +90,7 @@ export function ssoRouter(deps: SsoDeps): express.Router {
   // Sealed with the active key; opened with it or the rollover key.
   const stateKeys = deps.keys ? [deps.keys, ...(deps.keys.rollover ? [deps.keys.rollover] : [])].map((k) => stateKey(k.privateKey)) : [];
   const secure = deps.baseUrl.startsWith('https:');
+  const cookie = bindingCookie(secure);
   const form = express.urlencoded({ extended: false, limit: '512kb', parameterLimit: 10 });
 
   router.get(
@@ -116,10 +115,10 @@ export function ssoRouter(deps: SsoDeps): express.Router {
       if (typeof oauth !== 'string' || oauth.length > OAUTH_QUERY_MAX) throw AppError.field('oauth', `must be one string of at most ${OAUTH_QUERY_MAX} characters`);
       const connection = await connectionOf(deps, req);
       // The browser's nonce (HttpOnly cookie below /v1/sso/saml/): only this browser can finish the login.
-      const nonce = browserNonce(req);
+      const nonce = browserNonce(req, cookie.name);
       const cache = requestIdCache(store(deps, req), connection.id, deps.requestTtlSeconds, { returnTo: oauth, binding: bindingOf(nonce) });
       const saml = samlFor(connection, { ...deps, keys }, cache);
-      setCookie(res, BINDING_COOKIE, nonce, { secure, sameSite: 'Lax', maxAgeSeconds: deps.requestTtlSeconds, path: SSO_PATH });
+      setCookie(res, cookie.name, nonce, { secure, sameSite: 'Lax', maxAgeSeconds: deps.requestTtlSeconds, path: cookie.path });
       res.setHeader('Cache-Control', 'no-store');
       res.redirect(302, await saml.getAuthorizeUrlAsync(relayState, undefined, {}));
     }),
@@ -190,7 +189,7 @@ export function ssoRouter(deps: SsoDeps): express.Router {
       const state = openState(stateKeys, token, connection.id);
       if (typeof state === 'string') return refuse(deps, req, connection.id, state);
       // Login CSRF: a response obtained in another browser (or a link to this page) has no matching nonce.
-      if (!sameBrowser(req, state.binding)) return refuse(deps, req, connection.id, 'browser_mismatch');
+      if (!sameBrowser(req, cookie.name, state.binding)) return refuse(deps, req, connection.id, 'browser_mismatch');
       await completeLogin(deps, req, res, state);
     }),
   );
