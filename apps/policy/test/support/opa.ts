@@ -25,8 +25,7 @@ export function describeWithOpa(name: string, body: (opaPath: string) => void): 
     // Skipped, not failed: outside CI a developer may not have run scripts/install-tools.sh yet. Said on
     // stderr as well, since Jest's default reporter only counts skipped tests.
     process.stderr.write(`SKIPPED "${name}": ${MISSING}\n`);
-    // skip reason: the opa CLI is not installed and this is not CI (under CI=true the suite fails instead)
-    describe.skip(`${name} [skipped: ${MISSING}]`, () => body('')); // skip reason: no opa CLI outside CI (see above)
+    describe.skip(`${name} [skipped: ${MISSING}]`, () => body('')); // skip reason: the opa CLI is not installed and CI is not set (under CI=true the suite fails instead)
   }
 }
 

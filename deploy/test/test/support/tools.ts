@@ -62,8 +62,7 @@ export function describeWithTools(name: string, fn: () => void): void {
     });
     return;
   }
-  // skip reason: kustomize/kubeconform are not installed and this is not CI (under CI=true it fails instead)
-  describe.skip(`${name} (skipped: ${reason})`, fn); // skip reason: see the line above
+  describe.skip(`${name} (skipped: ${reason})`, fn); // skip reason: kustomize/kubeconform are not installed and CI is not set (under CI=true the suite fails instead)
 }
 
 export function run(cmd: string, args: string[], input?: string): { status: number | null; stdout: string; stderr: string } {
