@@ -133,7 +133,7 @@ export function ssoRouter(deps: SsoDeps): express.Router {
       if (typeof body.SAMLResponse !== 'string' || !body.SAMLResponse) throw AppError.field('SAMLResponse', 'is required (HTTP-POST binding)');
       const relayState = typeof body.RelayState === 'string' ? body.RelayState.slice(0, RELAY_STATE_MAX) : '';
       const connection = await connectionOf(deps, req);
-      const { acsUrl } = spUrls(deps.baseUrl, connection.id);
+      const { acsUrl, continueUrl } = spUrls(deps.baseUrl, connection.id);
       let login: Omit<PendingLogin, 'binding' | 'expires'>;
       const cache = requestIdCache(store(deps, req), connection.id, deps.requestTtlSeconds);
       try {
@@ -172,7 +172,7 @@ export function ssoRouter(deps: SsoDeps): express.Router {
         // cookie; a 303 turns it into a top-level GET that carries it.
         const state = sealState(stateKeys[0]!, { ...login, binding, expires: Date.now() + STATE_TTL_MS });
         res.setHeader('Cache-Control', 'no-store');
-        res.redirect(303, `${spUrls(deps.baseUrl, connection.id).continueUrl}?state=${state}`);
+        res.redirect(303, `${continueUrl}?state=${state}`);
         return;
       }
       await completeLogin(deps, req, res, login, connection.initiateLoginUrl);

@@ -1,6 +1,5 @@
 import type { identity } from '@secsvc/proto';
-import type { PromiseClient } from '@secsvc/shared';
-type IdentityServiceClient = identity.IdentityServiceClient;
+import type { ServiceClients } from '../context';
 import { SAML, ValidateInResponseTo, type CacheProvider, type Profile } from '@node-saml/node-saml';
 import { signXmlMetadata } from '@node-saml/node-saml/lib/utility';
 import { DOMParser, XMLSerializer } from '@xmldom/xmldom';
@@ -53,7 +52,7 @@ export interface RequestIdStore {
 
 /** The request-id store over identity's SaveSamlRequest / TakeSamlRequest (every replica sees the same ids). */
 export function identityRequestStore(
-  identityClient: Pick<PromiseClient<IdentityServiceClient>, 'saveSamlRequest' | 'takeSamlRequest'>,
+  identityClient: Pick<ServiceClients['identity'], 'saveSamlRequest' | 'takeSamlRequest'>,
   call: { requestId: string; deadlineMs: number; headers: Record<string, string> },
 ): RequestIdStore {
   return {
