@@ -20,7 +20,9 @@ const RULES: Rule[] = [
   { table: 'password_reset_tokens', key: 'id', where: `expires_at < now() - $1::interval OR used_at < now() - $1::interval` },
   // Throttle counts look back minutes; a day is kept for investigation (the audit log has every failure).
   { table: 'login_failures', key: 'id', where: `failed_at < now() - least($1::interval, interval '1 day')` },
-  { table: 'oauth_codes', key: 'code_hash', where: `expires_at < now() - $1::interval` },
+  // Codes live 60 s; a day past their expiry they are of no use, not even for reuse detection (this replaced
+  // the clean-up that ran on every authorization).
+  { table: 'oauth_codes', key: 'code_hash', where: `expires_at < now() - least($1::interval, interval '1 day')` },
   // Expired refresh tokens only: a used (rotated) one that has not expired still detects reuse.
   { table: 'oauth_refresh_tokens', key: 'token_hash', where: `expires_at < now() - $1::interval` },
   // Revoked grants, and grants left without a refresh token (their access tokens live minutes, a day at most).

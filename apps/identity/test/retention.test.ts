@@ -87,7 +87,7 @@ describe('retention sweep (30 days)', () => {
     add(gone, 'oauth_grants', await grant(ago(31), null)); // no refresh token, old: only long-expired access tokens
     add(keep, 'oauth_grants', await grant(new Date(Date.now() - 3_600_000), null)); // no refresh token, recent
 
-    for (const [expires, bucket] of [[ago(31), gone], [ago(1), keep]] as const) {
+    for (const [expires, bucket] of [[ago(2), gone], [ago(0.1), keep]] as const) {
       const h = hash();
       await pool.query(
         `INSERT INTO oauth_codes (code_hash, environment, client_id, user_id, redirect_uri, scopes, auth_time, expires_at) VALUES ($1, 'live', $2, $3, 'https://a.example/cb', '{openid}', now(), $4)`,

@@ -147,12 +147,6 @@ export const oauthCodesRepository = {
     await db.query(`UPDATE oauth_codes SET used_at = now(), grant_id = $2 WHERE code_hash = $1`, [hash, grantId]);
   },
 
-  /** Codes a day past their expiry are of no use (not even for reuse detection): a bounded clean-up. */
-  async deleteOld(db: Db): Promise<void> {
-    await db.query(
-      `DELETE FROM oauth_codes WHERE code_hash IN (SELECT code_hash FROM oauth_codes WHERE expires_at < now() - interval '1 day' LIMIT 100)`,
-    );
-  },
 };
 
 export const oauthGrantsRepository = {

@@ -98,7 +98,6 @@ export const authorize =
         authTime: session.created_at,
         ttlSeconds: CODE_TTL_SECONDS,
       });
-      await oauthCodesRepository.deleteOld(db);
     });
     return back({ code });
   };
