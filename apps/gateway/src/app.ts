@@ -15,21 +15,14 @@ import type { RateLimiter } from './rate-limit/limiter';
 import type { RateLimitPolicy, Subject } from './rate-limit/subjects';
 import { requestId } from './middleware/request-id';
 import { oauthRouter, requiredScope } from './oauth';
-import { buildOpenApi } from './openapi';
+import { openApiDocument } from './openapi';
 import type { Route } from './routes/route';
-import { apiKeyRoutes } from './routes/api-keys';
-import { logRoutes } from './routes/logs';
-import { oauthClientRoutes } from './routes/oauth-clients';
-import { ssoConnectionRoutes } from './routes/sso-connections';
+import { routes } from './routes';
 import { ssoRouter } from './sso/router';
 import type { SpSettings } from './sso/sp';
-import { authRoutes } from './routes/auth';
-import { policyRoutes } from './routes/policies';
-import { sessionRoutes } from './routes/sessions';
-import { userRoutes } from './routes/users';
 import { downloadRouter, type DownloadSource } from './downloads';
 
-export const routes: Route[] = [...userRoutes, ...apiKeyRoutes, ...sessionRoutes, ...authRoutes, ...policyRoutes, ...logRoutes, ...oauthClientRoutes, ...ssoConnectionRoutes];
+export { routes };
 
 export const BODY_LIMIT = '1mb';
 
@@ -205,7 +198,7 @@ export function createApp(deps: GatewayDeps): express.Express {
   // Limited per client ip like the login pages.
   if (deps.sso) app.use('/v1/sso/saml', ...limited, ssoRouter({ ...deps.sso, clients: deps.clients, deadlineMs: deps.config.GRPC_DEADLINE_MS, logger: deps.logger }));
 
-  const openapi = buildOpenApi(routes, `http://${deps.config.HOST}:${deps.config.PORT}/v1`);
+  const openapi = openApiDocument(deps.oauth?.issuer ?? `http://${deps.config.HOST}:${deps.config.PORT}`);
   const v1 = express.Router();
   v1.get('/openapi.json', ...limited, (_req, res) => void res.json(openapi));
   const anonymousRoutes = new Set(routes.filter((r) => r.anonymous).map((r) => `${r.method.toUpperCase()} ${r.path}`));

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { routes as allRoutes } from './routes';
 import { errorSchema, type Route } from './routes/route';
 
 const toPath = (p: string) => p.replace(/:([A-Za-z]+)/g, '{$1}');
@@ -60,4 +61,9 @@ export function buildOpenApi(routes: Route[], serverUrl: string) {
     },
     paths,
   };
+}
+
+/** The served document: every public HTTP route, with the public origin (ISSUER) as its server. */
+export function openApiDocument(issuer: string) {
+  return buildOpenApi(allRoutes, `${issuer.replace(/\/+$/, '')}/v1`);
 }
