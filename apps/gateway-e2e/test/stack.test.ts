@@ -166,9 +166,11 @@ describe('authentication and operational endpoints', () => {
 
   it('serves the OpenAPI 3.1 document', async () => {
     const res = await fetch(`${stack.baseUrl}/openapi.json`);
-    const doc = (await res.json()) as { openapi: string; paths: Record<string, unknown> };
+    const doc = (await res.json()) as { openapi: string; servers: { url: string }[]; paths: Record<string, unknown> };
     expect(doc.openapi).toBe('3.1.0');
-    expect(Object.keys(doc.paths)).toEqual(expect.arrayContaining(['/users', '/users/{id}']));
+    // The public origin (ISSUER) serves it all: /v1, the authorization server, SAML and the download host.
+    expect(doc.servers[0]!.url).toBe(stack.baseUrl.replace(/\/v1$/, ''));
+    expect(Object.keys(doc.paths)).toEqual(expect.arrayContaining(['/v1/users', '/v1/users/{id}', '/oauth/token', '/v1/sso/saml/{id}/acs', '/downloads/{file}']));
   });
 
   it('exposes Prometheus metrics on every process admin port', async () => {

@@ -13,6 +13,8 @@ import { rateLimits } from './middleware/rate-limit';
 import { WINDOW_SECONDS, type Decision } from './rate-limit/gcra';
 import type { RateLimiter } from './rate-limit/limiter';
 import type { RateLimitPolicy, Subject } from './rate-limit/subjects';
+import { checkUrl, jsonBody } from './middleware/input';
+import { methodSemantics } from './middleware/methods';
 import { requestId } from './middleware/request-id';
 import { oauthRouter, requiredScope } from './oauth';
 import { openApiDocument } from './openapi';
@@ -153,7 +155,17 @@ export function createApp(deps: GatewayDeps): express.Express {
   app.set('trust proxy', deps.config.TRUST_PROXY);
   app.use(requestId);
   app.use(observe(deps.metrics, deps.logger));
+  app.use(checkUrl);
 
+  const openapi = openApiDocument({
+    issuer: deps.oauth?.issuer ?? `http://${deps.config.HOST}:${deps.config.PORT}`,
+    rateLimited: deps.rateLimit !== undefined,
+    oauth: deps.oauth !== undefined,
+    sso: deps.sso !== undefined,
+    downloadBaseUrl: deps.downloads?.baseUrl,
+  });
+
+  const PROBES = new Set(['/healthz', '/readyz']);
   app.get('/healthz', (_req, res) => void res.json({ status: 'ok' }));
   app.get('/readyz', (_req, res, next) => {
     deps.ready().then((ok) => void res.status(ok ? 200 : 503).json({ status: ok ? 'ready' : 'not ready' }), next);
@@ -164,6 +176,8 @@ export function createApp(deps: GatewayDeps): express.Express {
     ? rateLimits(deps.rateLimit.limiter, deps.rateLimit.policy, (req, who, decision) => reportExceeded(deps, req, who, decision))
     : undefined;
   const limited = limits ? [limits.apply] : [];
+  // 405 + Allow for a documented path's other methods; OPTIONS answered from the document (counted by ip).
+  app.use(methodSemantics(openapi.paths, limits ? (req, res, next) => (PROBES.has(req.path) ? next() : limits.apply(req, res, next)) : undefined));
   // Outside /v1 (the JWKS, unknown paths) callers are limited by client ip before anything runs; /v1 calls
   // after authentication, by their key or user.
   if (limits) app.use(limits.gate, limits.applyOutside('/v1'));
@@ -198,14 +212,13 @@ export function createApp(deps: GatewayDeps): express.Express {
   // Limited per client ip like the login pages.
   if (deps.sso) app.use('/v1/sso/saml', ...limited, ssoRouter({ ...deps.sso, clients: deps.clients, deadlineMs: deps.config.GRPC_DEADLINE_MS, logger: deps.logger }));
 
-  const openapi = openApiDocument(deps.oauth?.issuer ?? `http://${deps.config.HOST}:${deps.config.PORT}`);
   const v1 = express.Router();
   v1.get('/openapi.json', ...limited, (_req, res) => void res.json(openapi));
   const anonymousRoutes = new Set(routes.filter((r) => r.anonymous).map((r) => `${r.method.toUpperCase()} ${r.path}`));
   v1.use(authenticate(deps.clients, deps.config.GRPC_DEADLINE_MS, deps.authCache, anonymousRoutes, deps.jwt));
   if (limits) v1.use(limits.apply);
   v1.use(requireJson);
-  v1.use(express.json({ limit: BODY_LIMIT, strict: true, type: 'application/json' }));
+  v1.use(jsonBody(BODY_LIMIT));
   for (const route of routes) mount(v1, route, deps);
   app.use('/v1', v1);
 

@@ -22,9 +22,10 @@ describe('unknown routes', () => {
     expectError(res, 404, 'not_found');
   });
 
-  it('answers 404 for a method a known path does not have', async () => {
+  it('answers 405 with Allow for a method a known path does not have', async () => {
     const res = await call(gw, 'PUT', `/v1/users/${newId('user')}`, { json: { name: 'x' } });
-    expectError(res, 404, 'not_found');
+    expectError(res, 405, 'method_not_allowed');
+    expect(res.headers.get('allow')).toBe('DELETE, GET, HEAD, OPTIONS, PATCH');
   });
 });
 

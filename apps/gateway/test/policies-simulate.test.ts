@@ -125,14 +125,16 @@ describe('the JSON form of explanations', () => {
 
   it('documents policies, mode and explain in the OpenAPI request body and the explanations in the result', async () => {
     const doc = (await call(gw, 'GET', '/v1/openapi.json', { auth: false })).body;
-    const op = doc.paths['/policies/simulate'].post;
+    const op = doc.paths['/v1/policies/simulate'].post;
     const body = op.requestBody.content['application/json'].schema;
     expect(Object.keys(body.properties).sort()).toEqual(['action', 'context', 'explain', 'mode', 'policies', 'principal', 'resource']);
     expect(body.properties.policies.maxItems).toBe(100);
     expect(Object.keys(body.properties.policies.items.properties)).toContain('id');
     expect(body.properties.mode.enum).toEqual(['merge', 'replace']);
-    const data = op.responses['200'].content['application/json'].schema.properties.data;
+    expect(op.responses['200'].content['application/json'].schema.properties.data).toEqual({ $ref: '#/components/schemas/SimulationResult' });
+    const data = doc.components.schemas.SimulationResult;
     expect(Object.keys(data.properties)).toEqual(expect.arrayContaining(['explanations', 'notMatchedCount']));
-    expect(data.properties.explanations.items.properties.failed.enum).toEqual(['principal', 'action', 'resource', 'condition']);
+    expect(data.properties.explanations.items).toEqual({ $ref: '#/components/schemas/PolicyExplanation' });
+    expect(doc.components.schemas.PolicyExplanation.properties.failed.enum).toEqual(['principal', 'action', 'resource', 'condition']);
   });
 });

@@ -26,3 +26,4 @@ export * from './outbox-relay';
 export * from './bus/config';
 export * from './object-store';
 export * from './waker';
+export * from './input';

@@ -13,9 +13,8 @@ export const userLimits = {
 export const ROLE_PATTERN = /^role_[a-z0-9][a-z0-9_-]{0,62}$/;
 
 export const emailSchema = z
-  .string({ error: (i) => (i.input === undefined ? 'is required' : 'must be a string') })
-  .max(userLimits.emailMaxLength, `must be at most ${userLimits.emailMaxLength} characters`)
-  .pipe(z.email({ error: 'invalid email format' }));
+  .email({ error: (i) => (i.input === undefined ? 'is required' : i.code === 'invalid_type' ? 'must be a string' : 'invalid email format') })
+  .max(userLimits.emailMaxLength, `must be at most ${userLimits.emailMaxLength} characters`);
 
 export const nameSchema = z
   .string({ error: (i) => (i.input === undefined ? 'is required' : 'must be a string') })
@@ -29,18 +28,23 @@ export const rolesSchema = z
   .max(userLimits.maxRoles, `at most ${userLimits.maxRoles} roles`)
   .refine((roles) => new Set(roles).size === roles.length, 'must not contain duplicates');
 
-function depth(value: unknown): number {
-  if (value === null || typeof value !== 'object') return 0;
-  const children = Array.isArray(value) ? value : Object.values(value);
-  return 1 + children.reduce<number>((max, child) => Math.max(max, depth(child)), 0);
-}
-
-const FORBIDDEN_KEYS = new Set(['__proto__']);
-
-function hasForbiddenKey(value: unknown): boolean {
-  if (value === null || typeof value !== 'object') return false;
-  if (Array.isArray(value)) return value.some(hasForbiddenKey);
-  return Object.keys(value).some((k) => FORBIDDEN_KEYS.has(k) || hasForbiddenKey((value as Record<string, unknown>)[k]));
+/**
+ * Depth of a JSON value (a scalar is 0, `{}` is 1) and whether it holds a "__proto__" key, in one iterative
+ * walk that stops descending past `maxDepth` (so no input can overflow the stack).
+ */
+function shapeOf(value: unknown, maxDepth: number): { depth: number; protoKey: boolean } {
+  let deepest = 0;
+  let protoKey = false;
+  const stack: [unknown, number][] = [[value, 0]];
+  while (stack.length > 0) {
+    const [v, d] = stack.pop()!;
+    if (v === null || typeof v !== 'object') continue;
+    deepest = Math.max(deepest, d + 1);
+    if (d + 1 > maxDepth) continue;
+    if (!Array.isArray(v) && Object.hasOwn(v, '__proto__')) protoKey = true;
+    for (const child of Array.isArray(v) ? v : Object.values(v)) stack.push([child, d + 1]);
+  }
+  return { depth: deepest, protoKey };
 }
 
 const isPlainObject = (v: unknown): v is Record<string, unknown> =>
@@ -52,13 +56,18 @@ const isPlainObject = (v: unknown): v is Record<string, unknown> =>
  */
 export const metadataSchema = z
   .custom<Record<string, unknown>>(isPlainObject, { error: 'must be an object' })
-  .refine((m) => !hasForbiddenKey(m), 'must not contain the key "__proto__"')
-  .refine(
-    (m) => Buffer.byteLength(JSON.stringify(m)) <= userLimits.metadataMaxBytes,
-    `must be at most ${userLimits.metadataMaxBytes} bytes as JSON`,
-  )
-  .refine((m) => depth(m) <= userLimits.metadataMaxDepth, `must be nested at most ${userLimits.metadataMaxDepth} levels`)
-  .meta({ type: 'object', additionalProperties: true, description: 'Free-form JSON object, at most 16 KiB and 10 levels deep' });
+  .superRefine((m, ctx) => {
+    const { depth, protoKey } = shapeOf(m, userLimits.metadataMaxDepth);
+    if (depth > userLimits.metadataMaxDepth) {
+      ctx.addIssue({ code: 'custom', message: `must be nested at most ${userLimits.metadataMaxDepth} levels` });
+      return;
+    }
+    if (protoKey) ctx.addIssue({ code: 'custom', message: 'must not contain the key "__proto__"' });
+    if (Buffer.byteLength(JSON.stringify(m)) > userLimits.metadataMaxBytes) {
+      ctx.addIssue({ code: 'custom', message: `must be at most ${userLimits.metadataMaxBytes} bytes as JSON` });
+    }
+  })
+  .meta({ type: 'object', additionalProperties: true, description: 'Free-form JSON object, at most 16 KiB as JSON and 10 levels deep' });
 
 export const environmentSchema = z.enum(['live', 'test']);
 export type Environment = z.infer<typeof environmentSchema>;

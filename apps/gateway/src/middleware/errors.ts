@@ -6,6 +6,8 @@ function fromBodyParser(err: { type?: string; status?: number }): AppError | und
   switch (err.type) {
     case 'entity.parse.failed':
       return AppError.invalid([{ field: '(body)', message: 'malformed JSON' }], 'Request body is not valid JSON');
+    case 'encoding.invalid_utf8':
+      return AppError.invalid([{ field: '(body)', message: 'must be UTF-8 (RFC 8259)' }], 'Request body is not UTF-8');
     case 'entity.too.large':
       return new AppError('payload_too_large', 'Request body is larger than 1 MiB');
     case 'encoding.unsupported':

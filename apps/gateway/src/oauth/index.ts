@@ -2,6 +2,8 @@ import express, { type NextFunction, type Request, type Response } from 'express
 import { authorizeGet, authorizePost } from './authorize';
 import type { OAuthDeps } from './deps';
 import { discovery } from './discovery';
+import { AppError } from '@secsvc/shared';
+import { formBody } from '../middleware/input';
 import { sendOAuthError } from './http';
 import { STYLESHEET } from './pages';
 import { introspectEndpoint, revokeEndpoint, tokenEndpoint } from './token';
@@ -17,7 +19,7 @@ export { requiredScope } from './scopes';
  */
 export function oauthRouter(deps: OAuthDeps): express.Router {
   const router = express.Router();
-  const form = express.urlencoded({ extended: false, limit: '64kb', parameterLimit: 100 });
+  const form = formBody('64kb', 100);
   router.get(['/.well-known/openid-configuration', '/.well-known/oauth-authorization-server'], discovery(deps.issuer));
   router.get('/oauth/assets/style.css', (_req: Request, res: Response) => {
     res.setHeader('Cache-Control', 'public, max-age=3600');
@@ -33,6 +35,10 @@ export function oauthRouter(deps: OAuthDeps): express.Router {
   // A form body the parser refused (too large, too many parameters, bad charset) is the client's fault: a
   // 4xx in the RFC 6749 shape, never a 500.
   router.use((err: unknown, _req: Request, res: Response, next: NextFunction) => {
+    if (err instanceof AppError && err.code === 'invalid_request') {
+      const fields = err.details.map((d) => `${d.field} ${d.message}`).join('; ');
+      return sendOAuthError(res, { error: 'invalid_request', errorDescription: fields || err.message, status: 400 });
+    }
     const e = err as { type?: string; status?: number };
     if (typeof e?.type !== 'string' || typeof e.status !== 'number' || e.status >= 500) return next(err);
     sendOAuthError(res, { error: 'invalid_request', errorDescription: `the form body was refused (${e.type})`, status: e.status === 413 ? 413 : 400 });

@@ -1,5 +1,6 @@
 import express, { type Request, type Response } from 'express';
 import { AppError } from '@secsvc/shared';
+import { formBody } from '../middleware/input';
 import { SESSION_COOKIE, setCookie } from '../oauth/http';
 import { assertionFacts, checkResponseRoot, decodeResponse, firstString, SamlRefusal } from './assertion';
 import { bindingCookie, bindingOf, browserNonce, openState, sameBrowser, sealState, stateKey, STATE_TTL_MS, type PendingLogin } from './binding';
@@ -91,7 +92,7 @@ export function ssoRouter(deps: SsoDeps): express.Router {
   const stateKeys = deps.keys ? [deps.keys, ...(deps.keys.rollover ? [deps.keys.rollover] : [])].map((k) => stateKey(k.privateKey)) : [];
   const secure = deps.baseUrl.startsWith('https:');
   const cookie = bindingCookie(secure);
-  const form = express.urlencoded({ extended: false, limit: '512kb', parameterLimit: 10 });
+  const form = formBody('512kb', 10);
 
   router.get(
     '/:id/metadata',

@@ -28,6 +28,8 @@ export async function startGateway(
     rateLimit?: GatewayDeps['rateLimit'];
     /** The policy service, for user callers (absent: policy routes and user callers are not reachable). */
     policy?: Partial<GatewayDeps['clients']['policy']>;
+    /** More of the gateway's surface (oauth, sso, downloads). */
+    extra?: Partial<GatewayDeps>;
   } = {},
 ): Promise<TestGateway> {
   const fake = options.fake ?? new FakeIdentity();
@@ -40,6 +42,7 @@ export async function startGateway(
     metrics: new Metrics('test'),
     ready: options.ready ?? (async () => true),
     rateLimit: options.rateLimit ?? { limiter: new RateLimiter({ store: new MemoryRateLimitStore() }), policy: DEFAULT_LIMITS },
+    ...options.extra,
   };
   const app = createApp(deps);
   const server = await new Promise<Server>((resolve, reject) => {
@@ -89,7 +92,7 @@ export async function call(gw: TestGateway, method: string, path: string, init: 
   const res = await fetch(`${gw.url}${path}`, { method, headers, body });
   const text = await res.text();
   let parsed: unknown = undefined;
-  if ((res.headers.get('content-type') ?? '').startsWith('application/json')) parsed = JSON.parse(text);
+  if (text && (res.headers.get('content-type') ?? '').startsWith('application/json')) parsed = JSON.parse(text);
   return { status: res.status, headers: res.headers, text, body: parsed };
 }
 

@@ -1,7 +1,8 @@
 import * as grpc from '@grpc/grpc-js';
 import { HealthImplementation } from 'grpc-health-check';
 import { isValidRequestId, requestContext } from '../context';
-import { toAppError, toGrpcError } from '../errors';
+import { AppError, toAppError, toGrpcError } from '../errors';
+import { inputFaults } from '../input';
 import { newId } from '../ids';
 import type { Logger } from '../logger';
 import type { Metrics } from '../metrics';
@@ -79,7 +80,10 @@ function wrapUnary(
     const done = (code: grpc.status) =>
       metrics.observeGrpc(method, grpc.status[code] ?? String(code), Number(process.hrtime.bigint() - started) / 1e9);
     requestContext.run({ requestId }, () => {
-      fn(call.request as never, { requestId, metadata: call.metadata }).then(
+      // The same input rules as the gateway's guard, for any caller: nothing unstorable reaches a handler.
+      const faults = inputFaults(call.request);
+      const run = faults.length ? Promise.reject(AppError.invalid(faults)) : fn(call.request as never, { requestId, metadata: call.metadata });
+      run.then(
         (res) => {
           done(grpc.status.OK);
           callback(null, res);
@@ -158,6 +162,8 @@ function wrapServerStream(
     };
     requestContext.run({ requestId: ctx.requestId }, () => {
       try {
+        const faults = inputFaults(call.request);
+        if (faults.length) return stream.fail(AppError.invalid(faults));
         fn(call.request as never, ctx, stream as never);
       } catch (err) {
         stream.fail(err);

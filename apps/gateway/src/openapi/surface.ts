@@ -1,0 +1,268 @@
+import { errorCodes, type ErrorCode } from '@secsvc/shared';
+import type { SchemaSet, Json } from './schemas';
+
+// The public HTTP routes that are not /v1 JSON routes: probes, the document itself, the authorization
+// server (forms, HTML pages, redirects, RFC 6749 errors), the SAML endpoints (XML, browser redirects) and
+// the download host. Written by hand because their bodies are forms, pages and files; the method checks
+// (middleware/methods.ts) and the route-coverage test read these paths like the generated ones.
+
+/** What a gateway serves beyond /v1's JSON routes. */
+export interface Surface {
+  /** The authorization server's endpoints (/oauth/*, discovery). */
+  oauth: boolean;
+  /** The SAML SP endpoints under /v1/sso/saml/{id}. */
+  sso: boolean;
+  /** The download host's URL (DOWNLOAD_BASE_URL), when this gateway serves it. */
+  downloadBaseUrl?: string;
+}
+
+interface Common {
+  headerRefs: (extra?: string[]) => Json;
+  errorResponse: (code: ErrorCode, description?: string) => Json;
+}
+
+const str = (description: string, extra: Json = {}): Json => ({ type: 'string', description, ...extra });
+
+/** An object of optional string fields (a form or a query), each described. */
+function fields(props: Record<string, string>, required: string[] = []): Json {
+  return {
+    type: 'object',
+    properties: Object.fromEntries(Object.entries(props).map(([k, d]) => [k, str(d)])),
+    ...(required.length ? { required } : {}),
+  };
+}
+
+function queryParams(props: Record<string, string>): Json[] {
+  return Object.entries(props).map(([name, description]) => ({ name, in: 'query', required: false, schema: str(description) }));
+}
+
+const ID_PARAM = { name: 'id', in: 'path', required: true, description: 'The SSO connection (sso_<id>)', schema: { type: 'string' } };
+
+export function surfacePaths(o: Surface & { issuer: string }, set: SchemaSet, c: Common): Record<string, Record<string, Json>> {
+  const h = c.headerRefs;
+  const json = (description: string, schema: Json, extraHeaders: string[] = []): Json => ({ description, headers: h(extraHeaders), content: { 'application/json': { schema } } });
+  const page = (description: string): Json => ({ description, headers: h(), content: { 'text/html': { schema: { type: 'string' } } } });
+  const redirect = (description: string): Json => ({ description, headers: { ...h(), Location: { required: true, schema: { type: 'string' } } } });
+  const errors = (...codes: ErrorCode[]): Record<string, Json> => Object.fromEntries(codes.map((code) => [String(errorCodes[code].http), c.errorResponse(code)]));
+  const open = (op: Json): Json => ({ security: [], ...op });
+  const paths: Record<string, Record<string, Json>> = {};
+
+  const anyObject = { type: 'object', additionalProperties: true };
+  // The probes are not rate limited: their answers carry only X-Request-Id.
+  const probe = (operationId: string, summary: string, ok: string, canFail: boolean): Json => {
+    const headers = { 'X-Request-Id': { $ref: '#/components/headers/X-Request-Id' } };
+    const status = (description: string, values: string[]): Json => ({
+      description,
+      headers,
+      content: { 'application/json': { schema: { type: 'object', properties: { status: { enum: values } }, required: ['status'], additionalProperties: false } } },
+    });
+    return open({ operationId, summary, tags: ['operations'], responses: { 200: status(ok, ['ok', 'ready']), ...(canFail ? { 503: status('Not ready: a dependency is unavailable', ['not ready']) } : {}) } });
+  };
+  paths['/healthz'] = { get: probe('healthz', 'Liveness', 'The process is up', false) };
+  paths['/readyz'] = { get: probe('readyz', 'Readiness', 'Every dependency is reachable', true) };
+
+  paths['/v1/openapi.json'] = {
+    get: open({ operationId: 'getOpenApi', summary: 'This document (OpenAPI 3.1)', tags: ['meta'], responses: { 200: json('The document', anyObject), ...errors('invalid_request', 'rate_limited') } }),
+  };
+  paths['/.well-known/jwks.json'] = {
+    get: open({
+      operationId: 'getJwks',
+      summary: 'Public keys of the access and ID token signers (RFC 7517)',
+      tags: ['oauth'],
+      responses: { 200: json('The key set', { type: 'object', properties: { keys: { type: 'array', items: anyObject } }, required: ['keys'] }), ...errors('invalid_request', 'rate_limited', 'internal_error', 'unavailable') },
+    }),
+  };
+
+  if (o.oauth) {
+    const discoveryOp = (operationId: string): Json =>
+      open({ operationId, summary: 'Authorization server metadata (OpenID Connect Discovery 1.0, RFC 8414)', tags: ['oauth'], responses: { 200: json('The metadata', anyObject), ...errors('invalid_request', 'rate_limited') } });
+    paths['/.well-known/openid-configuration'] = { get: discoveryOp('getOpenIdConfiguration') };
+    paths['/.well-known/oauth-authorization-server'] = { get: discoveryOp('getOAuthServerMetadata') };
+    paths['/oauth/assets/style.css'] = {
+      get: open({ operationId: 'getLoginStylesheet', summary: 'The login pages\' stylesheet', tags: ['oauth'], responses: { 200: { description: 'CSS', headers: h(), content: { 'text/css': { schema: { type: 'string' } } } }, ...errors('invalid_request', 'rate_limited') } }),
+    };
+    set.add('OAuthError', {
+      type: 'object',
+      description: 'RFC 6749 5.2 error',
+      properties: { error: { type: 'string' }, error_description: { type: 'string' } },
+      required: ['error', 'error_description'],
+    });
+    const oauthError = (description: string, extra: string[] = []) => json(description, set.ref('OAuthError'), extra);
+    const authorizationParams = {
+      client_id: 'The client (cli_<id>)',
+      redirect_uri: 'One of the client\'s registered redirect URIs',
+      response_type: 'code',
+      scope: 'Space-separated scopes',
+      state: 'Opaque value returned to the client',
+      nonce: 'OpenID Connect nonce, copied into the ID token',
+      code_challenge: 'PKCE S256 challenge (43 characters of base64url)',
+      code_challenge_method: 'S256',
+      prompt: 'none, login or consent',
+      max_age: 'Seconds since the last login after which the user must log in again',
+    };
+    const pageResponses = {
+      200: page('The login or consent page'),
+      400: page('The authorization request is invalid and cannot be sent back to the client (an error page)'),
+      ...errors('rate_limited', 'internal_error', 'unavailable'),
+    };
+    paths['/oauth/authorize'] = {
+      get: open({
+        operationId: 'authorize',
+        summary: 'Authorization endpoint (RFC 6749 4.1, PKCE): the login page, the consent page, or back to the client',
+        tags: ['oauth'],
+        parameters: queryParams(authorizationParams),
+        responses: { ...pageResponses, 302: redirect('Back to the client\'s redirect_uri with a code or an error') },
+      }),
+      post: open({
+        operationId: 'authorizeForm',
+        summary: 'The login (action=login), consent (action=consent) and SSO (action=sso) forms of the authorization pages',
+        tags: ['oauth'],
+        requestBody: {
+          required: true,
+          content: {
+            'application/x-www-form-urlencoded': {
+              schema: fields({ ...authorizationParams, csrf_token: 'The page\'s CSRF token (double submit with its cookie)', action: 'login, consent or sso', email: 'Email (login, sso)', password: 'Password (login)', consent: 'allow or deny (consent)' }),
+            },
+          },
+        },
+        responses: {
+          ...pageResponses,
+          303: redirect('On to the client, the consent page or the SSO login'),
+          401: page('Invalid email or password (the login page again)'),
+          403: page('The form\'s CSRF token is missing or invalid (an error page)'),
+          413: oauthError('The form is larger than 64 KiB'),
+        },
+      }),
+    };
+    const form = (props: Record<string, string>): Json => ({ required: true, content: { 'application/x-www-form-urlencoded': { schema: fields(props) } } });
+    const clientAuth = { client_id: 'The client (public clients, or client_secret_post)', client_secret: 'The client secret (client_secret_post; or HTTP Basic)' };
+    const tokenErrors = {
+      400: oauthError('RFC 6749 5.2: invalid_request, invalid_grant, unsupported_grant_type, invalid_scope…'),
+      401: oauthError('invalid_client'),
+      413: oauthError('The form is larger than 64 KiB'),
+      ...errors('rate_limited', 'internal_error', 'unavailable'),
+    };
+    paths['/oauth/token'] = {
+      post: open({
+        operationId: 'token',
+        summary: 'Token endpoint: authorization_code (with PKCE), refresh_token (rotated), client_credentials',
+        tags: ['oauth'],
+        requestBody: form({ grant_type: 'authorization_code, refresh_token or client_credentials', code: 'The code (authorization_code)', redirect_uri: 'The redirect URI of the authorization request', code_verifier: 'PKCE verifier (43 to 128 characters)', refresh_token: 'The refresh token (refresh_token)', scope: 'Narrower scopes (refresh_token, client_credentials)', ...clientAuth }),
+        responses: {
+          200: json('Tokens', { type: 'object', properties: { access_token: { type: 'string' }, token_type: { type: 'string' }, expires_in: { type: 'integer' }, refresh_token: { type: 'string' }, id_token: { type: 'string' }, scope: { type: 'string' } }, required: ['access_token', 'token_type', 'expires_in'] }),
+          ...tokenErrors,
+        },
+      }),
+    };
+    paths['/oauth/revoke'] = {
+      post: open({
+        operationId: 'revokeToken',
+        summary: 'Revocation (RFC 7009): ends the grant of a refresh or access token',
+        tags: ['oauth'],
+        requestBody: form({ token: 'The token', token_type_hint: 'refresh_token or access_token', ...clientAuth }),
+        responses: { 200: { description: 'Revoked (or unknown: RFC 7009 answers 200 either way)', headers: h() }, ...tokenErrors },
+      }),
+    };
+    paths['/oauth/introspect'] = {
+      post: open({
+        operationId: 'introspectToken',
+        summary: 'Introspection (RFC 7662) of access, refresh, session tokens and API keys, for an authenticated client',
+        tags: ['oauth'],
+        requestBody: form({ token: 'The token', token_type_hint: 'access_token, refresh_token…', ...clientAuth }),
+        responses: { 200: json('active, and the token\'s claims when active', { type: 'object', properties: { active: { type: 'boolean' } }, required: ['active'] }), ...tokenErrors },
+      }),
+    };
+    const userinfo = (operationId: string, body: boolean): Json =>
+      open({
+        operationId,
+        summary: 'OpenID Connect UserInfo: sub, and name / email with the profile / email scopes (Authorization: Bearer <access token>)',
+        tags: ['oauth'],
+        ...(body ? { requestBody: { required: false, content: { 'application/x-www-form-urlencoded': { schema: fields({}) } } } } : {}),
+        responses: {
+          200: json('The claims', { type: 'object', properties: { sub: { type: 'string' } }, required: ['sub'] }),
+          401: oauthError('No, an invalid or a revoked access token', ['WWW-Authenticate']),
+          403: oauthError('The token lacks the openid scope', ['WWW-Authenticate']),
+          503: oauthError('Revocation cannot be checked right now', ['Retry-After']),
+          ...errors('invalid_request', 'rate_limited', 'internal_error'),
+        },
+      });
+    paths['/oauth/userinfo'] = { get: userinfo('userinfo', false), post: userinfo('userinfoForm', true) };
+  }
+
+  if (o.sso) {
+    const xml = (description: string, type: string): Json => ({ description, headers: h(), content: { [type]: { schema: { type: 'string' } } } });
+    const refusals = errors('invalid_request', 'unauthorized', 'not_found', 'rate_limited', 'internal_error', 'unavailable');
+    const samlForm = (props: Record<string, string>): Json => ({ required: true, content: { 'application/x-www-form-urlencoded': { schema: fields(props) } } });
+    paths['/v1/sso/saml/{id}/metadata'] = {
+      get: open({ operationId: 'getSamlSpMetadata', summary: 'SAML SP metadata of a connection (signed; the entity id, ACS, SLO and certificates)', tags: ['sso'], parameters: [ID_PARAM], responses: { 200: xml('The metadata', 'application/samlmetadata+xml'), ...refusals } }),
+    };
+    paths['/v1/sso/saml/{id}/login'] = {
+      get: open({
+        operationId: 'startSamlLogin',
+        summary: 'SP-initiated login: a signed AuthnRequest to the IdP (HTTP-Redirect)',
+        tags: ['sso'],
+        parameters: [ID_PARAM, ...queryParams({ relayState: 'RelayState for the IdP (at most 80 bytes)', oauth: 'The OAuth authorization request to continue with (from the login page)' })],
+        responses: { 302: redirect('To the IdP with the AuthnRequest'), ...refusals },
+      }),
+    };
+    paths['/v1/sso/saml/{id}/acs'] = {
+      post: open({
+        operationId: 'samlAssertionConsumer',
+        summary: 'Assertion consumer service (HTTP-POST): validates the IdP\'s response and signs the user in',
+        tags: ['sso'],
+        parameters: [ID_PARAM],
+        requestBody: samlForm({ SAMLResponse: 'The base64 SAML Response', RelayState: 'RelayState' }),
+        responses: { 200: json('Signed in (no browser binding): a session', anyObject), 303: redirect('On to the continuation, the OAuth login or the app\'s login initiation URL'), ...refusals, ...errors('payload_too_large') },
+      }),
+    };
+    paths['/v1/sso/saml/{id}/continue'] = {
+      get: open({
+        operationId: 'continueSamlLogin',
+        summary: 'Finishes a browser\'s login in that browser (the binding cookie of /login)',
+        tags: ['sso'],
+        parameters: [ID_PARAM, ...queryParams({ state: 'The sealed state from the ACS' })],
+        responses: { 200: json('Signed in: a session', anyObject), 303: redirect('On to the OAuth login or the app'), ...refusals },
+      }),
+    };
+    const sloResponses = { 200: json('Sessions ended, or the logout finished', anyObject), 302: redirect('To the IdP with the signed LogoutResponse'), 303: redirect('To the returnTo of an SP-initiated logout'), ...refusals };
+    const sloParams = { SAMLRequest: 'A LogoutRequest (HTTP-Redirect)', SAMLResponse: 'A LogoutResponse (HTTP-Redirect)', RelayState: 'RelayState', SigAlg: 'The signature algorithm', Signature: 'The signature' };
+    paths['/v1/sso/saml/{id}/slo'] = {
+      get: open({ operationId: 'samlSingleLogout', summary: 'Single logout, HTTP-Redirect binding (signed LogoutRequest or LogoutResponse)', tags: ['sso'], parameters: [ID_PARAM, ...queryParams(sloParams)], responses: sloResponses }),
+      post: open({
+        operationId: 'samlSingleLogoutForm',
+        summary: 'Single logout, HTTP-POST binding',
+        tags: ['sso'],
+        parameters: [ID_PARAM],
+        requestBody: samlForm({ SAMLRequest: 'A LogoutRequest', SAMLResponse: 'A LogoutResponse', RelayState: 'RelayState' }),
+        responses: { ...sloResponses, ...errors('payload_too_large') },
+      }),
+    };
+  }
+
+  if (o.downloadBaseUrl) {
+    const url = new URL(o.downloadBaseUrl);
+    const sameOrigin = url.origin === new URL(o.issuer).origin;
+    const path = `${url.pathname.replace(/\/+$/, '')}/{file}`;
+    const download = (operationId: string, head: boolean): Json =>
+      open({
+        operationId,
+        summary: `${head ? 'Headers of' : 'Download'} an export file by its signed link (the token is the credential; Range supported)`,
+        tags: ['logs'],
+        ...(sameOrigin ? {} : { servers: [{ url: url.origin }] }),
+        parameters: [
+          { name: 'file', in: 'path', required: true, description: '<exportId>.<format>', schema: { type: 'string' } },
+          { name: 'token', in: 'query', required: true, description: 'The signed download token', schema: { type: 'string' } },
+          { name: 'Range', in: 'header', required: false, description: 'One byte range: bytes=<from>-<to>', schema: { type: 'string' } },
+        ],
+        responses: {
+          200: { description: 'The file', headers: h(), ...(head ? {} : { content: { 'application/octet-stream': { schema: { type: 'string' } } } }) },
+          206: { description: 'The requested range', headers: h(), ...(head ? {} : { content: { 'application/octet-stream': { schema: { type: 'string' } } } }) },
+          403: c.errorResponse('forbidden', 'The link is invalid, tampered with or expired'),
+          416: c.errorResponse('range_not_satisfiable', 'The range is past the end of the file'),
+          ...errors('invalid_request', 'not_found', 'rate_limited', 'internal_error', 'unavailable'),
+        },
+      });
+    paths[path] = { get: download('downloadExport', false), head: download('headExport', true) };
+  }
+  return paths;
+}
