@@ -239,9 +239,9 @@ describe('negative cases', () => {
     expect(await json(res)).toMatchObject({ error: 'invalid_grant', error_description: expect.stringContaining('expired') });
   });
 
-  it('unknown client: an error page at the authorization endpoint, invalid_client at the token endpoint', async () => {
+  it('unknown client: an error page (404) at the authorization endpoint, invalid_client at the token endpoint', async () => {
     const page = await get(`${s.issuer}/oauth/authorize?response_type=code&client_id=cli_00000000000000000000000000&redirect_uri=${encodeURIComponent(REDIRECT)}`);
-    expect(page.status).toBe(400);
+    expect(page.status).toBe(404);
     expect(page.headers.get('location')).toBeNull();
     expect(await page.text()).toContain('unknown client');
     const res = await tokenPost({ grant_type: 'client_credentials' }, basic('cli_00000000000000000000000000', 'ocs_nope'));

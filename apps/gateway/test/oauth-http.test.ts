@@ -49,7 +49,7 @@ describe('client authentication (RFC 6749 2.3.1)', () => {
     expect(clientCredentialsOf(request({ authorization: basic('cli_a', 's') }), paramsOf({ client_secret: 's' }))).toHaveProperty('error');
     expect(clientCredentialsOf(request({ authorization: basic('cli_a', 's') }), paramsOf({ client_id: 'cli_b' }))).toHaveProperty('error');
     expect(clientCredentialsOf(request({}), paramsOf({ client_id: ['cli_a', 'cli_b'] }))).toHaveProperty('error');
-    expect(clientCredentialsOf(request({ authorization: 'Bearer abc' }), paramsOf({}))).toHaveProperty('error');
+    expect(clientCredentialsOf(request({ authorization: 'Bearer abc' }), paramsOf({}))).toEqual({ error: expect.any(String), invalidClient: true });
     expect(clientCredentialsOf(request({ authorization: `Basic ${Buffer.from('no-colon').toString('base64')}` }), paramsOf({}))).toHaveProperty('error');
   });
 

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { AppError } from './errors';
-import { emailSchema, fieldErrors, metadataSchema, nameSchema, parseOrThrow, rolesSchema, userLimits } from './validation';
+import { durationSchema, emailSchema, fieldErrors, integerRangePattern, metadataSchema, nameSchema, parseOrThrow, rolesSchema, userLimits } from './validation';
 
 function messages(schema: z.ZodType, value: unknown): string[] {
   const result = schema.safeParse(value);
@@ -209,5 +209,54 @@ describe('parseOrThrow', () => {
       expect((err as AppError).code).toBe('invalid_request');
       expect((err as AppError).details).toEqual([{ field: 'email', message: 'invalid email format' }]);
     }
+  });
+});
+
+describe('integerRangePattern', () => {
+  const matches = (min: number, max: number) => {
+    const re = new RegExp(`^(?:${integerRangePattern(min, max)})$`);
+    return (n: number | string) => re.test(String(n));
+  };
+
+  it.each([
+    [0, 0],
+    [0, 9],
+    [1, 30],
+    [60, 2_592_000],
+    [1, 43_200],
+    [1, 720],
+    [7, 7],
+    [95, 105],
+    [0, 604_800],
+    [123, 98_765],
+  ])('matches exactly %i..%i', (min, max) => {
+    const ok = matches(min, max);
+    const top = Math.min(max + 1000, 3_000_000);
+    for (let n = 0; n <= top; n += n < 20_000 ? 1 : 97) expect([n, ok(n)]).toEqual([n, n >= min && n <= max]);
+    expect(ok(max)).toBe(true);
+    expect(ok(max + 1)).toBe(false);
+  });
+
+  it('refuses leading zeros, signs and other text', () => {
+    const ok = matches(0, 100);
+    for (const s of ['00', '01', '007', '-1', '+1', '1.0', '1e1', ' 1', '', 'x']) expect([s, ok(s)]).toEqual([s, false]);
+  });
+});
+
+describe('durationSchema', () => {
+  const sessions = durationSchema(60, 30 * 86_400, '1m to 30d');
+  it('accepts the bounds in every unit and parses to seconds', () => {
+    expect(['60s', '1m', '1h', '24h', '30d', '720h', '43200m', '2592000s'].map((v) => sessions.parse(v))).toEqual([60, 60, 3600, 86_400, 2_592_000, 2_592_000, 2_592_000, 2_592_000]);
+  });
+  it('refuses values out of range, leading zeros and other units', () => {
+    for (const v of ['59s', '0m', '0d', '31d', '721h', '43201m', '2592001s', '060s', '01d', '1w', '1.5h', 'h', '', '24 h']) {
+      expect([v, sessions.safeParse(v).success]).toEqual([v, false]);
+    }
+  });
+  it('puts the bounds in its pattern (the OpenAPI document states them)', () => {
+    const js = z.toJSONSchema(sessions, { io: 'input' }) as { pattern: string };
+    const re = new RegExp(js.pattern);
+    expect(['60s', '1m', '30d'].every((v) => re.test(v))).toBe(true);
+    expect(['59s', '31d', '0m'].some((v) => re.test(v))).toBe(false);
   });
 });

@@ -16,10 +16,16 @@ export const emailSchema = z
   .email({ error: (i) => (i.input === undefined ? 'is required' : i.code === 'invalid_type' ? 'must be a string' : 'invalid email format') })
   .max(userLimits.emailMaxLength, `must be at most ${userLimits.emailMaxLength} characters`);
 
+/**
+ * Holds a character that String.prototype.trim keeps: JavaScript's white space spelled out, so the OpenAPI
+ * document's pattern means the same in every regex engine (Python's \\s, for one, is another set).
+ */
+export const NOT_BLANK = /[^\t\n\v\f\r \u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff]/;
+
 export const nameSchema = z
   .string({ error: (i) => (i.input === undefined ? 'is required' : 'must be a string') })
   .max(userLimits.nameMaxLength, `must be at most ${userLimits.nameMaxLength} characters`)
-  .refine((v) => v.trim().length > 0, 'must not be empty');
+  .regex(NOT_BLANK, 'must not be empty');
 
 export const rolesSchema = z
   .array(z.string({ error: 'must be a string' }).regex(ROLE_PATTERN, 'must look like role_<name> (a-z, 0-9, _ and -)'), {
@@ -102,14 +108,55 @@ export function parseOrThrow<T extends z.ZodType>(schema: T, value: unknown, pre
 
 const UNIT_SECONDS = { s: 1, m: 60, h: 3600, d: 86_400 } as const;
 
-/** A duration `<number><unit>` (units s, m, h, d), parsed to seconds and bounded (e.g. "24h" -> 86400). */
+/**
+ * A regex (no anchors) matching exactly the decimal integers from min to max, written without leading zeros:
+ * bounds a schema can state in its pattern, so a document generated from it says what the server accepts.
+ */
+export function integerRangePattern(min: number, max: number): string {
+  const alternatives: string[] = [];
+  for (let digits = String(min).length; digits <= String(max).length; digits++) {
+    const lo = Math.max(min, digits === 1 ? 0 : 10 ** (digits - 1));
+    const hi = Math.min(max, 10 ** digits - 1);
+    if (lo <= hi) alternatives.push(...sameLengthRange(String(lo), String(hi)));
+  }
+  return alternatives.join('|');
+}
+
+/** Alternatives matching the numbers lo..hi, both written with the same number of digits. */
+function sameLengthRange(lo: string, hi: string): string[] {
+  if (lo === hi) return [lo];
+  const digit = (a: string, b: string) => (a === b ? a : `[${a}-${b}]`);
+  if (lo.length === 1) return [digit(lo, hi)];
+  const [l, h] = [lo[0]!, hi[0]!];
+  const [loRest, hiRest] = [lo.slice(1), hi.slice(1)];
+  if (l === h) return sameLengthRange(loRest, hiRest).map((p) => `${l}(?:${p})`);
+  const n = loRest.length;
+  const any = `\\d{${n}}`;
+  const fullLow = loRest === '0'.repeat(n);
+  const fullHigh = hiRest === '9'.repeat(n);
+  const out: string[] = [];
+  if (!fullLow) out.push(...sameLengthRange(loRest, '9'.repeat(n)).map((p) => `${l}(?:${p})`));
+  const from = fullLow ? Number(l) : Number(l) + 1;
+  const to = fullHigh ? Number(h) : Number(h) - 1;
+  if (from <= to) out.push(`${digit(String(from), String(to))}${any}`);
+  if (!fullHigh) out.push(...sameLengthRange('0'.repeat(n), hiRest).map((p) => `${h}(?:${p})`));
+  return out;
+}
+
+/**
+ * A duration `<number><unit>` (units s, m, h, d; no leading zeros) from minSeconds to maxSeconds, parsed to
+ * seconds ("24h" -> 86400). The bounds are in the pattern itself, per unit.
+ */
 export function durationSchema(minSeconds: number, maxSeconds: number, bounds: string) {
   const message = `must look like <number><unit> (s, m, h or d), from ${bounds}`;
+  const units = Object.entries(UNIT_SECONDS)
+    .map(([unit, size]) => [unit, Math.ceil(minSeconds / size), Math.floor(maxSeconds / size)] as const)
+    .filter(([, lo, hi]) => lo <= hi)
+    .map(([unit, lo, hi]) => `(?:${integerRangePattern(lo, hi)})${unit}`);
   return z
     .string({ error: message })
-    .regex(/^\d{1,7}[smhd]$/, message)
-    .transform((v) => Number(v.slice(0, -1)) * UNIT_SECONDS[v.slice(-1) as keyof typeof UNIT_SECONDS])
-    .pipe(z.number().min(minSeconds, message).max(maxSeconds, message));
+    .regex(new RegExp(`^(?:${units.join('|')})$`), message)
+    .transform((v) => Number(v.slice(0, -1)) * UNIT_SECONDS[v.slice(-1) as keyof typeof UNIT_SECONDS]);
 }
 
 /** An audit event kind: dot-separated lower-case words, at least two (user.login, user.password_reset.failed). */

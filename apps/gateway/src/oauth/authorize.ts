@@ -42,7 +42,8 @@ function respond(req: Request, res: Response, deps: OAuthDeps, p: Params, d: ide
       return;
     }
     default:
-      sendPage(res, 400, errorPage(d.error || 'invalid_request', d.errorDescription || 'invalid authorization request'));
+      // An unknown client is a resource that does not exist (404); any other fault of the request is 400.
+      sendPage(res, d.error === 'invalid_client' ? 404 : 400, errorPage(d.error || 'invalid_request', d.errorDescription || 'invalid authorization request'));
   }
 }
 

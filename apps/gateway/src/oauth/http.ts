@@ -96,12 +96,14 @@ const formDecode = (s: string) => decodeURIComponent(s.replace(/\+/g, ' '));
  * client_id and client_secret in the body, or client_id alone (public clients). Using two methods at once,
  * or naming two different client ids, is an error.
  */
-export function clientCredentialsOf(req: Request, p: ReturnType<typeof paramsOf>): ClientCredentials | { error: string } {
+export function clientCredentialsOf(req: Request, p: ReturnType<typeof paramsOf>): ClientCredentials | { error: string; invalidClient?: true } {
   const header = req.get('authorization');
   const bodyId = p.get('client_id');
   const bodySecret = p.get('client_secret');
   if (p.repeated.includes('client_id') || p.repeated.includes('client_secret')) return { error: 'client_id or client_secret given more than once' };
   if (header) {
+    // RFC 6749 5.2: an unsupported authentication method is invalid_client (401), as a malformed one is not.
+    if (!/^Basic /i.test(header)) return { error: 'clients authenticate with HTTP Basic or client_secret_post, not another Authorization scheme', invalidClient: true };
     const m = /^Basic ([A-Za-z0-9+/=]{1,2048})$/i.exec(header);
     if (!m) return { error: 'Authorization must be HTTP Basic client credentials' };
     const decoded = Buffer.from(m[1]!, 'base64').toString('utf8');

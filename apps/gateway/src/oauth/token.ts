@@ -18,7 +18,8 @@ function readRequest(req: Request, res: Response): { p: Params; creds: ClientCre
   const p = paramsOf(req.body);
   const creds = clientCredentialsOf(req, p);
   if ('error' in creds) {
-    sendOAuthError(res, { error: 'invalid_request', errorDescription: creds.error, status: 400 });
+    if (creds.invalidClient) sendOAuthError(res, { error: 'invalid_client', errorDescription: creds.error, status: 401 }, true);
+    else sendOAuthError(res, { error: 'invalid_request', errorDescription: creds.error, status: 400 });
     return undefined;
   }
   return { p, creds };

@@ -3,7 +3,7 @@ import { requiredScope } from '../oauth/scopes';
 import { routes as allRoutes } from '../routes';
 import type { Route } from '../routes/route';
 import { COMPONENTS, registerComponents } from './components';
-import { SchemaSet, type Json } from './schemas';
+import { refuseNul, SchemaSet, type Json } from './schemas';
 import { surfacePaths, type Surface } from './surface';
 
 export type { Surface } from './surface';
@@ -146,6 +146,13 @@ export function buildOpenApi(routes: Route[], options: DocumentOptions) {
   const paths: Record<string, Record<string, Json>> = {};
   for (const route of routes) (paths[`/v1${toPath(route.path)}`] ??= {})[route.method] = operation(route, set, c);
   for (const [path, item] of Object.entries(surfacePaths(options, set, c))) paths[path] = { ...paths[path], ...item };
+  for (const item of Object.values(paths)) {
+    for (const op of Object.values(item)) {
+      for (const p of (op.parameters as Json[] | undefined) ?? []) p.schema = refuseNul(p.schema);
+      const content = (op.requestBody as { content?: Record<string, Json> } | undefined)?.content ?? {};
+      for (const media of Object.values(content)) media.schema = refuseNul(media.schema);
+    }
+  }
   return {
     openapi: '3.1.0',
     info: {

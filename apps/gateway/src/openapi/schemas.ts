@@ -13,6 +13,40 @@ function rewriteRefs(value: unknown): unknown {
   return out;
 }
 
+const NUL = '\\u0000';
+const STRING_KEYWORDS = ['pattern', 'minLength', 'maxLength', 'format'];
+
+/**
+ * A schema whose metadata names another JSON type than zod derived (a query string parsed to an integer,
+ * `.meta({ type: 'integer', minimum, maximum })`) keeps none of the string's keywords: the document
+ * describes the value as the client writes it.
+ */
+function documentedType(ctx: { zodSchema: unknown; jsonSchema: Json }): void {
+  const meta = z.globalRegistry.get(ctx.zodSchema as z.ZodType);
+  if (meta && typeof meta.type === 'string' && meta.type !== 'string') for (const k of STRING_KEYWORDS) delete ctx.jsonSchema[k];
+}
+
+/**
+ * Request-side schemas also say what the input guard refuses (middleware/input.ts): no string may hold a NUL
+ * character. A string already bounded by an anchored pattern of literal classes cannot hold one.
+ */
+export function refuseNul(schema: unknown): unknown {
+  if (Array.isArray(schema)) return schema.map(refuseNul);
+  if (schema === null || typeof schema !== 'object') return schema;
+  const out: Json = {};
+  for (const [k, v] of Object.entries(schema)) out[k] = k === 'enum' || k === 'const' || k === 'default' || k === 'examples' ? v : refuseNul(v);
+  const isString = out.type === 'string' || (Array.isArray(out.type) && out.type.includes('string'));
+  if (isString && out.enum === undefined && out.const === undefined && !nulFree(out)) out.not = { pattern: NUL };
+  if (out.type === 'object' && out.additionalProperties !== false) out.propertyNames = { not: { pattern: NUL } };
+  return out;
+}
+
+function nulFree(s: Json): boolean {
+  if (s.format === 'email' || s.format === 'date-time' || s.format === 'uri') return true;
+  const p = s.pattern;
+  return typeof p === 'string' && p.startsWith('^') && p.endsWith('$') && !/\[\^|(?<!\\)\.|\\[SDWs]/.test(p);
+}
+
 /**
  * JSON Schemas (OpenAPI 3.1 is JSON Schema 2020-12) of the zod schemas that validate requests and shape
  * responses. A schema registered with an id (`named`) becomes a component and is referenced wherever it
@@ -22,7 +56,7 @@ export class SchemaSet {
   readonly components: Record<string, Json> = {};
 
   convert(schema: z.ZodType, io: 'input' | 'output'): Json {
-    const { $schema: _dialect, $defs, ...rest } = z.toJSONSchema(schema, { io, unrepresentable: 'any' }) as Json & { $defs?: Record<string, Json> };
+    const { $schema: _dialect, $defs, ...rest } = z.toJSONSchema(schema, { io, unrepresentable: 'any', override: documentedType }) as Json & { $defs?: Record<string, Json> };
     for (const [id, def] of Object.entries($defs ?? {})) this.add(id, rewriteRefs(def) as Json);
     return rewriteRefs(rest) as Json;
   }

@@ -23,17 +23,24 @@ interface Common {
 
 const str = (description: string, extra: Json = {}): Json => ({ type: 'string', description, ...extra });
 
-/** An object of optional string fields (a form or a query), each described. */
+/** A form: string fields, each described; required ones are non-empty. */
 function fields(props: Record<string, string>, required: string[] = []): Json {
   return {
     type: 'object',
-    properties: Object.fromEntries(Object.entries(props).map(([k, d]) => [k, str(d)])),
+    properties: Object.fromEntries(Object.entries(props).map(([k, d]) => [k, str(d, required.includes(k) ? { minLength: 1 } : {})])),
     ...(required.length ? { required } : {}),
   };
 }
 
-function queryParams(props: Record<string, string>): Json[] {
-  return Object.entries(props).map(([name, description]) => ({ name, in: 'query', required: false, schema: str(description) }));
+/** Query parameters: optional strings, unless `required` names them (then non-empty, or of `shapes`' schema). */
+function queryParams(props: Record<string, string>, required: string[] = [], shapes: Record<string, Json> = {}): Json[] {
+  return Object.entries(props).map(([name, description]) => ({
+    name,
+    in: 'query',
+    required: required.includes(name),
+    description,
+    schema: shapes[name] ?? { type: 'string', ...(required.includes(name) ? { minLength: 1 } : {}) },
+  }));
 }
 
 const ID_PARAM = { name: 'id', in: 'path', required: true, description: 'The SSO connection (sso_<id>)', schema: { type: 'string' } };
@@ -110,8 +117,9 @@ export function surfacePaths(o: Surface & { issuer: string }, set: SchemaSet, c:
         operationId: 'authorize',
         summary: 'Authorization endpoint (RFC 6749 4.1, PKCE): the login page, the consent page, or back to the client',
         tags: ['oauth'],
-        parameters: queryParams(authorizationParams),
-        responses: { ...pageResponses, 302: redirect('Back to the client\'s redirect_uri with a code or an error') },
+        // An unknown client is 404 (an error page); with a known one, every other fault goes back to it.
+        parameters: queryParams(authorizationParams, ['client_id', 'redirect_uri', 'response_type'], { client_id: { type: 'string', pattern: '^cli_[0-9a-z]{26}$' } }),
+        responses: { ...pageResponses, 302: redirect('Back to the client\'s redirect_uri with a code or an error'), 404: page('No such client (an error page)') },
       }),
       post: open({
         operationId: 'authorizeForm',
@@ -192,7 +200,7 @@ export function surfacePaths(o: Surface & { issuer: string }, set: SchemaSet, c:
   if (o.sso) {
     const xml = (description: string, type: string): Json => ({ description, headers: h(), content: { [type]: { schema: { type: 'string' } } } });
     const refusals = errors('invalid_request', 'unauthorized', 'not_found', 'rate_limited', 'internal_error', 'unavailable');
-    const samlForm = (props: Record<string, string>): Json => ({ required: true, content: { 'application/x-www-form-urlencoded': { schema: fields(props) } } });
+    const samlForm = (props: Record<string, string>, required: string[] = []): Json => ({ required: true, content: { 'application/x-www-form-urlencoded': { schema: fields(props, required) } } });
     paths['/v1/sso/saml/{id}/metadata'] = {
       get: open({ operationId: 'getSamlSpMetadata', summary: 'SAML SP metadata of a connection (signed; the entity id, ACS, SLO and certificates)', tags: ['sso'], parameters: [ID_PARAM], responses: { 200: xml('The metadata', 'application/samlmetadata+xml'), ...refusals } }),
     };
@@ -211,7 +219,7 @@ export function surfacePaths(o: Surface & { issuer: string }, set: SchemaSet, c:
         summary: 'Assertion consumer service (HTTP-POST): validates the IdP\'s response and signs the user in',
         tags: ['sso'],
         parameters: [ID_PARAM],
-        requestBody: samlForm({ SAMLResponse: 'The base64 SAML Response', RelayState: 'RelayState' }),
+        requestBody: samlForm({ SAMLResponse: 'The base64 SAML Response', RelayState: 'RelayState' }, ['SAMLResponse']),
         responses: { 200: json('Signed in (no browser binding): a session', anyObject), 303: redirect('On to the continuation, the OAuth login or the app\'s login initiation URL'), ...refusals, ...errors('payload_too_large') },
       }),
     };
@@ -220,7 +228,7 @@ export function surfacePaths(o: Surface & { issuer: string }, set: SchemaSet, c:
         operationId: 'continueSamlLogin',
         summary: 'Finishes a browser\'s login in that browser (the binding cookie of /login)',
         tags: ['sso'],
-        parameters: [ID_PARAM, ...queryParams({ state: 'The sealed state from the ACS' })],
+        parameters: [ID_PARAM, ...queryParams({ state: 'The sealed state from the ACS' }, ['state'])],
         responses: { 200: json('Signed in: a session', anyObject), 303: redirect('On to the OAuth login or the app'), ...refusals },
       }),
     };

@@ -71,6 +71,7 @@ export const limitParam = z
   .transform(Number)
   .pipe(z.number().min(1, 'must be an integer from 1 to 100').max(100, 'must be an integer from 1 to 100'))
   .optional()
-  .default(20);
+  .default(20)
+  .meta({ type: 'integer', minimum: 1, maximum: 100, default: 20, description: 'Page size' });
 
 export const cursorParam = z.string({ error: 'must be a single string' }).max(512, 'invalid or expired cursor').optional();
