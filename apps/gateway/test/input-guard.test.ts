@@ -9,7 +9,7 @@ import { call, detailsOf, expectError, startGateway, type TestGateway } from './
 
 let gw: TestGateway;
 beforeAll(async () => {
-  gw = await startGateway({ extra: { oauth: { issuer: 'http://127.0.0.1:8080' } } });
+  gw = await startGateway({ extra: { oauth: { issuer: 'http://127.0.0.1:8080' }, sso: { baseUrl: 'http://127.0.0.1:8080', clockSkewMs: 0, requestTtlSeconds: 600 } } });
 });
 afterAll(async () => {
   await gw.close();
@@ -88,6 +88,15 @@ describe('hostile input on every route', () => {
     const res = await call(gw, 'POST', '/oauth/token', { raw: 'grant_type=client_credentials&client_id=a%00b&client_secret=x', headers: { 'content-type': 'application/x-www-form-urlencoded' }, auth: false });
     expect(res.status).toBe(400);
     expect(res.body).toEqual({ error: 'invalid_request', error_description: 'client_id must not contain the NUL character (U+0000)' });
+    expect(serviceCalls()).toEqual([]);
+  });
+
+  it('answers a form with more parameters than an endpoint reads with 413, never 500 (SAML ACS, OAuth token)', async () => {
+    const form = Array.from({ length: 120 }, (_, i) => `p${i}=x`).join('&');
+    const headers = { 'content-type': 'application/x-www-form-urlencoded' };
+    expectError(await call(gw, 'POST', `/v1/sso/saml/sso_${'0'.repeat(26)}/acs`, { raw: form, headers, auth: false }), 413, 'payload_too_large');
+    const token = await call(gw, 'POST', '/oauth/token', { raw: form, headers, auth: false });
+    expect({ status: token.status, error: token.body?.error }).toEqual({ status: 413, error: 'invalid_request' });
     expect(serviceCalls()).toEqual([]);
   });
 

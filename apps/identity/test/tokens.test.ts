@@ -73,6 +73,7 @@ describe('access tokens', () => {
     await pool.query('UPDATE sessions SET revoked_at = now() WHERE id = $1', [short.session!.id]);
     const err = await issueAccessToken(ctx, keys)({ sessionToken: short.token }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(AppError);
+    expect((err as AppError).code).toBe('unauthorized');
     expect((err as AppError).details[0]!.field).toBe('sessionToken');
   });
 });

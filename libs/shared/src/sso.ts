@@ -26,7 +26,8 @@ export const ssoDomainsSchema = z
   })
   .max(ssoLimits.maxDomains, `at most ${ssoLimits.maxDomains} domains`)
   .min(1, 'at least one domain')
-  .refine((d) => new Set(d).size === d.length, 'must not contain duplicates');
+  .refine((d) => new Set(d).size === d.length, 'must not contain duplicates')
+  .meta({ uniqueItems: true });
 
 /** Names of the assertion attributes holding the email and display name (the NameID is the default email). */
 export const attributeMappingSchema = z.strictObject({

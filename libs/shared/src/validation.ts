@@ -12,8 +12,15 @@ export const userLimits = {
 
 export const ROLE_PATTERN = /^role_[a-z0-9][a-z0-9_-]{0,62}$/;
 
+/**
+ * zod's email rule, with the lengths of RFC 5321 (local part at most 64 octets) and RFC 1035 (labels of 1 to
+ * 63 characters that neither start nor end with a hyphen) added: the document states the same pattern.
+ */
+export const EMAIL_PATTERN =
+  /^(?=[^@]{1,64}@)(?!\.)(?!.*\.\.)[A-Za-z0-9_'+\-.]*[A-Za-z0-9_+-]@(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.)+[A-Za-z]{2,63}$/;
+
 export const emailSchema = z
-  .email({ error: (i) => (i.input === undefined ? 'is required' : i.code === 'invalid_type' ? 'must be a string' : 'invalid email format') })
+  .email({ pattern: EMAIL_PATTERN, error: (i) => (i.input === undefined ? 'is required' : i.code === 'invalid_type' ? 'must be a string' : 'invalid email format') })
   .max(userLimits.emailMaxLength, `must be at most ${userLimits.emailMaxLength} characters`);
 
 /**
@@ -32,7 +39,8 @@ export const rolesSchema = z
     error: 'must be an array of strings',
   })
   .max(userLimits.maxRoles, `at most ${userLimits.maxRoles} roles`)
-  .refine((roles) => new Set(roles).size === roles.length, 'must not contain duplicates');
+  .refine((roles) => new Set(roles).size === roles.length, 'must not contain duplicates')
+  .meta({ uniqueItems: true });
 
 /**
  * Depth of a JSON value (a scalar is 0, `{}` is 1) and whether it holds a "__proto__" key, in one iterative

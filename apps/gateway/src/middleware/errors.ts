@@ -3,6 +3,7 @@ import { AppError, errorBody, toAppError, type Logger } from '@secsvc/shared';
 
 /** body-parser errors carry a `type`; map them to the API's codes. */
 function fromBodyParser(err: { type?: string; status?: number }): AppError | undefined {
+  if (typeof err?.type !== 'string') return undefined;
   switch (err.type) {
     case 'entity.parse.failed':
       return AppError.invalid([{ field: '(body)', message: 'malformed JSON' }], 'Request body is not valid JSON');
@@ -13,19 +14,22 @@ function fromBodyParser(err: { type?: string; status?: number }): AppError | und
     case 'encoding.unsupported':
     case 'charset.unsupported':
       return new AppError('unsupported_media_type', 'Unsupported body encoding or charset');
+    case 'parameters.too.many':
+      return new AppError('payload_too_large', 'The form has more parameters than this endpoint reads');
     case 'request.aborted':
     case 'request.size.invalid':
     case 'stream.encoding.set':
       return AppError.invalid([], 'Request body could not be read');
     default:
-      return undefined;
+      // Any other client fault body-parser reports (it marks them expose, 4xx) is still the client's.
+      return err.status !== undefined && err.status >= 400 && err.status < 500 ? AppError.invalid([{ field: '(body)', message: 'could not be parsed' }], 'Request body was refused') : undefined;
   }
 }
 
 /** The one place errors become HTTP responses; a 500 never carries internal text. */
 export function errorHandler(logger: Logger) {
   return (err: unknown, req: Request, res: Response, _next: NextFunction): void => {
-    const appErr = fromBodyParser(err as { type?: string }) ?? toAppError(err);
+    const appErr = fromBodyParser(err as { type?: string; status?: number }) ?? toAppError(err);
     if (appErr.code === 'internal_error') {
       logger.error({ err: { message: (err as Error)?.message, stack: (err as Error)?.stack }, requestId: req.requestId }, 'unhandled error');
     }

@@ -95,6 +95,8 @@ export function surfacePaths(o: Surface & { issuer: string }, set: SchemaSet, c:
       required: ['error', 'error_description'],
     });
     const oauthError = (description: string, extra: string[] = []) => json(description, set.ref('OAuthError'), extra);
+    // A query the input guard refuses is answered before the endpoint, in the API's error shape.
+    const eitherError = (description: string) => json(description, { anyOf: [set.ref('OAuthError'), set.ref('Error')] });
     const authorizationParams = {
       client_id: 'The client (cli_<id>)',
       redirect_uri: 'One of the client\'s registered redirect URIs',
@@ -109,7 +111,11 @@ export function surfacePaths(o: Surface & { issuer: string }, set: SchemaSet, c:
     };
     const pageResponses = {
       200: page('The login or consent page'),
-      400: page('The authorization request is invalid and cannot be sent back to the client (an error page)'),
+      400: {
+        description: 'The authorization request is invalid and cannot be sent back to the client (an error page), or the input guard refused the query or form (JSON)',
+        headers: h(),
+        content: { 'text/html': { schema: { type: 'string' } }, 'application/json': { schema: { anyOf: [set.ref('OAuthError'), set.ref('Error')] } } },
+      },
       ...errors('rate_limited', 'internal_error', 'unavailable'),
     };
     paths['/oauth/authorize'] = {
@@ -138,16 +144,16 @@ export function surfacePaths(o: Surface & { issuer: string }, set: SchemaSet, c:
           303: redirect('On to the client, the consent page or the SSO login'),
           401: page('Invalid email or password (the login page again)'),
           403: page('The form\'s CSRF token is missing or invalid (an error page)'),
-          413: oauthError('The form is larger than 64 KiB'),
+          413: eitherError('The form is larger than 64 KiB or has more than 100 parameters'),
         },
       }),
     };
     const form = (props: Record<string, string>): Json => ({ required: true, content: { 'application/x-www-form-urlencoded': { schema: fields(props) } } });
     const clientAuth = { client_id: 'The client (public clients, or client_secret_post)', client_secret: 'The client secret (client_secret_post; or HTTP Basic)' };
     const tokenErrors = {
-      400: oauthError('RFC 6749 5.2: invalid_request, invalid_grant, unsupported_grant_type, invalid_scope…'),
-      401: oauthError('invalid_client'),
-      413: oauthError('The form is larger than 64 KiB'),
+      400: eitherError('RFC 6749 5.2: invalid_request, invalid_grant, unsupported_grant_type, invalid_scope…'),
+      401: oauthError('invalid_client', ['WWW-Authenticate']),
+      413: eitherError('The form is larger than 64 KiB or has more than 100 parameters'),
       ...errors('rate_limited', 'internal_error', 'unavailable'),
     };
     paths['/oauth/token'] = {
@@ -191,7 +197,9 @@ export function surfacePaths(o: Surface & { issuer: string }, set: SchemaSet, c:
           401: oauthError('No, an invalid or a revoked access token', ['WWW-Authenticate']),
           403: oauthError('The token lacks the openid scope', ['WWW-Authenticate']),
           503: oauthError('Revocation cannot be checked right now', ['Retry-After']),
-          ...errors('invalid_request', 'rate_limited', 'internal_error'),
+          400: eitherError('The form or query was refused'),
+          413: eitherError('The form is larger than 64 KiB or has more than 100 parameters'),
+          ...errors('rate_limited', 'internal_error'),
         },
       });
     paths['/oauth/userinfo'] = { get: userinfo('userinfo', false), post: userinfo('userinfoForm', true) };

@@ -14,7 +14,8 @@ import { usersRepository } from '../repositories/users';
 export const issueAccessToken =
   (ctx: IdentityContext, keys: SigningKeyStore) =>
   async (req: identity.IssueAccessTokenRequest): Promise<identity.AccessToken> => {
-    const refused = AppError.field('sessionToken', 'invalid or expired session token');
+    // The session token is the credential of this exchange: an unknown, expired or revoked one is 401.
+    const refused = new AppError('unauthorized', 'Invalid or expired session token', [{ field: 'sessionToken', message: 'invalid or expired session token' }]);
     if (!looksLikeSessionToken(req.sessionToken)) throw refused;
     const session = await sessionsRepository.findActiveByHash(ctx.pool, null, hashSessionToken(req.sessionToken, ctx.config.SERVER_SECRET));
     if (!session) throw refused;

@@ -1,16 +1,23 @@
 import type { identity } from '@secsvc/proto';
-import { durationSchema } from '@secsvc/shared';
+import { durationSchema, NOT_BLANK } from '@secsvc/shared';
 import { z } from 'zod';
+import { evenWithFaultyFields } from '../body-rules';
 
 export const apiKeyIdParams = z.object({ id: z.string() });
 
-export const createApiKeyBody = z.strictObject({
-  name: z.string({ error: 'must be a string' }).min(1, 'must not be empty').max(100, 'must be at most 100 characters'),
-  type: z.enum(['secret', 'public', 'test'], { error: 'must be secret, public or test' }),
-  plan: z.enum(['free', 'pro', 'enterprise'], { error: 'must be free, pro or enterprise' }).optional(),
-  rateLimit: z.number({ error: 'must be an integer' }).int('must be an integer').min(1).max(1_000_000).optional(),
-  expiresAt: z.iso.datetime({ offset: true, error: 'must be an ISO 8601 timestamp' }).optional(),
-});
+export const createApiKeyBody = z
+  .strictObject({
+    name: z.string({ error: 'must be a string' }).max(100, 'must be at most 100 characters').regex(NOT_BLANK, 'must not be empty'),
+    type: z.enum(['secret', 'public', 'test'], { error: 'must be secret, public or test' }),
+    plan: z.enum(['free', 'pro', 'enterprise'], { error: 'must be free, pro or enterprise' }).optional(),
+    rateLimit: z.number({ error: 'must be an integer' }).int('must be an integer').min(1).max(1_000_000).optional(),
+    expiresAt: z.iso.datetime({ offset: true, error: 'must be an ISO 8601 timestamp' }).optional(),
+  })
+  .superRefine((b, ctx) => {
+    if (b.rateLimit !== undefined && b.plan !== 'enterprise') ctx.addIssue({ code: 'custom', path: ['rateLimit'], message: 'a custom limit needs the enterprise plan' });
+  }, evenWithFaultyFields)
+  // The same rule, for the document: rateLimit only with plan enterprise.
+  .meta({ anyOf: [{ not: { required: ['rateLimit'] } }, { required: ['plan'], properties: { plan: { const: 'enterprise' } } }] });
 
 export const rotateApiKeyBody = z.strictObject({
   gracePeriod: durationSchema(0, 7 * 86_400, '0s to 7d').optional(),

@@ -10,14 +10,14 @@ export const issueTokenRoute = defineRoute({
   keyTypes: ['secret', 'test', 'public'],
   anonymous: true,
   body: z.strictObject({
-    sessionToken: z.string({ error: (i) => (i.input === undefined ? 'is required' : 'must be a string') }).max(512, 'is too long'),
+    sessionToken: z.string({ error: (i) => (i.input === undefined ? 'is required' : 'must be a string') }).min(1, 'is required').max(512, 'is too long'),
   }),
   responses: {
     200: {
       description: 'The access token',
       schema: dataOf(z.object({ accessToken: z.string(), tokenType: z.literal('Bearer'), expiresIn: z.number().int() })),
     },
-    400: { description: 'Invalid or expired session token (field sessionToken)', schema: errorSchema },
+    401: { description: 'Invalid, expired or revoked session token (field sessionToken)', schema: errorSchema },
   },
   async handle({ body }, ctx) {
     const token = await ctx.clients.identity.issueAccessToken({ sessionToken: body.sessionToken }, ctx.call);

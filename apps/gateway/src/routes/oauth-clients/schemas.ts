@@ -1,25 +1,49 @@
 import type { identity } from '@secsvc/proto';
+import { NOT_BLANK, OAUTH_SCOPES } from '@secsvc/shared';
 import { z } from 'zod';
+import { atLeastOne, evenWithFaultyFields } from '../body-rules';
 
 export const clientIdParams = z.object({ id: z.string() });
 
-const stringList = (what: string, max: number) =>
-  z.array(z.string({ error: `each must be ${what}` }).max(2000, 'must be at most 2000 characters'), { error: 'must be an array of strings' }).max(max, `at most ${max} entries`);
+const unique = <T extends z.ZodArray>(list: T) => list.refine((v) => new Set(v).size === v.length, 'must not contain duplicates').meta({ uniqueItems: true });
 
-export const createClientBody = z.strictObject({
-  name: z.string({ error: (i) => (i.input === undefined ? 'is required' : 'must be a string') }).min(1, 'must not be empty').max(100, 'must be at most 100 characters'),
-  type: z.enum(['public', 'confidential'], { error: 'must be public or confidential' }),
-  redirectUris: stringList('an absolute URL', 10).optional(),
-  scopes: stringList('a scope', 20).min(1, 'at least one scope'),
-  firstParty: z.boolean({ error: 'must be a boolean' }).optional(),
-});
+/**
+ * Absolute http(s) URLs, https unless the host is loopback (RFC 8252 7.3), no fragment, wildcard or
+ * credentials; identity also requires the canonical form the URL standard writes (not expressible here).
+ */
+const redirectUri = z
+  .string({ error: 'each must be an absolute URL' })
+  .max(2000, 'must be at most 2000 characters')
+  .regex(/^(https:\/\/[^/?#*@\s]+|http:\/\/(127\.0\.0\.1|\[::1\]|localhost)(:\d{1,5})?)([/?][^#*\s]*)?$/, 'must be an https URL (http only for loopback hosts), without fragment, wildcard or credentials');
+const redirectUris = unique(z.array(redirectUri, { error: 'must be an array of strings' }).max(10, 'at most 10 entries'));
+const scopes = unique(z.array(z.enum(OAUTH_SCOPES, { error: `unknown scope; one of ${OAUTH_SCOPES.join(', ')}` }), { error: 'must be an array of strings' }).max(20, 'at most 20 entries'));
+const name = z.string({ error: (i) => (i.input === undefined ? 'is required' : 'must be a string') }).max(100, 'must be at most 100 characters').regex(NOT_BLANK, 'must not be empty');
 
-export const updateClientBody = z.strictObject({
-  name: z.string({ error: 'must be a string' }).min(1, 'must not be empty').max(100, 'must be at most 100 characters').optional(),
-  redirectUris: stringList('an absolute URL', 10).optional(),
-  scopes: stringList('a scope', 20).optional(),
-  firstParty: z.boolean({ error: 'must be a boolean' }).optional(),
-});
+export const createClientBody = z
+  .strictObject({
+    name,
+    type: z.enum(['public', 'confidential'], { error: 'must be public or confidential' }),
+    redirectUris: redirectUris.optional(),
+    scopes: scopes.min(1, 'at least one scope'),
+    firstParty: z.boolean({ error: 'must be a boolean' }).optional(),
+  })
+  .superRefine((b, ctx) => {
+    if (b.type === 'public' && !(Array.isArray(b.redirectUris) && b.redirectUris.length > 0)) {
+      ctx.addIssue({ code: 'custom', path: ['redirectUris'], message: 'a public client needs at least one redirect URI' });
+    }
+  }, evenWithFaultyFields)
+  // The same rule, for the document: a public client lists at least one redirect URI.
+  .meta({ anyOf: [{ properties: { type: { const: 'confidential' } } }, { required: ['redirectUris'], properties: { redirectUris: { minItems: 1 } } }] });
+
+export const updateClientBody = atLeastOne(
+  z.strictObject({
+    name: name.optional(),
+    redirectUris: redirectUris.optional(),
+    scopes: scopes.min(1, 'at least one scope').optional(),
+    firstParty: z.boolean({ error: 'must be a boolean' }).optional(),
+  }),
+  'give at least one of name, redirectUris, scopes, firstParty',
+);
 
 const timestamp = z.string().describe('ISO 8601 UTC');
 

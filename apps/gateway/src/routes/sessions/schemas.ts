@@ -9,7 +9,7 @@ export const createSessionBody = z.strictObject({
 });
 
 export const tokenBody = z.strictObject({
-  token: z.string({ error: (i) => (i.input === undefined ? 'is required' : 'must be a string') }).max(512, 'is too long'),
+  token: z.string({ error: (i) => (i.input === undefined ? 'is required' : 'must be a string') }).min(1, 'is required').max(512, 'is too long'),
 });
 
 const timestamp = z.string().describe('ISO 8601 UTC');
