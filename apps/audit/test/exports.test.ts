@@ -113,6 +113,9 @@ test('CreateExport refuses bad input naming the field', async () => {
   expect(await fieldOf(create({ query: '"unclosed' }))).toBe('query');
   expect(await fieldOf(create({ events: ['Not An Event'] }))).toBe('events[0]');
   expect(await fieldOf(create({ environment: 'prod' }))).toBe('environment');
+  // every fault at once, and an event kind the product does not emit is refused like a malformed one
+  const all = await create({ format: 'xml', from: '2026-11-02T00:00:00.000Z', to: '2026-11-01T00:00:00.000Z', events: ['user.login', 'user.nonsense'], query: '"unclosed' }).catch((e: AppError) => e);
+  expect((all as AppError).details.map((d) => d.field)).toEqual(['format', 'events[1]', 'to', 'query']);
 });
 
 test('CreateExport stores a processing job with a fast count as the estimate; GetExport is scoped to the environment', async () => {

@@ -140,6 +140,10 @@ describe('ListLogs and GetLog', () => {
     await expect(call({ from: '2026-11-02T00:00:00Z', to: '2026-11-01T00:00:00Z' })).rejects.toMatchObject({ details: [{ field: 'to' }] });
     await expect(call({ limit: 0 })).rejects.toMatchObject({ details: [{ field: 'limit' }] });
     await expect(call({ cursor: 'cur_forged' })).rejects.toMatchObject({ details: [{ field: 'cursor' }] });
+    // every fault at once; a kind the product does not emit is refused like a malformed one
+    await expect(call({ events: ['user.login', 'user.nonsense'], from: '2026-11-02T00:00:00Z', to: '2026-11-01T00:00:00Z', result: 'maybe' })).rejects.toMatchObject({
+      details: [{ field: 'events[1]' }, { field: 'to' }, { field: 'result' }],
+    });
   });
 
   test('GetLog returns the full entry; unknown, malformed and other-environment ids are 404', async () => {

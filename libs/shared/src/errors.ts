@@ -51,6 +51,14 @@ export class AppError extends Error {
   static notFound(what: string): AppError {
     return new AppError('not_found', `${what} not found`);
   }
+
+  /**
+   * The same error with each detail's field renamed: a caller that forwards another service's error names
+   * the fields by their path in its own request (the policy service's `ip` is the gateway's `context.ip`).
+   */
+  withFields(rename: (field: string) => string): AppError {
+    return new AppError(this.code, this.message, this.details.map((d) => ({ field: rename(d.field), message: d.message })), this.retryAfterSeconds);
+  }
 }
 
 export function isAppError(err: unknown): err is AppError {

@@ -27,3 +27,5 @@ export * from './bus/config';
 export * from './object-store';
 export * from './waker';
 export * from './input';
+export * from './event-kinds';
+export * from './policy-schema';

@@ -1,21 +1,38 @@
 import type { audit } from '@secsvc/proto';
 import { EXPORT_FORMATS, exportCriteria, type ExportFormat, type ExportSpec } from '@secsvc/audit-store';
-import { AppError, callerOf, newId, type CallContext } from '@secsvc/shared';
+import { AppError, callerOf, newId, type CallContext, type FieldError } from '@secsvc/shared';
+import { environmentOf } from '../context';
 import type { ExportContext } from '../export-context';
-import { filtersOf } from './list-logs';
+import { filterErrors } from './list-logs';
 import { toExport } from './exports';
 
 const DAY_MS = 86_400_000;
 
-/** The export a request asks for, validated field by field (400 naming each). */
-export function exportSpecOf(req: { environment: string; from?: string; to?: string; events?: string[]; query?: string }, maxRangeDays?: number): ExportSpec {
-  if (!req.from) throw AppError.field('from', 'is required');
-  if (!req.to) throw AppError.field('to', 'is required');
-  const filters = filtersOf(req);
-  if (maxRangeDays !== undefined && Date.parse(req.to) - Date.parse(req.from) > maxRangeDays * DAY_MS) throw AppError.field('to', `the range from..to must be at most ${maxRangeDays} days`);
-  const spec = { environment: filters.environment, from: new Date(req.from).toISOString(), to: new Date(req.to).toISOString(), events: req.events ?? [], query: req.query ?? '' };
-  exportCriteria(spec); // a query that cannot be parsed is a 400 naming `query`
-  return spec;
+/** The export a request asks for, validated field by field (400 naming every faulty field at once). */
+export function exportSpecOf(
+  req: { environment: string; from?: string; to?: string; events?: string[]; query?: string; format?: string },
+  maxRangeDays?: number,
+): ExportSpec {
+  const environment = environmentOf(req.environment);
+  const errors: FieldError[] = [];
+  if (req.format !== undefined && !(EXPORT_FORMATS as readonly string[]).includes(req.format)) {
+    errors.push({ field: 'format', message: `must be one of ${EXPORT_FORMATS.join(', ')}` });
+  }
+  if (!req.from) errors.push({ field: 'from', message: 'is required' });
+  if (!req.to) errors.push({ field: 'to', message: 'is required' });
+  errors.push(...filterErrors(req));
+  if (req.from && req.to && maxRangeDays !== undefined && Date.parse(req.to) - Date.parse(req.from) > maxRangeDays * DAY_MS) {
+    errors.push({ field: 'to', message: `the range from..to must be at most ${maxRangeDays} days` });
+  }
+  const spec = { environment, from: req.from ?? '', to: req.to ?? '', events: req.events ?? [], query: req.query ?? '' };
+  try {
+    exportCriteria(spec); // a query that cannot be parsed is a 400 naming `query`
+  } catch (err) {
+    if (!(err instanceof AppError) || err.code !== 'invalid_request') throw err;
+    errors.push(...err.details);
+  }
+  if (errors.length) throw AppError.invalid(errors);
+  return { ...spec, from: new Date(spec.from).toISOString(), to: new Date(spec.to).toISOString() };
 }
 
 /**
@@ -25,7 +42,6 @@ export function exportSpecOf(req: { environment: string; from?: string; to?: str
 export const createExport =
   (ctx: ExportContext) =>
   async (req: audit.CreateExportRequest, call: CallContext): Promise<audit.Export> => {
-    if (!(EXPORT_FORMATS as readonly string[]).includes(req.format)) throw AppError.field('format', `must be one of ${EXPORT_FORMATS.join(', ')}`);
     const spec = exportSpecOf(req, ctx.exports.maxRangeDays);
     const { filters, clause } = exportCriteria(spec);
     const estimatedRecords = await ctx.store.count(filters, clause);

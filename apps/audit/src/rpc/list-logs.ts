@@ -1,6 +1,6 @@
 import type { audit } from '@secsvc/proto';
 import type { LogFilters, LogPosition } from '@secsvc/audit-store';
-import { AppError, encodeCursor, EVENT_KIND, pageRequest } from '@secsvc/shared';
+import { AppError, encodeCursor, isEventKind, pageRequest, type FieldError } from '@secsvc/shared';
 import { environmentOf, toLogEntry, type AuditContext } from '../context';
 
 export const MAX_PAGE = 100;
@@ -15,14 +15,22 @@ export function positionOf(after: string | undefined): LogPosition | undefined {
 
 export const cursorAfter = (row: { timestamp: string; id: string }) => `${row.timestamp}|${row.id}`;
 
-/** The time window and event filters shared by list and search. */
+/** The faults of the time window and event filters shared by list, search and export, all of them. */
+export function filterErrors(req: { events?: string[]; from?: string; to?: string; result?: string }): FieldError[] {
+  const errors: FieldError[] = [];
+  for (const [i, e] of (req.events ?? []).entries()) {
+    if (!isEventKind(e)) errors.push({ field: `events[${i}]`, message: 'must be an event kind the product emits, such as user.login' });
+  }
+  if (req.from && req.to && Date.parse(req.from) >= Date.parse(req.to)) errors.push({ field: 'to', message: 'must be after from' });
+  if (req.result && req.result !== 'success' && req.result !== 'failure') errors.push({ field: 'result', message: 'must be success or failure' });
+  return errors;
+}
+
+/** The time window and event filters shared by list and search (400 naming every faulty field). */
 export function filtersOf(req: { environment: string; events?: string[]; from?: string; to?: string; actorId?: string; result?: string }): LogFilters {
   const environment = environmentOf(req.environment);
-  for (const [i, e] of (req.events ?? []).entries()) {
-    if (!EVENT_KIND.test(e)) throw AppError.field(`events[${i}]`, 'must be an event kind such as user.login');
-  }
-  if (req.from && req.to && Date.parse(req.from) >= Date.parse(req.to)) throw AppError.field('to', 'must be after from');
-  if (req.result && req.result !== 'success' && req.result !== 'failure') throw AppError.field('result', 'must be success or failure');
+  const errors = filterErrors(req);
+  if (errors.length) throw AppError.invalid(errors);
   return { environment, events: req.events, from: req.from, to: req.to, actorId: req.actorId || undefined, result: req.result || undefined };
 }
 

@@ -1,7 +1,10 @@
 import type { identity } from '@secsvc/proto';
 import { durationSchema, NOT_BLANK } from '@secsvc/shared';
 import { z } from 'zod';
-import { evenWithFaultyFields } from '../body-rules';
+import { evenWithFaultyFields, integerSchema } from '../body-rules';
+
+/** The identity service's bound of a key's expiry. (The checks below pass an unparsable value: the format check names it.) */
+const TEN_YEARS_MS = 10 * 365 * 24 * 3600 * 1000;
 
 export const apiKeyIdParams = z.object({ id: z.string() });
 
@@ -10,8 +13,13 @@ export const createApiKeyBody = z
     name: z.string({ error: 'must be a string' }).max(100, 'must be at most 100 characters').regex(NOT_BLANK, 'must not be empty'),
     type: z.enum(['secret', 'public', 'test'], { error: 'must be secret, public or test' }),
     plan: z.enum(['free', 'pro', 'enterprise'], { error: 'must be free, pro or enterprise' }).optional(),
-    rateLimit: z.number({ error: 'must be an integer' }).int('must be an integer').min(1).max(1_000_000).optional(),
-    expiresAt: z.iso.datetime({ offset: true, error: 'must be an ISO 8601 timestamp' }).optional(),
+    rateLimit: integerSchema(1, 1_000_000, 'must be an integer from 1 to 1000000').optional(),
+    expiresAt: z.iso
+      .datetime({ offset: true, error: 'must be an ISO 8601 timestamp' })
+      .refine((v) => !(Date.parse(v) <= Date.now()), 'must be a timestamp in the future')
+      .refine((v) => !(Date.parse(v) > Date.now() + TEN_YEARS_MS), 'must be within 10 years')
+      .optional()
+      .describe('in the future, within 10 years'),
   })
   .superRefine((b, ctx) => {
     if (b.rateLimit !== undefined && b.plan !== 'enterprise') ctx.addIssue({ code: 'custom', path: ['rateLimit'], message: 'a custom limit needs the enterprise plan' });

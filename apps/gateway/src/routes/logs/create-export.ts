@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { dataOf, defineRoute, errorSchema } from '../route';
 import { createdForm, logExport } from './export-schemas';
-import { timeParam } from './schemas';
+import { eventKindsSchema, timeParam, withTimeOrder } from './schemas';
 
 export const createExportRoute = defineRoute({
   method: 'post',
@@ -9,13 +9,15 @@ export const createExportRoute = defineRoute({
   operationId: 'createLogExport',
   summary: 'Start an asynchronous export of audit log entries to a JSON, CSV or NDJSON file',
   tags: ['logs'],
-  body: z.strictObject({
-    from: timeParam.describe('entries at or after this time'),
-    to: timeParam.describe('entries before this time (at most EXPORT_MAX_RANGE_DAYS after from)'),
-    format: z.enum(['json', 'csv', 'ndjson'], { error: 'must be json, csv or ndjson' }),
-    events: z.array(z.string({ error: 'must be an event kind' }).max(100), { error: 'must be an array of event kinds' }).max(50, 'at most 50 event kinds').optional(),
-    query: z.string({ error: 'must be a string' }).min(1, 'must not be empty').max(1000, 'must be at most 1,000 characters').optional().describe('the search language of POST /logs/search'),
-  }),
+  body: withTimeOrder(
+    z.strictObject({
+      from: timeParam.describe('entries at or after this time'),
+      to: timeParam.describe('entries before this time: after from, at most EXPORT_MAX_RANGE_DAYS later'),
+      format: z.enum(['json', 'csv', 'ndjson'], { error: 'must be json, csv or ndjson' }),
+      events: eventKindsSchema.optional().describe('only these event kinds'),
+      query: z.string({ error: 'must be a string' }).min(1, 'must not be empty').max(1000, 'must be at most 1,000 characters').optional().describe('the search language of POST /logs/search'),
+    }),
+  ),
   responses: {
     202: { description: 'Accepted: the export is processing', schema: dataOf(logExport) },
     400: { description: 'A field is invalid: from after to, an unknown format, a range over the maximum, a query that cannot be parsed', schema: errorSchema },

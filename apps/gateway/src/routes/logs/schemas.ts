@@ -1,6 +1,7 @@
 import type { audit } from '@secsvc/proto';
-import { EVENT_KIND } from '@secsvc/shared';
+import { EVENT_KINDS, isEventKind } from '@secsvc/shared';
 import { z } from 'zod';
+import { evenWithFaultyFields } from '../body-rules';
 
 const timestamp = z.string().describe('ISO 8601 UTC, millisecond precision');
 
@@ -11,16 +12,51 @@ export const timeParam = z
   .refine((v) => !Number.isNaN(Date.parse(v)), 'must be a valid date')
   .transform((v) => new Date(v).toISOString());
 
-/** `events=a,b` → ['a', 'b'] (each an event kind such as user.login; at most 50). */
+/** At most this many event kinds in one filter. */
+export const MAX_EVENT_KINDS = 50;
+
+const unknownKind = (value: string) => `unknown event kind "${value.slice(0, 64)}" (the kinds are the EventKind values of the API document, e.g. user.login)`;
+
+/** One of the event kinds the product emits (the shared catalogue EVENT_KINDS). */
+export const eventKindSchema = z.enum(EVENT_KINDS, { error: (i) => (typeof i.input === 'string' ? unknownKind(i.input) : 'must be an event kind') });
+
+/** A JSON list of event kinds (POST /logs/export): each unknown kind is named by its index (events[1]). */
+export const eventKindsSchema = z
+  .array(eventKindSchema, { error: 'must be an array of event kinds' })
+  .max(MAX_EVENT_KINDS, `at most ${MAX_EVENT_KINDS} event kinds`);
+
+const KIND = `(${EVENT_KINDS.map((k) => k.replaceAll('.', '\\.')).join('|')})`;
+
+/** `events=a,b` → ['a', 'b']: 1 to 50 kinds of the catalogue; each unknown kind is reported (field `events`, the kind in the message). */
 export const eventsParam = z
   .string({ error: 'must be a comma-separated list of event kinds' })
   .max(2000, 'too long')
   .transform((v, ctx) => {
     const kinds = v.split(',').map((k) => k.trim()).filter(Boolean);
-    if (kinds.length === 0 || kinds.length > 50) ctx.addIssue({ code: 'custom', message: 'must list 1 to 50 event kinds' });
-    for (const k of kinds) if (!EVENT_KIND.test(k)) ctx.addIssue({ code: 'custom', message: `"${k.slice(0, 64)}" is not an event kind such as user.login` });
-    return kinds;
+    if (kinds.length === 0 || kinds.length > MAX_EVENT_KINDS) ctx.addIssue({ code: 'custom', message: `must list 1 to ${MAX_EVENT_KINDS} event kinds` });
+    for (const k of kinds) if (!isEventKind(k)) ctx.addIssue({ code: 'custom', message: unknownKind(k) });
+    return kinds as (typeof EVENT_KINDS)[number][];
+  })
+  .meta({
+    description: `Comma-separated event kinds (at most ${MAX_EVENT_KINDS}), each one of: ${EVENT_KINDS.join(', ')}`,
+    pattern: `^\\s*${KIND}\\s*(,\\s*${KIND}\\s*)*$`,
   });
+
+const isTime = (v: unknown): v is string => typeof v === 'string' && timeParam.safeParse(v).success;
+
+/**
+ * `to` after `from` (when both are given and valid), checked on the whole query or body even when another
+ * field is at fault, so that every fault is reported at once.
+ */
+export function withTimeOrder<T extends z.ZodType>(schema: T): T {
+  return schema.superRefine(
+    (value, ctx) => {
+      const { from, to } = value as { from?: unknown; to?: unknown };
+      if (isTime(from) && isTime(to) && Date.parse(from) >= Date.parse(to)) ctx.addIssue({ code: 'custom', path: ['to'], message: 'must be after from' });
+    },
+    evenWithFaultyFields,
+  );
+}
 
 const actor = z.object({ id: z.string().optional(), email: z.string().optional(), type: z.string().describe('user | api_key | anonymous') });
 const target = z.object({ id: z.string(), type: z.string() });

@@ -1,6 +1,7 @@
 import { z } from 'zod';
+import { integerSchema } from '../body-rules';
 import { defineRoute, errorSchema, paginationSchema } from '../route';
-import { logForms, logSearchHit, timeParam } from './schemas';
+import { logForms, logSearchHit, timeParam, withTimeOrder } from './schemas';
 
 export const searchLogsRoute = defineRoute({
   method: 'post',
@@ -9,13 +10,15 @@ export const searchLogsRoute = defineRoute({
   summary: 'Full-text search over the audit log, newest first, with highlights',
   tags: ['logs'],
   action: 'read',
-  body: z.strictObject({
-    query: z.string({ error: 'must be a string' }).min(1, 'must not be empty').max(1000, 'must be at most 1,000 characters'),
-    from: timeParam.optional(),
-    to: timeParam.optional(),
-    limit: z.number({ error: 'must be an integer from 1 to 100' }).int('must be an integer from 1 to 100').min(1, 'must be an integer from 1 to 100').max(100, 'must be an integer from 1 to 100').default(20),
-    cursor: z.string({ error: 'must be a string' }).max(512, 'invalid or expired cursor').optional(),
-  }),
+  body: withTimeOrder(
+    z.strictObject({
+      query: z.string({ error: 'must be a string' }).min(1, 'must not be empty').max(1000, 'must be at most 1,000 characters'),
+      from: timeParam.optional(),
+      to: timeParam.optional().describe('before this time (after from)'),
+      limit: integerSchema(1, 100, 'must be an integer from 1 to 100').default(20),
+      cursor: z.string({ error: 'must be a string' }).max(512, 'invalid or expired cursor').optional(),
+    }),
+  ),
   responses: {
     200: {
       description: 'Matching entries with highlights; meta.totalHits counts every match in the time window',

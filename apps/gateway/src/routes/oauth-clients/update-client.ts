@@ -16,9 +16,7 @@ export const updateClientRoute = defineRoute({
     404: { description: 'No such client', schema: errorSchema },
   },
   async handle({ params, body }, ctx) {
-    if (Object.values(body).every((v) => v === undefined)) {
-      throw AppError.invalid([{ field: '(body)', message: 'give at least one of name, redirectUris, scopes, firstParty' }]);
-    }
+    // the body names at least one field (a refinement of updateClientBody)
     if (!isId('cli', params.id)) throw AppError.notFound('OAuth client');
     const client = await ctx.clients.identity.updateOAuthClient(
       {

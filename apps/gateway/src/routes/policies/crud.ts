@@ -82,8 +82,8 @@ export const updatePolicyRoute = defineRoute({
     404: { description: 'No such policy', schema: errorSchema },
   },
   async handle({ params, body }, ctx) {
+    // the body names at least one field (a refinement of updatePolicyBody)
     const fields = Object.keys(body) as (keyof typeof body)[];
-    if (fields.length === 0) throw AppError.invalid([{ field: '(body)', message: 'give at least one field to change' }]);
     requireId(params.id);
     const list = (v: string[] | undefined) => (v === undefined ? undefined : { values: v });
     const p = await ctx.clients.policy.updatePolicy(

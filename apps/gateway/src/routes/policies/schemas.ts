@@ -1,78 +1,102 @@
 import type { policy } from '@secsvc/proto';
+import { draftIdSchema, duplicateDraftIds, policyConditionsSchema, policyLimits, POLICY_UPDATE_EMPTY, policyShape } from '@secsvc/shared';
+import { isIP } from 'node:net';
 import { z } from 'zod';
+import { atLeastOne, evenWithFaultyFields } from '../body-rules';
 
-// Shapes only: the policy service checks the patterns and names each faulty entry (e.g. principals[2]).
-const strings = z.array(z.string({ error: 'must be a string' }), { error: 'must be an array of strings' }).max(100, 'at most 100 entries');
+// The policy fields are the shared schemas of @secsvc/shared (policy-schema.ts), which the policy service
+// applies too: every rule (effect, patterns, CIDRs, counts) is checked here, all faults at once, each named by
+// its full path (principals[2], conditions.ip.allowlist[0], policies[1].effect).
+
+const isPlainObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /** `{ip: {allowlist: [...]}}`; the dotted form `{"ip.allowlist": [...]}` is accepted as a synonym. */
-export const conditionsSchema = z
-  .preprocess(
-    (v) => {
-      if (v && typeof v === 'object' && !Array.isArray(v) && 'ip.allowlist' in v) {
-        const { 'ip.allowlist': allowlist, ...rest } = v as Record<string, unknown>;
-        return { ...rest, ip: { allowlist } };
-      }
-      return v;
-    },
-    z.strictObject({ ip: z.strictObject({ allowlist: strings }).optional() }, { error: 'must be an object' }),
-  )
-  .meta({ description: 'Conditions; known: ip.allowlist (CIDRs). {} = none.' });
+export const conditionsSchema = z.preprocess((v) => {
+  if (isPlainObject(v) && 'ip.allowlist' in v) {
+    const { 'ip.allowlist': allowlist, ...rest } = v;
+    return { ...rest, ip: { allowlist } };
+  }
+  return v;
+}, policyConditionsSchema);
 
-export const createPolicyBody = z.strictObject({
-  name: z.string({ error: (i) => (i.input === undefined ? 'is required' : 'must be a string') }),
-  description: z.string({ error: 'must be a string' }).optional(),
-  effect: z.string({ error: (i) => (i.input === undefined ? 'is required' : 'must be a string') }),
-  principals: strings,
-  actions: strings,
-  resources: strings,
-  conditions: conditionsSchema.optional(),
-});
+const policyBodyShape = { ...policyShape, conditions: conditionsSchema.optional() };
 
-export const updatePolicyBody = z.strictObject({
-  name: z.string({ error: 'must be a string' }).optional(),
-  description: z.string({ error: 'must be a string' }).optional(),
-  effect: z.string({ error: 'must be a string' }).optional(),
-  principals: strings.optional(),
-  actions: strings.optional(),
-  resources: strings.optional(),
-  conditions: conditionsSchema.optional(),
-});
+export const createPolicyBody = z.strictObject(policyBodyShape);
+
+export const updatePolicyBody = atLeastOne(
+  z.strictObject({
+    name: policyBodyShape.name.optional(),
+    description: policyBodyShape.description,
+    effect: policyBodyShape.effect.optional(),
+    principals: policyBodyShape.principals.optional(),
+    actions: policyBodyShape.actions.optional(),
+    resources: policyBodyShape.resources.optional(),
+    conditions: policyBodyShape.conditions,
+  }),
+  POLICY_UPDATE_EMPTY,
+);
 
 /** At most this many draft policies per simulation (the policy service holds the same limit). */
-export const MAX_DRAFTS = 100;
+export const MAX_DRAFTS = policyLimits.maxDrafts;
 
 /** A draft policy: a POST /policies body plus an optional id (draft_<name>, or a stored policy's pol_ id). */
-export const draftPolicyBody = createPolicyBody.extend({
-  id: z
-    .string({ error: 'must be a string' })
+export const draftPolicyBody = z.strictObject({ ...policyBodyShape, id: draftIdSchema.optional() });
+
+const requiredString = (max: number) =>
+  z
+    .string({ error: (i) => (i.input === undefined ? 'is required' : 'must be a string') })
     .min(1, 'must not be empty')
-    .max(100, 'must be at most 100 characters')
-    .optional()
-    .describe('draft_<name>, or a stored policy id (pol_...) to simulate a change of that policy (merge); default draft_<index>'),
-});
+    .max(max, `must be at most ${max} characters`);
+
+const MODES = ['merge', 'replace'] as const;
 
 export const simulateBody = z
   .strictObject({
-    principal: z.string({ error: (i) => (i.input === undefined ? 'is required' : 'must be a string') }).max(100),
-    action: z.string({ error: (i) => (i.input === undefined ? 'is required' : 'must be a string') }).max(100),
-    resource: z.string({ error: (i) => (i.input === undefined ? 'is required' : 'must be a string') }).max(512),
-    context: z.strictObject({ ip: z.string({ error: 'must be a string' }).max(64).optional() }, { error: 'must be an object' }).optional(),
+    principal: requiredString(100)
+      .refine((v) => v.startsWith('user:'), 'must look like user:<id>')
+      .describe('user:<id>'),
+    action: requiredString(100),
+    resource: requiredString(512),
+    context: z
+      .strictObject(
+        {
+          ip: z
+            .string({ error: 'must be a string' })
+            .max(64, 'must be an IPv4 or IPv6 address')
+            .refine((v) => v === '' || isIP(v) !== 0, 'must be an IPv4 or IPv6 address')
+            .optional()
+            .describe('The client address to evaluate ip conditions against'),
+        },
+        { error: 'must be an object' },
+      )
+      .optional(),
     policies: z
       .array(draftPolicyBody, { error: 'must be an array of policies' })
       .max(MAX_DRAFTS, `at most ${MAX_DRAFTS} draft policies`)
+      // draft ids are unique (a draft without an id is draft_<index>); checked even when a draft is at fault
+      .superRefine(
+        (drafts, ctx) => {
+          const ids = (drafts as unknown[]).map((d) => (isPlainObject(d) ? d.id : undefined));
+          for (const { index, message } of duplicateDraftIds(ids)) ctx.addIssue({ code: 'custom', path: [index, 'id'], message });
+        },
+        { when: (payload) => Array.isArray(payload.value) },
+      )
       .optional()
       .describe('Draft policies to simulate without saving them, each validated like a POST /policies body'),
     mode: z
-      .enum(['merge', 'replace'], { error: 'must be merge or replace' })
+      .enum(MODES, { error: 'must be merge or replace' })
       .optional()
       .describe('merge (default): drafts plus the stored policies; replace: the drafts only. Only with policies.'),
     explain: z.boolean({ error: 'must be true or false' }).optional().describe('Explain every policy that did not match'),
   })
-  .superRefine((body, ctx) => {
-    if (body.mode !== undefined && body.policies === undefined) {
-      ctx.addIssue({ code: 'custom', path: ['mode'], message: 'only with policies (the drafts to merge or replace with)' });
-    }
-  });
+  .superRefine(
+    (body, ctx) => {
+      if ((MODES as readonly unknown[]).includes(body.mode) && body.policies === undefined) {
+        ctx.addIssue({ code: 'custom', path: ['mode'], message: 'only with policies (the drafts to merge or replace with)' });
+      }
+    },
+    evenWithFaultyFields,
+  );
 
 const timestamp = z.string().describe('ISO 8601 UTC');
 const conditionsOut = z.object({ ip: z.object({ allowlist: z.array(z.string()) }).optional() });

@@ -18,8 +18,8 @@ export const simulateRoute = defineRoute({
     404: { description: 'No such user (field principal)', schema: errorSchema },
   },
   async handle({ body }, ctx) {
-    const userId = body.principal.startsWith('user:') ? body.principal.slice(5) : '';
-    if (!userId) throw AppError.field('principal', 'must look like user:<id>');
+    // the body schema holds the user: prefix; an id that is no user id is no such user
+    const userId = body.principal.slice(5);
     const unknownUser = () => new AppError('not_found', 'User not found', [{ field: 'principal', message: 'no such user' }]);
     if (!isId('user', userId)) throw unknownUser();
     const fetchRoles = async () => {
@@ -29,31 +29,32 @@ export const simulateRoute = defineRoute({
       return user.roles;
     };
     const roles = ctx.rolesCache ? await ctx.rolesCache.get(ctx.principal.environment, userId, fetchRoles) : await fetchRoles();
-    const res = await ctx.clients.policy.simulate(
-      {
-        environment: ctx.principal.environment,
-        principal: body.principal,
-        action: body.action,
-        resource: body.resource,
-        ip: body.context?.ip ?? '',
-        roles,
-        policies: (body.policies ?? []).map(
-          (d): policy.DraftPolicy => ({
-            id: d.id ?? '',
-            name: d.name,
-            description: d.description ?? '',
-            effect: d.effect,
-            principals: d.principals,
-            actions: d.actions,
-            resources: d.resources,
-            conditions: toProtoConditions(d.conditions),
-          }),
-        ),
-        mode: body.mode ?? '',
-        explain: body.explain === true,
-      },
-      ctx.call,
-    );
+    const request: policy.SimulateRequest = {
+      environment: ctx.principal.environment,
+      principal: body.principal,
+      action: body.action,
+      resource: body.resource,
+      ip: body.context?.ip ?? '',
+      roles,
+      policies: (body.policies ?? []).map(
+        (d): policy.DraftPolicy => ({
+          id: d.id ?? '',
+          name: d.name,
+          description: d.description ?? '',
+          effect: d.effect,
+          principals: d.principals,
+          actions: d.actions,
+          resources: d.resources,
+          conditions: toProtoConditions(d.conditions),
+        }),
+      ),
+      mode: body.mode ?? '',
+      explain: body.explain === true,
+    };
+    const res = await ctx.clients.policy.simulate(request, ctx.call).catch((err: unknown) => {
+      // the policy service names the address `ip`; in this body it is context.ip
+      throw err instanceof AppError ? err.withFields((f) => (f === 'ip' ? 'context.ip' : f)) : err;
+    });
     return {
       status: 200,
       body: {

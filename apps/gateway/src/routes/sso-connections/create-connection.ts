@@ -1,4 +1,3 @@
-import { parseIdpMetadata } from '../../sso/metadata';
 import { dataOf, defineRoute, errorSchema } from '../route';
 import { connectionForm, connectionOf, createConnectionBody } from './schemas';
 
@@ -15,13 +14,13 @@ export const createConnectionRoute = defineRoute({
     409: { description: 'A domain belongs to another connection', schema: errorSchema },
   },
   async handle({ body }, ctx) {
-    const idp = parseIdpMetadata(body.idpMetadataXml);
+    const { xml, idp } = body.idpMetadataXml; // parsed and checked by the body schema
     const created = await ctx.clients.identity.createSsoConnection(
       {
         environment: ctx.principal.environment,
         fields: {
           name: body.name,
-          idpMetadataXml: body.idpMetadataXml,
+          idpMetadataXml: xml,
           idpEntityId: idp.entityId,
           idpSsoUrl: idp.ssoUrl,
           idpCertificates: idp.certificates,

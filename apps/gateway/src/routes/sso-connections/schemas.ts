@@ -1,16 +1,27 @@
 import type { identity } from '@secsvc/proto';
-import { attributeMappingSchema, rolesSchema, ssoDomainsSchema, ssoInitiateLoginUrlSchema, ssoLimits, ssoNameSchema } from '@secsvc/shared';
+import { AppError, attributeMappingSchema, rolesSchema, ssoDomainsSchema, ssoInitiateLoginUrlSchema, ssoLimits, ssoNameSchema } from '@secsvc/shared';
 import { X509Certificate } from 'node:crypto';
 import { z } from 'zod';
-import { idpLogoutService } from '../../sso/metadata';
+import { idpLogoutService, parseIdpMetadata, type IdpMetadata } from '../../sso/metadata';
+import { atLeastOne } from '../body-rules';
 import { spUrls } from '../../sso/sp';
 
 export const connectionIdParams = z.object({ id: z.string() });
 
+/** The IdP's SAML metadata, parsed and checked as part of the body (its faults come with the body's others). */
 const metadataXml = z
   .string({ error: (i) => (i.input === undefined ? 'is required' : 'must be a string') })
   .min(1, 'must not be empty')
-  .max(ssoLimits.metadataMaxBytes, `must be at most ${ssoLimits.metadataMaxBytes} characters`);
+  .max(ssoLimits.metadataMaxBytes, `must be at most ${ssoLimits.metadataMaxBytes} characters`)
+  .transform((xml, ctx): { xml: string; idp: IdpMetadata } => {
+    try {
+      return { xml, idp: parseIdpMetadata(xml) };
+    } catch (err) {
+      if (!(err instanceof AppError) || err.code !== 'invalid_request') throw err;
+      for (const d of err.details) ctx.addIssue({ code: 'custom', message: d.message });
+      return z.NEVER;
+    }
+  });
 
 const fields = {
   name: ssoNameSchema,
@@ -24,15 +35,18 @@ const fields = {
 
 export const createConnectionBody = z.strictObject(fields);
 
-export const updateConnectionBody = z.strictObject({
-  name: fields.name.optional(),
-  idpMetadataXml: fields.idpMetadataXml.optional(),
-  domains: fields.domains.optional(),
-  defaultRoles: fields.defaultRoles,
-  attributeMapping: fields.attributeMapping,
-  allowIdpInitiated: fields.allowIdpInitiated,
-  initiateLoginUrl: fields.initiateLoginUrl,
-});
+export const updateConnectionBody = atLeastOne(
+  z.strictObject({
+    name: fields.name.optional(),
+    idpMetadataXml: fields.idpMetadataXml.optional(),
+    domains: fields.domains.optional(),
+    defaultRoles: fields.defaultRoles,
+    attributeMapping: fields.attributeMapping,
+    allowIdpInitiated: fields.allowIdpInitiated,
+    initiateLoginUrl: fields.initiateLoginUrl,
+  }),
+  'give at least one of name, idpMetadataXml, domains, defaultRoles, attributeMapping, allowIdpInitiated, initiateLoginUrl',
+);
 
 const timestamp = z.string().describe('ISO 8601 UTC');
 

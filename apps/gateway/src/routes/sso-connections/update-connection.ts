@@ -1,5 +1,4 @@
 import { AppError, isId } from '@secsvc/shared';
-import { parseIdpMetadata } from '../../sso/metadata';
 import { dataOf, defineRoute, errorSchema } from '../route';
 import { connectionForm, connectionIdParams, connectionOf, updateConnectionBody } from './schemas';
 
@@ -18,17 +17,15 @@ export const updateConnectionRoute = defineRoute({
     409: { description: 'A domain belongs to another connection', schema: errorSchema },
   },
   async handle({ params, body }, ctx) {
-    if (Object.values(body).every((v) => v === undefined)) {
-      throw AppError.invalid([{ field: '(body)', message: 'give at least one of name, idpMetadataXml, domains, defaultRoles, attributeMapping, allowIdpInitiated, initiateLoginUrl' }]);
-    }
-    const idp = body.idpMetadataXml === undefined ? undefined : parseIdpMetadata(body.idpMetadataXml);
+    // the body names at least one field, and its metadata parsed (refinements of updateConnectionBody)
+    const idp = body.idpMetadataXml?.idp;
     if (!isId('sso', params.id)) throw AppError.notFound('SSO connection');
     const c = await ctx.clients.identity.updateSsoConnection(
       {
         environment: ctx.principal.environment,
         id: params.id,
         name: body.name,
-        idpMetadataXml: body.idpMetadataXml,
+        idpMetadataXml: body.idpMetadataXml?.xml,
         idpEntityId: idp?.entityId,
         idpSsoUrl: idp?.ssoUrl,
         idpCertificates: idp ? { values: idp.certificates } : undefined,

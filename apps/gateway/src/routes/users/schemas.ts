@@ -1,6 +1,7 @@
 import type { identity } from '@secsvc/proto';
 import { emailSchema, metadataSchema, nameSchema, rolesSchema } from '@secsvc/shared';
 import { z } from 'zod';
+import { atLeastOne } from '../body-rules';
 
 export const userIdParams = z.object({ id: z.string() });
 
@@ -11,10 +12,13 @@ export const createUserBody = z.strictObject({
   metadata: metadataSchema.optional(),
 });
 
-export const updateUserBody = z.strictObject({
-  name: nameSchema.optional(),
-  metadata: metadataSchema.optional(),
-});
+export const updateUserBody = atLeastOne(
+  z.strictObject({
+    name: nameSchema.optional(),
+    metadata: metadataSchema.optional(),
+  }),
+  'give at least one of name, metadata',
+);
 
 const id = z.string().describe('user_<id>');
 const timestamp = z.string().describe('ISO 8601 UTC, millisecond precision');

@@ -16,9 +16,7 @@ export const updateUserRoute = defineRoute({
     404: { description: 'No such user', schema: errorSchema },
   },
   async handle({ params, body }, ctx) {
-    if (body.name === undefined && body.metadata === undefined) {
-      throw AppError.invalid([{ field: '(body)', message: 'give at least one of name, metadata' }]);
-    }
+    // the body names name or metadata (a refinement of updateUserBody)
     if (!isId('user', params.id)) throw AppError.notFound('User');
     const user = await ctx.clients.identity.updateUser(
       {

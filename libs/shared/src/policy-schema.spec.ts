@@ -1,0 +1,88 @@
+// The shared policy rules: what each field accepts and refuses, every fault at once, each named by its path.
+import type { z } from 'zod';
+import { newId } from './ids';
+import {
+  draftIdSchema,
+  duplicateDraftIds,
+  policyChangesSchema,
+  policyConditionsSchema,
+  policyFieldsSchema,
+  policyLimits,
+} from './policy-schema';
+import { fieldErrors } from './validation';
+
+const valid = { name: 'n', effect: 'allow', principals: ['*'], actions: ['read'], resources: ['*'] };
+
+function faults(schema: z.ZodType, value: unknown): string[] {
+  const r = schema.safeParse(value);
+  return r.success ? [] : fieldErrors(r.error).map((e) => e.field);
+}
+
+describe('policyFieldsSchema', () => {
+  it('takes a valid policy; description and conditions are optional; conditions come out as {} or {ip}', () => {
+    expect(policyFieldsSchema.parse(valid)).toEqual(valid);
+    expect(policyFieldsSchema.parse({ ...valid, conditions: null }).conditions).toEqual({});
+    expect(policyFieldsSchema.parse({ ...valid, conditions: { ip: undefined } }).conditions).toEqual({});
+    expect(policyFieldsSchema.parse({ ...valid, conditions: { ip: { allowlist: ['10.0.0.0/8'] } } }).conditions).toEqual({ ip: { allowlist: ['10.0.0.0/8'] } });
+  });
+
+  it('reports the four faults of one policy at once, by their full paths', () => {
+    const input = { ...valid, effect: 'maybe', principals: ['group:x'], conditions: { ip: { allowlist: ['10.0.0.0/8', 'bad'] }, time: {} } };
+    expect(faults(policyFieldsSchema, input)).toEqual(['effect', 'principals[0]', 'conditions.time', 'conditions.ip.allowlist[1]']);
+  });
+
+  it('names every faulty entry, bound and required field', () => {
+    expect(faults(policyFieldsSchema, {})).toEqual(['name', 'effect', 'principals', 'actions', 'resources']);
+    expect(
+      faults(policyFieldsSchema, {
+        name: 'x'.repeat(policyLimits.nameMaxLength + 1),
+        description: 'd'.repeat(policyLimits.descriptionMaxLength + 1),
+        effect: 1,
+        principals: ['*', 'role:_x', `user:${newId('user')}`, 7],
+        actions: [],
+        resources: Array.from({ length: policyLimits.maxEntries + 1 }, (_, i) => `/r${i}`),
+        conditions: { ip: { allowlist: [], blocklist: ['10.0.0.0/8'] } },
+      }),
+    ).toEqual(['name', 'description', 'effect', 'principals[1]', 'principals[3]', 'actions', 'resources', 'conditions.ip.blocklist', 'conditions.ip.allowlist']);
+  });
+
+  it('names an unknown condition, including __proto__, before the allowlist entries; a wrong-typed ip or conditions by itself', () => {
+    expect(faults(policyConditionsSchema, JSON.parse('{"__proto__":{},"ip":{"allowlist":["x"]}}'))).toEqual(['__proto__', 'ip.allowlist[0]']);
+    expect(faults(policyConditionsSchema, [])).toEqual(['(body)']);
+    expect(faults(policyConditionsSchema, { ip: 'x' })).toEqual(['ip']);
+    expect(faults(policyConditionsSchema, { ip: {} })).toEqual(['ip.allowlist']);
+  });
+
+  it('gives the service messages', () => {
+    const r = policyFieldsSchema.safeParse({ ...valid, name: '  ', effect: 'permit', conditions: { geo: 1, ip: { allowlist: ['10.0.0.0/33'] } } });
+    expect(r.success || fieldErrors(r.error)).toEqual([
+      { field: 'name', message: 'must not be empty' },
+      { field: 'effect', message: 'must be allow or deny' },
+      { field: 'conditions.geo', message: 'unknown condition (the only condition is ip)' },
+      { field: 'conditions.ip.allowlist[0]', message: 'the prefix length must be 0 to 32' },
+    ]);
+  });
+});
+
+describe('policyChangesSchema', () => {
+  it('takes any subset, with the same rules', () => {
+    expect(policyChangesSchema.parse({ name: 'x' })).toEqual({ name: 'x' });
+    expect(faults(policyChangesSchema, { resources: ['/ok', 'bad'], effect: 'maybe' })).toEqual(['effect', 'resources[1]']);
+  });
+});
+
+describe('draft ids', () => {
+  it('takes draft_<name> and pol_ ids; refuses others', () => {
+    const pol = newId('pol');
+    expect(draftIdSchema.parse('draft_office')).toBe('draft_office');
+    expect(draftIdSchema.parse(pol)).toBe(pol);
+    for (const bad of ['', 'draft_', 'Draft_x', 'pol_nope', 7]) expect(draftIdSchema.safeParse(bad).success).toBe(false);
+  });
+
+  it('names each draft whose id an earlier one took (a draft without a valid id is draft_<index>)', () => {
+    expect(duplicateDraftIds([undefined, 'draft_0', 'draft_x', 'draft_x', 'bad', ''])).toEqual([
+      { index: 1, message: expect.stringContaining('duplicate id draft_0') },
+      { index: 3, message: expect.stringContaining('duplicate id draft_x') },
+    ]);
+  });
+});

@@ -1,0 +1,240 @@
+import { BlockList, isIP } from 'node:net';
+import { z } from 'zod';
+import { isId } from './ids';
+
+// The input rules of an access policy (README "Limits", "Policies"), as ONE set of zod schemas: the gateway
+// validates POST/PATCH /v1/policies and the drafts of POST /v1/policies/simulate with them (reporting every
+// fault at once, each named by its full path: `principals[2]`, `conditions.ip.allowlist[0]`,
+// `policies[1].effect`), the policy service validates its gRPC requests with the same schemas, and the
+// OpenAPI document is generated from them.
+
+export const policyLimits = {
+  nameMaxLength: 200,
+  descriptionMaxLength: 2000,
+  /** principals, actions, resources and conditions.ip.allowlist each hold at most this many entries. */
+  maxEntries: 100,
+  resourceMaxLength: 512,
+  maxPoliciesPerEnvironment: 10_000,
+  /** Draft policies in one simulation. */
+  maxDrafts: 100,
+} as const;
+
+export const POLICY_EFFECTS = ['allow', 'deny'] as const;
+export type PolicyEffect = (typeof POLICY_EFFECTS)[number];
+
+/** `{}` (no condition) or an ip allowlist of CIDRs. */
+export interface PolicyConditionsValue {
+  ip?: { allowlist: string[] };
+}
+
+const ROLE_NAME = /^[a-z0-9][a-z0-9_-]{0,62}$/;
+const ACTION = /^[a-z][a-z0-9:_.-]{0,63}$/;
+const SELF = '${self}';
+// eslint-disable-next-line no-control-regex -- control characters are exactly what this rejects
+const WHITESPACE_OR_CONTROL = /[\s\u0000-\u001f\u007f]/;
+
+/** Why a principal pattern is invalid, or undefined when it is valid. */
+export function principalError(value: string): string | undefined {
+  if (value === '*' || value === `user:${SELF}`) return undefined;
+  if (value.startsWith('role:')) {
+    return ROLE_NAME.test(value.slice(5))
+      ? undefined
+      : 'role:<name>: the name is 1 to 63 characters of a-z, 0-9, _ and -, starting with a letter or digit';
+  }
+  if (value.startsWith('user:')) {
+    return isId('user', value.slice(5)) ? undefined : 'user:<id> needs a user id (user_ and 26 characters) or ${self}';
+  }
+  return 'must be role:<name>, user:<id>, user:${self} or *';
+}
+
+/** Why an action is invalid, or undefined. */
+export function actionError(value: string): string | undefined {
+  if (value === '*' || ACTION.test(value)) return undefined;
+  return 'must be * or a name of 1 to 64 characters: a-z first, then a-z, 0-9, :, _, . and -';
+}
+
+/** Why a resource pattern is invalid, or undefined. */
+export function resourceError(value: string): string | undefined {
+  if (value === '*') return undefined;
+  if (value.length > policyLimits.resourceMaxLength) return `must be at most ${policyLimits.resourceMaxLength} characters`;
+  if (!value.startsWith('/')) return 'must be * or an absolute path starting with /';
+  if (WHITESPACE_OR_CONTROL.test(value)) return 'must not contain whitespace or control characters';
+  const path = value.endsWith('/*') ? value.slice(0, -2) : value;
+  if (path === '') return undefined; // "/*": everything below the root
+  for (const segment of path.slice(1).split('/')) {
+    if (segment === '') return 'must not contain empty path segments';
+    if (segment === SELF) continue;
+    if (segment.includes('*')) return 'the only wildcard is a final /* (or * alone)';
+    if (segment.includes(SELF)) return '${self} must stand as a whole path segment';
+  }
+  return undefined;
+}
+
+// IPv4-mapped IPv6 addresses (::ffff:0:0/96). The engine reads a client address `::ffff:a.b.c.d` as the
+// IPv4 address a.b.c.d and keeps the families apart, so a CIDR written in this range never matches anyone.
+const ipv4Mapped = new BlockList();
+ipv4Mapped.addSubnet('::ffff:0:0', 96, 'ipv6');
+
+/**
+ * Why a CIDR is invalid, or undefined. `address/prefix` with an IPv4 or IPv6 address (no zone) and a decimal
+ * prefix length (0-32 or 0-128). Host bits are accepted and ignored, as `net.cidr_contains` does:
+ * `10.1.2.3/8` is `10.0.0.0/8`. The value is stored as given.
+ */
+export function cidrError(value: string): string | undefined {
+  const slash = value.indexOf('/');
+  if (slash < 0) return 'must be a CIDR such as 10.0.0.0/8 or 2001:db8::/32';
+  const address = value.slice(0, slash);
+  const prefix = value.slice(slash + 1);
+  const family = isIP(address);
+  if (family === 0 || address.includes('%')) return 'must be a CIDR with a valid IPv4 or IPv6 address';
+  const max = family === 4 ? 32 : 128;
+  if (!/^(0|[1-9][0-9]{0,2})$/.test(prefix) || Number(prefix) > max) return `the prefix length must be 0 to ${max}`;
+  if (family === 6 && ipv4Mapped.check(address, 'ipv6')) {
+    return 'write IPv4 ranges in IPv4 form (an IPv4-mapped IPv6 range matches no client)';
+  }
+  return undefined;
+}
+
+/** Ids a draft may carry: `draft_<name>`, or a policy id (under merge the draft stands in for that policy). */
+export const DRAFT_ID = /^draft_[a-z0-9_-]{1,64}$/;
+
+/** Why a draft id is invalid, or undefined. */
+export function draftIdError(value: string): string | undefined {
+  if (DRAFT_ID.test(value) || isId('pol', value)) return undefined;
+  return 'must be draft_<name> (a-z, 0-9, _ and -, at most 64) or the id of a stored policy (pol_...)';
+}
+
+/**
+ * The id each draft stands for (its own when valid, else `draft_<index>`), and a message for each draft whose id an
+ * earlier one already took. Drafts whose id is not a string are skipped (their type is reported elsewhere).
+ */
+export function duplicateDraftIds(ids: readonly unknown[]): { index: number; message: string }[] {
+  const seen = new Set<string>();
+  const out: { index: number; message: string }[] = [];
+  ids.forEach((given, index) => {
+    if (given !== undefined && given !== '' && typeof given !== 'string') return;
+    const id = typeof given === 'string' && given !== '' && !draftIdError(given) ? given : `draft_${index}`;
+    if (seen.has(id)) out.push({ index, message: `duplicate id ${id} (a draft without an id is draft_<its index>)` });
+    seen.add(id);
+  });
+  return out;
+}
+
+const requiredOr = (message: string) => (issue: { input?: unknown }) => (issue.input === undefined ? 'is required' : message);
+
+/** A string checked by one of the `*Error` functions above (its message becomes the issue's). */
+function checkedString(check: (value: string) => string | undefined, description: string) {
+  return z
+    .string({ error: 'must be a string' })
+    .superRefine((value, ctx) => {
+      const message = check(value);
+      if (message) ctx.addIssue({ code: 'custom', message });
+    })
+    .meta({ description });
+}
+
+/** A non-empty list of at most `maxEntries` entries, each named by its index when it is at fault. */
+function entryList(check: (value: string) => string | undefined, description: string) {
+  return z
+    .array(checkedString(check, description), { error: requiredOr('must be an array of strings') })
+    .min(1, 'must not be empty')
+    .max(policyLimits.maxEntries, `must have at most ${policyLimits.maxEntries} entries`);
+}
+
+export const policyNameSchema = z
+  .string({ error: requiredOr('must be a string') })
+  .max(policyLimits.nameMaxLength, `must be at most ${policyLimits.nameMaxLength} characters`)
+  .refine((v) => v.trim().length > 0, 'must not be empty');
+
+export const policyDescriptionSchema = z
+  .string({ error: 'must be a string' })
+  .max(policyLimits.descriptionMaxLength, `must be at most ${policyLimits.descriptionMaxLength} characters`);
+
+export const policyEffectSchema = z.enum(POLICY_EFFECTS, { error: requiredOr('must be allow or deny') });
+
+export const principalsSchema = entryList(principalError, 'role:<name>, user:<id>, user:${self} or *');
+export const actionsSchema = entryList(actionError, '* or a name: a-z first, then a-z, 0-9, :, _, . and - (at most 64)');
+export const resourcesSchema = entryList(
+  resourceError,
+  `* or an absolute path (at most ${policyLimits.resourceMaxLength} characters); segments may be \${self}; a final /* matches below`,
+);
+export const cidrListSchema = entryList(cidrError, 'A CIDR, e.g. 10.0.0.0/8 or 2001:db8::/32');
+
+const isPlainObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+// What the document shows for conditions (the checks below are written out so that the unknown keys are
+// named first, then the allowlist's entries, each by its full path).
+const { $schema: _dialect, ...conditionsDoc } = z.toJSONSchema(
+  z.strictObject({ ip: z.strictObject({ allowlist: z.array(z.string()).min(1).max(policyLimits.maxEntries) }).optional() }),
+  { io: 'input' },
+);
+
+/**
+ * Conditions: absent, null or `{}` is no condition; the only known key is `ip`, whose only key is
+ * `allowlist`, a non-empty array of CIDRs. A key whose value is undefined counts as absent (a decoded
+ * protobuf message carries `ip: undefined` when the field is not set). The output is `{}` or `{ip: {allowlist}}`.
+ */
+export const policyConditionsSchema = z
+  .unknown()
+  .superRefine((value, ctx) => {
+    if (value === undefined || value === null) return;
+    if (!isPlainObject(value)) {
+      ctx.addIssue({ code: 'custom', message: 'must be an object' });
+      return;
+    }
+    for (const key of Object.keys(value)) {
+      if (key !== 'ip' && value[key] !== undefined) ctx.addIssue({ code: 'custom', path: [key], message: 'unknown condition (the only condition is ip)' });
+    }
+    const ip = value.ip;
+    if (ip === undefined || ip === null) return;
+    if (!isPlainObject(ip)) {
+      ctx.addIssue({ code: 'custom', path: ['ip'], message: 'must be an object with an allowlist' });
+      return;
+    }
+    for (const key of Object.keys(ip)) {
+      if (key !== 'allowlist' && ip[key] !== undefined) ctx.addIssue({ code: 'custom', path: ['ip', key], message: 'unknown field (the only field is allowlist)' });
+    }
+    const allowlist = cidrListSchema.safeParse(ip.allowlist);
+    if (!allowlist.success) {
+      for (const issue of allowlist.error.issues) ctx.addIssue({ code: 'custom', path: ['ip', 'allowlist', ...issue.path], message: issue.message });
+    }
+  })
+  .transform((value): PolicyConditionsValue => {
+    const ip = isPlainObject(value) && isPlainObject(value.ip) ? value.ip : undefined;
+    return ip ? { ip: { allowlist: ip.allowlist as string[] } } : {};
+  })
+  .meta({ ...conditionsDoc, description: 'Conditions; known: ip.allowlist (CIDRs). {} = none.' });
+
+/** The fields of a policy (a POST /v1/policies body); description and conditions are optional. */
+export const policyShape = {
+  name: policyNameSchema,
+  description: policyDescriptionSchema.optional(),
+  effect: policyEffectSchema,
+  principals: principalsSchema,
+  actions: actionsSchema,
+  resources: resourcesSchema,
+  conditions: policyConditionsSchema.optional(),
+};
+
+/** A draft's id: `draft_<name>` or a stored policy's id. */
+export const draftIdSchema = checkedString(
+  (v) => (v === '' ? 'must not be empty' : draftIdError(v)),
+  'draft_<name>, or a stored policy id (pol_...) to simulate a change of that policy (merge); default draft_<index>',
+);
+
+/** A change names at least one field; the message of the refusal. */
+export const POLICY_UPDATE_EMPTY = 'give at least one of name, description, effect, principals, actions, resources, conditions';
+
+/** The policy fields as given in a gRPC request or a JSON body; unknown keys are the caller's concern. */
+export const policyFieldsSchema = z.object(policyShape);
+
+/** A change: any subset of the fields (an undefined field is absent). */
+export const policyChangesSchema = z.object({
+  name: policyNameSchema.optional(),
+  description: policyDescriptionSchema.optional(),
+  effect: policyEffectSchema.optional(),
+  principals: principalsSchema.optional(),
+  actions: actionsSchema.optional(),
+  resources: resourcesSchema.optional(),
+  conditions: policyConditionsSchema.optional(),
+});
