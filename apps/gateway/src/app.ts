@@ -1,5 +1,5 @@
 import express, { type NextFunction, type Request, type Response } from 'express';
-import { AppError, parseOrThrow, type Logger, type Metrics } from '@secsvc/shared';
+import { AppError, fieldErrors, type FieldError, type Logger, type Metrics } from '@secsvc/shared';
 import type { AuthCache } from './auth-cache';
 import type { JwtVerifier } from './jwt-verifier';
 import type { RolesCache } from './roles-cache';
@@ -94,6 +94,20 @@ function reportExceeded(deps: GatewayDeps, req: Request, who: Subject, decision:
     .catch((err: unknown) => deps.logger.warn({ err: { message: (err as Error).message }, requestId: req.requestId }, 'could not report rate_limit.exceeded'));
 }
 
+function parseInput(route: Route, req: Request) {
+  const faults: FieldError[] = [];
+  const parse = (schema: Route['body'], value: unknown) => {
+    if (!schema) return undefined;
+    const result = schema.safeParse(value);
+    if (result.success) return result.data as unknown;
+    faults.push(...fieldErrors(result.error));
+    return undefined;
+  };
+  const input = { params: parse(route.params, req.params) ?? {}, query: parse(route.query, req.query ?? {}) ?? {}, body: parse(route.body, req.body ?? {}) };
+  if (faults.length) throw AppError.invalid(faults);
+  return input as Parameters<Route['handle']>[0];
+}
+
 function mount(router: express.Router, route: Route, deps: GatewayDeps): void {
   const template = `/v1${route.path}`;
   router[route.method](route.path, async (req: Request, res: Response, next: NextFunction) => {
@@ -132,12 +146,9 @@ function mount(router: express.Router, route: Route, deps: GatewayDeps): void {
       } else if (!(route.keyTypes ?? DEFAULT_KEY_TYPES).includes(principal.keyType as 'secret')) {
         throw new AppError('forbidden', `A ${principal.keyType} key cannot call ${route.method.toUpperCase()} ${route.path}`);
       }
-      const input = {
-        params: route.params ? parseOrThrow(route.params, req.params) : {},
-        query: route.query ? parseOrThrow(route.query, req.query ?? {}) : {},
-        // No body at all is validated as an empty object, so each missing field is named.
-        body: route.body ? parseOrThrow(route.body, req.body ?? {}) : undefined,
-      };
+      // Path, query and body are validated together: every fault of the request is named in one answer.
+      // No body at all is validated as an empty object, so each missing field is named.
+      const input = parseInput(route, req);
       const call = { requestId: req.requestId, deadlineMs: deps.config.GRPC_DEADLINE_MS, headers: callHeaders(req, principal) };
       const out = await route.handle(input, { requestId: req.requestId, principal, clients: deps.clients, call, verifyCache: deps.verifyCache, rolesCache: deps.rolesCache, downloadBaseUrl: deps.downloads?.baseUrl, sso: deps.sso });
       if (out.body === undefined) res.status(out.status).end();
