@@ -407,7 +407,9 @@ describe('SP key rollover (SAML_SP_ROLLOVER_*)', () => {
     }
     const stranger = await selfSignedCertificate('stranger.example.com');
     const refused = await acsAt(before, await encryptedFor(stranger.certificate, 'x@acme.example.com'));
-    expect([refused.status, refused.body.error?.details[0]?.message]).toEqual([401, expect.stringMatching(/^invalid_response: .*(oaep|decrypt)/i)]);
+    // The library's words for a key that does not fit vary with the random ciphertext (OAEP decoding error, data
+    // larger than the modulus...): only the refusal is certain.
+    expect([refused.status, refused.body.error?.details[0]?.message]).toEqual([401, expect.stringMatching(/^invalid_response: /)]);
   });
 
   it('finishes a login validated just before the switch on a gateway that switched', async () => {

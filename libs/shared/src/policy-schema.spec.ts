@@ -2,12 +2,17 @@
 import type { z } from 'zod';
 import { newId } from './ids';
 import {
+  actionError,
+  draftIdError,
   draftIdSchema,
   duplicateDraftIds,
   policyChangesSchema,
   policyConditionsSchema,
   policyFieldsSchema,
   policyLimits,
+  POLICY_PATTERNS,
+  principalError,
+  resourceError,
 } from './policy-schema';
 import { fieldErrors } from './validation';
 
@@ -84,5 +89,22 @@ describe('draft ids', () => {
       { index: 1, message: expect.stringContaining('duplicate id draft_0') },
       { index: 3, message: expect.stringContaining('duplicate id draft_x') },
     ]);
+  });
+});
+
+describe('POLICY_PATTERNS state the same rules as the checks (the OpenAPI document uses them)', () => {
+  const user = `user_${'0123456789abcdefghjkmnpqrs'}`;
+  const samples = {
+    principal: ['*', 'user:${self}', `user:${user}`, 'role:admin', 'role:a-b_c', 'role:', 'role:-a', 'role:A', `role:${'a'.repeat(64)}`, 'user:', 'user:x', `user:${user}x`, 'group:x', '', '**', 'user:${self}x', ' *'],
+    action: ['*', 'read', 'users:read', 'a.b-c_d', 'a'.repeat(64), 'a'.repeat(65), 'Read', '1a', '', '**', 'read ', 'read*'],
+    resource: ['*', '/*', '/', '/users', '/users/*', '/users/${self}', '/users/${self}/*', '/users/x${self}', '/users/$', '/a/{b}', '//', '/a//b', '/a/*/b', '/a*', 'users', '', '/a b', '/a\tb', '/a\u00a0b', '/a\u0001b', '/ü/ok', `/${'a'.repeat(600)}`, '/users/*/'],
+    draftId: ['draft_a', 'draft_a-b_1', `draft_${'a'.repeat(64)}`, `draft_${'a'.repeat(65)}`, 'draft_', 'Draft_a', `pol_${'0123456789abcdefghjkmnpqrs'}`, 'pol_x', ''],
+  };
+  const checks = { principal: principalError, action: actionError, resource: resourceError, draftId: draftIdError };
+  it.each(Object.keys(samples) as (keyof typeof samples)[])('%s', (kind) => {
+    for (const value of samples[kind]) {
+      const byCheck = checks[kind](value) === undefined && value.length <= (kind === 'resource' ? policyLimits.resourceMaxLength : Infinity);
+      expect([kind, value, POLICY_PATTERNS[kind].test(value) && value.length <= (kind === 'resource' ? policyLimits.resourceMaxLength : Infinity)]).toEqual([kind, value, byCheck]);
+    }
   });
 });

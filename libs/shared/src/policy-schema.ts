@@ -1,6 +1,7 @@
 import { BlockList, isIP } from 'node:net';
 import { z } from 'zod';
 import { isId } from './ids';
+import { NOT_BLANK } from './validation';
 
 // The input rules of an access policy (README "Limits", "Policies"), as ONE set of zod schemas: the gateway
 // validates POST/PATCH /v1/policies and the drafts of POST /v1/policies/simulate with them (reporting every
@@ -65,7 +66,7 @@ export function resourceError(value: string): string | undefined {
     if (segment === '') return 'must not contain empty path segments';
     if (segment === SELF) continue;
     if (segment.includes('*')) return 'the only wildcard is a final /* (or * alone)';
-    if (segment.includes(SELF)) return '${self} must stand as a whole path segment';
+    if (/[${}]/.test(segment)) return '${self} must stand as a whole path segment ($, { and } only there)';
   }
   return undefined;
 }
@@ -122,21 +123,25 @@ export function duplicateDraftIds(ids: readonly unknown[]): { index: number; mes
 
 const requiredOr = (message: string) => (issue: { input?: unknown }) => (issue.input === undefined ? 'is required' : message);
 
-/** A string checked by one of the `*Error` functions above (its message becomes the issue's). */
-function checkedString(check: (value: string) => string | undefined, description: string) {
+/**
+ * A string checked by one of the `*Error` functions above (its message becomes the issue's). `pattern`, when
+ * the rule is a regular language, states the same rule in the OpenAPI document (policy-schema.spec.ts holds
+ * the two together).
+ */
+function checkedString(check: (value: string) => string | undefined, description: string, pattern?: RegExp, maxLength?: number) {
   return z
     .string({ error: 'must be a string' })
     .superRefine((value, ctx) => {
       const message = check(value);
       if (message) ctx.addIssue({ code: 'custom', message });
     })
-    .meta({ description });
+    .meta({ description, ...(pattern ? { pattern: pattern.source } : {}), ...(maxLength ? { maxLength } : {}) });
 }
 
 /** A non-empty list of at most `maxEntries` entries, each named by its index when it is at fault. */
-function entryList(check: (value: string) => string | undefined, description: string) {
+function entryList(check: (value: string) => string | undefined, description: string, pattern?: RegExp, maxLength?: number) {
   return z
-    .array(checkedString(check, description), { error: requiredOr('must be an array of strings') })
+    .array(checkedString(check, description, pattern, maxLength), { error: requiredOr('must be an array of strings') })
     .min(1, 'must not be empty')
     .max(policyLimits.maxEntries, `must have at most ${policyLimits.maxEntries} entries`);
 }
@@ -144,7 +149,18 @@ function entryList(check: (value: string) => string | undefined, description: st
 export const policyNameSchema = z
   .string({ error: requiredOr('must be a string') })
   .max(policyLimits.nameMaxLength, `must be at most ${policyLimits.nameMaxLength} characters`)
-  .refine((v) => v.trim().length > 0, 'must not be empty');
+  .regex(NOT_BLANK, 'must not be empty');
+
+const ID_CHARS = '[0-9abcdefghjkmnpqrstvwxyz]{26}';
+// JavaScript's \s and the control characters, spelled out (other regex engines read \s differently).
+const SEGMENT_CHAR = '[^/*${}\\t\\n\\v\\f\\r \\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000\\ufeff\\u0000-\\u001f\\u007f]';
+/** The rules of principalError, actionError, resourceError and draftIdError as regular expressions. */
+export const POLICY_PATTERNS = {
+  principal: new RegExp(`^(?:\\*|user:\\$\\{self\\}|role:[a-z0-9][a-z0-9_-]{0,62}|user:user_${ID_CHARS})$`),
+  action: /^(?:\*|[a-z][a-z0-9:_.-]{0,63})$/,
+  resource: new RegExp(`^(?:\\*|/\\*|(?:/(?:\\$\\{self\\}|${SEGMENT_CHAR}+))+(?:/\\*)?)$`),
+  draftId: new RegExp(`^(?:draft_[a-z0-9_-]{1,64}|pol_${ID_CHARS})$`),
+};
 
 export const policyDescriptionSchema = z
   .string({ error: 'must be a string' })
@@ -152,11 +168,13 @@ export const policyDescriptionSchema = z
 
 export const policyEffectSchema = z.enum(POLICY_EFFECTS, { error: requiredOr('must be allow or deny') });
 
-export const principalsSchema = entryList(principalError, 'role:<name>, user:<id>, user:${self} or *');
-export const actionsSchema = entryList(actionError, '* or a name: a-z first, then a-z, 0-9, :, _, . and - (at most 64)');
+export const principalsSchema = entryList(principalError, 'role:<name>, user:<id>, user:${self} or *', POLICY_PATTERNS.principal);
+export const actionsSchema = entryList(actionError, '* or a name: a-z first, then a-z, 0-9, :, _, . and - (at most 64)', POLICY_PATTERNS.action);
 export const resourcesSchema = entryList(
   resourceError,
   `* or an absolute path (at most ${policyLimits.resourceMaxLength} characters); segments may be \${self}; a final /* matches below`,
+  POLICY_PATTERNS.resource,
+  policyLimits.resourceMaxLength,
 );
 export const cidrListSchema = entryList(cidrError, 'A CIDR, e.g. 10.0.0.0/8 or 2001:db8::/32');
 
@@ -220,6 +238,7 @@ export const policyShape = {
 export const draftIdSchema = checkedString(
   (v) => (v === '' ? 'must not be empty' : draftIdError(v)),
   'draft_<name>, or a stored policy id (pol_...) to simulate a change of that policy (merge); default draft_<index>',
+  POLICY_PATTERNS.draftId,
 );
 
 /** A change names at least one field; the message of the refusal. */

@@ -15,7 +15,7 @@ function fromBodyParser(err: { type?: string; status?: number }): AppError | und
     case 'charset.unsupported':
       return new AppError('unsupported_media_type', 'Unsupported body encoding or charset');
     case 'parameters.too.many':
-      return new AppError('payload_too_large', 'The form has more parameters than this endpoint reads');
+      return AppError.invalid([{ field: '(body)', message: 'has more parameters than this endpoint reads' }], 'The form has too many parameters');
     case 'request.aborted':
     case 'request.size.invalid':
     case 'stream.encoding.set':

@@ -41,7 +41,7 @@ export function oauthRouter(deps: OAuthDeps): express.Router {
     }
     const e = err as { type?: string; status?: number };
     if (typeof e?.type !== 'string' || typeof e.status !== 'number' || e.status >= 500) return next(err);
-    sendOAuthError(res, { error: 'invalid_request', errorDescription: `the form body was refused (${e.type})`, status: e.status === 413 ? 413 : 400 });
+    sendOAuthError(res, { error: 'invalid_request', errorDescription: `the form body was refused (${e.type})`, status: e.type === 'entity.too.large' ? 413 : 400 });
   });
   return router;
 }

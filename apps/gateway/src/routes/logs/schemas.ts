@@ -6,10 +6,8 @@ import { evenWithFaultyFields } from '../body-rules';
 const timestamp = z.string().describe('ISO 8601 UTC, millisecond precision');
 
 /** A time bound in a query string or body: ISO 8601 with a zone (Z or ±hh:mm). */
-export const timeParam = z
-  .string({ error: 'must be an ISO 8601 timestamp' })
-  .regex(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:\d{2})$/, 'must be an ISO 8601 timestamp with a zone, e.g. 2026-11-01T00:00:00Z')
-  .refine((v) => !Number.isNaN(Date.parse(v)), 'must be a valid date')
+export const timeParam = z.iso
+  .datetime({ offset: true, error: 'must be an RFC 3339 timestamp with seconds and a zone, e.g. 2026-11-01T00:00:00Z' })
   .transform((v) => new Date(v).toISOString());
 
 /** At most this many event kinds in one filter. */
