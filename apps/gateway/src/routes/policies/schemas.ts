@@ -52,9 +52,7 @@ const MODES = ['merge', 'replace'] as const;
 
 export const simulateBody = z
   .strictObject({
-    principal: requiredString(100)
-      .refine((v) => v.startsWith('user:'), 'must look like user:<id>')
-      .describe('user:<id>'),
+    principal: requiredString(100).regex(/^user:/, 'must look like user:<id>').describe('user:<id>'),
     action: requiredString(100),
     resource: requiredString(512),
     context: z
@@ -64,6 +62,7 @@ export const simulateBody = z
             .string({ error: 'must be a string' })
             .max(64, 'must be an IPv4 or IPv6 address')
             .refine((v) => v === '' || isIP(v) !== 0, 'must be an IPv4 or IPv6 address')
+            .meta({ anyOf: [{ const: '' }, { format: 'ipv4' }, { format: 'ipv6' }] })
             .optional()
             .describe('The client address to evaluate ip conditions against'),
         },
