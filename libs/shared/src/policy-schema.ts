@@ -183,7 +183,7 @@ const isPlainObject = (v: unknown): v is Record<string, unknown> => typeof v ===
 // What the document shows for conditions (the checks below are written out so that the unknown keys are
 // named first, then the allowlist's entries, each by its full path).
 const { $schema: _dialect, ...conditionsDoc } = z.toJSONSchema(
-  z.strictObject({ ip: z.strictObject({ allowlist: z.array(z.string()).min(1).max(policyLimits.maxEntries) }).optional() }),
+  z.strictObject({ ip: z.strictObject({ allowlist: z.array(z.string()).min(1).max(policyLimits.maxEntries) }).nullable().optional() }).nullable(),
   { io: 'input' },
 );
 
