@@ -81,7 +81,8 @@ export const metadataSchema = z
       ctx.addIssue({ code: 'custom', message: `must be at most ${userLimits.metadataMaxBytes} bytes as JSON` });
     }
   })
-  .meta({ type: 'object', additionalProperties: true, description: 'Free-form JSON object, at most 16 KiB as JSON and 10 levels deep' });
+  // x-json-depth: the OpenAPI document spells out the nesting bound (see the gateway's openapi/schemas.ts).
+  .meta({ type: 'object', additionalProperties: true, 'x-json-depth': userLimits.metadataMaxDepth, description: 'Free-form JSON object, at most 16 KiB as JSON and 10 levels deep' });
 
 export const environmentSchema = z.enum(['live', 'test']);
 export type Environment = z.infer<typeof environmentSchema>;

@@ -3,7 +3,7 @@ import { requiredScope } from '../oauth/scopes';
 import { routes as allRoutes } from '../routes';
 import type { Route } from '../routes/route';
 import { COMPONENTS, registerComponents } from './components';
-import { refuseNul, SchemaSet, type Json } from './schemas';
+import { boundedJson, refuseNul, SchemaSet, type Json } from './schemas';
 import { surfacePaths, type Surface } from './surface';
 
 export type { Surface } from './surface';
@@ -150,7 +150,7 @@ export function buildOpenApi(routes: Route[], options: DocumentOptions) {
     for (const op of Object.values(item)) {
       for (const p of (op.parameters as Json[] | undefined) ?? []) p.schema = refuseNul(p.schema);
       const content = (op.requestBody as { content?: Record<string, Json> } | undefined)?.content ?? {};
-      for (const media of Object.values(content)) media.schema = refuseNul(media.schema);
+      for (const media of Object.values(content)) media.schema = boundedJson(refuseNul(media.schema), set);
     }
   }
   return {

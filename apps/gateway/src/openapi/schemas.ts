@@ -41,6 +41,28 @@ export function refuseNul(schema: unknown): unknown {
   return out;
 }
 
+/**
+ * Free-form JSON of bounded depth (`x-json-depth: n`, user metadata): an object whose values are JSON of at
+ * most n - 1 further levels, spelled out as components JsonValue0..JsonValue<n-1> (no recursion, which
+ * generators handle badly), with the input guard's rule on every string and key.
+ */
+export function boundedJson(schema: unknown, set: SchemaSet): unknown {
+  if (Array.isArray(schema)) return schema.map((s) => boundedJson(s, set));
+  if (schema === null || typeof schema !== 'object') return schema;
+  const depth = (schema as Json)['x-json-depth'];
+  if (typeof depth !== 'number') return Object.fromEntries(Object.entries(schema).map(([k, v]) => [k, boundedJson(v, set)]));
+  const { 'x-json-depth': _depth, additionalProperties: _any, ...rest } = schema as Json;
+  for (let level = 0; level < depth; level++) {
+    const scalars: Json[] = [{ type: 'string', not: { pattern: NUL } }, { type: 'number' }, { type: 'boolean' }, { type: 'null' }];
+    const below = level > 0 ? set.ref(`JsonValue${level - 1}`) : undefined;
+    set.add(`JsonValue${level}`, {
+      description: `Any JSON value nested at most ${level} level${level === 1 ? '' : 's'} deep`,
+      anyOf: below ? [...scalars, { type: 'array', items: below }, { type: 'object', additionalProperties: below, propertyNames: { not: { pattern: NUL } } }] : scalars,
+    });
+  }
+  return { ...rest, type: 'object', additionalProperties: set.ref(`JsonValue${depth - 2}`), propertyNames: { not: { pattern: NUL } } };
+}
+
 function nulFree(s: Json): boolean {
   if (s.format === 'email' || s.format === 'date-time' || s.format === 'uri') return true;
   const p = s.pattern;
