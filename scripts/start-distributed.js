@@ -1,11 +1,13 @@
 #!/usr/bin/env node
 // `npm run start:distributed`: the distributed profile on one machine (after `nx run-many -t build` and
 // `bash scripts/install-tools.sh`): Kafka, redis-server, versitygw (S3), PostgreSQL, two replicas of gateway,
-// identity, policy and export-worker behind a load balancer, and one audit service (embedded ClickHouse: no
-// ClickHouse server can be installed here). Everything listens on 127.0.0.1; data lives in a temp directory.
+// identity, policy and export-worker behind a load balancer, and one audit service (embedded ClickHouse unless
+// CLICKHOUSE_URL names a server). Everything listens on 127.0.0.1 (the load balancer on HOST); data lives in
+// DATA_DIR, else in a temporary directory deleted on stop.
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
+const { URL } = require('node:url');
 const { loadConfig, env, ConfigError } = require('@secsvc/shared');
 const { startDistributedStack } = require('@secsvc/shared/stack');
 const { z } = require('zod');
@@ -14,9 +16,16 @@ const stopOnSignal = require('./stop-on-signal');
 let config;
 try {
   config = loadConfig({
+    HOST: env.host('127.0.0.1'),
     PORT: env.port(8080),
+    DATA_DIR: z.string().min(1).optional(),
+    // 0: any free port (the default here: replica i of a service listens on its port + i).
+    PG_PORT: env.port(0),
+    IDENTITY_GRPC_PORT: env.port(0),
+    POLICY_GRPC_PORT: env.port(0),
+    AUDIT_GRPC_PORT: env.port(0),
+    ADMIN_PORT_BASE: env.port(0),
     LOG_LEVEL: env.logLevel(),
-    BOOTSTRAP_API_KEY: z.string().optional(),
     REPLICAS: env.int(2, 1, 8),
   });
 } catch (err) {
@@ -28,37 +37,69 @@ try {
 }
 
 async function main() {
-  const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'secsvc-distributed-'));
-  fs.chmodSync(tmp, 0o711);
+  // A given DATA_DIR is the user's and is kept; a temporary one is deleted on stop.
+  let tmp;
+  let dataDir;
+  if (config.DATA_DIR) {
+    dataDir = path.resolve(config.DATA_DIR);
+  } else {
+    tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'secsvc-distributed-'));
+    fs.chmodSync(tmp, 0o711);
+    dataDir = path.join(tmp, 'data');
+  }
+  const removeTmp = () => {
+    if (!tmp) return;
+    fs.rmSync(tmp, { recursive: true, force: true });
+    console.log(`deleted the temporary data directory ${tmp}`);
+  };
   const n = config.REPLICAS;
   const stack = await startDistributedStack({
     rootDir: path.resolve(__dirname, '..'),
-    dataDir: path.join(tmp, 'data'),
-    host: '127.0.0.1',
+    dataDir,
+    host: config.HOST,
     port: config.PORT,
     replicas: { gateway: n, identity: n, policy: n, 'export-worker': n },
-    env: { LOG_LEVEL: config.LOG_LEVEL, BOOTSTRAP_API_KEY: config.BOOTSTRAP_API_KEY },
+    ports: {
+      postgres: config.PG_PORT,
+      identity: config.IDENTITY_GRPC_PORT,
+      policy: config.POLICY_GRPC_PORT,
+      audit: config.AUDIT_GRPC_PORT,
+      adminBase: config.ADMIN_PORT_BASE,
+    },
+    // Every app gets the variables its config reads from this environment (appEnvironment), except what the
+    // launcher wires itself: PROFILE, ports, hosts, DATABASE_URL, addresses, Kafka, Redis, the S3 store.
+    env: process.env,
     onOutput: (instance, line) => {
       if (instance !== 'postgres') process.stdout.write(`[${instance}] ${line}\n`);
     },
+  }).catch((err) => {
+    removeTmp();
+    throw err;
   });
+  const port = (url) => new URL(url).port;
+  const key = stack.bootstrapKey
+    ? [`Admin API key (generated now, shown once; it is stored only as a hash): ${stack.bootstrapKey}`, `Try: curl -H "Authorization: Bearer ${stack.bootstrapKey}" ${stack.baseUrl}/users`]
+    : process.env.BOOTSTRAP_API_KEY
+      ? ['Admin API key: your BOOTSTRAP_API_KEY (created when the data directory had no key yet)']
+      : [];
   console.log(
     [
       '',
       `Security service (distributed profile) is running behind ${stack.baseUrl}`,
       `  gateways: ${stack.gateways.join(', ')}`,
-      `  Kafka ${stack.kafkaBrokers.join(',')}, Redis ${stack.redisUrl}, S3 ${stack.s3.endpoint} (bucket ${stack.s3.bucket})`,
-      `  instances: ${stack.instances.join(', ')}`,
+      `  gRPC: identity ${stack.grpc.identity.join(', ')}; policy ${stack.grpc.policy.join(', ')}; audit ${stack.grpc.audit}`,
+      `  admin: ${Object.entries(stack.admin).map(([name, url]) => `${name} ${port(url)}`).join(', ')}`,
+      `  PostgreSQL port ${stack.postgresPort}, Kafka ${stack.kafkaBrokers.join(',')}, Redis ${stack.redisUrl}, S3 ${stack.s3.endpoint} (bucket ${stack.s3.bucket})`,
+      `  data: ${dataDir}${tmp ? ' (temporary: deleted on stop)' : ''}`,
       ...(stack.samlSp ? [`  SAML SP key pair (every gateway): ${stack.samlSp.keyFile}, ${stack.samlSp.certFile}`] : []),
       '',
-      `Admin API key: ${stack.bootstrapKey}`,
-      `Try: curl -H "Authorization: Bearer ${stack.bootstrapKey}" ${stack.baseUrl}/users`,
+      ...key,
       '',
     ].join('\n'),
   );
   stopOnSignal(async () => {
     await stack.stop();
-    fs.rmSync(tmp, { recursive: true, force: true });
+    removeTmp();
   });
 }
 

@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 // `npm start`: the whole service on one machine (local profile). Run after `nx run-many -t build`.
 const path = require('node:path');
+const { URL } = require('node:url');
 const { loadConfig, env, ConfigError } = require('@secsvc/shared');
 const { startLocalStack } = require('@secsvc/shared/stack');
 const { z } = require('zod');
@@ -19,11 +20,6 @@ try {
     AUDIT_GRPC_PORT: env.port(50053),
     ADMIN_PORT_BASE: env.port(9100),
     LOG_LEVEL: env.logLevel(),
-    BOOTSTRAP_API_KEY: z.string().optional(),
-    GRPC_DEADLINE_MS: z.string().optional(),
-    // The gateway's SAML SP key pair; unset: generated once into DATA_DIR/saml-sp/.
-    SAML_SP_KEY_FILE: z.string().optional(),
-    SAML_SP_CERT_FILE: z.string().optional(),
   });
 } catch (err) {
   if (err instanceof ConfigError) {
@@ -49,13 +45,9 @@ async function main() {
       audit: config.AUDIT_GRPC_PORT,
       admin: { gateway: adminPort(0), identity: adminPort(1), policy: adminPort(2), audit: adminPort(3), 'export-worker': adminPort(4) },
     },
-    env: {
-      LOG_LEVEL: config.LOG_LEVEL,
-      BOOTSTRAP_API_KEY: config.BOOTSTRAP_API_KEY,
-      GRPC_DEADLINE_MS: config.GRPC_DEADLINE_MS,
-      SAML_SP_KEY_FILE: config.SAML_SP_KEY_FILE,
-      SAML_SP_CERT_FILE: config.SAML_SP_CERT_FILE,
-    },
+    // Every app gets the variables its config reads from this environment (appEnvironment), except what the
+    // launcher wires itself: PROFILE, ports, hosts, DATABASE_URL, service addresses.
+    env: process.env,
     onOutput: (app, line) => {
       if (app !== 'postgres') process.stdout.write(line + '\n');
     },
@@ -68,6 +60,7 @@ async function main() {
     '',
     `Security service is running: ${stack.baseUrl}`,
     `  gRPC: identity ${stack.grpc.identity}, policy ${stack.grpc.policy}, audit ${stack.grpc.audit}`,
+    `  admin: ${Object.entries(stack.admin).map(([app, url]) => `${app} ${new URL(url).port}`).join(', ')}; PostgreSQL port ${new URL(stack.databaseUrl).port}`,
     `  data: ${path.resolve(config.DATA_DIR)}`,
   ];
   if (stack.samlSp) {

@@ -42,8 +42,8 @@ describeDistributed('distributed profile: two replicas of every stateless servic
       // A killed worker's export is taken over after 3 s; small pages make an export last long enough to kill it.
       env: { LOG_LEVEL: 'warn', EXPORT_LEASE_SECONDS: '3', EXPORT_PAGE_SIZE: '200', EXPORT_RETRY_DELAY_SECONDS: '0', EXPORT_POLL_MS: '200' },
     });
-    api = apiClient(stack.baseUrl, stack.bootstrapKey);
-    gw = stack.gateways.map((g) => apiClient(g, stack.bootstrapKey));
+    api = apiClient(stack.baseUrl, stack.bootstrapKey!);
+    gw = stack.gateways.map((g) => apiClient(g, stack.bootstrapKey!));
   }, 240_000);
 
   afterAll(async () => {

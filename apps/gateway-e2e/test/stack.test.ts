@@ -646,7 +646,7 @@ describe('JWT access tokens', () => {
       headers: { 'content-type': 'application/json' },
       body: JSON.stringify({ sessionToken: session.token }),
     });
-    expect(refused.status).toBe(400);
+    expect(refused.status).toBe(401);
 
     // the refused JWTs were reported to identity as auth.failed, with a reason and never the token
     const db = new pg.Client({ connectionString: stack.databaseUrl });

@@ -1,4 +1,3 @@
-import { randomBytes } from 'node:crypto';
 import { chmod, mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import { BOOTSTRAP_MARKER } from '../constants';
@@ -6,8 +5,10 @@ import { checkHealth } from '../grpc/client';
 import { startKafka, type KafkaTestBroker } from '../testing/kafka';
 import { startTestRedis, type TestRedis } from '../testing/redis';
 import { startTestS3, type TestS3 } from '../testing/s3';
+import { APP_NAMES, appEnvironment, launcherEnvironment, type AppName } from './app-environment';
 import { AppProcess, httpOk, waitUntil } from './app-process';
 import { startLoadBalancer, type LoadBalancer } from './load-balancer';
+import { loadStackSecrets } from './local-stack';
 import { freePort } from './ports';
 import { startEmbeddedPostgres, type EmbeddedPostgresServer } from './postgres';
 import { launcherSamlSpKeys, samlSpEnv, type SamlSpKeyFiles } from './saml-sp-keys';
@@ -23,7 +24,17 @@ export interface DistributedStackOptions {
   port: number;
   /** Replicas of each stateless app (default 2 each); the audit service runs once (it owns embedded ClickHouse). */
   replicas?: Partial<Record<Replicated, number>>;
-  /** Extra environment for every app (SAML_SP_KEY_FILE / SAML_SP_CERT_FILE: as in the local stack). */
+  /**
+   * Fixed ports (0 or absent: free ports). Replica i (from 0) of a gRPC service listens on its port + i; the admin
+   * port of replica i of an app is adminBase + (gateway 0, identity 1, policy 2, audit 3, export-worker 4) + 5·i.
+   */
+  ports?: { postgres?: number; identity?: number; policy?: number; audit?: number; adminBase?: number };
+  /**
+   * The user's environment, as in the local stack (appEnvironment): each app gets what its config reads, over the
+   * launcher's defaults (SERVER_SECRET, MAIL_DIR, ISSUER, CLICKHOUSE_PATH, RATE_LIMIT_STORE) but not over its
+   * wiring (PROFILE, ports, hosts, DATABASE_URL, addresses, EVENT_BUS and KAFKA_BROKERS, REDIS_URL, the S3 store).
+   * SAML_SP_KEY_FILE / SAML_SP_CERT_FILE: as in the local stack.
+   */
   env?: Record<string, string | undefined>;
   /** Every output line of every app instance (`identity-2`, ...). */
   onOutput?: (instance: string, line: string) => void;
@@ -38,10 +49,12 @@ export interface DistributedStack {
   /** gRPC addresses of every replica. */
   grpc: { identity: string[]; policy: string[]; audit: string };
   databaseUrl: string;
+  postgresPort: number;
   kafkaBrokers: string[];
   redisUrl: string;
   s3: Pick<TestS3, 'endpoint' | 'env'> & { bucket: string };
-  bootstrapKey: string;
+  /** The generated admin key, when this start created one (not when env gave BOOTSTRAP_API_KEY or the data had keys). */
+  bootstrapKey?: string;
   /** The SAML SP key pair every gateway replica got, from `<dataDir>/saml-sp/` (absent when `env` set its own). */
   samlSp?: SamlSpKeyFiles;
   /** Admin origin (/healthz, /readyz, /metrics) of each instance, e.g. admin['export-worker-1']. */
@@ -89,12 +102,28 @@ export async function startDistributedStack(opts: DistributedStackOptions): Prom
   };
 
   try {
-    const secret = randomBytes(32).toString('base64url');
-    const bootstrapKey = opts.env?.BOOTSTRAP_API_KEY ?? `svc_sk_${randomBytes(32).toString('base64url')}`;
+    // Made once per data directory (a reused directory keeps its database password and its keys' HMAC secret).
+    const secrets = await loadStackSecrets(opts.dataDir);
+    let bootstrapKey: string | undefined;
+    const fixed = { postgres: 0, identity: 0, policy: 0, audit: 0, adminBase: 0, ...opts.ports };
+    const fixedPorts = (port: number, n: number) => Array.from({ length: port === 0 ? 0 : n }, (_, i) => port + i);
+    const adminOffset: Record<AppName, number> = { gateway: 0, identity: 1, policy: 2, audit: 3, 'export-worker': 4 };
+    const taken = [
+      ...fixedPorts(fixed.postgres, 1),
+      ...fixedPorts(fixed.identity, replicas.identity),
+      ...fixedPorts(fixed.policy, replicas.policy),
+      ...fixedPorts(fixed.audit, 1),
+      ...(fixed.adminBase === 0
+        ? []
+        : APP_NAMES.flatMap((app) => Array.from({ length: app === 'audit' ? 1 : replicas[app] }, (_, i) => fixed.adminBase + adminOffset[app] + 5 * i))),
+    ];
+    const clash = taken.find((p, i) => taken.indexOf(p) !== i || p > 65535);
+    if (clash !== undefined) throw new Error(`port ${clash} is given twice or out of range (replica i of a service listens on its port + i)`);
+    const pick = async (port: number, i = 0) => (port === 0 ? freePort() : port + i);
     // One SP key pair for all gateway replicas: an IdP pins one certificate for the service, whichever replica answers.
     const samlSp = await launcherSamlSpKeys(opts.dataDir, opts.host, opts.env);
     [pg, kafka, redis, s3] = await Promise.all([
-      (async () => startEmbeddedPostgres({ dataDir: path.join(opts.dataDir, 'postgres'), port: await freePort(), password: randomBytes(18).toString('base64url'), onLog: (l) => out('postgres', l) }))(),
+      (async () => startEmbeddedPostgres({ dataDir: path.join(opts.dataDir, 'postgres'), port: await pick(fixed.postgres), password: secrets.postgresPassword, onLog: (l) => out('postgres', l) }))(),
       startKafka(),
       startTestRedis(),
       startTestS3(),
@@ -103,43 +132,36 @@ export async function startDistributedStack(opts: DistributedStackOptions): Prom
     const bucket = await s3.createBucket('secsvc-exports');
     const lbPort = opts.port === 0 ? await freePort() : opts.port;
     const origin = `http://${opts.host}:${lbPort}`;
-    const ports = async (n: number) => Promise.all(Array.from({ length: n }, () => freePort()));
-    const grpcPorts = { identity: await ports(replicas.identity), policy: await ports(replicas.policy), audit: await ports(1) };
+    const ports = async (port: number, n: number) => Promise.all(Array.from({ length: n }, (_, i) => pick(port, i)));
+    const grpcPorts = { identity: await ports(fixed.identity, replicas.identity), policy: await ports(fixed.policy, replicas.policy), audit: await ports(fixed.audit, 1) };
     const ipv4 = (ps: number[]) => `ipv4:${ps.map((p) => `127.0.0.1:${p}`).join(',')}`;
-    const common = {
-      PATH: process.env.PATH,
-      NODE_ENV: process.env.NODE_ENV ?? 'production',
-      PROFILE: 'distributed',
-      DATABASE_URL: databaseUrl,
-      SERVER_SECRET: secret,
-      EVENT_BUS: 'kafka',
-      KAFKA_BROKERS: kafka.brokers.join(','),
-      REDIS_URL: redis.url,
-      RATE_LIMIT_STORE: 'redis',
-      ISSUER: origin,
-      MAIL_DIR: path.join(opts.dataDir, 'mail'),
-      BOOTSTRAP_API_KEY: bootstrapKey,
-      ADMIN_HOST: '127.0.0.1',
-      GRPC_HOST: '127.0.0.1',
-      IDENTITY_ADDR: ipv4(grpcPorts.identity),
-      POLICY_ADDR: ipv4(grpcPorts.policy),
-      AUDIT_ADDR: `127.0.0.1:${grpcPorts.audit[0]}`,
-      ...s3.env(bucket),
-      ...opts.env,
+    const userEnv = { PATH: process.env.PATH, ...opts.env };
+    const wiring = {
+      profile: 'distributed' as const,
+      dataDir: opts.dataDir,
+      databaseUrl,
+      serverSecret: secrets.serverSecret,
+      issuer: origin,
+      addresses: { identity: ipv4(grpcPorts.identity), policy: ipv4(grpcPorts.policy), audit: `127.0.0.1:${grpcPorts.audit[0]}` },
+      samlSp: samlSpEnv(samlSp),
+      distributed: { kafkaBrokers: kafka.brokers.join(','), redisUrl: redis.url, s3: s3.env(bucket) },
     };
     const admin: Record<string, string> = {};
     const gateways: string[] = [];
 
-    const launch = async (app: string, index: number, env: Record<string, string>, healthy: () => Promise<boolean>) => {
+    const launch = async (app: AppName, index: number, ports: { grpcPort?: number; gatewayPort?: number }, healthy: () => Promise<boolean>) => {
       const name = `${app}-${index + 1}`;
-      const adminPort = await freePort();
+      const adminPort = await pick(fixed.adminBase, adminOffset[app] + 5 * index);
       admin[name] = `http://127.0.0.1:${adminPort}`;
       const proc = new AppProcess(name, {
         rootDir: opts.rootDir,
         app,
-        env: { ...common, ...env, ADMIN_PORT: String(adminPort) },
+        env: appEnvironment(app, userEnv, launcherEnvironment({ ...wiring, ...ports, adminPort, ...(app === 'gateway' && { gatewayHost: '127.0.0.1' }) })),
         onLine: (line) => {
-          if (line.startsWith(BOOTSTRAP_MARKER + ' ')) return true;
+          if (line.startsWith(BOOTSTRAP_MARKER + ' ')) {
+            bootstrapKey = line.slice(BOOTSTRAP_MARKER.length + 1).trim();
+            return true;
+          }
           out(name, line);
           return false;
         },
@@ -154,9 +176,9 @@ export async function startDistributedStack(opts: DistributedStackOptions): Prom
     };
 
     // Replicas of one app start one after the other (the first applies migrations and the bootstrap key).
-    for (let i = 0; i < replicas.identity; i++) await launch('identity', i, { GRPC_PORT: String(grpcPorts.identity[i]) }, () => checkHealth(`127.0.0.1:${grpcPorts.identity[i]}`));
-    for (let i = 0; i < replicas.policy; i++) await launch('policy', i, { GRPC_PORT: String(grpcPorts.policy[i]) }, () => checkHealth(`127.0.0.1:${grpcPorts.policy[i]}`));
-    await launch('audit', 0, { GRPC_PORT: String(grpcPorts.audit[0]), CLICKHOUSE_PATH: path.join(opts.dataDir, 'clickhouse') }, () => checkHealth(`127.0.0.1:${grpcPorts.audit[0]}`));
+    for (let i = 0; i < replicas.identity; i++) await launch('identity', i, { grpcPort: grpcPorts.identity[i] }, () => checkHealth(`127.0.0.1:${grpcPorts.identity[i]}`));
+    for (let i = 0; i < replicas.policy; i++) await launch('policy', i, { grpcPort: grpcPorts.policy[i] }, () => checkHealth(`127.0.0.1:${grpcPorts.policy[i]}`));
+    await launch('audit', 0, { grpcPort: grpcPorts.audit[0] }, () => checkHealth(`127.0.0.1:${grpcPorts.audit[0]}`));
     for (let i = 0; i < replicas['export-worker']; i++) {
       const name = `export-worker-${i + 1}`;
       await launch('export-worker', i, {}, () => httpOk(`${admin[name]}/readyz`));
@@ -164,7 +186,7 @@ export async function startDistributedStack(opts: DistributedStackOptions): Prom
     for (let i = 0; i < replicas.gateway; i++) {
       const port = await freePort();
       gateways.push(`http://127.0.0.1:${port}/v1`);
-      await launch('gateway', i, { HOST: '127.0.0.1', PORT: String(port), ...samlSpEnv(samlSp) }, () => httpOk(`http://127.0.0.1:${port}/readyz`));
+      await launch('gateway', i, { gatewayPort: port }, () => httpOk(`http://127.0.0.1:${port}/readyz`));
     }
     lb = await startLoadBalancer({ host: opts.host, port: lbPort, upstreams: gateways.map((g) => g.replace(/\/v1$/, '')) });
 
@@ -182,6 +204,7 @@ export async function startDistributedStack(opts: DistributedStackOptions): Prom
         audit: `127.0.0.1:${grpcPorts.audit[0]}`,
       },
       databaseUrl,
+      postgresPort: pg.port,
       kafkaBrokers: kafka.brokers,
       redisUrl: redis.url,
       s3: { endpoint: s3.endpoint, env: s3.env, bucket },

@@ -1,3 +1,4 @@
+export * from './app-environment';
 export * from './local-stack';
 export * from './ports';
 export * from './postgres';

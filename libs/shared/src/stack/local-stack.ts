@@ -3,14 +3,13 @@ import { existsSync } from 'node:fs';
 import { chmod, mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { checkHealth } from '../grpc/client';
+import { appEnvironment, launcherEnvironment, type AppName } from './app-environment';
 import { AppProcess, httpOk, waitUntil } from './app-process';
 import { freePort } from './ports';
 import { startEmbeddedPostgres, type EmbeddedPostgresServer } from './postgres';
 import { launcherSamlSpKeys, samlSpEnv, type SamlSpKeyFiles } from './saml-sp-keys';
 
 import { BOOTSTRAP_MARKER } from '../constants';
-
-export type AppName = 'identity' | 'policy' | 'audit' | 'export-worker' | 'gateway';
 
 export interface LocalStackOptions {
   /** Repository root: apps are started from apps/<name>/dist/main.js. */
@@ -22,8 +21,10 @@ export interface LocalStackOptions {
   /** Ports of everything else; 0 picks a free one. */
   ports: { postgres: number; identity: number; policy: number; audit: number; admin: Record<AppName, number> };
   /**
-   * Extra environment for every app (LOG_LEVEL, BOOTSTRAP_API_KEY, ...). Setting SAML_SP_KEY_FILE or
-   * SAML_SP_CERT_FILE here replaces the generated SAML SP key pair (an empty value: no pair, SSO off).
+   * The user's environment (`npm start` passes process.env; tests a few settings): each app gets the variables its
+   * config reads (appEnvironment), over the launcher's defaults (SERVER_SECRET, MAIL_DIR, ISSUER, CLICKHOUSE_PATH,
+   * EXPORT_DIR) but not over its wiring (PROFILE, ports, hosts, DATABASE_URL, service addresses). Setting
+   * SAML_SP_KEY_FILE or SAML_SP_CERT_FILE here replaces the generated SAML SP key pair (an empty value: no pair, SSO off).
    */
   env?: Record<string, string | undefined>;
   /** Every output line of every app, and of PostgreSQL. */
@@ -59,7 +60,7 @@ interface Secrets {
 }
 
 /** Secrets of a local data directory: made once (mode 0600), reused on every restart so keys stay valid. */
-async function loadSecrets(dataDir: string): Promise<Secrets> {
+export async function loadStackSecrets(dataDir: string): Promise<Secrets> {
   const file = path.join(dataDir, 'secrets.json');
   if (existsSync(file)) return JSON.parse(await readFile(file, 'utf8')) as Secrets;
   const secrets = { serverSecret: randomBytes(32).toString('base64url'), postgresPassword: randomBytes(18).toString('base64url') };
@@ -78,7 +79,7 @@ export async function startLocalStack(opts: LocalStackOptions): Promise<LocalSta
   // 0711: other users (the postgres user, when we run as root) may pass through but not list it.
   await mkdir(opts.dataDir, { recursive: true, mode: 0o711 });
   await chmod(opts.dataDir, 0o711);
-  const secrets = await loadSecrets(opts.dataDir);
+  const secrets = await loadStackSecrets(opts.dataDir);
   const out = opts.onOutput ?? (() => undefined);
   // Made (on a fresh data directory) while PostgreSQL starts; awaited before any app runs.
   const samlSpKeys = launcherSamlSpKeys(opts.dataDir, opts.host, opts.env);
@@ -121,23 +122,30 @@ export async function startLocalStack(opts: LocalStackOptions): Promise<LocalSta
       policy: `127.0.0.1:${grpcPorts.policy}`,
       audit: `127.0.0.1:${grpcPorts.audit}`,
     };
-    const common = {
-      PATH: process.env.PATH,
-      NODE_ENV: process.env.NODE_ENV ?? 'production',
-      PROFILE: 'local',
-      DATABASE_URL: databaseUrl,
-      SERVER_SECRET: secrets.serverSecret,
-      MAIL_DIR: path.join(opts.dataDir, 'mail'),
-      ISSUER: issuer,
-      ADMIN_HOST: '127.0.0.1',
-      GRPC_HOST: '127.0.0.1',
-      ...opts.env,
-    };
-    const launch = (name: AppName, env: Record<string, string | undefined>) => {
+    const userEnv = { PATH: process.env.PATH, ...opts.env };
+    const grpcPortOf: Partial<Record<AppName, number>> = grpcPorts;
+    const launch = (name: AppName) => {
+      const env = appEnvironment(
+        name,
+        userEnv,
+        launcherEnvironment({
+          profile: 'local',
+          dataDir: opts.dataDir,
+          databaseUrl,
+          serverSecret: secrets.serverSecret,
+          issuer,
+          // The worker reads rows through audit's StreamLogs (unless CLICKHOUSE_URL: embedded ClickHouse admits one process).
+          addresses: grpc,
+          adminPort: adminPorts[name],
+          grpcPort: grpcPortOf[name],
+          ...(name === 'gateway' && { gatewayHost: opts.host, gatewayPort }),
+          samlSp: samlSpEnv(samlSp),
+        }),
+      );
       const proc: AppProcess = new AppProcess(name, {
         rootDir: opts.rootDir,
         app: name,
-        env: { ...common, ...env, ADMIN_PORT: String(adminPorts[name]) },
+        env,
         nodeArgs: opts.nodeArgs,
         onLine: (line) => {
           if (line.startsWith(BOOTSTRAP_MARKER + ' ')) {
@@ -157,13 +165,10 @@ export async function startLocalStack(opts: LocalStackOptions): Promise<LocalSta
       proc.start();
     };
 
-    launch('identity', { GRPC_PORT: String(grpcPorts.identity) });
-    launch('policy', { GRPC_PORT: String(grpcPorts.policy) });
-    // Export files: the worker writes them, audit reads them for downloads (the local object store).
-    const exportDir = path.join(opts.dataDir, 'exports');
-    launch('audit', { GRPC_PORT: String(grpcPorts.audit), CLICKHOUSE_PATH: path.join(opts.dataDir, 'clickhouse'), EXPORT_DIR: exportDir });
-    // The worker reads rows through audit's StreamLogs: the embedded ClickHouse admits one process.
-    launch('export-worker', { AUDIT_ADDR: grpc.audit, EXPORT_DIR: exportDir });
+    launch('identity');
+    launch('policy');
+    launch('audit');
+    launch('export-worker');
     const failed = () => startupFailure;
     await Promise.all([
       waitUntil('identity', () => checkHealth(grpc.identity), deadline, failed),
@@ -171,14 +176,7 @@ export async function startLocalStack(opts: LocalStackOptions): Promise<LocalSta
       waitUntil('audit', () => checkHealth(grpc.audit), deadline, failed),
       waitUntil('export-worker', () => httpOk(`http://127.0.0.1:${adminPorts['export-worker']}/readyz`), deadline, failed),
     ]);
-    launch('gateway', {
-      HOST: opts.host,
-      PORT: String(gatewayPort),
-      IDENTITY_ADDR: grpc.identity,
-      POLICY_ADDR: grpc.policy,
-      AUDIT_ADDR: grpc.audit,
-      ...samlSpEnv(samlSp),
-    });
+    launch('gateway');
     const baseUrl = `http://${opts.host}:${gatewayPort}`;
     await waitUntil('gateway', () => httpOk(`${baseUrl}/readyz`), deadline, failed);
     const admin = Object.fromEntries(
