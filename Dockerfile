@@ -24,6 +24,7 @@ COPY apps/gateway-e2e/package.json apps/gateway-e2e/
 COPY apps/identity/package.json apps/identity/
 COPY apps/policy/package.json apps/policy/
 COPY libs/audit-store/package.json libs/audit-store/
+COPY libs/client/package.json libs/client/
 COPY libs/proto/package.json libs/proto/
 COPY libs/shared/package.json libs/shared/
 RUN npm ci --no-audit --no-fund

@@ -2,7 +2,7 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['**/dist/**', '**/node_modules/**', 'libs/proto/src/gen/**', '.data/**', '.cache/**'] },
+  { ignores: ['**/dist/**', '**/node_modules/**', 'libs/proto/src/gen/**', 'libs/client/src/schema.ts', '.data/**', '.cache/**'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

@@ -11,6 +11,7 @@ module.exports = (projectDir, overrides = {}) => ({
     '^@secsvc/shared$': path.join(__dirname, 'libs/shared/src/index.ts'),
     '^@secsvc/shared/(.*)$': path.join(__dirname, 'libs/shared/src/$1/index.ts'),
     '^@secsvc/proto$': path.join(__dirname, 'libs/proto/src/index.ts'),
+    '^@secsvc/client$': path.join(__dirname, 'libs/client/src/index.ts'),
   },
   testTimeout: 30000,
   ...overrides,

@@ -81,3 +81,21 @@ if ! command -v redis-server >/dev/null 2>&1; then
   $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends redis-server
 fi
 echo "redis-server: $(command -v redis-server) ($(redis-server --version | cut -d' ' -f3))"
+
+# schemathesis (PyPI) fuzzes the gateway's published OpenAPI document (apps/gateway-e2e/test/fuzz.test.ts and
+# `npm run fuzz`): a Python virtualenv per version under ~/.cache/secsvc/ (outside the clone), with a symlink
+# `schemathesis` in $BIN. The stamp records the pinned version; pip's own cache makes a reinstall take seconds.
+SCHEMATHESIS_VERSION=4.32.5
+SCHEMATHESIS_VENV="$(dirname "$BIN")/schemathesis-$SCHEMATHESIS_VERSION"
+if [ ! -x "$SCHEMATHESIS_VENV/bin/schemathesis" ] || [ ! -x "$BIN/schemathesis" ] \
+  || [ "$(cat "$BIN/schemathesis.version" 2>/dev/null)" != "$SCHEMATHESIS_VERSION" ]; then
+  echo "installing schemathesis $SCHEMATHESIS_VERSION into $SCHEMATHESIS_VENV"
+  # A venv's scripts name their interpreter by absolute path, so it is built in place; the stamp is written
+  # last, so an interrupted install is redone from scratch on the next run.
+  rm -rf "$SCHEMATHESIS_VENV" "$BIN/schemathesis.version"
+  python3 -m venv "$SCHEMATHESIS_VENV"
+  "$SCHEMATHESIS_VENV/bin/python" -m pip install -q --disable-pip-version-check "schemathesis==$SCHEMATHESIS_VERSION"
+  ln -sfn "$SCHEMATHESIS_VENV/bin/schemathesis" "$BIN/schemathesis"
+  echo "$SCHEMATHESIS_VERSION" > "$BIN/schemathesis.version"
+fi
+echo "schemathesis $SCHEMATHESIS_VERSION: $BIN/schemathesis ($("$BIN/schemathesis" --version 2>/dev/null | tail -n1))"

@@ -4,6 +4,7 @@ import type { OAuthDeps } from './deps';
 import { discovery } from './discovery';
 import { AppError } from '@secsvc/shared';
 import { formBody } from '../middleware/input';
+import { OAUTH_FORM_FIELDS } from '../openapi/surface';
 import { sendOAuthError } from './http';
 import { STYLESHEET } from './pages';
 import { introspectEndpoint, revokeEndpoint, tokenEndpoint } from './token';
@@ -19,7 +20,7 @@ export { requiredScope } from './scopes';
  */
 export function oauthRouter(deps: OAuthDeps): express.Router {
   const router = express.Router();
-  const form = formBody('64kb', 100);
+  const form = formBody('64kb', OAUTH_FORM_FIELDS);
   router.get(['/.well-known/openid-configuration', '/.well-known/oauth-authorization-server'], discovery(deps.issuer));
   router.get('/oauth/assets/style.css', (_req: Request, res: Response) => {
     res.setHeader('Cache-Control', 'public, max-age=3600');

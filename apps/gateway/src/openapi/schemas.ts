@@ -43,7 +43,7 @@ export function refuseNul(schema: unknown): unknown {
 
 /**
  * Free-form JSON of bounded depth (`x-json-depth: n`, user metadata): an object whose values are JSON of at
- * most n - 1 further levels, spelled out as components JsonValue0..JsonValue<n-1> (no recursion, which
+ * most n - 1 further levels (`{}` and `[]` are one level), spelled out as components JsonValue0..JsonValue<n-1> (no recursion, which
  * generators handle badly), with the input guard's rule on every string and key.
  */
 export function boundedJson(schema: unknown, set: SchemaSet): unknown {
@@ -60,7 +60,8 @@ export function boundedJson(schema: unknown, set: SchemaSet): unknown {
       anyOf: below ? [...scalars, { type: 'array', items: below }, { type: 'object', additionalProperties: below, propertyNames: { not: { pattern: NUL } } }] : scalars,
     });
   }
-  return { ...rest, type: 'object', additionalProperties: set.ref(`JsonValue${depth - 2}`), propertyNames: { not: { pattern: NUL } } };
+  // The object itself is one level: its values are JSON of at most depth - 1 levels.
+  return { ...rest, type: 'object', additionalProperties: set.ref(`JsonValue${depth - 1}`), propertyNames: { not: { pattern: NUL } } };
 }
 
 function nulFree(s: Json): boolean {

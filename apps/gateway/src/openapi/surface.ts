@@ -23,12 +23,18 @@ interface Common {
 
 const str = (description: string, extra: Json = {}): Json => ({ type: 'string', description, ...extra });
 
-/** A form: string fields, each described; required ones are non-empty. */
-function fields(props: Record<string, string>, required: string[] = []): Json {
+/**
+ * A form: string fields, each described; required ones are non-empty. Other fields are ignored (RFC 6749
+ * 3.1), up to `maxFields` parameters in all (the parser's limit: more is 400).
+ */
+function fields(props: Record<string, string>, required: string[] = [], maxFields = OAUTH_FORM_FIELDS): Json {
   return {
     type: 'object',
     properties: Object.fromEntries(Object.entries(props).map(([k, d]) => [k, str(d, required.includes(k) ? { minLength: 1 } : {})])),
     ...(required.length ? { required } : {}),
+    // One value per name: a name given twice is read as absent (parameters that matter are refused then).
+    additionalProperties: { type: 'string' },
+    maxProperties: maxFields,
   };
 }
 
@@ -42,6 +48,10 @@ function queryParams(props: Record<string, string>, required: string[] = [], sha
     schema: shapes[name] ?? { type: 'string', ...(required.includes(name) ? { minLength: 1 } : {}) },
   }));
 }
+
+/** The form parsers' parameter limits (oauth/index.ts, sso/router.ts). */
+export const OAUTH_FORM_FIELDS = 100;
+export const SAML_FORM_FIELDS = 10;
 
 const ID_PARAM = { name: 'id', in: 'path', required: true, description: 'The SSO connection (sso_<id>)', schema: { type: 'string' } };
 
@@ -208,7 +218,10 @@ export function surfacePaths(o: Surface & { issuer: string }, set: SchemaSet, c:
   if (o.sso) {
     const xml = (description: string, type: string): Json => ({ description, headers: h(), content: { [type]: { schema: { type: 'string' } } } });
     const refusals = errors('invalid_request', 'unauthorized', 'not_found', 'rate_limited', 'internal_error', 'unavailable');
-    const samlForm = (props: Record<string, string>, required: string[] = []): Json => ({ required: true, content: { 'application/x-www-form-urlencoded': { schema: fields(props, required) } } });
+    const samlForm = (props: Record<string, string>, required: string[] = [], extra: Json = {}): Json => ({
+      required: true,
+      content: { 'application/x-www-form-urlencoded': { schema: { ...fields(props, required, SAML_FORM_FIELDS), ...extra } } },
+    });
     paths['/v1/sso/saml/{id}/metadata'] = {
       get: open({ operationId: 'getSamlSpMetadata', summary: 'SAML SP metadata of a connection (signed; the entity id, ACS, SLO and certificates)', tags: ['sso'], parameters: [ID_PARAM], responses: { 200: xml('The metadata', 'application/samlmetadata+xml'), ...refusals } }),
     };
@@ -243,13 +256,18 @@ export function surfacePaths(o: Surface & { issuer: string }, set: SchemaSet, c:
     const sloResponses = { 200: json('Sessions ended, or the logout finished', anyObject), 302: redirect('To the IdP with the signed LogoutResponse'), 303: redirect('To the returnTo of an SP-initiated logout'), ...refusals };
     const sloParams = { SAMLRequest: 'A LogoutRequest (HTTP-Redirect)', SAMLResponse: 'A LogoutResponse (HTTP-Redirect)', RelayState: 'RelayState', SigAlg: 'The signature algorithm', Signature: 'The signature' };
     paths['/v1/sso/saml/{id}/slo'] = {
-      get: open({ operationId: 'samlSingleLogout', summary: 'Single logout, HTTP-Redirect binding (signed LogoutRequest or LogoutResponse)', tags: ['sso'], parameters: [ID_PARAM, ...queryParams(sloParams)], responses: sloResponses }),
+      get: open({ operationId: 'samlLogoutRedirect', summary: 'Single logout, HTTP-Redirect binding (signed LogoutRequest or LogoutResponse)', tags: ['sso'], parameters: [ID_PARAM, ...queryParams(sloParams)], responses: sloResponses }),
       post: open({
-        operationId: 'samlSingleLogoutForm',
+        operationId: 'samlLogoutPost',
         summary: 'Single logout, HTTP-POST binding',
         tags: ['sso'],
         parameters: [ID_PARAM],
-        requestBody: samlForm({ SAMLRequest: 'A LogoutRequest', SAMLResponse: 'A LogoutResponse', RelayState: 'RelayState' }),
+        requestBody: samlForm({ SAMLRequest: 'A LogoutRequest', SAMLResponse: 'A LogoutResponse', RelayState: 'RelayState' }, [], {
+          anyOf: [
+            { required: ['SAMLRequest'], properties: { SAMLRequest: { minLength: 1 } } },
+            { required: ['SAMLResponse'], properties: { SAMLResponse: { minLength: 1 } } },
+          ],
+        }),
         responses: { ...sloResponses, ...errors('payload_too_large') },
       }),
     };

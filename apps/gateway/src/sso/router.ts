@@ -1,6 +1,7 @@
 import express, { type Request, type Response } from 'express';
 import { AppError } from '@secsvc/shared';
 import { formBody } from '../middleware/input';
+import { SAML_FORM_FIELDS } from '../openapi/surface';
 import { SESSION_COOKIE, setCookie } from '../oauth/http';
 import { assertionFacts, checkResponseRoot, decodeResponse, firstString, SamlRefusal } from './assertion';
 import { bindingCookie, bindingOf, browserNonce, openState, sameBrowser, sealState, stateKey, STATE_TTL_MS, type PendingLogin } from './binding';
@@ -92,7 +93,7 @@ export function ssoRouter(deps: SsoDeps): express.Router {
   const stateKeys = deps.keys ? [deps.keys, ...(deps.keys.rollover ? [deps.keys.rollover] : [])].map((k) => stateKey(k.privateKey)) : [];
   const secure = deps.baseUrl.startsWith('https:');
   const cookie = bindingCookie(secure);
-  const form = formBody('512kb', 10);
+  const form = formBody('512kb', SAML_FORM_FIELDS);
 
   router.get(
     '/:id/metadata',

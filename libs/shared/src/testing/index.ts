@@ -3,3 +3,4 @@ export * from './redis';
 export * from './kafka';
 export * from './s3';
 export * from './tools';
+export * from './schemathesis';
