@@ -13,7 +13,8 @@ function rewriteRefs(value: unknown): unknown {
   return out;
 }
 
-const NUL = '\\u0000';
+/** A string without NUL, as a pattern (a positive rule: generators handle `pattern` far better than `not`). */
+const NO_NUL = '^[^\\u0000]*$';
 const STRING_KEYWORDS = ['pattern', 'minLength', 'maxLength', 'format'];
 
 /**
@@ -36,8 +37,12 @@ export function refuseNul(schema: unknown): unknown {
   const out: Json = {};
   for (const [k, v] of Object.entries(schema)) out[k] = k === 'enum' || k === 'const' || k === 'default' || k === 'examples' ? v : refuseNul(v);
   const isString = out.type === 'string' || (Array.isArray(out.type) && out.type.includes('string'));
-  if (isString && out.enum === undefined && out.const === undefined && !nulFree(out)) out.not = { pattern: NUL };
-  if (out.type === 'object' && out.additionalProperties !== false) out.propertyNames = { not: { pattern: NUL } };
+  if (isString && out.enum === undefined && out.const === undefined && !nulFree(out)) {
+    // A second pattern goes in allOf (one schema holds one pattern).
+    if (out.pattern === undefined) out.pattern = NO_NUL;
+    else out.allOf = [...((out.allOf as unknown[] | undefined) ?? []), { pattern: NO_NUL }];
+  }
+  if (out.type === 'object' && out.additionalProperties !== false) out.propertyNames = { pattern: NO_NUL };
   return out;
 }
 
@@ -53,15 +58,15 @@ export function boundedJson(schema: unknown, set: SchemaSet): unknown {
   if (typeof depth !== 'number') return Object.fromEntries(Object.entries(schema).map(([k, v]) => [k, boundedJson(v, set)]));
   const { 'x-json-depth': _depth, additionalProperties: _any, ...rest } = schema as Json;
   for (let level = 0; level < depth; level++) {
-    const scalars: Json[] = [{ type: 'string', not: { pattern: NUL } }, { type: 'number' }, { type: 'boolean' }, { type: 'null' }];
+    const scalars: Json[] = [{ type: 'string', pattern: NO_NUL }, { type: 'number' }, { type: 'boolean' }, { type: 'null' }];
     const below = level > 0 ? set.ref(`JsonValue${level - 1}`) : undefined;
     set.add(`JsonValue${level}`, {
       description: `Any JSON value nested at most ${level} level${level === 1 ? '' : 's'} deep`,
-      anyOf: below ? [...scalars, { type: 'array', items: below }, { type: 'object', additionalProperties: below, propertyNames: { not: { pattern: NUL } } }] : scalars,
+      anyOf: below ? [...scalars, { type: 'array', items: below }, { type: 'object', additionalProperties: below, propertyNames: { pattern: NO_NUL } }] : scalars,
     });
   }
   // The object itself is one level: its values are JSON of at most depth - 1 levels.
-  return { ...rest, type: 'object', additionalProperties: set.ref(`JsonValue${depth - 1}`), propertyNames: { not: { pattern: NUL } } };
+  return { ...rest, type: 'object', additionalProperties: set.ref(`JsonValue${depth - 1}`), propertyNames: { pattern: NO_NUL } };
 }
 
 function nulFree(s: Json): boolean {

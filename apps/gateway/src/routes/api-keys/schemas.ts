@@ -25,7 +25,7 @@ export const createApiKeyBody = z
     if (b.rateLimit !== undefined && b.plan !== 'enterprise') ctx.addIssue({ code: 'custom', path: ['rateLimit'], message: 'a custom limit needs the enterprise plan' });
   }, evenWithFaultyFields)
   // The same rule, for the document: rateLimit only with plan enterprise.
-  .meta({ anyOf: [{ not: { required: ['rateLimit'] } }, { required: ['plan'], properties: { plan: { const: 'enterprise' } } }] });
+  .meta({ anyOf: [{ properties: { rateLimit: false } }, { required: ['plan'], properties: { plan: { const: 'enterprise' } } }] });
 
 export const rotateApiKeyBody = z.strictObject({
   gracePeriod: durationSchema(0, 7 * 86_400, '0s to 7d').optional(),
