@@ -2578,7 +2578,7 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
-                    name: string;
+                    name: string & unknown;
                     /** @enum {string} */
                     type: "secret" | "public" | "test";
                     /** @enum {string} */
@@ -2589,7 +2589,9 @@ export interface operations {
                      * @description in the future, within 10 years
                      */
                     expiresAt?: string;
-                } | unknown | {
+                } | {
+                    rateLimit?: never;
+                } | {
                     /** @constant */
                     plan: "enterprise";
                 };
@@ -2969,7 +2971,7 @@ export interface operations {
                 limit?: number;
                 cursor?: string;
                 /** @description Comma-separated event kinds (at most 50), each one of: user.created, user.updated, user.deleted, user.password_changed, user.login, user.logout, user.password_reset.requested, user.password_reset.completed, user.password_reset.failed, session.created, session.revoked, api_key.created, api_key.rotated, api_key.revoked, auth.failed, rate_limit.exceeded, sso_connection.created, sso_connection.updated, sso_connection.deleted, oauth_client.created, oauth_client.updated, oauth_client.deleted, oauth.consent.granted, oauth.token.issued, oauth.token.revoked, oauth.refresh_reuse_detected, policy.created, policy.updated, policy.deleted, authz.denied, log.export.created, log.export.completed, log.export.failed, log.export.downloaded */
-                events?: string;
+                events?: string & unknown;
                 /** @description entries at or after this time */
                 from?: string;
                 /** @description entries before this time (after from) */
@@ -3306,10 +3308,10 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
-                    name: string;
+                    name: string & unknown;
                     /** @enum {string} */
                     type: "public" | "confidential";
-                    redirectUris?: string[];
+                    redirectUris?: (string & unknown)[];
                     scopes: ("openid" | "profile" | "email" | "offline_access" | "read:users" | "write:users" | "read:policies" | "write:policies" | "read:logs" | "export:logs")[];
                     firstParty?: boolean;
                 } | {
@@ -3460,8 +3462,8 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
-                    name?: string;
-                    redirectUris?: string[];
+                    name?: string & unknown;
+                    redirectUris?: (string & unknown)[];
                     scopes?: ("openid" | "profile" | "email" | "offline_access" | "read:users" | "write:users" | "read:policies" | "write:policies" | "read:logs" | "export:logs")[];
                     firstParty?: boolean;
                 };
@@ -3593,13 +3595,13 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
-                    name: string;
+                    name: string & unknown;
                     description?: string;
                     /** @enum {string} */
                     effect: "allow" | "deny";
                     principals: string[];
-                    actions: string[];
-                    resources: string[];
+                    actions: (string & unknown)[];
+                    resources: (string & unknown)[];
                     /** @description Conditions; known: ip.allowlist (CIDRs). {} = none. */
                     conditions?: {
                         ip?: {
@@ -3749,13 +3751,13 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
-                    name?: string;
+                    name?: string & unknown;
                     description?: string;
                     /** @enum {string} */
                     effect?: "allow" | "deny";
                     principals?: string[];
-                    actions?: string[];
-                    resources?: string[];
+                    actions?: (string & unknown)[];
+                    resources?: (string & unknown)[];
                     /** @description Conditions; known: ip.allowlist (CIDRs). {} = none. */
                     conditions?: {
                         ip?: {
@@ -3846,7 +3848,7 @@ export interface operations {
             content: {
                 "application/json": {
                     /** @description user:<id> */
-                    principal: string;
+                    principal: string & unknown;
                     action: string;
                     resource: string;
                     context?: {
@@ -3855,13 +3857,13 @@ export interface operations {
                     };
                     /** @description Draft policies to simulate without saving them, each validated like a POST /policies body */
                     policies?: {
-                        name: string;
+                        name: string & unknown;
                         description?: string;
                         /** @enum {string} */
                         effect: "allow" | "deny";
                         principals: string[];
-                        actions: string[];
-                        resources: string[];
+                        actions: (string & unknown)[];
+                        resources: (string & unknown)[];
                         /** @description Conditions; known: ip.allowlist (CIDRs). {} = none. */
                         conditions?: {
                             ip?: {
@@ -4168,16 +4170,16 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
-                    name: string;
+                    name: string & unknown;
                     idpMetadataXml: string;
-                    domains: string[];
+                    domains: (string & unknown)[];
                     defaultRoles?: string[];
                     attributeMapping?: {
                         email?: string;
                         name?: string;
                     };
                     allowIdpInitiated?: boolean;
-                    initiateLoginUrl?: string;
+                    initiateLoginUrl?: string & unknown;
                 };
             };
         };
@@ -4334,16 +4336,16 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
-                    name?: string;
+                    name?: string & unknown;
                     idpMetadataXml?: string;
-                    domains?: string[];
+                    domains?: (string & unknown)[];
                     defaultRoles?: string[];
                     attributeMapping?: {
                         email?: string;
                         name?: string;
                     };
                     allowIdpInitiated?: boolean;
-                    initiateLoginUrl?: string;
+                    initiateLoginUrl?: string & unknown;
                 };
             };
         };
@@ -4423,7 +4425,7 @@ export interface operations {
                 "application/json": {
                     token: string;
                     /** @description where the browser goes once the IdP has logged the user out */
-                    returnTo?: string;
+                    returnTo?: string & unknown;
                 };
             };
         };
@@ -4476,7 +4478,7 @@ export interface operations {
             header?: never;
             path: {
                 /** @description The SSO connection (sso_<id>) */
-                id: string;
+                id: string & (unknown & unknown & unknown & unknown & unknown);
             };
             cookie?: never;
         };
@@ -4538,7 +4540,7 @@ export interface operations {
             header?: never;
             path: {
                 /** @description The SSO connection (sso_<id>) */
-                id: string;
+                id: string & (unknown & unknown & unknown & unknown & unknown);
             };
             cookie?: never;
         };
@@ -4590,7 +4592,7 @@ export interface operations {
             header?: never;
             path: {
                 /** @description The SSO connection (sso_<id>) */
-                id: string;
+                id: string & (unknown & unknown & unknown & unknown & unknown);
             };
             cookie?: never;
         };
@@ -4622,7 +4624,7 @@ export interface operations {
             header?: never;
             path: {
                 /** @description The SSO connection (sso_<id>) */
-                id: string;
+                id: string & (unknown & unknown & unknown & unknown & unknown);
             };
             cookie?: never;
         };
@@ -4666,7 +4668,7 @@ export interface operations {
             header?: never;
             path: {
                 /** @description The SSO connection (sso_<id>) */
-                id: string;
+                id: string & (unknown & unknown & unknown & unknown & unknown);
             };
             cookie?: never;
         };
@@ -4725,7 +4727,7 @@ export interface operations {
             header?: never;
             path: {
                 /** @description The SSO connection (sso_<id>) */
-                id: string;
+                id: string & (unknown & unknown & unknown & unknown & unknown);
             };
             cookie?: never;
         };
@@ -4915,7 +4917,7 @@ export interface operations {
                 "application/json": {
                     /** Format: email */
                     email: string;
-                    name: string;
+                    name: string & unknown;
                     /** @default [] */
                     roles?: string[];
                     /** @description Free-form JSON object, at most 16 KiB as JSON and 10 levels deep */
@@ -5078,7 +5080,7 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
-                    name?: string;
+                    name?: string & unknown;
                     /** @description Free-form JSON object, at most 16 KiB as JSON and 10 levels deep */
                     metadata?: {
                         [key: string]: components["schemas"]["JsonValue9"];
