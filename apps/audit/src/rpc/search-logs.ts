@@ -21,7 +21,7 @@ const definedOnly = (h: Record<string, string | undefined>): Record<string, stri
   Object.fromEntries(Object.entries(h).filter((e): e is [string, string] => e[1] !== undefined));
 
 /**
- * Full-text search (the query language is in the README): newest first within the time window, with
+ * Full-text search (the query language is in docs/api.md): newest first within the time window, with
  * highlights per matched field and the total number of hits.
  */
 export const searchLogs =

@@ -13,9 +13,9 @@ interface Row {
   line: string;
 }
 
-/** README.md's "## Configuration" table; "all" is every app, "same" the previous row's apps. */
+/** docs/configuration.md's "## Configuration" table; "all" is every app, "same" the previous row's apps. */
 function configurationTable(): Row[] {
-  const readme = readFileSync(path.join(root, 'README.md'), 'utf8');
+  const readme = readFileSync(path.join(root, 'docs/configuration.md'), 'utf8');
   const section = readme.slice(readme.indexOf('\n## Configuration\n'));
   const lines = section.slice(0, section.indexOf('\n## ', 5)).split('\n');
   const header = lines.findIndex((l) => l.startsWith('| variable | used by | default | meaning |'));
@@ -88,7 +88,7 @@ describe('APP_VARIABLES', () => {
   });
 });
 
-describe('README.md configuration table', () => {
+describe('docs/configuration.md configuration table', () => {
   it('documents every variable an app reads, for exactly the apps that read it', () => {
     const problems: string[] = [];
     for (const app of APP_NAMES) {

@@ -12,7 +12,7 @@ const clickhouse = ['CLICKHOUSE_URL', 'CLICKHOUSE_USER', 'CLICKHOUSE_PASSWORD', 
 /**
  * The variables each app's config shape reads (apps/<app>/src/config.ts): what a launcher may hand it.
  * The shared parts come from the shared shapes themselves; app-environment.spec.ts checks the whole lists
- * against the apps' shapes and README.md's configuration table.
+ * against the apps' shapes and docs/configuration.md's table.
  */
 export const APP_VARIABLES: Readonly<Record<AppName, readonly string[]>> = {
   gateway: [
