@@ -13,6 +13,9 @@ function ephemeralLow(): number {
 const LOW = 10_000;
 const HIGH = ephemeralLow() - 1;
 
+/** Ports this process has handed out. */
+const handedOut = new Set<number>();
+
 function tryListen(port: number): Promise<number | undefined> {
   return new Promise((resolve) => {
     const srv = net.createServer();
@@ -32,8 +35,15 @@ function tryListen(port: number): Promise<number | undefined> {
  */
 export async function freePort(): Promise<number> {
   for (let i = 0; i < 100; i++) {
-    const port = await tryListen(LOW + Math.floor(Math.random() * (HIGH - LOW)));
-    if (port !== undefined) return port;
+    const candidate = LOW + Math.floor(Math.random() * (HIGH - LOW));
+    // Never the same port twice in one process: a port handed out is bound a moment later, not at once, so a
+    // second pick of it (another server of the same stack) would pass the probe and fail with EADDRINUSE.
+    if (handedOut.has(candidate)) continue;
+    const port = await tryListen(candidate);
+    if (port !== undefined) {
+      handedOut.add(port);
+      return port;
+    }
   }
   const port = await tryListen(0);
   if (port === undefined) throw new Error('no free TCP port on 127.0.0.1');
