@@ -45,6 +45,7 @@ function fields(over: Record<string, unknown> = {}) {
     attributeMappingJson: '{"email":"mail"}',
     allowIdpInitiated: false,
     initiateLoginUrl: '',
+    allowSha1Signatures: false,
     ...over,
   };
 }
@@ -81,6 +82,11 @@ describe('SSO connections', () => {
     // An empty string clears it; absent leaves it.
     expect((await updateSsoConnection(ctx)({ environment: 'live', id: created.id, name: 'Again', idpCertificates: undefined, domains: undefined, defaultRoles: undefined }, call())).initiateLoginUrl).toBe('https://app.example.com/login');
     expect((await updateSsoConnection(ctx)({ environment: 'live', id: created.id, initiateLoginUrl: '', idpCertificates: undefined, domains: undefined, defaultRoles: undefined }, call())).initiateLoginUrl).toBe('');
+    // SHA-1 signatures: off unless opted in, kept by updates that do not name it.
+    expect(created.allowSha1Signatures).toBe(false);
+    expect((await updateSsoConnection(ctx)({ environment: 'live', id: created.id, allowSha1Signatures: true, idpCertificates: undefined, domains: undefined, defaultRoles: undefined }, call())).allowSha1Signatures).toBe(true);
+    expect((await updateSsoConnection(ctx)({ environment: 'live', id: created.id, name: 'Kept', idpCertificates: undefined, domains: undefined, defaultRoles: undefined }, call())).allowSha1Signatures).toBe(true);
+    expect((await getSsoConnection(ctx)({ environment: 'live', id: created.id, anyEnvironment: false })).allowSha1Signatures).toBe(true);
 
     await deleteSsoConnection(ctx)({ environment: 'live', id: created.id }, call());
     await rejects(getSsoConnection(ctx)({ environment: 'live', id: created.id, anyEnvironment: false }), 'not_found');

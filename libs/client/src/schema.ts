@@ -683,7 +683,7 @@ export interface paths {
         options?: never;
         head?: never;
         /**
-         * Change an SSO connection: name, idpMetadataXml (validated again), domains and defaultRoles (replace the stored ones), attributeMapping, allowIdpInitiated, initiateLoginUrl
+         * Change an SSO connection: name, idpMetadataXml (validated again), domains and defaultRoles (replace the stored ones), attributeMapping, allowIdpInitiated, initiateLoginUrl, allowSha1Signatures
          * @description Callable with secret, test API keys and session tokens (users are authorized by the policies).
          */
         patch: operations["updateSsoConnection"];
@@ -1307,6 +1307,8 @@ export interface components {
             allowIdpInitiated: boolean;
             /** @description after an IdP-initiated login the browser, signed in on the OAuth login page, goes here (the app's OpenID Connect initiate_login_uri, with iss); null: the ACS answers JSON */
             initiateLoginUrl: string | null;
+            /** @description accept RSA-SHA1 signatures and SHA-1 digests from this IdP (legacy IdPs only; each use is logged); off by default: SHA-1 is refused on every SAML message */
+            allowSha1Signatures: boolean;
             idp: {
                 entityId: string;
                 ssoUrl: string;
@@ -4180,6 +4182,7 @@ export interface operations {
                     };
                     allowIdpInitiated?: boolean;
                     initiateLoginUrl?: string & unknown;
+                    allowSha1Signatures?: boolean;
                 };
             };
         };
@@ -4346,6 +4349,7 @@ export interface operations {
                     };
                     allowIdpInitiated?: boolean;
                     initiateLoginUrl?: string & unknown;
+                    allowSha1Signatures?: boolean;
                 };
             };
         };

@@ -1,5 +1,6 @@
 import { inflateRawSync } from 'node:zlib';
 import { SamlRefusal } from './assertion';
+import type { Sha1Policy } from './signatures';
 import { childrenNS, NS, parseXml, unsafeXmlReason } from './xml';
 
 // Single logout initiated by the IdP: what node-saml leaves to its caller. A LogoutRequest must be signed (the
@@ -17,6 +18,7 @@ const SIGNATURE_ALGORITHMS = new Set([
   'http://www.w3.org/2001/04/xmldsig-more#rsa-sha384',
   'http://www.w3.org/2001/04/xmldsig-more#rsa-sha512',
 ]);
+const RSA_SHA1 = 'http://www.w3.org/2000/09/xmldsig#rsa-sha1';
 
 export interface LogoutRequestFacts {
   id: string;
@@ -28,16 +30,17 @@ export interface LogoutRequestFacts {
 
 /**
  * The raw query of an HTTP-Redirect LogoutRequest or LogoutResponse, as node-saml checks its signature over:
- * only the binding's parameters (one message), once each, signed with an RSA-SHA-2 algorithm. Anything else is
- * refused before node-saml runs.
+ * only the binding's parameters (one message), once each, signed with an RSA-SHA-2 algorithm (RSA-SHA1 only where
+ * the connection allows SHA-1). Anything else is refused before node-saml runs.
  */
-export function redirectQuery(originalUrl: string, query: Record<string, unknown>): string {
+export function redirectQuery(originalUrl: string, query: Record<string, unknown>, sha1: Sha1Policy): string {
   const raw = originalUrl.includes('?') ? originalUrl.slice(originalUrl.indexOf('?') + 1) : '';
   const names = raw.split('&').map((t) => t.slice(0, t.includes('=') ? t.indexOf('=') : t.length));
   if (names.some((n) => !REDIRECT_PARAMS.has(n)) || new Set(names).size !== names.length) throw new SamlRefusal('unexpected_parameters');
   if (names.includes('SAMLRequest') === names.includes('SAMLResponse')) throw new SamlRefusal('unexpected_parameters');
   if (typeof query.Signature !== 'string' || !query.Signature) throw new SamlRefusal('unsigned_request');
-  if (typeof query.SigAlg !== 'string' || !SIGNATURE_ALGORITHMS.has(query.SigAlg)) throw new SamlRefusal('unsupported_signature_algorithm');
+  if (query.SigAlg === RSA_SHA1) sha1.check([RSA_SHA1], names.includes('SAMLRequest') ? 'LogoutRequest' : 'LogoutResponse');
+  else if (typeof query.SigAlg !== 'string' || !SIGNATURE_ALGORITHMS.has(query.SigAlg)) throw new SamlRefusal('unsupported_signature_algorithm');
   return raw;
 }
 

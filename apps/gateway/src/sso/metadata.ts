@@ -36,7 +36,7 @@ export function toPem(base64: string): string {
  * Every refusal is a 400 naming idpMetadataXml: DTDs, unparsable XML, no IDPSSODescriptor, no signing
  * certificate, a certificate that does not parse, is expired or is not yet valid.
  */
-type XmlElement = NonNullable<ReturnType<typeof parseXml>['documentElement']>;
+type XmlElement = Element;
 
 /** The EntityDescriptor of an IdP in a metadata document (itself, or the first with an IDPSSODescriptor). */
 function entityDescriptor(doc: ReturnType<typeof parseXml>): XmlElement | undefined {

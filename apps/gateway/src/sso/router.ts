@@ -6,6 +6,7 @@ import { SESSION_COOKIE, setCookie } from '../oauth/http';
 import { assertionFacts, checkResponseRoot, decodeResponse, firstString, SamlRefusal } from './assertion';
 import { bindingCookie, bindingOf, browserNonce, openState, sameBrowser, sealState, stateKey, STATE_TTL_MS, type PendingLogin } from './binding';
 import { callOptions, connectionOf, handler, keysOf, RELAY_STATE_MAX, store, type SsoDeps } from './context';
+import { sha1Policy } from './signatures';
 import { sloHandler } from './slo';
 import { ANY_REQUEST, requestIdCache, samlFor, spMetadataXml, spUrls, validateResponse } from './sp';
 
@@ -144,7 +145,8 @@ export function ssoRouter(deps: SsoDeps): express.Router {
         // node-saml looks InResponseTo up before it checks the signature: it gets a cache that knows every id,
         // and the request is taken from the real one only once the response proved genuine (a forged
         // response naming a pending request cannot use it up).
-        const { profile } = await validateResponse(connection, { ...deps, keys }, ANY_REQUEST, body.SAMLResponse, xml.includes('EncryptedAssertion'));
+        const sha1 = sha1Policy(connection, deps.logger, req.requestId);
+        const { profile } = await validateResponse(connection, { ...deps, keys }, ANY_REQUEST, body.SAMLResponse, xml, sha1);
         if (!profile) throw new SamlRefusal('no_assertion');
         if (inResponseTo && !(await cache.getAsync(inResponseTo))) throw new Error('InResponseTo is not valid');
         const facts = assertionFacts(profile.getAssertionXml!(), { acsUrl, issuer: connection.idpEntityId }, deps.clockSkewMs);

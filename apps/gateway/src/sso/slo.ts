@@ -5,18 +5,39 @@ import { SamlRefusal } from './assertion';
 import { callOptions, connectionOf, handler, keysOf, RELAY_STATE_MAX, store, type SsoDeps } from './context';
 import { decodeLogoutMessage, logoutRequestFacts, logoutResponseFacts, redirectQuery } from './logout';
 import { idpLogoutService } from './metadata';
+import { sha1Policy, signatureAlgorithms, type Sha1Policy } from './signatures';
 import { ANY_REQUEST, NO_REQUESTS, requestIdCache, samlFor, spUrls, type SpKeys } from './sp';
+import { parseXml } from './xml';
+
+/** The XML of a logout message, refused when one of its signatures rests on SHA-1 (unless allowed). */
+function checkedXml(message: string, redirect: boolean, sha1: Sha1Policy, kind: string): string {
+  const xml = decodeLogoutMessage(message, redirect);
+  // HTTP-Redirect messages are signed over the query (SigAlg, checked with it), HTTP-POST ones in the document.
+  if (!redirect) {
+    let doc;
+    try {
+      doc = parseXml(xml);
+    } catch {
+      throw new SamlRefusal('malformed_xml');
+    }
+    sha1.check(signatureAlgorithms(doc), kind);
+  }
+  return xml;
+}
 
 // The IdP's answer to our LogoutRequest (SP-initiated single logout, see POST /v1/sso/logout): signed,
 // Success, answering a request we sent for this connection (used once); then on to where the app asked.
 async function logoutResponse(deps: SsoDeps, req: Request, res: Response, connection: identity.SsoConnection, keys: SpKeys, redirect: boolean, source: Record<string, string>): Promise<void> {
   const cache = requestIdCache(store(deps, req), connection.id, deps.requestTtlSeconds, undefined, 'logout');
   // node-saml checks InResponseTo before the signature: it gets a cache that accepts any id, and the request
-  // is taken from the real one only once the signature holds (a forged response cannot use it up).
-  const saml = samlFor(connection, { ...deps, keys }, ANY_REQUEST);
+  // is taken from the real one only once the signature holds (a forged response cannot use it up). Its
+  // HTTP-POST path reads a LogoutResponse like a login Response (InResponseTo looked for on a Response element):
+  // it is told not to check it at all, the check below does.
+  const saml = samlFor(connection, { ...deps, keys }, ANY_REQUEST, { inResponseToCheckedByCaller: true });
+  const sha1 = sha1Policy(connection, deps.logger, req.requestId);
   try {
-    const query = redirect ? redirectQuery(req.originalUrl, source) : '';
-    const xml = decodeLogoutMessage(source.SAMLResponse!, redirect);
+    const query = redirect ? redirectQuery(req.originalUrl, source, sha1) : '';
+    const xml = checkedXml(source.SAMLResponse!, redirect, sha1, 'LogoutResponse');
     const { inResponseTo } = logoutResponseFacts(xml, spUrls(deps.baseUrl, connection.id).sloUrl, connection.idpEntityId);
     if (redirect) await saml.validateRedirectAsync(source, query);
     else await saml.validatePostResponseAsync({ SAMLResponse: source.SAMLResponse! });
@@ -54,9 +75,10 @@ export const sloHandler = (deps: SsoDeps) =>
   const logout = idpLogoutService(connection.idpMetadataXml);
   const saml = samlFor(connection, { ...deps, keys }, NO_REQUESTS, { logoutUrl: logout?.responseUrl });
   let request;
+  const sha1 = sha1Policy(connection, deps.logger, req.requestId);
   try {
-    const query = redirect ? redirectQuery(req.originalUrl, source) : '';
-    const xml = decodeLogoutMessage(source.SAMLRequest, redirect);
+    const query = redirect ? redirectQuery(req.originalUrl, source, sha1) : '';
+    const xml = checkedXml(source.SAMLRequest, redirect, sha1, 'LogoutRequest');
     const facts = logoutRequestFacts(xml, spUrls(deps.baseUrl, connection.id).sloUrl, deps.clockSkewMs);
     // Signature (the query's, or the document's for HTTP-POST), Issuer, NotOnOrAfter, NameID.
     const { profile } = redirect

@@ -1,9 +1,11 @@
 import type { identity } from '@secsvc/proto';
 import type { ServiceClients } from '../context';
 import { SAML, ValidateInResponseTo, type CacheProvider, type Profile } from '@node-saml/node-saml';
-import { signXmlMetadata } from '@node-saml/node-saml/lib/utility';
-import { DOMParser, XMLSerializer } from '@xmldom/xmldom';
+import { XMLSerializer } from '@xmldom/xmldom';
+import { descendantsNS, NS, parseXml } from './xml';
 import { idpLogoutService } from './metadata';
+import { rootSignedBy, signatureAlgorithms, signMetadata, type Sha1Policy } from './signatures';
+import { CONTENT_ALGORITHMS, KEY_TRANSPORT_ALGORITHMS, RSA_OAEP, withDecryptionPolicy } from './xmlenc';
 
 export interface KeyPair {
   privateKey: string;
@@ -108,7 +110,7 @@ export function samlFor(
   connection: identity.SsoConnection,
   settings: SpSettings & { keys: SpKeys },
   cache: CacheProvider,
-  options: { decryptionKey?: string; logoutUrl?: string; forMetadata?: boolean } = {},
+  options: { decryptionKey?: string; logoutUrl?: string; forMetadata?: boolean; inResponseToCheckedByCaller?: boolean } = {},
 ): SAML {
   const urls = spUrls(settings.baseUrl, connection.id);
   return new SAML({
@@ -130,7 +132,11 @@ export function samlFor(
     wantAssertionsSigned: options.forMetadata === true,
     wantAuthnResponseSigned: false,
     acceptedClockSkewMs: settings.clockSkewMs,
-    validateInResponseTo: connection.allowIdpInitiated ? ValidateInResponseTo.ifPresent : ValidateInResponseTo.always,
+    validateInResponseTo: options.inResponseToCheckedByCaller
+      ? ValidateInResponseTo.never
+      : connection.allowIdpInitiated
+        ? ValidateInResponseTo.ifPresent
+        : ValidateInResponseTo.always,
     requestIdExpirationPeriodMs: settings.requestTtlSeconds * 1000,
     cacheProvider: cache,
     identifierFormat: 'urn:oasis:names:tc:SAML:1.1:nameid-format:emailAddress',
@@ -144,9 +150,30 @@ const WRONG_KEY = /oaep|decrypt|rsa routines/i;
 /**
  * node-saml's validation with the active key; an encrypted assertion it cannot open (encrypted for the rollover
  * certificate by an IdP that read the metadata before or after the switch) is tried with the rollover key. The
- * request-id cache answers the second pass the same way (the id was taken once).
+ * request-id cache answers the second pass the same way (the id was taken once). Before node-saml runs, and on
+ * the decrypted assertion, SHA-1 signatures are refused (unless the connection allows them); AES-CBC content is
+ * decrypted only when the Response's own signature covers it.
  */
 export async function validateResponse(
+  connection: identity.SsoConnection,
+  settings: SpSettings & { keys: SpKeys },
+  cache: CacheProvider,
+  samlResponse: string,
+  xml: string,
+  sha1: Sha1Policy,
+): Promise<{ profile: Profile | null }> {
+  const doc = parseXml(xml);
+  sha1.check(signatureAlgorithms(doc), 'Response');
+  let signed: boolean | undefined;
+  const policy = {
+    cbcAllowed: () => (signed ??= rootSignedBy(xml, doc, connection.idpCertificates)),
+    checkPlaintext: (assertion: string) => sha1.check(signatureAlgorithms(parseXml(assertion)), 'encrypted Assertion'),
+  };
+  const encrypted = descendantsNS(doc, NS.saml, 'EncryptedAssertion').length > 0;
+  return withDecryptionPolicy(policy, () => validateWithKeys(connection, settings, cache, samlResponse, encrypted));
+}
+
+async function validateWithKeys(
   connection: identity.SsoConnection,
   settings: SpSettings & { keys: SpKeys },
   cache: CacheProvider,
@@ -175,6 +202,30 @@ export const NO_REQUESTS: CacheProvider = { saveAsync: async () => null, getAsyn
 export const ANY_REQUEST: CacheProvider = { saveAsync: async () => null, getAsync: async () => new Date().toISOString(), removeAsync: async () => null };
 
 const REDIRECT_BINDING = 'urn:oasis:names:tc:SAML:2.0:bindings:HTTP-Redirect';
+const XENC11 = 'http://www.w3.org/2009/xmlenc11#';
+
+/**
+ * The EncryptionMethods of an encryption KeyDescriptor: every content algorithm accepted (GCM first), then the
+ * key transports (RSA-OAEP with SHA-256 and MGF1-SHA-256 first; any OAEP digest and MGF1 digest is read).
+ */
+function advertiseEncryption(doc: Document, keyDescriptor: Element): void {
+  for (const old of descendantsNS(keyDescriptor, NS.md, 'EncryptionMethod')) keyDescriptor.removeChild(old);
+  const method = (algorithm: string) => {
+    const e = doc.createElementNS(NS.md, 'md:EncryptionMethod');
+    e.setAttribute('Algorithm', algorithm);
+    keyDescriptor.appendChild(e);
+    return e;
+  };
+  for (const algorithm of CONTENT_ALGORITHMS) method(algorithm);
+  const oaep = method(RSA_OAEP);
+  const digest = doc.createElementNS(NS.ds, 'ds:DigestMethod');
+  digest.setAttribute('Algorithm', 'http://www.w3.org/2001/04/xmlenc#sha256');
+  oaep.appendChild(digest);
+  const mgf = doc.createElementNS(XENC11, 'xenc11:MGF');
+  mgf.setAttribute('Algorithm', `${XENC11}mgf1sha256`);
+  oaep.appendChild(mgf);
+  for (const algorithm of KEY_TRANSPORT_ALGORITHMS) method(algorithm);
+}
 
 /**
  * SP metadata, signed by the SP: entity id, ACS, single logout (HTTP-POST and HTTP-Redirect), and every SP
@@ -185,25 +236,21 @@ export function spMetadataXml(connection: identity.SsoConnection, settings: SpSe
   const { keys } = settings;
   const certificates = keys.rollover ? [keys.certificate, keys.rollover.certificate] : [keys.certificate];
   const xml = samlFor(connection, settings, NO_REQUESTS, { forMetadata: true }).generateServiceProviderMetadata(keys.certificate, certificates);
-  const doc = new DOMParser().parseFromString(xml, 'text/xml');
+  const doc = parseXml(xml);
   const slo = doc.getElementsByTagName('SingleLogoutService')[0]!;
   const redirect = slo.cloneNode(true) as typeof slo;
   redirect.setAttribute('Binding', REDIRECT_BINDING);
   slo.parentNode!.insertBefore(redirect, slo.nextSibling);
+  const encryption = descendantsNS(doc, NS.md, 'KeyDescriptor').find((k) => k.getAttribute('use') === 'encryption')!;
+  advertiseEncryption(doc, encryption);
   if (keys.rollover) {
-    const encryption = Array.from(doc.getElementsByTagName('KeyDescriptor')).find((k) => k.getAttribute('use') === 'encryption')!;
     const next = encryption.cloneNode(true) as typeof encryption;
-    next.getElementsByTagName('ds:X509Certificate')[0]!.textContent = PEM_BODY(keys.rollover.certificate);
+    descendantsNS(next, NS.ds, 'X509Certificate')[0]!.textContent = PEM_BODY(keys.rollover.certificate);
     encryption.parentNode!.insertBefore(next, encryption.nextSibling);
   }
   // Signed last, over the finished document, with the active key (enveloped, RSA-SHA256): IdPs that import
   // metadata by URL can check it came from us.
-  return signXmlMetadata(new XMLSerializer().serializeToString(doc), {
-    privateKey: keys.privateKey,
-    publicCert: keys.certificate,
-    signatureAlgorithm: 'sha256',
-    digestAlgorithm: 'sha256',
-  });
+  return signMetadata(new XMLSerializer().serializeToString(doc), keys);
 }
 
 const EMAIL_FORMAT = 'urn:oasis:names:tc:SAML:1.1:nameid-format:emailAddress';

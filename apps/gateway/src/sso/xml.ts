@@ -1,4 +1,4 @@
-import { DOMParser, type Document, type Element } from '@xmldom/xmldom';
+import { DOMParser } from '@xmldom/xmldom';
 
 export const NS = {
   md: 'urn:oasis:names:tc:SAML:2.0:metadata',
@@ -21,9 +21,7 @@ export function unsafeXmlReason(xml: string): string | undefined {
 export function parseXml(xml: string): Document {
   const errors: string[] = [];
   const doc = new DOMParser({
-    onError: (level, message) => {
-      if (level !== 'warning') errors.push(message);
-    },
+    errorHandler: { warning: () => undefined, error: (message: string) => errors.push(message), fatalError: (message: string) => errors.push(message) },
   }).parseFromString(xml, 'text/xml');
   if (errors.length || !doc.documentElement) throw new Error(errors[0] ?? 'no root element');
   return doc;

@@ -51,6 +51,7 @@ export class FakeSsoIdentity {
       ...(req.domains && { domains: req.domains.values }),
       ...(req.allowIdpInitiated !== undefined && { allowIdpInitiated: req.allowIdpInitiated }),
       ...(req.initiateLoginUrl !== undefined && { initiateLoginUrl: req.initiateLoginUrl }),
+      ...(req.allowSha1Signatures !== undefined && { allowSha1Signatures: req.allowSha1Signatures }),
     };
     this.connections.set(c.id, next);
     return next;

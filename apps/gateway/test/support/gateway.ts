@@ -82,8 +82,8 @@ export interface CallInit {
 export async function call(gw: TestGateway, method: string, path: string, init: CallInit = {}): Promise<Reply> {
   const headers: Record<string, string> = {};
   if (init.auth !== false) headers.authorization = `Bearer ${VALID_KEY}`;
-  let body: string | Uint8Array | undefined;
-  if (init.raw !== undefined) body = init.raw;
+  let body: string | Uint8Array<ArrayBuffer> | undefined;
+  if (init.raw !== undefined) body = typeof init.raw === 'string' ? init.raw : new Uint8Array(init.raw);
   else if (init.json !== undefined) {
     body = JSON.stringify(init.json);
     headers['content-type'] = 'application/json';

@@ -32,6 +32,7 @@ export interface LogoutResponseOptions {
   status?: string;
   issuer?: string;
   sign?: 'yes' | 'none' | 'other';
+  sha1?: boolean;
 }
 
 export interface LogoutOptions {
@@ -47,6 +48,8 @@ export interface LogoutOptions {
   /** none: unsigned; other: signed with another key than the metadata's. */
   sign?: 'yes' | 'none' | 'other';
   sigAlg?: string;
+  /** Sign with RSA-SHA1 (and SHA-1 digests): the query's SigAlg for HTTP-Redirect, the XML signature for HTTP-POST. */
+  sha1?: boolean;
 }
 
 export interface ResponseOptions {
@@ -68,6 +71,8 @@ export interface ResponseOptions {
   /** Replaces the NameID text as written (for comment injection). */
   rawNameId?: string;
   issuer?: string;
+  /** Signatures with RSA-SHA1 and SHA-1 digests (legacy IdPs). */
+  sha1?: boolean;
 }
 
 const b64 = (pem: string) => pem.replace(/-----[A-Z ]+-----/g, '').replace(/\s+/g, '');
@@ -80,17 +85,23 @@ export async function selfSignedCertificate(cn: string, notBefore = new Date(Dat
   return { privateKey: pems.private, certificate: pems.cert };
 }
 
-export function signAssertion(xml: string, assertionId: string, privateKey: string, certificate: string): string {
+const RSA_SHA1 = 'http://www.w3.org/2000/09/xmldsig#rsa-sha1';
+const algorithms = (sha1 = false) => ({
+  signature: sha1 ? RSA_SHA1 : 'http://www.w3.org/2001/04/xmldsig-more#rsa-sha256',
+  digest: sha1 ? 'http://www.w3.org/2000/09/xmldsig#sha1' : 'http://www.w3.org/2001/04/xmlenc#sha256',
+});
+
+export function signAssertion(xml: string, assertionId: string, privateKey: string, certificate: string, sha1 = false): string {
   const sig = new SignedXml({
     privateKey,
     publicCert: certificate,
-    signatureAlgorithm: 'http://www.w3.org/2001/04/xmldsig-more#rsa-sha256',
+    signatureAlgorithm: algorithms(sha1).signature,
     canonicalizationAlgorithm: 'http://www.w3.org/2001/10/xml-exc-c14n#',
   });
   sig.addReference({
     xpath: `//*[local-name(.)='Assertion' and @ID='${assertionId}']`,
     transforms: ['http://www.w3.org/2000/09/xmldsig#enveloped-signature', 'http://www.w3.org/2001/10/xml-exc-c14n#'],
-    digestAlgorithm: 'http://www.w3.org/2001/04/xmlenc#sha256',
+    digestAlgorithm: algorithms(sha1).digest,
   });
   sig.computeSignature(xml, {
     location: { reference: `//*[local-name(.)='Assertion' and @ID='${assertionId}']/*[local-name(.)='Issuer']`, action: 'after' },
@@ -98,15 +109,35 @@ export function signAssertion(xml: string, assertionId: string, privateKey: stri
   return sig.getSignedXml();
 }
 
-/** An assertion encrypted for the SP (AES-256-GCM content key wrapped with RSA-OAEP under the SP certificate). */
-export function encryptAssertion(assertion: string, spCertificate: string): Promise<string> {
+/** How xml-encryption (an independent implementation of XML Encryption) encrypts an assertion. */
+export interface EncryptionOptions {
+  /** Default AES-256-GCM. */
+  content?: string;
+  /** Default rsa-oaep-mgf1p. */
+  keyTransport?: string;
+  /** OAEP digest, short name (sha1, sha256, sha512); default SHA-1. */
+  digest?: string;
+  /** MGF1 digest of xmlenc11#rsa-oaep, short name. */
+  mgf?: string;
+}
+
+/** An assertion encrypted for the SP (a content key wrapped with RSA-OAEP under the SP certificate). */
+export function encryptAssertion(assertion: string, spCertificate: string, o: EncryptionOptions = {}): Promise<string> {
   const rsaPub = createPublicKey(spCertificate).export({ type: 'spki', format: 'pem' });
+  // The typings know xml-encryption 1.x; 6.x takes the OAEP digest and MGF too.
+  const options = {
+    rsa_pub: rsaPub,
+    pem: spCertificate,
+    encryptionAlgorithm: o.content ?? 'http://www.w3.org/2009/xmlenc11#aes256-gcm',
+    keyEncryptionAlgorithm: o.keyTransport ?? 'http://www.w3.org/2001/04/xmlenc#rsa-oaep-mgf1p',
+    ...(o.digest && { keyEncryptionDigest: o.digest }),
+    ...(o.mgf && { keyEncryptionMgf: o.mgf }),
+    // Test inputs include what the SP must refuse (rsa-1_5) and CBC.
+    disallowEncryptionWithInsecureAlgorithm: false,
+    warnInsecureAlgorithm: false,
+  } as unknown as Parameters<typeof encrypt>[1];
   return new Promise((resolve, reject) =>
-    encrypt(
-      assertion,
-      { rsa_pub: rsaPub, pem: spCertificate, encryptionAlgorithm: 'http://www.w3.org/2009/xmlenc11#aes256-gcm', keyEncryptionAlgorithm: 'http://www.w3.org/2001/04/xmlenc#rsa-oaep-mgf1p' },
-      (err, result) => (err ? reject(err) : resolve(`<saml:EncryptedAssertion>${result}</saml:EncryptedAssertion>`)),
-    ),
+    encrypt(assertion, options, (err, result) => (err ? reject(err) : resolve(`<saml:EncryptedAssertion>${result}</saml:EncryptedAssertion>`))),
   );
 }
 
@@ -166,12 +197,12 @@ function logoutResponseXml(entityId: string, o: LogoutResponseOptions, id: strin
 }
 
 /** An enveloped signature over the root element with this ID, after its Issuer. */
-function signRoot(xml: string, id: string, privateKey: string, certificate: string): string {
-  const sig = new SignedXml({ privateKey, publicCert: certificate, signatureAlgorithm: RSA_SHA256, canonicalizationAlgorithm: 'http://www.w3.org/2001/10/xml-exc-c14n#' });
+export function signRoot(xml: string, id: string, privateKey: string, certificate: string, sha1 = false): string {
+  const sig = new SignedXml({ privateKey, publicCert: certificate, signatureAlgorithm: algorithms(sha1).signature, canonicalizationAlgorithm: 'http://www.w3.org/2001/10/xml-exc-c14n#' });
   sig.addReference({
     xpath: `/*[@ID='${id}']`,
     transforms: ['http://www.w3.org/2000/09/xmldsig#enveloped-signature', 'http://www.w3.org/2001/10/xml-exc-c14n#'],
-    digestAlgorithm: 'http://www.w3.org/2001/04/xmlenc#sha256',
+    digestAlgorithm: algorithms(sha1).digest,
   });
   sig.computeSignature(xml, { location: { reference: `/*[@ID='${id}']/*[local-name(.)='Issuer']`, action: 'after' } });
   return sig.getSignedXml();
@@ -183,14 +214,14 @@ export async function startTestIdp(name = 'idp', ssoUrl = `https://${name}.examp
   const entityId = `https://${name}.example.net/saml`;
   const sloUrl = ssoUrl.replace(/\/sso$/, '') + '/slo';
   /** HTTP-POST: the (signed) XML in base64. HTTP-Redirect: DEFLATE, base64, and an RSA signature over the query as sent (SAML bindings 3.4.4.1). */
-  function encodeMessage(name: 'SAMLRequest' | 'SAMLResponse', xml: string, id: string, o: { binding: 'redirect' | 'post'; sign?: string; relayState?: string; sigAlg?: string }): string {
+  function encodeMessage(name: 'SAMLRequest' | 'SAMLResponse', xml: string, id: string, o: { binding: 'redirect' | 'post'; sign?: string; relayState?: string; sigAlg?: string; sha1?: boolean }): string {
     const signer = o.sign === 'other' ? other : { privateKey, certificate };
-    if (o.binding === 'post') return Buffer.from(o.sign === 'none' ? xml : signRoot(xml, id, signer.privateKey, signer.certificate)).toString('base64');
+    if (o.binding === 'post') return Buffer.from(o.sign === 'none' ? xml : signRoot(xml, id, signer.privateKey, signer.certificate, o.sha1)).toString('base64');
     let query = `${name}=${encodeURIComponent(deflateRawSync(xml).toString('base64'))}`;
     if (o.relayState !== undefined) query += `&RelayState=${encodeURIComponent(o.relayState)}`;
     if (o.sign === 'none') return query;
-    query += `&SigAlg=${encodeURIComponent(o.sigAlg ?? RSA_SHA256)}`;
-    const signature = createSign('RSA-SHA256').update(query).sign(signer.privateKey, 'base64');
+    query += `&SigAlg=${encodeURIComponent(o.sigAlg ?? (o.sha1 ? RSA_SHA1 : RSA_SHA256))}`;
+    const signature = createSign(o.sha1 ? 'RSA-SHA1' : 'RSA-SHA256').update(query).sign(signer.privateKey, 'base64');
     return `${query}&Signature=${encodeURIComponent(signature)}`;
   }
   return {
@@ -218,12 +249,12 @@ export async function startTestIdp(name = 'idp', ssoUrl = `https://${name}.examp
       const id = o.assertionId ?? samlId();
       let assertion = assertionXml(entityId, o, id, now);
       const sign = o.sign ?? 'assertion';
-      if (sign === 'assertion') assertion = signAssertion(assertion, id, privateKey, certificate);
-      if (sign === 'other') assertion = signAssertion(assertion, id, other.privateKey, other.certificate);
+      if (sign === 'assertion') assertion = signAssertion(assertion, id, privateKey, certificate, o.sha1);
+      if (sign === 'other') assertion = signAssertion(assertion, id, other.privateKey, other.certificate, o.sha1);
       let xml = wrapResponse(entityId, o, assertion, now);
       if (sign === 'response' || sign === 'response-other') {
         const signer = sign === 'response' ? { privateKey, certificate } : other;
-        xml = signRoot(xml, /^<samlp:Response [^>]*ID="([^"]+)"/.exec(xml)![1]!, signer.privateKey, signer.certificate);
+        xml = signRoot(xml, /^<samlp:Response [^>]*ID="([^"]+)"/.exec(xml)![1]!, signer.privateKey, signer.certificate, o.sha1);
       }
       return Buffer.from(xml).toString('base64');
     },

@@ -17,6 +17,7 @@ export interface SsoConnectionRow {
   attribute_mapping: string;
   allow_idp_initiated: boolean;
   initiate_login_url: string;
+  allow_sha1_signatures: boolean;
   created_at: Date;
   updated_at: Date;
 }
@@ -32,19 +33,20 @@ export interface SsoConnectionFields {
   attributeMapping: string;
   allowIdpInitiated: boolean;
   initiateLoginUrl: string;
+  allowSha1Signatures: boolean;
 }
 
 const COLUMNS = `id, environment, name, idp_metadata_xml, idp_entity_id, idp_sso_url, idp_certificates, domains, default_roles,
-  attribute_mapping::text AS attribute_mapping, allow_idp_initiated, initiate_login_url, created_at, updated_at`;
+  attribute_mapping::text AS attribute_mapping, allow_idp_initiated, initiate_login_url, allow_sha1_signatures, created_at, updated_at`;
 const USER_COLUMNS = 'id, environment, email, name, email_verified, roles, metadata::text AS metadata, created_at, updated_at';
 
 export const ssoConnectionsRepository = {
   async insert(db: Db, id: string, environment: string, f: SsoConnectionFields): Promise<SsoConnectionRow> {
     const { rows } = await db.query<SsoConnectionRow>(
       `INSERT INTO sso_connections (id, environment, name, idp_metadata_xml, idp_entity_id, idp_sso_url, idp_certificates, domains,
-         default_roles, attribute_mapping, allow_idp_initiated, initiate_login_url)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10::jsonb, $11, $12) RETURNING ${COLUMNS}`,
-      [id, environment, f.name, f.idpMetadataXml, f.idpEntityId, f.idpSsoUrl, f.idpCertificates, f.domains, f.defaultRoles, f.attributeMapping, f.allowIdpInitiated, f.initiateLoginUrl],
+         default_roles, attribute_mapping, allow_idp_initiated, initiate_login_url, allow_sha1_signatures)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10::jsonb, $11, $12, $13) RETURNING ${COLUMNS}`,
+      [id, environment, f.name, f.idpMetadataXml, f.idpEntityId, f.idpSsoUrl, f.idpCertificates, f.domains, f.defaultRoles, f.attributeMapping, f.allowIdpInitiated, f.initiateLoginUrl, f.allowSha1Signatures],
     );
     return rows[0]!;
   },
@@ -99,6 +101,7 @@ export const ssoConnectionsRepository = {
          attribute_mapping = COALESCE($10::jsonb, attribute_mapping),
          allow_idp_initiated = COALESCE($11, allow_idp_initiated),
          initiate_login_url = COALESCE($12, initiate_login_url),
+         allow_sha1_signatures = COALESCE($13, allow_sha1_signatures),
          updated_at = now()
        WHERE environment = $1 AND id = $2 RETURNING ${COLUMNS}`,
       [
@@ -114,6 +117,7 @@ export const ssoConnectionsRepository = {
         u.attributeMapping ?? null,
         u.allowIdpInitiated ?? null,
         u.initiateLoginUrl ?? null,
+        u.allowSha1Signatures ?? null,
       ],
     );
     return rows[0];

@@ -21,6 +21,7 @@ export function toConnectionMessage(row: SsoConnectionRow): identity.SsoConnecti
     attributeMappingJson: row.attribute_mapping,
     allowIdpInitiated: row.allow_idp_initiated,
     initiateLoginUrl: row.initiate_login_url,
+    allowSha1Signatures: row.allow_sha1_signatures,
     createdAt: row.created_at.toISOString(),
     updatedAt: row.updated_at.toISOString(),
   };
@@ -102,6 +103,7 @@ export const updateSsoConnection =
       defaultRoles: req.defaultRoles?.values,
       allowIdpInitiated: req.allowIdpInitiated,
       initiateLoginUrl: req.initiateLoginUrl,
+      allowSha1Signatures: req.allowSha1Signatures,
     };
     const attributeMapping = validateConnectionFields({ ...update, attributeMappingJson: req.attributeMappingJson });
     return withTransaction(ctx.pool, async (db) => {

@@ -29,6 +29,7 @@ export const createConnectionRoute = defineRoute({
           attributeMappingJson: JSON.stringify(body.attributeMapping ?? {}),
           allowIdpInitiated: body.allowIdpInitiated ?? false,
           initiateLoginUrl: body.initiateLoginUrl ?? '',
+          allowSha1Signatures: body.allowSha1Signatures ?? false,
         },
       },
       ctx.call,

@@ -31,6 +31,7 @@ const fields = {
   attributeMapping: attributeMappingSchema.optional(),
   allowIdpInitiated: z.boolean({ error: 'must be a boolean' }).optional(),
   initiateLoginUrl: ssoInitiateLoginUrlSchema.optional(),
+  allowSha1Signatures: z.boolean({ error: 'must be a boolean' }).optional(),
 };
 
 export const createConnectionBody = z.strictObject(fields);
@@ -44,8 +45,9 @@ export const updateConnectionBody = atLeastOne(
     attributeMapping: fields.attributeMapping,
     allowIdpInitiated: fields.allowIdpInitiated,
     initiateLoginUrl: fields.initiateLoginUrl,
+    allowSha1Signatures: fields.allowSha1Signatures,
   }),
-  'give at least one of name, idpMetadataXml, domains, defaultRoles, attributeMapping, allowIdpInitiated, initiateLoginUrl',
+  'give at least one of name, idpMetadataXml, domains, defaultRoles, attributeMapping, allowIdpInitiated, initiateLoginUrl, allowSha1Signatures',
 );
 
 const timestamp = z.string().describe('ISO 8601 UTC');
@@ -62,6 +64,9 @@ export const connectionForm = z.object({
     .string()
     .nullable()
     .describe("after an IdP-initiated login the browser, signed in on the OAuth login page, goes here (the app's OpenID Connect initiate_login_uri, with iss); null: the ACS answers JSON"),
+  allowSha1Signatures: z
+    .boolean()
+    .describe('accept RSA-SHA1 signatures and SHA-1 digests from this IdP (legacy IdPs only; each use is logged); off by default: SHA-1 is refused on every SAML message'),
   idp: z.object({
     entityId: z.string(),
     ssoUrl: z.string(),
@@ -85,6 +90,7 @@ export function connectionOf(c: identity.SsoConnection, baseUrl: string | undefi
     attributeMapping: JSON.parse(c.attributeMappingJson || '{}') as { email?: string; name?: string },
     allowIdpInitiated: c.allowIdpInitiated,
     initiateLoginUrl: c.initiateLoginUrl || null,
+    allowSha1Signatures: c.allowSha1Signatures,
     idp: {
       entityId: c.idpEntityId,
       ssoUrl: c.idpSsoUrl,

@@ -6,7 +6,7 @@ export const updateConnectionRoute = defineRoute({
   method: 'patch',
   path: '/sso/connections/:id',
   operationId: 'updateSsoConnection',
-  summary: 'Change an SSO connection: name, idpMetadataXml (validated again), domains and defaultRoles (replace the stored ones), attributeMapping, allowIdpInitiated, initiateLoginUrl',
+  summary: 'Change an SSO connection: name, idpMetadataXml (validated again), domains and defaultRoles (replace the stored ones), attributeMapping, allowIdpInitiated, initiateLoginUrl, allowSha1Signatures',
   tags: ['sso'],
   params: connectionIdParams,
   body: updateConnectionBody,
@@ -34,6 +34,7 @@ export const updateConnectionRoute = defineRoute({
         attributeMappingJson: body.attributeMapping ? JSON.stringify(body.attributeMapping) : undefined,
         allowIdpInitiated: body.allowIdpInitiated,
         initiateLoginUrl: body.initiateLoginUrl,
+        allowSha1Signatures: body.allowSha1Signatures,
       },
       ctx.call,
     );

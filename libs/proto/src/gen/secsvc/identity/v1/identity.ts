@@ -575,6 +575,8 @@ export interface SsoConnection {
     | undefined;
   /** Where the browser goes after an IdP-initiated login (the app's initiate_login_uri), or empty. */
   initiateLoginUrl: string;
+  /** Accept RSA-SHA1 signatures and SHA-1 digests from this IdP (legacy IdPs only; off by default). */
+  allowSha1Signatures: boolean;
 }
 
 export interface SsoConnectionFields {
@@ -588,6 +590,7 @@ export interface SsoConnectionFields {
   attributeMappingJson: string;
   allowIdpInitiated: boolean;
   initiateLoginUrl: string;
+  allowSha1Signatures: boolean;
 }
 
 export interface CreateSsoConnectionRequest {
@@ -633,6 +636,7 @@ export interface UpdateSsoConnectionRequest {
     | undefined;
   /** Empty string: cleared. */
   initiateLoginUrl?: string | undefined;
+  allowSha1Signatures?: boolean | undefined;
 }
 
 export interface DeleteSsoConnectionRequest {
@@ -8899,6 +8903,7 @@ function createBaseSsoConnection(): SsoConnection {
     createdAt: undefined,
     updatedAt: undefined,
     initiateLoginUrl: "",
+    allowSha1Signatures: false,
   };
 }
 
@@ -8945,6 +8950,9 @@ export const SsoConnection: MessageFns<SsoConnection> = {
     }
     if (message.initiateLoginUrl !== "") {
       writer.uint32(114).string(message.initiateLoginUrl);
+    }
+    if (message.allowSha1Signatures !== false) {
+      writer.uint32(120).bool(message.allowSha1Signatures);
     }
     return writer;
   },
@@ -9074,6 +9082,14 @@ export const SsoConnection: MessageFns<SsoConnection> = {
             message.initiateLoginUrl = reader.string();
             continue;
           }
+          case 15: {
+            if (tag !== 120) {
+              break;
+            }
+
+            message.allowSha1Signatures = reader.bool();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -9142,6 +9158,11 @@ export const SsoConnection: MessageFns<SsoConnection> = {
         : isSet(object.initiate_login_url)
         ? globalThis.String(object.initiate_login_url)
         : "",
+      allowSha1Signatures: isSet(object.allowSha1Signatures)
+        ? globalThis.Boolean(object.allowSha1Signatures)
+        : isSet(object.allow_sha1_signatures)
+        ? globalThis.Boolean(object.allow_sha1_signatures)
+        : false,
     };
   },
 
@@ -9189,6 +9210,9 @@ export const SsoConnection: MessageFns<SsoConnection> = {
     if (message.initiateLoginUrl !== "") {
       obj.initiateLoginUrl = message.initiateLoginUrl;
     }
+    if (message.allowSha1Signatures !== false) {
+      obj.allowSha1Signatures = message.allowSha1Signatures;
+    }
     return obj;
   },
 
@@ -9211,6 +9235,7 @@ export const SsoConnection: MessageFns<SsoConnection> = {
     message.createdAt = object.createdAt ?? undefined;
     message.updatedAt = object.updatedAt ?? undefined;
     message.initiateLoginUrl = object.initiateLoginUrl ?? "";
+    message.allowSha1Signatures = object.allowSha1Signatures ?? false;
     return message;
   },
 };
@@ -9227,6 +9252,7 @@ function createBaseSsoConnectionFields(): SsoConnectionFields {
     attributeMappingJson: "",
     allowIdpInitiated: false,
     initiateLoginUrl: "",
+    allowSha1Signatures: false,
   };
 }
 
@@ -9261,6 +9287,9 @@ export const SsoConnectionFields: MessageFns<SsoConnectionFields> = {
     }
     if (message.initiateLoginUrl !== "") {
       writer.uint32(82).string(message.initiateLoginUrl);
+    }
+    if (message.allowSha1Signatures !== false) {
+      writer.uint32(88).bool(message.allowSha1Signatures);
     }
     return writer;
   },
@@ -9358,6 +9387,14 @@ export const SsoConnectionFields: MessageFns<SsoConnectionFields> = {
             message.initiateLoginUrl = reader.string();
             continue;
           }
+          case 11: {
+            if (tag !== 88) {
+              break;
+            }
+
+            message.allowSha1Signatures = reader.bool();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -9416,6 +9453,11 @@ export const SsoConnectionFields: MessageFns<SsoConnectionFields> = {
         : isSet(object.initiate_login_url)
         ? globalThis.String(object.initiate_login_url)
         : "",
+      allowSha1Signatures: isSet(object.allowSha1Signatures)
+        ? globalThis.Boolean(object.allowSha1Signatures)
+        : isSet(object.allow_sha1_signatures)
+        ? globalThis.Boolean(object.allow_sha1_signatures)
+        : false,
     };
   },
 
@@ -9451,6 +9493,9 @@ export const SsoConnectionFields: MessageFns<SsoConnectionFields> = {
     if (message.initiateLoginUrl !== "") {
       obj.initiateLoginUrl = message.initiateLoginUrl;
     }
+    if (message.allowSha1Signatures !== false) {
+      obj.allowSha1Signatures = message.allowSha1Signatures;
+    }
     return obj;
   },
 
@@ -9469,6 +9514,7 @@ export const SsoConnectionFields: MessageFns<SsoConnectionFields> = {
     message.attributeMappingJson = object.attributeMappingJson ?? "";
     message.allowIdpInitiated = object.allowIdpInitiated ?? false;
     message.initiateLoginUrl = object.initiateLoginUrl ?? "";
+    message.allowSha1Signatures = object.allowSha1Signatures ?? false;
     return message;
   },
 };
@@ -9891,6 +9937,7 @@ function createBaseUpdateSsoConnectionRequest(): UpdateSsoConnectionRequest {
     attributeMappingJson: undefined,
     allowIdpInitiated: undefined,
     initiateLoginUrl: undefined,
+    allowSha1Signatures: undefined,
   };
 }
 
@@ -9931,6 +9978,9 @@ export const UpdateSsoConnectionRequest: MessageFns<UpdateSsoConnectionRequest> 
     }
     if (message.initiateLoginUrl !== undefined) {
       writer.uint32(98).string(message.initiateLoginUrl);
+    }
+    if (message.allowSha1Signatures !== undefined) {
+      writer.uint32(104).bool(message.allowSha1Signatures);
     }
     return writer;
   },
@@ -10044,6 +10094,14 @@ export const UpdateSsoConnectionRequest: MessageFns<UpdateSsoConnectionRequest> 
             message.initiateLoginUrl = reader.string();
             continue;
           }
+          case 13: {
+            if (tag !== 104) {
+              break;
+            }
+
+            message.allowSha1Signatures = reader.bool();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -10102,6 +10160,11 @@ export const UpdateSsoConnectionRequest: MessageFns<UpdateSsoConnectionRequest> 
         : isSet(object.initiate_login_url)
         ? globalThis.String(object.initiate_login_url)
         : undefined,
+      allowSha1Signatures: isSet(object.allowSha1Signatures)
+        ? globalThis.Boolean(object.allowSha1Signatures)
+        : isSet(object.allow_sha1_signatures)
+        ? globalThis.Boolean(object.allow_sha1_signatures)
+        : undefined,
     };
   },
 
@@ -10143,6 +10206,9 @@ export const UpdateSsoConnectionRequest: MessageFns<UpdateSsoConnectionRequest> 
     if (message.initiateLoginUrl !== undefined) {
       obj.initiateLoginUrl = message.initiateLoginUrl;
     }
+    if (message.allowSha1Signatures !== undefined) {
+      obj.allowSha1Signatures = message.allowSha1Signatures;
+    }
     return obj;
   },
 
@@ -10169,6 +10235,7 @@ export const UpdateSsoConnectionRequest: MessageFns<UpdateSsoConnectionRequest> 
     message.attributeMappingJson = object.attributeMappingJson ?? undefined;
     message.allowIdpInitiated = object.allowIdpInitiated ?? undefined;
     message.initiateLoginUrl = object.initiateLoginUrl ?? undefined;
+    message.allowSha1Signatures = object.allowSha1Signatures ?? undefined;
     return message;
   },
 };
