@@ -46,11 +46,11 @@ async function allUsers(limit: number): Promise<{ users: Schemas['UserListItem']
 }
 
 /** Every audit entry of the given events (comma-separated), following the cursors. */
-async function allLogs(events: string): Promise<Schemas['LogListItem'][]> {
+async function allLogs(events?: string): Promise<Schemas['LogListItem'][]> {
   const out: Schemas['LogListItem'][] = [];
   let cursor: string | undefined;
   for (;;) {
-    const { data, error, response } = await client.GET('/v1/logs', { params: { query: { events, limit: 100, ...(cursor ? { cursor } : {}) } } });
+    const { data, error, response } = await client.GET('/v1/logs', { params: { query: { ...(events && { events }), limit: 100, ...(cursor ? { cursor } : {}) } } });
     if (error) throw new Error(`GET /v1/logs: ${response.status} ${JSON.stringify(error)}`);
     out.push(...data.data);
     if (!data.pagination.hasMore) return out;
@@ -135,6 +135,14 @@ describe('the typed client, one full flow', () => {
     const afterRevoke = await client.POST('/v1/sessions/verify', { body: { token: session.token } });
     expect(afterRevoke.data).toEqual({ data: { valid: false } });
 
+    // The holder logs itself out with its own token as bearer, with no policy at all; naming another session
+    // (even one of its own user's) needs a policy.
+    const [mine1, mine2] = [(await client.POST('/v1/sessions', { body: { userId: user.id } })).data!.data, (await client.POST('/v1/sessions', { body: { userId: user.id } })).data!.data];
+    const asHolder = { headers: { authorization: `Bearer ${mine1.token}` } };
+    expect((await client.POST('/v1/sessions/revoke', { body: { token: mine2.token }, ...asHolder })).response.status).toBe(403);
+    expect((await client.POST('/v1/sessions/revoke', { body: { token: mine1.token }, ...asHolder })).response.status).toBe(204);
+    expect((await client.POST('/v1/sessions/verify', { body: { token: mine1.token } })).data).toEqual({ data: { valid: false } });
+
     // Create a policy for the user and simulate decisions.
     const policyBody = {
       name: 'typed client reads documents',
@@ -166,21 +174,36 @@ describe('the typed client, one full flow', () => {
 
     // The audit log: the user's and the session's events arrive (outbox -> bus -> audit -> ClickHouse).
     // Revoking by token is the holder's logout: user.logout, by the user, of the session.
-    const wanted = ['user.created', 'user.updated', 'session.created', 'user.logout'];
+    const wanted = ['user.created', 'user.updated', 'user.login', 'user.logout'];
     const mine = (es: Schemas['LogListItem'][]) => es.filter((e) => e.target?.id === user.id || e.target?.id === session.id);
     const entries = await eventually(
       async () => mine(await allLogs(wanted.join(','))),
       (es) => wanted.every((w) => es.some((e) => e.event === w)),
     );
     expect(entries.map((e) => e.event).sort()).toEqual([...wanted].sort());
+    // The holder's own logout (mine1) is there too, by the user.
+    const selfLogout = await eventually(
+      async () => (await allLogs('user.logout')).filter((e) => e.target?.id === mine1.id),
+      (es) => es.length === 1,
+    );
+    expect(selfLogout[0]).toMatchObject({ actor: { id: user.id, email: user.email, type: 'user' } });
     const byEvent = Object.fromEntries(entries.map((e) => [e.event, e]));
     for (const entry of entries) {
       expect(entry).toMatchObject({ result: 'success', id: expect.stringMatching(/^log_[0-9a-z]{26}$/), timestamp: expect.stringMatching(ISO), context: { ip: '127.0.0.1' } });
     }
     expect(byEvent['user.created']).toMatchObject({ actor: { type: 'api_key' }, target: { id: user.id, type: 'user' } });
     expect(byEvent['user.updated']).toMatchObject({ actor: { type: 'api_key' }, target: { id: user.id, type: 'user' } });
-    expect(byEvent['session.created']).toMatchObject({ actor: { type: 'api_key' }, target: { id: session.id, type: 'session' } });
-    expect(byEvent['user.logout']).toMatchObject({ actor: { id: user.id, type: 'user' }, target: { id: session.id, type: 'session' } });
+    // The SPEC's login and logout: the user (with the email it has) is the actor, the session the target.
+    expect(byEvent['user.login']).toMatchObject({ actor: { id: user.id, email: user.email, type: 'user' }, target: { id: session.id, type: 'session' } });
+    expect(byEvent['user.logout']).toMatchObject({ actor: { id: user.id, email: user.email, type: 'user' }, target: { id: session.id, type: 'session' } });
+    // No user actor anywhere in this stack's log without an email (the denied revoke above is authz.denied by the user).
+    const deniedEntries = await eventually(
+      async () => (await allLogs('authz.denied')).filter((e) => e.actor.id === user.id),
+      (es) => es.length >= 1,
+    );
+    expect(deniedEntries[0]!.actor).toEqual({ id: user.id, email: user.email, type: 'user' });
+    const userActors = (await allLogs()).filter((e) => e.actor.type === 'user');
+    expect(userActors.filter((e) => !e.actor.email)).toEqual([]);
     // Newest first.
     const stamps = entries.map((e) => e.timestamp);
     expect([...stamps].sort().reverse()).toEqual(stamps);

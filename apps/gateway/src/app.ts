@@ -71,6 +71,7 @@ function callHeaders(req: Request, principal: Principal): Record<string, string>
   return {
     'x-actor-id': principal.id,
     'x-actor-type': principal.type,
+    ...(principal.email && { 'x-actor-email': principal.email }),
     'x-auth-method': principal.clientId ? 'oauth' : principal.type === 'api_key' ? 'api_key' : principal.keyType === 'none' ? 'none' : principal.keyType,
     'x-client-ip': req.ip ?? '',
     'x-user-agent': (req.get('user-agent') ?? '').slice(0, 512),
@@ -125,7 +126,7 @@ function mount(router: express.Router, route: Route, deps: GatewayDeps): void {
       }
       if (principal.type === 'anonymous') {
         if (!route.anonymous) throw new AppError('unauthorized', 'Missing Authorization header (Bearer API key or session token)');
-      } else if (principal.type === 'user') {
+      } else if (principal.type === 'user' && !route.ownCredential?.(req, principal)) {
         // Users are authorized by the policies on every call (API keys act as administrators).
         const decision = await deps.clients.policy.authorize(
           {
@@ -139,11 +140,16 @@ function mount(router: express.Router, route: Route, deps: GatewayDeps): void {
           {
             requestId: req.requestId,
             deadlineMs: deps.config.GRPC_DEADLINE_MS,
-            headers: { 'x-client-ip': req.ip ?? '', 'x-user-agent': (req.get('user-agent') ?? '').slice(0, 512), 'x-auth-method': principal.keyType },
+            headers: {
+              'x-client-ip': req.ip ?? '',
+              'x-user-agent': (req.get('user-agent') ?? '').slice(0, 512),
+              'x-auth-method': principal.keyType,
+              ...(principal.email && { 'x-actor-email': principal.email }),
+            },
           },
         );
         if (!decision.allowed) throw new AppError('forbidden', 'Denied by policy');
-      } else if (!(route.keyTypes ?? DEFAULT_KEY_TYPES).includes(principal.keyType as 'secret')) {
+      } else if (principal.type === 'api_key' && !(route.keyTypes ?? DEFAULT_KEY_TYPES).includes(principal.keyType as 'secret')) {
         throw new AppError('forbidden', `A ${principal.keyType} key cannot call ${route.method.toUpperCase()} ${route.path}`);
       }
       // Path, query and body are validated together: every fault of the request is named in one answer.

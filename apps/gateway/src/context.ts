@@ -15,6 +15,8 @@ export interface Principal {
   type: 'api_key' | 'user' | 'anonymous';
   /** The API key id, or the user id. */
   id: string;
+  /** Users: their email, when the credential says it (sessions always; JWTs when they carry it). */
+  email?: string;
   /** The credential a change of which ends this authentication: the key id or the session id. */
   credentialId: string;
   /** secret | public | test for API keys; session or jwt for users; none for anonymous callers. */

@@ -11,9 +11,11 @@ let t: IdentityTestDb;
 let pool: Pool;
 let ctx: IdentityContext;
 
-const call = (): CallContext => {
+const call = (actor: { id: string; type: string; authMethod?: string } = { id: 'key_admin', type: 'api_key' }): CallContext => {
   const metadata = new Metadata();
-  metadata.set('x-actor-id', 'key_admin');
+  metadata.set('x-actor-id', actor.id);
+  metadata.set('x-actor-type', actor.type);
+  metadata.set('x-auth-method', actor.authMethod ?? actor.type);
   return { requestId: 'req_sessiontests0000000', metadata };
 };
 
@@ -77,8 +79,27 @@ describe('sessions', () => {
     expect((await verify(second.token)).valid).toBe(false);
     expect((await revokeSession(ctx)({ environment: 'live', token: second.token }, call())).revoked).toBe(false);
     const events = await pool.query(`SELECT event_type, payload FROM outbox WHERE payload->'target'->>'id' = $1 ORDER BY seq`, [second.session!.id]);
-    expect(events.rows.map((r) => r.event_type)).toEqual(['session.created', 'user.logout']);
-    expect(events.rows[1].payload.actor).toEqual({ id: u.id, type: 'user' });
+    // The application logs the user in and out with its key: the user is the actor, the key in metadata.
+    expect(events.rows.map((r) => r.event_type)).toEqual(['user.login', 'user.logout']);
+    for (const row of events.rows) {
+      expect(row.payload.actor).toEqual({ id: u.id, email: u.email, type: 'user' });
+      expect(JSON.parse(row.payload.metadataJson)).toMatchObject({ authMethod: 'api_key', apiKeyId: 'key_admin', mfaUsed: false, userId: u.id });
+    }
+  });
+
+  it('records who ended a session: its holder (user.logout) or another user (session.revoked, that user the actor)', async () => {
+    const [owner, admin] = [await user(), await user()];
+    const own = await open(owner.id);
+    expect((await revokeSession(ctx)({ environment: 'live', token: own.token }, call({ id: owner.id, type: 'user', authMethod: 'session' }))).revoked).toBe(true);
+    const other = await open(owner.id);
+    expect((await revokeSession(ctx)({ environment: 'live', token: other.token }, call({ id: admin.id, type: 'user', authMethod: 'session' }))).revoked).toBe(true);
+    const kinds = await pool.query(`SELECT payload->'target'->>'id' AS session, event_type, payload FROM outbox WHERE payload->'target'->>'id' = ANY($1) AND event_type <> 'user.login' ORDER BY seq`, [
+      [own.session!.id, other.session!.id],
+    ]);
+    expect(kinds.rows.map((r) => [r.session, r.event_type, r.payload.actor])).toEqual([
+      [own.session!.id, 'user.logout', { id: owner.id, email: owner.email, type: 'user' }],
+      [other.session!.id, 'session.revoked', { id: admin.id, email: admin.email, type: 'user' }],
+    ]);
   });
 
   it('validates expiresIn and the user', async () => {

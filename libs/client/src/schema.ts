@@ -607,7 +607,7 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * End the session of a token (idempotent)
+         * End the session of a token (idempotent); a session token may always end itself (no policy needed)
          * @description Callable with secret, test API keys, session tokens and access tokens with the scope write:users (users are authorized by the policies).
          */
         post: operations["revokeSession"];

@@ -34,7 +34,8 @@ async function verifyJwt(token: string, jwt: JwtVerifier, cache: AuthCache | und
     const keyType = env(claims.env) === 'test' ? 'test' : 'secret';
     return { type: 'api_key', id: oauth.clientId, credentialId: claims.sid, keyType, environment: env(claims.env), plan: 'pro', ...oauth };
   }
-  return { type: 'user', id: claims.sub, credentialId: claims.sid, keyType: 'jwt', environment: env(claims.env), plan: 'pro', roles, ...oauth };
+  const email = typeof claims.email === 'string' ? { email: claims.email } : {};
+  return { type: 'user', id: claims.sub, credentialId: claims.sid, keyType: 'jwt', environment: env(claims.env), plan: 'pro', roles, ...email, ...oauth };
 }
 
 /** Resolves a bearer credential with the identity service: an API key or a session token. */
@@ -63,6 +64,7 @@ async function resolve(clients: ServiceClients, token: string, req: Request, dea
     const principal: Principal = {
       type: 'user',
       id: s.userId,
+      email: s.email,
       credentialId: s.sessionId,
       keyType: 'session',
       environment: env(s.environment),

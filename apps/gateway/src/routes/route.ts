@@ -1,5 +1,6 @@
 import { z } from 'zod';
-import type { RouteContext } from '../context';
+import type { Request } from 'express';
+import type { Principal, RouteContext } from '../context';
 
 export interface RouteResponse {
   status: number;
@@ -29,6 +30,8 @@ export interface Route<P extends z.ZodType = z.ZodType, Q extends z.ZodType = z.
   action?: string;
   /** Callable without any credential (login pages); public keys must then be allowed in keyTypes too. */
   anonymous?: boolean;
+  /** A user acting on the very credential it presented (its own session): allowed without a policy. */
+  ownCredential?: (req: Request, principal: Principal) => boolean;
   handle: (
     input: { params: z.infer<P>; query: z.infer<Q>; body: z.infer<B> },
     ctx: RouteContext,

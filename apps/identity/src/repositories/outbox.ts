@@ -1,7 +1,19 @@
-import { appendEvent, callerOf, type CallContext, type Pool, type PoolClient } from '@secsvc/shared';
+import { appendEvent as appendToOutbox, callerOf, type CallContext, type EventInput, type Pool, type PoolClient } from '@secsvc/shared';
 
-// The outbox writer is shared by every service.
-export { appendEvent, type EventInput } from '@secsvc/shared';
+export type { EventInput } from '@secsvc/shared';
+
+/**
+ * Writes an event to identity's outbox (the writer is shared by every service). A user actor always carries
+ * the email the user has at that moment: read in the event's own transaction when the caller did not say it.
+ */
+export async function appendEvent(db: PoolClient | Pool, input: EventInput): Promise<string> {
+  const { actor } = input;
+  if (actor.type === 'user' && actor.id && !actor.email) {
+    const { rows } = await db.query<{ email: string }>('SELECT email FROM users WHERE id = $1 AND environment = $2', [actor.id, input.environment]);
+    if (rows[0]) input = { ...input, actor: { ...actor, email: rows[0].email } };
+  }
+  return appendToOutbox(db, input);
+}
 
 /** A successful user.* event about `userId`, by the caller of `call` (the API key, from gateway metadata). */
 export function appendUserEvent(

@@ -30,16 +30,17 @@ export function toApiKeyMessage(row: ApiKeyRow): identity.ApiKey {
   };
 }
 
-function keyEvent(client: PoolClient, call: CallContext, type: string, row: ApiKeyRow, metadata: Record<string, unknown> = {}) {
+/** An event about a key, in the caller's environment (actors never cross environments; a test key made with a live key is recorded in live). */
+function keyEvent(client: PoolClient, call: CallContext, type: string, row: ApiKeyRow, environment: string, metadata: Record<string, unknown> = {}) {
   return appendEvent(client, {
     ...callerOf(call),
-    environment: row.environment,
+    environment,
     type,
     target: { id: row.id, type: 'api_key' },
     result: 'success',
     traceId: call.requestId,
     // Never the secret: its prefix and last 4 characters at most.
-    metadata: { keyType: row.type, plan: row.plan, prefix: row.prefix, last4: row.last4, ...metadata },
+    metadata: { keyType: row.type, keyEnvironment: row.environment, plan: row.plan, prefix: row.prefix, last4: row.last4, ...metadata },
   });
 }
 
@@ -76,7 +77,8 @@ function validateCreate(req: identity.CreateApiKeyRequest, callerEnvironment: st
 export const createApiKey =
   (ctx: IdentityContext) =>
   async (req: identity.CreateApiKeyRequest, call: CallContext): Promise<identity.CreatedApiKey> => {
-    const input = validateCreate(req, environmentOf(req.environment));
+    const callerEnvironment = environmentOf(req.environment);
+    const input = validateCreate(req, callerEnvironment);
     const minted = mintKey(input.type, ctx.config.SERVER_SECRET);
     const row = await withTransaction(ctx.pool, async (client) => {
       const inserted = await apiKeysRepository.insert(client, {
@@ -85,7 +87,7 @@ export const createApiKey =
         ...input,
         ...minted,
       });
-      await keyEvent(client, call, 'api_key.created', inserted);
+      await keyEvent(client, call, 'api_key.created', inserted, callerEnvironment);
       return inserted;
     });
     return { apiKey: toApiKeyMessage(row), key: minted.key };
@@ -118,7 +120,7 @@ export const revokeApiKey =
       const before = await apiKeysRepository.get(client, environment, req.id);
       if (!before) throw AppError.notFound('API key');
       const row = (await apiKeysRepository.revoke(client, environment, req.id))!;
-      if (!before.revoked_at) await keyEvent(client, call, 'api_key.revoked', row);
+      if (!before.revoked_at) await keyEvent(client, call, 'api_key.revoked', row, environment);
     });
     return {};
   };
@@ -137,7 +139,7 @@ export const rotateApiKey =
       if (current.revoked_at) throw new AppError('conflict', 'A revoked key cannot be rotated');
       const minted = mintKey(current.type, ctx.config.SERVER_SECRET);
       const row = await apiKeysRepository.rotate(client, current.id, minted.hash, minted.last4, grace > 0 ? new Date(Date.now() + grace * 1000) : null);
-      await keyEvent(client, call, 'api_key.rotated', row, { gracePeriodSeconds: grace });
+      await keyEvent(client, call, 'api_key.rotated', row, environment, { gracePeriodSeconds: grace });
       return { apiKey: toApiKeyMessage(row), key: minted.key };
     });
   };

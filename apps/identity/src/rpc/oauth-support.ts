@@ -142,7 +142,15 @@ export async function signTokens(
   const exp = now + ctx.config.ACCESS_TOKEN_TTL_SECONDS;
   const scope = scopes.join(' ');
   const subject = grant.user_id ?? grant.client_id;
-  const claims = { sid: grant.id, env: grant.environment, scope, client_id: grant.client_id, ...(user ? { roles: user.roles } : {}) };
+  // The email only when the client was granted it (scope email): it names the actor of audit entries.
+  const claims = {
+    sid: grant.id,
+    env: grant.environment,
+    scope,
+    client_id: grant.client_id,
+    ...(user ? { roles: user.roles } : {}),
+    ...(user && scopes.includes('email') ? { email: user.email } : {}),
+  };
   const std = { issuer: ctx.config.ISSUER, subject, issuedAt: now, expiresAt: exp };
   const accessToken = await signJwt(keys, 'at+jwt', claims, { ...std, audience: ctx.config.JWT_AUDIENCE });
   let idToken = '';

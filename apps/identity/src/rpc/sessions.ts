@@ -28,23 +28,33 @@ export function toSessionMessage(row: SessionRow): identity.Session {
   };
 }
 
+/**
+ * How the application authenticated a call that acted on a user's session: `authMethod` and the key (or the
+ * user) that made it.
+ */
+function madeBy(caller: ReturnType<typeof callerOf>): Record<string, unknown> {
+  if (caller.actor.type === 'api_key') return { authMethod: caller.authMethod, apiKeyId: caller.actor.id };
+  return { authMethod: caller.authMethod, ...(caller.actor.id && { callerUserId: caller.actor.id }) };
+}
+
+/** An event about a session; the actor is the caller unless given (the session's user). */
 function sessionEvent(
   client: PoolClient,
   call: CallContext,
   type: string,
   row: SessionRow,
-  actor?: { id: string; type: string },
+  options: { actor?: { id: string; email?: string; type: string }; metadata?: Record<string, unknown> } = {},
 ) {
   const caller = callerOf(call);
   return appendEvent(client, {
     ...caller,
-    actor: actor ?? caller.actor,
+    actor: options.actor ?? caller.actor,
     environment: row.environment,
     type,
     target: { id: row.id, type: 'session' },
     result: 'success',
     traceId: call.requestId,
-    metadata: { userId: row.user_id, authMethod: 'session' },
+    metadata: { userId: row.user_id, ...(options.metadata ?? { authMethod: caller.authMethod }) },
   });
 }
 
@@ -58,11 +68,14 @@ export const createSession =
     }
     const metadata = parseMetadataJson(req.metadataJson);
     const { row, token } = await withTransaction(ctx.pool, async (client) => {
-      if (!(await usersRepository.get(client, environment, req.userId))) {
-        throw new AppError('not_found', 'User not found', [{ field: 'userId', message: 'no such user' }]);
-      }
+      const user = await usersRepository.get(client, environment, req.userId);
+      if (!user) throw new AppError('not_found', 'User not found', [{ field: 'userId', message: 'no such user' }]);
       const opened = await openSession(client, ctx, environment, req.userId, seconds, metadata);
-      await sessionEvent(client, call, 'session.created', opened.row);
+      // The application logs its user in (SPEC: user.login, the target is the session).
+      await sessionEvent(client, call, 'user.login', opened.row, {
+        actor: { id: user.id, email: user.email, type: 'user' },
+        metadata: madeBy(callerOf(call)),
+      });
       return opened;
     });
     return { session: toSessionMessage(row), token };
@@ -101,7 +114,11 @@ export const verifySession =
     return { valid: true, user: toUserMessage(user), session: toSessionMessage(row) };
   };
 
-/** Logout: the token's holder ends its session (user.logout). Unknown or ended tokens: revoked=false. */
+/**
+ * Ends the session of a token. Its holder (the session's user, with that token or another of theirs) or the
+ * application's key on the user's behalf: user.logout, actor the user (the key in metadata). Another user
+ * (allowed by policy): session.revoked, actor that user. Unknown or ended tokens: revoked=false.
+ */
 export const revokeSession =
   (ctx: IdentityContext) =>
   async (req: identity.RevokeSessionRequest, call: CallContext): Promise<identity.RevokeSessionResponse> => {
@@ -110,7 +127,10 @@ export const revokeSession =
     return withTransaction(ctx.pool, async (client) => {
       const row = await sessionsRepository.revokeByHash(client, environment, hashSessionToken(req.token, ctx.config.SERVER_SECRET));
       if (!row) return { revoked: false, saml: undefined };
-      await sessionEvent(client, call, 'user.logout', row, { id: row.user_id, type: 'user' });
+      const caller = callerOf(call);
+      const byAnotherUser = caller.actor.type === 'user' && caller.actor.id !== row.user_id;
+      if (byAnotherUser) await sessionEvent(client, call, 'session.revoked', row);
+      else await sessionEvent(client, call, 'user.logout', row, { actor: { id: row.user_id, type: 'user' }, metadata: madeBy(caller) });
       return { revoked: true, saml: await samlSessionsRepository.subjectOf(client, row.id) };
     });
   };
@@ -159,5 +179,6 @@ export const authenticateSession =
       environment: row.environment,
       roles: user.roles,
       expiresAt: row.expires_at.toISOString(),
+      email: user.email,
     };
   };

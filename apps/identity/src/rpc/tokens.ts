@@ -8,8 +8,8 @@ import { sessionsRepository } from '../repositories/sessions';
 import { usersRepository } from '../repositories/users';
 
 /**
- * A short-lived ES256 JWT for an active session: iss, sub (user id), aud, iat, exp, jti, sid, env, roles. It never
- * outlives its session.
+ * A short-lived ES256 JWT for an active session: iss, sub (user id), aud, iat, exp, jti, sid, env, roles, email
+ * (the holder's own; audit entries name the actor by it). It never outlives its session.
  */
 export const issueAccessToken =
   (ctx: IdentityContext, keys: SigningKeyStore) =>
@@ -27,7 +27,7 @@ export const issueAccessToken =
     const accessToken = await signJwt(
       keys,
       'at+jwt',
-      { sid: session.id, env: session.environment, roles: user.roles },
+      { sid: session.id, env: session.environment, roles: user.roles, email: user.email },
       { issuer: ctx.config.ISSUER, subject: session.user_id, audience: ctx.config.JWT_AUDIENCE, issuedAt: now, expiresAt: exp },
     );
     return { accessToken, expiresIn: exp - now, sessionId: session.id };

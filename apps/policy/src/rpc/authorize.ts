@@ -23,7 +23,8 @@ export const authorize =
       const caller = callerOf(call);
       await appendEvent(ctx.pool, {
         ...caller,
-        actor: { id: input.userId, type: 'user' },
+        // The gateway says the user's email when its credential does (x-actor-email).
+        actor: { id: input.userId, email: caller.actor.email, type: 'user' },
         environment,
         type: 'authz.denied',
         target: { id: input.resource, type: 'resource' },

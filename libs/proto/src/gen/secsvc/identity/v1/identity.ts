@@ -113,7 +113,11 @@ export interface SessionPrincipal {
   userId: string;
   environment: string;
   roles: string[];
-  expiresAt: string | undefined;
+  expiresAt:
+    | string
+    | undefined;
+  /** The user's email now (audit entries name the actor by it). */
+  email: string;
 }
 
 export interface WatchCredentialChangesRequest {
@@ -1943,7 +1947,7 @@ export const AuthenticateSessionRequest: MessageFns<AuthenticateSessionRequest> 
 };
 
 function createBaseSessionPrincipal(): SessionPrincipal {
-  return { sessionId: "", userId: "", environment: "", roles: [], expiresAt: undefined };
+  return { sessionId: "", userId: "", environment: "", roles: [], expiresAt: undefined, email: "" };
 }
 
 export const SessionPrincipal: MessageFns<SessionPrincipal> = {
@@ -1962,6 +1966,9 @@ export const SessionPrincipal: MessageFns<SessionPrincipal> = {
     }
     if (message.expiresAt !== undefined) {
       Timestamp.encode(toTimestamp(message.expiresAt), writer.uint32(42).fork()).join();
+    }
+    if (message.email !== "") {
+      writer.uint32(50).string(message.email);
     }
     return writer;
   },
@@ -2019,6 +2026,14 @@ export const SessionPrincipal: MessageFns<SessionPrincipal> = {
             message.expiresAt = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
             continue;
           }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.email = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -2050,6 +2065,7 @@ export const SessionPrincipal: MessageFns<SessionPrincipal> = {
         : isSet(object.expires_at)
         ? globalThis.String(object.expires_at)
         : undefined,
+      email: isSet(object.email) ? globalThis.String(object.email) : "",
     };
   },
 
@@ -2070,6 +2086,9 @@ export const SessionPrincipal: MessageFns<SessionPrincipal> = {
     if (message.expiresAt !== undefined) {
       obj.expiresAt = message.expiresAt;
     }
+    if (message.email !== "") {
+      obj.email = message.email;
+    }
     return obj;
   },
 
@@ -2083,6 +2102,7 @@ export const SessionPrincipal: MessageFns<SessionPrincipal> = {
     message.environment = object.environment ?? "";
     message.roles = object.roles?.map((e) => e) || [];
     message.expiresAt = object.expiresAt ?? undefined;
+    message.email = object.email ?? "";
     return message;
   },
 };
