@@ -99,3 +99,37 @@ if [ ! -x "$SCHEMATHESIS_VENV/bin/schemathesis" ] || [ ! -x "$BIN/schemathesis" 
   echo "$SCHEMATHESIS_VERSION" > "$BIN/schemathesis.version"
 fi
 echo "schemathesis $SCHEMATHESIS_VERSION: $BIN/schemathesis ($("$BIN/schemathesis" --version 2>/dev/null | tail -n1))"
+
+# Keycloak (the Quarkus distribution) for the SAML and OpenID Connect interop tests against a real peer
+# (apps/gateway-e2e/test/keycloak.test.ts): the zip resolved by Maven into ${SECSVC_KEYCLOAK_DIR:-$HOME/.cache/secsvc/keycloak},
+# unpacked once beside it as keycloak-<version> (libs/shared/src/testing/keycloak.ts looks there; keep
+# KEYCLOAK_VERSION there in step). Keycloak needs Java 21 or later: the test harness finds a JDK under
+# /usr/lib/jvm (or takes JAVA_HOME when it is recent enough), the same way as here.
+KEYCLOAK_VERSION=26.5.6
+KEYCLOAK_DIR="${SECSVC_KEYCLOAK_DIR:-$HOME/.cache/secsvc/keycloak}"
+KEYCLOAK_HOME="$KEYCLOAK_DIR/keycloak-$KEYCLOAK_VERSION"
+if [ ! -x "$KEYCLOAK_HOME/bin/kc.sh" ] || [ "$(cat "$KEYCLOAK_HOME.version" 2>/dev/null)" != "$KEYCLOAK_VERSION" ]; then
+  echo "installing Keycloak $KEYCLOAK_VERSION into $KEYCLOAK_HOME"
+  mkdir -p "$KEYCLOAK_DIR"
+  if [ ! -f "$KEYCLOAK_DIR/keycloak-quarkus-dist-$KEYCLOAK_VERSION.zip" ]; then
+    mvn -q -B -Dstyle.color=never dependency:copy -Dartifact="org.keycloak:keycloak-quarkus-dist:$KEYCLOAK_VERSION:zip" -DoutputDirectory="$KEYCLOAK_DIR"
+  fi
+  # Unpacked next to the target and moved into place, so an interrupted unzip is redone on the next run.
+  rm -rf "$KEYCLOAK_HOME" "$KEYCLOAK_DIR/unpack.partial" "$KEYCLOAK_HOME.version"
+  unzip -q "$KEYCLOAK_DIR/keycloak-quarkus-dist-$KEYCLOAK_VERSION.zip" -d "$KEYCLOAK_DIR/unpack.partial"
+  mv "$KEYCLOAK_DIR/unpack.partial/keycloak-$KEYCLOAK_VERSION" "$KEYCLOAK_HOME"
+  rm -rf "$KEYCLOAK_DIR/unpack.partial"
+  echo "$KEYCLOAK_VERSION" > "$KEYCLOAK_HOME.version"
+fi
+# The first JDK of major version 21 or later: JAVA_HOME when it is one, else the newest under /usr/lib/jvm.
+java_major() { "$1/bin/java" -version 2>&1 | sed -n '1s/.*version "\([0-9]*\).*/\1/p'; }
+KEYCLOAK_JAVA_HOME=""
+for jdk in ${JAVA_HOME:+"$JAVA_HOME"} $(ls -d /usr/lib/jvm/*/ 2>/dev/null | sort -rV); do
+  jdk="${jdk%/}"
+  if [ -x "$jdk/bin/java" ] && [ "$(java_major "$jdk")" -ge 21 ] 2>/dev/null; then KEYCLOAK_JAVA_HOME="$jdk"; break; fi
+done
+if [ -z "$KEYCLOAK_JAVA_HOME" ]; then
+  echo "Keycloak $KEYCLOAK_VERSION needs Java 21 or later: no such JDK in JAVA_HOME or under /usr/lib/jvm (install a JDK 21+, e.g. Temurin 25)" >&2
+  exit 1
+fi
+echo "keycloak $KEYCLOAK_VERSION: $KEYCLOAK_HOME (Java $(java_major "$KEYCLOAK_JAVA_HOME") at $KEYCLOAK_JAVA_HOME)"

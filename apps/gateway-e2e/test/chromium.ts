@@ -4,17 +4,20 @@ import { chromium, type Browser } from 'playwright-core';
 export const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 
 /**
- * `describe` for a suite that needs Debian's chromium; without it `describe.skip` with a loud note, and under
- * CI=true a failure instead.
+ * `describe` for a suite that needs Debian's chromium (and whatever `needs` names: each a reason the suite cannot
+ * run here, or undefined); without them `describe.skip` with a loud note, and under CI=true a failure instead (a
+ * need's own check throws under CI=true, as keycloakSkipReason does).
  */
-export function browserSuite(title: string): jest.Describe {
+export function browserSuite(title: string, needs: (string | undefined)[] = []): jest.Describe {
   const have = existsSync(CHROMIUM);
   if (!have && process.env.CI === 'true') {
     throw new Error(`chromium is missing at ${CHROMIUM}: .ci/run installs it (apt-get install chromium)`);
   }
-  // Loud on purpose: these suites are the only checks of the pages in a browser.
-  if (!have) process.stderr.write(`SKIPPED "${title}": no chromium at ${CHROMIUM} (apt-get install -y chromium, or set CHROMIUM_PATH)\n`);
-  return have ? describe : describe.skip; // skip reason: chromium is not installed outside CI (CI=true throws instead)
+  const missing = [...(have ? [] : [`no chromium at ${CHROMIUM} (apt-get install -y chromium, or set CHROMIUM_PATH)`]), ...needs.filter((n): n is string => !!n)];
+  if (missing.length && process.env.CI === 'true') throw new Error(`"${title}" cannot run under CI=true: ${missing.join('; ')}`);
+  // Loud on purpose: these suites are the only checks of the pages in a browser (and against real peers).
+  if (missing.length) process.stderr.write(`SKIPPED "${title}": ${missing.join('; ')}\n`);
+  return missing.length ? describe.skip : describe; // skip reason: chromium (or another need) is not installed outside CI (CI=true throws instead)
 }
 
 /** Headless chromium (no sandbox as root), without background traffic. */

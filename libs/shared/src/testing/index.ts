@@ -4,3 +4,4 @@ export * from './kafka';
 export * from './s3';
 export * from './tools';
 export * from './schemathesis';
+export * from './keycloak';
