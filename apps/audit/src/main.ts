@@ -1,10 +1,11 @@
 import { audit, descriptorSets, serviceNames } from '@secsvc/proto';
-import { applyRetention, ExportJobs, GeoIp, LogStore, migrateAuditSchema, migrateClickHouse, openClickHouse } from '@secsvc/audit-store';
+import { applyRetention, AuditChain, ChainKey, ExportJobs, GeoIp, LogStore, migrateAuditSchema, migrateClickHouse, openClickHouse } from '@secsvc/audit-store';
 import { createEventBus, createObjectStore, createPool, migratedOnly, pingDatabase, runProcess, startGrpcServer, startServiceOutboxRelay } from '@secsvc/shared';
 import { loadAuditConfig } from './config';
 import { startConsumer } from './consumer';
 import type { AuditContext } from './context';
 import { getLog } from './rpc/get-log';
+import { getChainKeys, verifyLogs } from './rpc/verify-logs';
 import { listLogs } from './rpc/list-logs';
 import { searchLogs } from './rpc/search-logs';
 import type { ExportContext } from './export-context';
@@ -28,12 +29,14 @@ void runProcess('audit', () => loadAuditConfig(), async ({ config, logger, metri
   if (config.MIGRATE_ONLY) {
     return migratedOnly({ name: 'clickhouse', close: () => ch.close() }, { name: 'postgres', close: () => pool.end() });
   }
-  const store = new LogStore(ch);
+  // Every stored entry is chained (tamper evidence); the checkpoint key derives from SERVER_SECRET.
+  const chain = new AuditChain(pool, ch, ChainKey.fromSecret(config.SERVER_SECRET));
+  const store = new LogStore(ch, chain);
   const bus = await createEventBus(config, logger, 'audit');
   const consumer = config.AUDIT_CONSUMER
     ? await startConsumer({ bus, store, geo: await GeoIp.open(), logger, metrics, maxBatchSize: config.AUDIT_BATCH_SIZE, maxWaitMs: config.AUDIT_BATCH_WAIT_MS })
     : undefined;
-  const ctx: AuditContext = { store, secret: config.SERVER_SECRET, logger };
+  const ctx: AuditContext = { store, chain, secret: config.SERVER_SECRET, logger };
   const objects = createObjectStore(config);
   const exportCtx: ExportContext = {
     ...ctx,
@@ -60,6 +63,8 @@ void runProcess('audit', () => loadAuditConfig(), async ({ config, logger, metri
           getExport: getExport(exportCtx),
           streamLogs: streamLogs(exportCtx),
           downloadExport: downloadExport(exportCtx),
+          verifyLogs: verifyLogs(ctx),
+          getChainKeys: getChainKeys(ctx),
         },
       },
     ],

@@ -2,6 +2,7 @@
  * The audit log end to end: events written by identity and policy travel outbox → Postgres bus → audit
  * consumer → embedded ClickHouse, and are read back through GET /logs, GET /logs/{id} and POST /logs/search.
  */
+import { createPublicKey, verify } from 'node:crypto';
 import type { LocalStack } from '@secsvc/shared/stack';
 import { apiClient, eventually, startTestStack, type Api } from './support';
 
@@ -110,12 +111,13 @@ describe('audit log', () => {
     const testApi = apiClient(stack.baseUrl, testKey);
     const testUser = (await testApi('POST', '/users', { email: 'only-in-test@example.com', name: 'T' })).body.data;
     const testLogs = await eventually(() => allLogs('', testApi), (es) => es.some((e: Entry) => e.target?.id === testUser.id));
-    // A test key belongs to the test environment: its api_key.created is a test-environment event too.
-    expect(testLogs.map((e: Entry) => [e.event, e.target?.id])).toEqual([
-      ['user.created', testUser.id],
-      ['api_key.created', created.id],
-    ]);
-    expect((await allLogs('')).some((e: Entry) => e.target?.id === testUser.id)).toBe(false);
+    expect(testLogs.map((e: Entry) => [e.event, e.target?.id])).toEqual([['user.created', testUser.id]]);
+    // Actors never cross environments: the live key made the test key, so its api_key.created is a live entry.
+    const live = await allLogs('');
+    expect(live.some((e: Entry) => e.target?.id === testUser.id)).toBe(false);
+    const made = live.find((e: Entry) => e.event === 'api_key.created' && e.target?.id === created.id);
+    expect(made).toMatchObject({ actor: { type: 'api_key' }, target: { id: created.id, type: 'api_key' } });
+    expect((await api('GET', `/logs/${made.id}`)).body.data.metadata).toMatchObject({ keyType: 'test', keyEnvironment: 'test' });
     const publicKey = (await api('POST', '/api-keys', { name: 'browser', type: 'public' })).body.data.key;
     expect((await apiClient(stack.baseUrl, publicKey)('GET', '/logs')).status).toBe(403);
   });
@@ -140,5 +142,29 @@ describe('audit log', () => {
     const ids = entries.map((e: Entry) => e.id);
     expect(new Set(ids).size).toBe(ids.length);
     for (const id of created) expect(entries.filter((e: Entry) => e.target?.id === id)).toHaveLength(1);
+  });
+
+  it('the hash chain over everything stored (the SIGKILL above included) is intact, and its checkpoint verifies with the published key', async () => {
+    const stored = (await allLogs('')).length;
+    const verdict = await eventually(
+      async () => (await api('GET', '/logs/verify')).body.data,
+      (v) => v.head.position === stored && v.lastCheckpoint !== undefined,
+      60_000,
+    );
+    expect(verdict).toMatchObject({ intact: true, from: 1, to: stored, entriesChecked: stored, head: { position: stored, hash: expect.stringMatching(/^[0-9a-f]{64}$/) } });
+    expect(verdict.firstBreak).toBeUndefined();
+    // Offline: the checkpoint's Ed25519 signature with the JWK from /logs/keys (node:crypto, not the product's code).
+    const keys = (await api('GET', '/logs/keys')).body.data.keys;
+    const jwk = keys.find((k: Entry) => k.kid === verdict.lastCheckpoint.kid);
+    const c = verdict.lastCheckpoint;
+    const text = `secsvc-audit-checkpoint-v1\nlive\n${c.position}\n${c.hash}\n${c.signedAt}`;
+    expect(verify(null, Buffer.from(text), createPublicKey({ key: jwk, format: 'jwk' }), Buffer.from(c.signature, 'base64url'))).toBe(true);
+    expect(verify(null, Buffer.from(text.replace(c.hash, '0'.repeat(64))), createPublicKey({ key: jwk, format: 'jwk' }), Buffer.from(c.signature, 'base64url'))).toBe(false);
+    // A range, and bad ones.
+    expect((await api('GET', '/logs/verify?from=2&to=3')).body.data).toMatchObject({ intact: true, from: 2, to: 3, entriesChecked: 2 });
+    const bad = await api('GET', '/logs/verify?from=0&to=x');
+    expect(bad.status).toBe(400);
+    expect(bad.body.error.details.map((d: Entry) => d.field).sort()).toEqual(['from', 'to']);
+    expect((await api('GET', '/logs/verify?from=5&to=2')).status).toBe(400);
   });
 });

@@ -2,6 +2,7 @@ export * from './clickhouse';
 export * from './schema';
 export * from './rows';
 export * from './store';
+export * from './chain';
 export * from './geoip';
 export * from './search';
 export * from './export-jobs';

@@ -55,6 +55,17 @@ export const MIGRATIONS: ChMigration[] = [
       SETTINGS index_granularity = 1024`,
     ],
   },
+  {
+    // Tamper evidence: each entry's position in its environment's hash chain and its hash (chain.ts). The
+    // minmax index keeps a range of positions a read of few granules (positions grow with ingestion time).
+    version: 2,
+    name: 'audit_logs_chain',
+    statements: [
+      `ALTER TABLE ${LOG_TABLE} ADD COLUMN IF NOT EXISTS chain_seq UInt64 DEFAULT 0`,
+      `ALTER TABLE ${LOG_TABLE} ADD COLUMN IF NOT EXISTS chain_hash String DEFAULT ''`,
+      `ALTER TABLE ${LOG_TABLE} ADD INDEX IF NOT EXISTS idx_chain_seq chain_seq TYPE minmax GRANULARITY 1`,
+    ],
+  },
 ];
 
 const checksum = (m: ChMigration) => createHash('sha256').update(m.statements.join('\n;\n')).digest('hex');

@@ -1,3 +1,4 @@
+import type { AuditChain, ChainedRow } from './chain';
 import type { ClickHouseClient } from './clickhouse';
 import { LOG_COLUMNS, type LogRow } from './rows';
 import { LOG_TABLE } from './schema';
@@ -67,7 +68,11 @@ const toRow = (r: LogRow): LogRow => ({ ...r, timestamp: isoTime(r.timestamp), l
  * on embedded chdb and on a ClickHouse server.
  */
 export class LogStore {
-  constructor(private readonly ch: ClickHouseClient) {}
+  /** With a chain, every inserted entry gets its position and hash (tamper evidence); without, none (tests, benchmarks). */
+  constructor(
+    private readonly ch: ClickHouseClient,
+    private readonly chain?: AuditChain,
+  ) {}
 
   /**
    * Inserts the rows whose ids are not stored yet (at-least-once delivery hands some events twice): returns
@@ -92,14 +97,26 @@ export class LogStore {
     const stored = new Set((await existing.json<{ id: string }>()).map((r) => r.id));
     const fresh = unique.filter((r) => !stored.has(r.id));
     if (fresh.length === 0) return 0;
+    if (!this.chain) {
+      await this.write(fresh.map((row) => ({ row, position: 0, hash: '' })));
+      return fresh.length;
+    }
+    // One chain per environment, in the order the bus delivered them.
+    const byEnvironment = new Map<string, LogRow[]>();
+    for (const r of fresh) byEnvironment.set(r.environment, [...(byEnvironment.get(r.environment) ?? []), r]);
+    for (const [environment, rows] of byEnvironment) await this.chain.append(environment, rows, (chained) => this.write(chained));
+    return fresh.length;
+  }
+
+  /** Writes rows with their chain positions (0 and empty when unchained) as one block. */
+  async write(rows: ChainedRow[]): Promise<void> {
     // Arrays in column order (JSONCompactEachRow): a third less to encode and parse than keyed objects.
     await this.ch.insert({
       table: LOG_TABLE,
-      values: fresh.map((r) => LOG_COLUMNS.map((c) => (c === 'timestamp' ? chTime(r.timestamp) : r[c]))),
+      values: rows.map(({ row, position, hash }) => [...LOG_COLUMNS.map((c) => (c === 'timestamp' ? chTime(row.timestamp) : row[c])), position, hash]),
       format: 'JSONCompactEachRow',
-      columns: [...LOG_COLUMNS] as [string, ...string[]],
+      columns: [...LOG_COLUMNS, 'chain_seq', 'chain_hash'] as [string, ...string[]],
     });
-    return fresh.length;
   }
 
   /** A newest-first page (limit + 1 rows fetched, so the caller knows whether there is more). */

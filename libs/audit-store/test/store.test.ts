@@ -4,7 +4,8 @@ import path from 'node:path';
 import { openClickHouse, type ClickHouseClient } from '../src/clickhouse';
 import { LogStore } from '../src/store';
 import { applyRetention, migrateClickHouse, MIGRATIONS, LOG_TABLE } from '../src/schema';
-import { eventFromRow, rowFromEvent, type LogRow } from '../src/rows';
+import { eventFromRow, type LogRow } from '../src/rows';
+import { sampleRow } from './support/rows';
 
 let dir: string;
 let ch: ClickHouseClient;
@@ -22,26 +23,7 @@ afterAll(async () => {
 });
 beforeEach(async () => void (await ch.command({ query: `TRUNCATE TABLE ${LOG_TABLE}` })));
 
-let n = 0;
-function row(over: Partial<LogRow> = {}): LogRow {
-  n++;
-  const base = rowFromEvent(
-    {
-      id: `log_${String(n).padStart(6, '0')}`,
-      environment: 'live',
-      type: 'user.login',
-      timestamp: new Date(Date.UTC(2026, 10, 1, 12, 0, 0, n)).toISOString(),
-      actor: { id: 'user_1', email: 'alice@example.com', type: 'user' },
-      target: { id: 'ses_1', type: 'session' },
-      context: { ip: '81.2.69.142', userAgent: 'jest' },
-      result: 'success',
-      traceId: 'req_1',
-      metadataJson: '{"authMethod":"password","mfaUsed":false}',
-    },
-    { city: 'London', country: 'GB', region: 'England', lat: 51.5, lng: -0.12 },
-  );
-  return { ...base, ...over };
-}
+const row = sampleRow;
 
 test('migrations are recorded once and re-running them is a no-op; an edited migration is refused', async () => {
   expect(await migrateClickHouse(ch)).toBe(0);

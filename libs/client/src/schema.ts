@@ -416,6 +416,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/logs/keys": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The public keys (JWKS, Ed25519) that verify audit log checkpoints and export manifests offline
+         * @description Callable with secret, test API keys, session tokens and access tokens with the scope read:logs (users are authorized by the policies).
+         */
+        get: operations["getLogKeys"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/logs/search": {
         parameters: {
             query?: never;
@@ -430,6 +450,26 @@ export interface paths {
          * @description Callable with secret, test API keys, session tokens and access tokens with the scope read:logs (users are authorized by the policies).
          */
         post: operations["searchLogs"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/logs/verify": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Recompute the environment's audit log hash chain over a range of positions: intact, or where it first breaks
+         * @description Callable with secret, test API keys, session tokens and access tokens with the scope read:logs (users are authorized by the policies).
+         */
+        get: operations["verifyLogs"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -3184,6 +3224,47 @@ export interface operations {
             503: components["responses"]["Unavailable"];
         };
     };
+    getLogKeys: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The keys */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            keys: {
+                                kty: string;
+                                crv: string;
+                                x: string;
+                                kid: string;
+                                alg: string;
+                                use: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["InvalidRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
     searchLogs: {
         parameters: {
             query?: never;
@@ -3246,6 +3327,84 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    verifyLogs: {
+        parameters: {
+            query?: {
+                /** @description first position (default 1) */
+                from?: string;
+                /** @description last position, inclusive (default the head) */
+                to?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The verdict */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            intact: boolean;
+                            from: number;
+                            to: number;
+                            entriesChecked: number;
+                            checkpointsChecked: number;
+                            head: {
+                                position: number;
+                                hash: string;
+                            };
+                            firstBreak?: {
+                                /** @description 0 for an entry without a position */
+                                position: number;
+                                /** @description the entry found there, when one was */
+                                id?: string;
+                                /** @enum {string} */
+                                reason: "altered" | "missing" | "duplicate" | "checkpoint_mismatch" | "checkpoint_signature" | "unchained";
+                            };
+                            lastCheckpoint?: {
+                                position: number;
+                                /** @description hex SHA-256 of the chain at that position */
+                                hash: string;
+                                /** @description ISO 8601 UTC */
+                                signedAt: string;
+                                /** @description the key in GET /v1/logs/keys that signed it */
+                                kid: string;
+                                /** @description Ed25519 over "secsvc-audit-checkpoint-v1\n{environment}\n{position}\n{hash}\n{signedAt}", base64url */
+                                signature: string;
+                            };
+                        };
+                    };
+                };
+            };
+            /** @description from or to is not a position, or to is before from */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["Unavailable"];

@@ -3,5 +3,7 @@ import { getExportRoute } from './get-export';
 import { getLogRoute } from './get-log';
 import { listLogsRoute } from './list-logs';
 import { searchLogsRoute } from './search-logs';
+import { chainKeysRoute, verifyLogsRoute } from './verify-logs';
 
-export const logRoutes = [listLogsRoute, searchLogsRoute, createExportRoute, getExportRoute, getLogRoute];
+// verify and keys before /logs/:id, which would take their names as ids.
+export const logRoutes = [listLogsRoute, searchLogsRoute, createExportRoute, getExportRoute, verifyLogsRoute, chainKeysRoute, getLogRoute];

@@ -27,6 +27,51 @@ export const protobufPackage = "secsvc.audit.v1";
 
 export const protobufFileName = "secsvc/audit/v1/audit.proto";
 
+export interface VerifyLogsRequest {
+  environment: string;
+  /** Chain positions, inclusive; absent: from the first, to the head. */
+  from?: number | undefined;
+  to?: number | undefined;
+}
+
+export interface ChainBreak {
+  position: number;
+  /** The entry found there, when one was. */
+  id: string;
+  /** altered | missing | duplicate | checkpoint_mismatch | checkpoint_signature | unchained */
+  reason: string;
+}
+
+export interface ChainCheckpoint {
+  position: number;
+  hash: string;
+  signedAt: string | undefined;
+  kid: string;
+  signature: string;
+}
+
+export interface LogsVerdict {
+  intact: boolean;
+  from: number;
+  to: number;
+  entriesChecked: number;
+  checkpointsChecked: number;
+  headPosition: number;
+  headHash: string;
+  firstBreak?:
+    | ChainBreak
+    | undefined;
+  /** The latest signed checkpoint of the environment, if any. */
+  lastCheckpoint?: ChainCheckpoint | undefined;
+}
+
+export interface GetChainKeysRequest {
+}
+
+export interface ChainKeys {
+  jwksJson: string;
+}
+
 export interface Location {
   city: string;
   country: string;
@@ -186,6 +231,705 @@ export interface DownloadChunk {
   head?: DownloadHead | undefined;
   data?: Buffer | undefined;
 }
+
+function createBaseVerifyLogsRequest(): VerifyLogsRequest {
+  return { environment: "", from: undefined, to: undefined };
+}
+
+export const VerifyLogsRequest: MessageFns<VerifyLogsRequest> = {
+  encode(message: VerifyLogsRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.environment !== "") {
+      writer.uint32(10).string(message.environment);
+    }
+    if (message.from !== undefined) {
+      writer.uint32(16).int64(message.from);
+    }
+    if (message.to !== undefined) {
+      writer.uint32(24).int64(message.to);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): VerifyLogsRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseVerifyLogsRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.environment = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.from = longToNumber(reader.int64());
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.to = longToNumber(reader.int64());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): VerifyLogsRequest {
+    return {
+      environment: isSet(object.environment) ? globalThis.String(object.environment) : "",
+      from: isSet(object.from) ? globalThis.Number(object.from) : undefined,
+      to: isSet(object.to) ? globalThis.Number(object.to) : undefined,
+    };
+  },
+
+  toJSON(message: VerifyLogsRequest): unknown {
+    const obj: any = {};
+    if (message.environment !== "") {
+      obj.environment = message.environment;
+    }
+    if (message.from !== undefined) {
+      obj.from = Math.round(message.from);
+    }
+    if (message.to !== undefined) {
+      obj.to = Math.round(message.to);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<VerifyLogsRequest>, I>>(base?: I): VerifyLogsRequest {
+    return VerifyLogsRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<VerifyLogsRequest>, I>>(object: I): VerifyLogsRequest {
+    const message = createBaseVerifyLogsRequest();
+    message.environment = object.environment ?? "";
+    message.from = object.from ?? undefined;
+    message.to = object.to ?? undefined;
+    return message;
+  },
+};
+
+function createBaseChainBreak(): ChainBreak {
+  return { position: 0, id: "", reason: "" };
+}
+
+export const ChainBreak: MessageFns<ChainBreak> = {
+  encode(message: ChainBreak, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.position !== 0) {
+      writer.uint32(8).int64(message.position);
+    }
+    if (message.id !== "") {
+      writer.uint32(18).string(message.id);
+    }
+    if (message.reason !== "") {
+      writer.uint32(26).string(message.reason);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ChainBreak {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseChainBreak();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.position = longToNumber(reader.int64());
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.id = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.reason = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ChainBreak {
+    return {
+      position: isSet(object.position) ? globalThis.Number(object.position) : 0,
+      id: isSet(object.id) ? globalThis.String(object.id) : "",
+      reason: isSet(object.reason) ? globalThis.String(object.reason) : "",
+    };
+  },
+
+  toJSON(message: ChainBreak): unknown {
+    const obj: any = {};
+    if (message.position !== 0) {
+      obj.position = Math.round(message.position);
+    }
+    if (message.id !== "") {
+      obj.id = message.id;
+    }
+    if (message.reason !== "") {
+      obj.reason = message.reason;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ChainBreak>, I>>(base?: I): ChainBreak {
+    return ChainBreak.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ChainBreak>, I>>(object: I): ChainBreak {
+    const message = createBaseChainBreak();
+    message.position = object.position ?? 0;
+    message.id = object.id ?? "";
+    message.reason = object.reason ?? "";
+    return message;
+  },
+};
+
+function createBaseChainCheckpoint(): ChainCheckpoint {
+  return { position: 0, hash: "", signedAt: undefined, kid: "", signature: "" };
+}
+
+export const ChainCheckpoint: MessageFns<ChainCheckpoint> = {
+  encode(message: ChainCheckpoint, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.position !== 0) {
+      writer.uint32(8).int64(message.position);
+    }
+    if (message.hash !== "") {
+      writer.uint32(18).string(message.hash);
+    }
+    if (message.signedAt !== undefined) {
+      Timestamp.encode(toTimestamp(message.signedAt), writer.uint32(26).fork()).join();
+    }
+    if (message.kid !== "") {
+      writer.uint32(34).string(message.kid);
+    }
+    if (message.signature !== "") {
+      writer.uint32(42).string(message.signature);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ChainCheckpoint {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseChainCheckpoint();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.position = longToNumber(reader.int64());
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.hash = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.signedAt = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.kid = reader.string();
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.signature = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ChainCheckpoint {
+    return {
+      position: isSet(object.position) ? globalThis.Number(object.position) : 0,
+      hash: isSet(object.hash) ? globalThis.String(object.hash) : "",
+      signedAt: isSet(object.signedAt)
+        ? globalThis.String(object.signedAt)
+        : isSet(object.signed_at)
+        ? globalThis.String(object.signed_at)
+        : undefined,
+      kid: isSet(object.kid) ? globalThis.String(object.kid) : "",
+      signature: isSet(object.signature) ? globalThis.String(object.signature) : "",
+    };
+  },
+
+  toJSON(message: ChainCheckpoint): unknown {
+    const obj: any = {};
+    if (message.position !== 0) {
+      obj.position = Math.round(message.position);
+    }
+    if (message.hash !== "") {
+      obj.hash = message.hash;
+    }
+    if (message.signedAt !== undefined) {
+      obj.signedAt = message.signedAt;
+    }
+    if (message.kid !== "") {
+      obj.kid = message.kid;
+    }
+    if (message.signature !== "") {
+      obj.signature = message.signature;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ChainCheckpoint>, I>>(base?: I): ChainCheckpoint {
+    return ChainCheckpoint.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ChainCheckpoint>, I>>(object: I): ChainCheckpoint {
+    const message = createBaseChainCheckpoint();
+    message.position = object.position ?? 0;
+    message.hash = object.hash ?? "";
+    message.signedAt = object.signedAt ?? undefined;
+    message.kid = object.kid ?? "";
+    message.signature = object.signature ?? "";
+    return message;
+  },
+};
+
+function createBaseLogsVerdict(): LogsVerdict {
+  return {
+    intact: false,
+    from: 0,
+    to: 0,
+    entriesChecked: 0,
+    checkpointsChecked: 0,
+    headPosition: 0,
+    headHash: "",
+    firstBreak: undefined,
+    lastCheckpoint: undefined,
+  };
+}
+
+export const LogsVerdict: MessageFns<LogsVerdict> = {
+  encode(message: LogsVerdict, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.intact !== false) {
+      writer.uint32(8).bool(message.intact);
+    }
+    if (message.from !== 0) {
+      writer.uint32(16).int64(message.from);
+    }
+    if (message.to !== 0) {
+      writer.uint32(24).int64(message.to);
+    }
+    if (message.entriesChecked !== 0) {
+      writer.uint32(32).int64(message.entriesChecked);
+    }
+    if (message.checkpointsChecked !== 0) {
+      writer.uint32(40).int64(message.checkpointsChecked);
+    }
+    if (message.headPosition !== 0) {
+      writer.uint32(48).int64(message.headPosition);
+    }
+    if (message.headHash !== "") {
+      writer.uint32(58).string(message.headHash);
+    }
+    if (message.firstBreak !== undefined) {
+      ChainBreak.encode(message.firstBreak, writer.uint32(66).fork()).join();
+    }
+    if (message.lastCheckpoint !== undefined) {
+      ChainCheckpoint.encode(message.lastCheckpoint, writer.uint32(74).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): LogsVerdict {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseLogsVerdict();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.intact = reader.bool();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.from = longToNumber(reader.int64());
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.to = longToNumber(reader.int64());
+            continue;
+          }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.entriesChecked = longToNumber(reader.int64());
+            continue;
+          }
+          case 5: {
+            if (tag !== 40) {
+              break;
+            }
+
+            message.checkpointsChecked = longToNumber(reader.int64());
+            continue;
+          }
+          case 6: {
+            if (tag !== 48) {
+              break;
+            }
+
+            message.headPosition = longToNumber(reader.int64());
+            continue;
+          }
+          case 7: {
+            if (tag !== 58) {
+              break;
+            }
+
+            message.headHash = reader.string();
+            continue;
+          }
+          case 8: {
+            if (tag !== 66) {
+              break;
+            }
+
+            message.firstBreak = ChainBreak.decode(reader, reader.uint32());
+            continue;
+          }
+          case 9: {
+            if (tag !== 74) {
+              break;
+            }
+
+            message.lastCheckpoint = ChainCheckpoint.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): LogsVerdict {
+    return {
+      intact: isSet(object.intact) ? globalThis.Boolean(object.intact) : false,
+      from: isSet(object.from) ? globalThis.Number(object.from) : 0,
+      to: isSet(object.to) ? globalThis.Number(object.to) : 0,
+      entriesChecked: isSet(object.entriesChecked)
+        ? globalThis.Number(object.entriesChecked)
+        : isSet(object.entries_checked)
+        ? globalThis.Number(object.entries_checked)
+        : 0,
+      checkpointsChecked: isSet(object.checkpointsChecked)
+        ? globalThis.Number(object.checkpointsChecked)
+        : isSet(object.checkpoints_checked)
+        ? globalThis.Number(object.checkpoints_checked)
+        : 0,
+      headPosition: isSet(object.headPosition)
+        ? globalThis.Number(object.headPosition)
+        : isSet(object.head_position)
+        ? globalThis.Number(object.head_position)
+        : 0,
+      headHash: isSet(object.headHash)
+        ? globalThis.String(object.headHash)
+        : isSet(object.head_hash)
+        ? globalThis.String(object.head_hash)
+        : "",
+      firstBreak: isSet(object.firstBreak)
+        ? ChainBreak.fromJSON(object.firstBreak)
+        : isSet(object.first_break)
+        ? ChainBreak.fromJSON(object.first_break)
+        : undefined,
+      lastCheckpoint: isSet(object.lastCheckpoint)
+        ? ChainCheckpoint.fromJSON(object.lastCheckpoint)
+        : isSet(object.last_checkpoint)
+        ? ChainCheckpoint.fromJSON(object.last_checkpoint)
+        : undefined,
+    };
+  },
+
+  toJSON(message: LogsVerdict): unknown {
+    const obj: any = {};
+    if (message.intact !== false) {
+      obj.intact = message.intact;
+    }
+    if (message.from !== 0) {
+      obj.from = Math.round(message.from);
+    }
+    if (message.to !== 0) {
+      obj.to = Math.round(message.to);
+    }
+    if (message.entriesChecked !== 0) {
+      obj.entriesChecked = Math.round(message.entriesChecked);
+    }
+    if (message.checkpointsChecked !== 0) {
+      obj.checkpointsChecked = Math.round(message.checkpointsChecked);
+    }
+    if (message.headPosition !== 0) {
+      obj.headPosition = Math.round(message.headPosition);
+    }
+    if (message.headHash !== "") {
+      obj.headHash = message.headHash;
+    }
+    if (message.firstBreak !== undefined) {
+      obj.firstBreak = ChainBreak.toJSON(message.firstBreak);
+    }
+    if (message.lastCheckpoint !== undefined) {
+      obj.lastCheckpoint = ChainCheckpoint.toJSON(message.lastCheckpoint);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<LogsVerdict>, I>>(base?: I): LogsVerdict {
+    return LogsVerdict.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<LogsVerdict>, I>>(object: I): LogsVerdict {
+    const message = createBaseLogsVerdict();
+    message.intact = object.intact ?? false;
+    message.from = object.from ?? 0;
+    message.to = object.to ?? 0;
+    message.entriesChecked = object.entriesChecked ?? 0;
+    message.checkpointsChecked = object.checkpointsChecked ?? 0;
+    message.headPosition = object.headPosition ?? 0;
+    message.headHash = object.headHash ?? "";
+    message.firstBreak = (object.firstBreak !== undefined && object.firstBreak !== null)
+      ? ChainBreak.fromPartial(object.firstBreak)
+      : undefined;
+    message.lastCheckpoint = (object.lastCheckpoint !== undefined && object.lastCheckpoint !== null)
+      ? ChainCheckpoint.fromPartial(object.lastCheckpoint)
+      : undefined;
+    return message;
+  },
+};
+
+function createBaseGetChainKeysRequest(): GetChainKeysRequest {
+  return {};
+}
+
+export const GetChainKeysRequest: MessageFns<GetChainKeysRequest> = {
+  encode(_: GetChainKeysRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): GetChainKeysRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseGetChainKeysRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(_: any): GetChainKeysRequest {
+    return {};
+  },
+
+  toJSON(_: GetChainKeysRequest): unknown {
+    const obj: any = {};
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<GetChainKeysRequest>, I>>(base?: I): GetChainKeysRequest {
+    return GetChainKeysRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<GetChainKeysRequest>, I>>(_: I): GetChainKeysRequest {
+    const message = createBaseGetChainKeysRequest();
+    return message;
+  },
+};
+
+function createBaseChainKeys(): ChainKeys {
+  return { jwksJson: "" };
+}
+
+export const ChainKeys: MessageFns<ChainKeys> = {
+  encode(message: ChainKeys, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.jwksJson !== "") {
+      writer.uint32(10).string(message.jwksJson);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ChainKeys {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseChainKeys();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.jwksJson = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ChainKeys {
+    return {
+      jwksJson: isSet(object.jwksJson)
+        ? globalThis.String(object.jwksJson)
+        : isSet(object.jwks_json)
+        ? globalThis.String(object.jwks_json)
+        : "",
+    };
+  },
+
+  toJSON(message: ChainKeys): unknown {
+    const obj: any = {};
+    if (message.jwksJson !== "") {
+      obj.jwksJson = message.jwksJson;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ChainKeys>, I>>(base?: I): ChainKeys {
+    return ChainKeys.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ChainKeys>, I>>(object: I): ChainKeys {
+    const message = createBaseChainKeys();
+    message.jwksJson = object.jwksJson ?? "";
+    return message;
+  },
+};
 
 function createBaseLocation(): Location {
   return { city: "", country: "", region: "", lat: 0, lng: 0 };
@@ -2624,6 +3368,26 @@ export const AuditServiceService = {
     responseSerialize: (value: DownloadChunk): Buffer => Buffer.from(DownloadChunk.encode(value).finish()),
     responseDeserialize: (value: Buffer): DownloadChunk => DownloadChunk.decode(value),
   },
+  /** Recomputes an environment's hash chain over a range of positions (tamper evidence). */
+  verifyLogs: {
+    path: "/secsvc.audit.v1.AuditService/VerifyLogs" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: VerifyLogsRequest): Buffer => Buffer.from(VerifyLogsRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): VerifyLogsRequest => VerifyLogsRequest.decode(value),
+    responseSerialize: (value: LogsVerdict): Buffer => Buffer.from(LogsVerdict.encode(value).finish()),
+    responseDeserialize: (value: Buffer): LogsVerdict => LogsVerdict.decode(value),
+  },
+  /** The public keys that verify checkpoints and export manifests (a JWKS). */
+  getChainKeys: {
+    path: "/secsvc.audit.v1.AuditService/GetChainKeys" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: GetChainKeysRequest): Buffer => Buffer.from(GetChainKeysRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): GetChainKeysRequest => GetChainKeysRequest.decode(value),
+    responseSerialize: (value: ChainKeys): Buffer => Buffer.from(ChainKeys.encode(value).finish()),
+    responseDeserialize: (value: Buffer): ChainKeys => ChainKeys.decode(value),
+  },
 } as const;
 
 export interface AuditServiceServer extends UntypedServiceImplementation {
@@ -2642,6 +3406,10 @@ export interface AuditServiceServer extends UntypedServiceImplementation {
    * is the head, the rest carry the bytes in order.
    */
   downloadExport: handleServerStreamingCall<DownloadExportRequest, DownloadChunk>;
+  /** Recomputes an environment's hash chain over a range of positions (tamper evidence). */
+  verifyLogs: handleUnaryCall<VerifyLogsRequest, LogsVerdict>;
+  /** The public keys that verify checkpoints and export manifests (a JWKS). */
+  getChainKeys: handleUnaryCall<GetChainKeysRequest, ChainKeys>;
 }
 
 export interface AuditServiceClient extends Client {
@@ -2737,6 +3505,38 @@ export interface AuditServiceClient extends Client {
     metadata?: Metadata,
     options?: Partial<CallOptions>,
   ): ClientReadableStream<DownloadChunk>;
+  /** Recomputes an environment's hash chain over a range of positions (tamper evidence). */
+  verifyLogs(
+    request: VerifyLogsRequest,
+    callback: (error: ServiceError | null, response: LogsVerdict) => void,
+  ): ClientUnaryCall;
+  verifyLogs(
+    request: VerifyLogsRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: LogsVerdict) => void,
+  ): ClientUnaryCall;
+  verifyLogs(
+    request: VerifyLogsRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: LogsVerdict) => void,
+  ): ClientUnaryCall;
+  /** The public keys that verify checkpoints and export manifests (a JWKS). */
+  getChainKeys(
+    request: GetChainKeysRequest,
+    callback: (error: ServiceError | null, response: ChainKeys) => void,
+  ): ClientUnaryCall;
+  getChainKeys(
+    request: GetChainKeysRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: ChainKeys) => void,
+  ): ClientUnaryCall;
+  getChainKeys(
+    request: GetChainKeysRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: ChainKeys) => void,
+  ): ClientUnaryCall;
 }
 
 export const AuditServiceClient = makeGenericClientConstructor(

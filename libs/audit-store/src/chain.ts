@@ -1,0 +1,272 @@
+import { createHash, createPrivateKey, createPublicKey, hkdfSync, sign, verify, type KeyObject } from 'node:crypto';
+import { withTransaction, type Pool, type PoolClient } from '@secsvc/shared';
+import type { ClickHouseClient } from './clickhouse';
+import { LOG_COLUMNS, type LogRow } from './rows';
+import { LOG_TABLE } from './schema';
+
+// Tamper evidence. Every entry stored gets a position in its environment's chain, in ingestion order, and the
+// hash SHA-256(previous hash, "\n", canonical form of the entry). The head of each chain lives in PostgreSQL,
+// locked while a batch is inserted, so replicas take turns; every CHAIN_CHECKPOINT_EVERY entries (or minute) a
+// checkpoint (position, hash) is signed with an Ed25519 key derived from SERVER_SECRET and kept in
+// PostgreSQL. Anyone with write access to ClickHouse alone can edit, delete, insert or reorder rows, but not
+// without breaking a hash, a position or a signed checkpoint.
+
+export const GENESIS_HASH = '0'.repeat(64);
+
+/** The entry as hashed: its stored fields in column order (timestamps ISO 8601 with milliseconds, UTC). */
+export function canonicalEntry(r: LogRow): string {
+  return JSON.stringify(LOG_COLUMNS.map((c) => (c === 'timestamp' ? new Date(r.timestamp).toISOString() : c === 'lat' || c === 'lng' ? (r[c] === null ? null : Number(r[c])) : r[c])));
+}
+
+export function chainHash(previous: string, r: LogRow): string {
+  return createHash('sha256').update(previous).update('\n').update(canonicalEntry(r)).digest('hex');
+}
+
+export interface Checkpoint {
+  environment: string;
+  position: number;
+  hash: string;
+  signedAt: string;
+  kid: string;
+  signature: string;
+}
+
+const signedText = (c: Omit<Checkpoint, 'kid' | 'signature'>) => `secsvc-audit-checkpoint-v1\n${c.environment}\n${c.position}\n${c.hash}\n${c.signedAt}`;
+
+/** The checkpoint signing key: Ed25519, derived from SERVER_SECRET (every replica has the same); its public half is published as a JWK. */
+export class ChainKey {
+  readonly kid: string;
+  private constructor(
+    private readonly privateKey: KeyObject,
+    readonly publicKey: KeyObject,
+  ) {
+    this.kid = 'ck_' + createHash('sha256').update(publicKey.export({ format: 'der', type: 'spki' })).digest('hex').slice(0, 16);
+  }
+
+  static fromSecret(secret: string): ChainKey {
+    const seed = Buffer.from(hkdfSync('sha256', secret, 'secsvc', 'audit chain checkpoint key v1', 32));
+    // PKCS#8 of an Ed25519 private key: a fixed 16-byte prefix and the 32-byte seed.
+    const privateKey = createPrivateKey({ key: Buffer.concat([Buffer.from('302e020100300506032b657004220420', 'hex'), seed]), format: 'der', type: 'pkcs8' });
+    return new ChainKey(privateKey, createPublicKey(privateKey));
+  }
+
+  sign(c: Omit<Checkpoint, 'kid' | 'signature'>): Checkpoint {
+    return { ...c, kid: this.kid, signature: sign(null, Buffer.from(signedText(c)), this.privateKey).toString('base64url') };
+  }
+
+  /** The JWKS entry (OKP, Ed25519) that verifies checkpoints and export manifests offline. */
+  jwk(): Record<string, string> {
+    return { ...(this.publicKey.export({ format: 'jwk' }) as Record<string, string>), kid: this.kid, alg: 'EdDSA', use: 'sig' };
+  }
+}
+
+export function checkpointValid(c: Checkpoint, key: KeyObject): boolean {
+  try {
+    return verify(null, Buffer.from(signedText(c)), key, Buffer.from(c.signature, 'base64url'));
+  } catch {
+    return false;
+  }
+}
+
+export interface ChainOptions {
+  /** A checkpoint after this many entries of an environment... */
+  checkpointEvery: number;
+  /** ...or when the last one is older than this. */
+  checkpointIntervalMs: number;
+}
+
+interface Head {
+  position: number;
+  hash: string;
+  checkpointPosition: number;
+  checkpointAt: Date;
+}
+
+export interface ChainedRow {
+  row: LogRow;
+  position: number;
+  hash: string;
+}
+
+export type ChainBreakReason = 'altered' | 'missing' | 'duplicate' | 'checkpoint_mismatch' | 'checkpoint_signature' | 'unchained';
+
+export interface ChainVerdict {
+  environment: string;
+  intact: boolean;
+  from: number;
+  to: number;
+  entriesChecked: number;
+  checkpointsChecked: number;
+  head: { position: number; hash: string };
+  firstBreak?: { position: number; id?: string; reason: ChainBreakReason };
+}
+
+const num = (v: unknown) => Number(v);
+
+/** The chains of every environment: appending batches (with the insert into ClickHouse) and verifying ranges. */
+export class AuditChain {
+  constructor(
+    private readonly pool: Pool,
+    private readonly ch: ClickHouseClient,
+    readonly key: ChainKey,
+    private readonly options: ChainOptions = { checkpointEvery: 1000, checkpointIntervalMs: 60_000 },
+  ) {}
+
+  /**
+   * Gives `rows` (one environment, new entries only) the next positions and hashes and inserts them with
+   * `insert`, under the environment's head lock; the head moves (and a checkpoint is signed when due) only
+   * after the insert resolved. A writer that died after its insert left rows past the stored head: they are
+   * adopted first, so positions never repeat.
+   */
+  async append(environment: string, rows: LogRow[], insert: (chained: ChainedRow[]) => Promise<void>): Promise<void> {
+    if (rows.length === 0) return;
+    await withTransaction(this.pool, async (db) => {
+      const head = await this.lockHead(db, environment);
+      let { position, hash } = head;
+      const chained = rows.map((row) => {
+        position += 1;
+        hash = chainHash(hash, row);
+        return { row, position, hash };
+      });
+      await insert(chained);
+      const now = new Date();
+      const checkpoint = position - head.checkpointPosition >= this.options.checkpointEvery || now.getTime() - head.checkpointAt.getTime() >= this.options.checkpointIntervalMs;
+      if (checkpoint) await this.writeCheckpoint(db, environment, position, hash, now);
+      await db.query(
+        `UPDATE audit_chain_heads SET position = $2, hash = $3${checkpoint ? ', checkpoint_position = $2, checkpoint_at = $4' : ''} WHERE environment = $1`,
+        checkpoint ? [environment, position, hash, now] : [environment, position, hash],
+      );
+    });
+  }
+
+  /** Signs a checkpoint at the current head of `environment` now (for an export manifest, or on demand). */
+  async checkpointNow(environment: string): Promise<Checkpoint | undefined> {
+    return withTransaction(this.pool, async (db) => {
+      const head = await this.lockHead(db, environment);
+      if (head.position === 0) return undefined;
+      const now = new Date();
+      const c = await this.writeCheckpoint(db, environment, head.position, head.hash, now);
+      await db.query('UPDATE audit_chain_heads SET checkpoint_position = $2, checkpoint_at = $3 WHERE environment = $1', [environment, head.position, now]);
+      return c;
+    });
+  }
+
+  private async writeCheckpoint(db: PoolClient, environment: string, position: number, hash: string, at: Date): Promise<Checkpoint> {
+    const c = this.key.sign({ environment, position, hash, signedAt: at.toISOString() });
+    await db.query(
+      `INSERT INTO audit_chain_checkpoints (environment, position, hash, signed_at, kid, signature) VALUES ($1, $2, $3, $4, $5, $6)
+       ON CONFLICT (environment, position) DO NOTHING`,
+      [environment, position, hash, at, c.kid, c.signature],
+    );
+    return c;
+  }
+
+  private async lockHead(db: PoolClient, environment: string): Promise<Head> {
+    await db.query(
+      `INSERT INTO audit_chain_heads (environment, position, hash, checkpoint_position, checkpoint_at, unchained_before)
+       VALUES ($1, 0, $2, 0, 'epoch', $3) ON CONFLICT (environment) DO NOTHING`,
+      // The first batch is checkpointed at once ('epoch'). Entries stored before the chain existed (an
+      // upgrade) stay unchained; that count is remembered.
+      [environment, GENESIS_HASH, await this.unchainedCount(environment)],
+    );
+    const { rows } = await db.query<{ position: string; hash: string; checkpoint_position: string; checkpoint_at: Date }>(
+      'SELECT position, hash, checkpoint_position, checkpoint_at FROM audit_chain_heads WHERE environment = $1 FOR UPDATE',
+      [environment],
+    );
+    const head = { position: num(rows[0]!.position), hash: rows[0]!.hash, checkpointPosition: num(rows[0]!.checkpoint_position), checkpointAt: rows[0]!.checkpoint_at };
+    const ahead = await this.ch.query({
+      query: `SELECT chain_seq, chain_hash FROM ${LOG_TABLE} WHERE environment = {env:String} AND chain_seq > {pos:UInt64} ORDER BY chain_seq DESC LIMIT 1`,
+      query_params: { env: environment, pos: head.position },
+      format: 'JSONEachRow',
+    });
+    const [last] = await ahead.json<{ chain_seq: string | number; chain_hash: string }>();
+    if (last) {
+      head.position = num(last.chain_seq);
+      head.hash = last.chain_hash;
+    }
+    return head;
+  }
+
+  private async unchainedCount(environment: string): Promise<number> {
+    const rs = await this.ch.query({ query: `SELECT count() AS n FROM ${LOG_TABLE} WHERE environment = {env:String} AND chain_seq = 0`, query_params: { env: environment }, format: 'JSONEachRow' });
+    return num((await rs.json<{ n: string }>())[0]?.n ?? 0);
+  }
+
+  async checkpoints(environment: string): Promise<Checkpoint[]> {
+    const { rows } = await this.pool.query<{ position: string; hash: string; signed_at: Date; kid: string; signature: string }>(
+      'SELECT position, hash, signed_at, kid, signature FROM audit_chain_checkpoints WHERE environment = $1 ORDER BY position',
+      [environment],
+    );
+    return rows.map((r) => ({ environment, position: num(r.position), hash: r.hash, signedAt: r.signed_at.toISOString(), kid: r.kid, signature: r.signature }));
+  }
+
+  /**
+   * Recomputes positions `from`..`to` (default: the whole chain) from the signed checkpoint before them: every
+   * position present once, every hash as computed, every checkpoint on the way matching and validly signed, and
+   * no entry without a position beyond those stored before the chain began. The first break is reported.
+   */
+  async verify(environment: string, range: { from?: number; to?: number } = {}, pageSize = 10_000): Promise<ChainVerdict> {
+    const { rows: heads } = await this.pool.query<{ position: string; hash: string; unchained_before: string }>(
+      'SELECT position, hash, unchained_before FROM audit_chain_heads WHERE environment = $1',
+      [environment],
+    );
+    const head = { position: num(heads[0]?.position ?? 0), hash: heads[0]?.hash ?? GENESIS_HASH };
+    const from = Math.max(1, range.from ?? 1);
+    const to = Math.min(range.to ?? head.position, head.position);
+    const verdict: ChainVerdict = { environment, intact: true, from, to, entriesChecked: 0, checkpointsChecked: 0, head };
+    const broken = (position: number, reason: ChainBreakReason, id?: string): ChainVerdict => ({ ...verdict, intact: false, firstBreak: { position, reason, ...(id && { id }) } });
+
+    const checkpoints = await this.checkpoints(environment);
+    for (const c of checkpoints) {
+      if (c.kid !== this.key.kid || !checkpointValid(c, this.key.publicKey)) return broken(c.position, 'checkpoint_signature');
+    }
+    const unchained = await this.unchainedCount(environment);
+    if (unchained > num(heads[0]?.unchained_before ?? 0)) {
+      const rs = await this.ch.query({ query: `SELECT id FROM ${LOG_TABLE} WHERE environment = {env:String} AND chain_seq = 0 ORDER BY timestamp DESC LIMIT 1`, query_params: { env: environment }, format: 'JSONEachRow' });
+      return broken(0, 'unchained', (await rs.json<{ id: string }>())[0]?.id);
+    }
+    if (to < from) return verdict;
+
+    // Start after the last checkpoint before `from` (its hash is signed), or at the genesis.
+    const anchor = [...checkpoints].reverse().find((c) => c.position < from);
+    let previous = anchor?.hash ?? GENESIS_HASH;
+    let expected = (anchor?.position ?? 0) + 1;
+    const byPosition = new Map(checkpoints.map((c) => [c.position, c]));
+    const columns = [...LOG_COLUMNS, 'chain_seq', 'chain_hash'].join(', ');
+    while (expected <= to) {
+      const rs = await this.ch.query({
+        query: `SELECT ${columns} FROM ${LOG_TABLE} WHERE environment = {env:String} AND chain_seq >= {lo:UInt64} AND chain_seq <= {hi:UInt64} ORDER BY chain_seq, id LIMIT {lim:UInt32}`,
+        query_params: { env: environment, lo: expected, hi: to, lim: pageSize },
+        format: 'JSONEachRow',
+      });
+      const page = await rs.json<LogRow & { chain_seq: string | number; chain_hash: string }>();
+      if (page.length === 0) return broken(expected, 'missing');
+      for (const r of page) {
+        const position = num(r.chain_seq);
+        if (position < expected) return broken(position, 'duplicate', r.id);
+        if (position > expected) return broken(expected, 'missing');
+        const hash = chainHash(previous, { ...r, timestamp: r.timestamp.includes('T') ? r.timestamp : r.timestamp.replace(' ', 'T') + 'Z' });
+        if (hash !== r.chain_hash) return broken(position, 'altered', r.id);
+        const c = byPosition.get(position);
+        if (c) {
+          if (c.hash !== hash) return broken(position, 'checkpoint_mismatch', r.id);
+          verdict.checkpointsChecked++;
+        }
+        if (position >= from) verdict.entriesChecked++;
+        previous = hash;
+        expected = position + 1;
+      }
+    }
+    // A second row at a position a page boundary hid, and the head (kept apart from ClickHouse) itself.
+    const start = (anchor?.position ?? 0) + 1;
+    const dup = await this.ch.query({
+      query: `SELECT chain_seq FROM ${LOG_TABLE} WHERE environment = {env:String} AND chain_seq >= {lo:UInt64} AND chain_seq <= {hi:UInt64} GROUP BY chain_seq HAVING count() > 1 ORDER BY chain_seq LIMIT 1`,
+      query_params: { env: environment, lo: start, hi: to },
+      format: 'JSONEachRow',
+    });
+    const [twice] = await dup.json<{ chain_seq: string | number }>();
+    if (twice) return broken(num(twice.chain_seq), 'duplicate');
+    if (to === head.position && previous !== head.hash) return broken(to, 'checkpoint_mismatch');
+    return verdict;
+  }
+}
