@@ -4,7 +4,11 @@
  * worker (rows through audit's StreamLogs) into the local object store, and downloaded from the gateway's
  * download host; a worker killed mid-export; tampered and expired links; Range requests; log.export.* events.
  */
+import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import pg from 'pg';
 import { events } from '@secsvc/proto';
 import { AUTH_EVENTS_TOPIC, createLogger, createPostgresBus } from '@secsvc/shared';
@@ -14,6 +18,7 @@ import { eventually, startTestStack, type Api } from './support';
 jest.setTimeout(300_000);
 
 const KEY = 'svc_sk_' + 'exportE2eTests'.repeat(3);
+const SCRIPT = path.resolve(__dirname, '../../../scripts/verify-export.js');
 const N = 50_000;
 let stack: LocalStack;
 let api: Api;
@@ -118,6 +123,42 @@ describe('50,000-entry exports', () => {
         const one = await api('GET', `/logs/${entries[i].id}`);
         expect(entries[i]).toEqual(one.body.data);
       }
+    }
+  });
+
+  it('carries a signed manifest that scripts/verify-export.js checks offline; a changed byte or manifest fails it', async () => {
+    const data = done.csv;
+    expect(data.manifest).toMatchObject({
+      version: 1,
+      exportId: data.exportId,
+      environment: 'live',
+      format: 'csv',
+      file: { sha256: data.sha256, sizeBytes: data.fileSizeBytes, records: N },
+      checkpoint: { environment: 'live', position: expect.any(Number), hash: expect.stringMatching(/^[0-9a-f]{64}$/) },
+      kid: expect.stringMatching(/^ck_/),
+    });
+    // The same manifest on every read.
+    expect((await api('GET', `/logs/export/${data.exportId}`)).body.data.manifest).toEqual(data.manifest);
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'verify-export-'));
+    try {
+      const { bytes } = await fetchBytes(data.downloadUrl);
+      writeFileSync(path.join(dir, 'export.csv'), bytes);
+      writeFileSync(path.join(dir, 'manifest.json'), JSON.stringify(data.manifest));
+      writeFileSync(path.join(dir, 'keys.json'), JSON.stringify((await api('GET', '/logs/keys')).body));
+      const check = (file: string, manifest = 'manifest.json') =>
+        spawnSync(process.execPath, [SCRIPT, path.join(dir, file), path.join(dir, manifest), path.join(dir, 'keys.json')], { encoding: 'utf8' });
+      const ok = check('export.csv');
+      expect([ok.status, ok.stdout]).toEqual([0, expect.stringMatching(new RegExp(`^intact: ${data.exportId} \\(live, csv\\), ${N} records`))]);
+      const changed = Buffer.from(bytes);
+      changed[changed.length - 5] ^= 1;
+      writeFileSync(path.join(dir, 'changed.csv'), changed);
+      const bad = check('changed.csv');
+      expect([bad.status, bad.stderr]).toEqual([1, expect.stringContaining('SHA-256')]);
+      writeFileSync(path.join(dir, 'forged.json'), JSON.stringify({ ...data.manifest, file: { ...data.manifest.file, sha256: createHash('sha256').update(changed).digest('hex') } }));
+      const forged = check('changed.csv', 'forged.json');
+      expect([forged.status, forged.stderr]).toEqual([1, expect.stringContaining('manifest signature does not verify')]);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
     }
   });
 

@@ -30,6 +30,7 @@ const base: audit.Export = {
   error: undefined,
   expiresAt: undefined,
   downloadToken: '',
+  manifestJson: '',
 };
 let current: audit.Export = base;
 const created: audit.CreateExportRequest[] = [];

@@ -51,7 +51,12 @@ export class ChainKey {
   }
 
   sign(c: Omit<Checkpoint, 'kid' | 'signature'>): Checkpoint {
-    return { ...c, kid: this.kid, signature: sign(null, Buffer.from(signedText(c)), this.privateKey).toString('base64url') };
+    return { ...c, kid: this.kid, signature: this.signText(signedText(c)) };
+  }
+
+  /** Ed25519 over the text, base64url. */
+  signText(text: string): string {
+    return sign(null, Buffer.from(text), this.privateKey).toString('base64url');
   }
 
   /** The JWKS entry (OKP, Ed25519) that verifies checkpoints and export manifests offline. */
@@ -192,6 +197,16 @@ export class AuditChain {
     return num((await rs.json<{ n: string }>())[0]?.n ?? 0);
   }
 
+  /** The last checkpoint of `environment` signed at or before `at`. */
+  async checkpointAt(environment: string, at: Date): Promise<Checkpoint | undefined> {
+    const { rows } = await this.pool.query<{ position: string; hash: string; signed_at: Date; kid: string; signature: string }>(
+      'SELECT position, hash, signed_at, kid, signature FROM audit_chain_checkpoints WHERE environment = $1 AND signed_at <= $2 ORDER BY position DESC LIMIT 1',
+      [environment, at],
+    );
+    const r = rows[0];
+    return r && { environment, position: num(r.position), hash: r.hash, signedAt: r.signed_at.toISOString(), kid: r.kid, signature: r.signature };
+  }
+
   async checkpoints(environment: string): Promise<Checkpoint[]> {
     const { rows } = await this.pool.query<{ position: string; hash: string; signed_at: Date; kid: string; signature: string }>(
       'SELECT position, hash, signed_at, kid, signature FROM audit_chain_checkpoints WHERE environment = $1 ORDER BY position',
@@ -269,4 +284,43 @@ export class AuditChain {
     if (to === head.position && previous !== head.hash) return broken(to, 'checkpoint_mismatch');
     return verdict;
   }
+}
+
+/** What an export manifest says of its file, signed with the chain key (verifiable offline: scripts/verify-export.js). */
+export interface ExportManifest {
+  version: 1;
+  exportId: string;
+  environment: string;
+  format: string;
+  from: string;
+  to: string;
+  events: string[];
+  query: string;
+  file: { sha256: string; sizeBytes: number; records: number };
+  completedAt: string;
+  /** The environment's last signed checkpoint when the export completed: where the log stood. */
+  checkpoint: Checkpoint | null;
+  kid: string;
+  signature: string;
+}
+
+/** The signed text: a fixed prefix and the manifest without its signature, as JSON in this key order. */
+export const manifestSignedText = (m: Omit<ExportManifest, 'signature'>) => `secsvc-export-manifest-v1\n${JSON.stringify(m)}`;
+
+export function signExportManifest(key: ChainKey, m: Omit<ExportManifest, 'version' | 'kid' | 'signature'>): ExportManifest {
+  const unsigned: Omit<ExportManifest, 'signature'> = {
+    version: 1,
+    exportId: m.exportId,
+    environment: m.environment,
+    format: m.format,
+    from: m.from,
+    to: m.to,
+    events: m.events,
+    query: m.query,
+    file: { sha256: m.file.sha256, sizeBytes: m.file.sizeBytes, records: m.file.records },
+    completedAt: m.completedAt,
+    checkpoint: m.checkpoint,
+    kid: key.kid,
+  };
+  return { ...unsigned, signature: key.signText(manifestSignedText(unsigned)) };
 }

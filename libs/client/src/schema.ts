@@ -1121,6 +1121,10 @@ export interface components {
                 code: string;
                 message: string;
             };
+            /** @description completed: the file's manifest (sha256, size, records, filters, the last signed checkpoint), signed with the key of GET /v1/logs/keys; check it offline with scripts/verify-export.js */
+            manifest?: {
+                [key: string]: unknown;
+            };
         };
         LogListItem: {
             /** @description log_<id> */

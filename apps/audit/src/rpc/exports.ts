@@ -1,8 +1,8 @@
 import type { audit } from '@secsvc/proto';
-import { signDownloadToken, type ExportJob } from '@secsvc/audit-store';
+import { signDownloadToken, type ExportJob, type ExportManifest } from '@secsvc/audit-store';
 
-/** A job as the Export message: progress while processing, the file and its signed link once completed. */
-export function toExport(job: ExportJob, secret: string): audit.Export {
+/** A job as the Export message: progress while processing, the file, its signed link and manifest once completed. */
+export function toExport(job: ExportJob, secret: string, manifest?: ExportManifest): audit.Export {
   const completed = job.status === 'completed';
   return {
     id: job.id,
@@ -22,5 +22,6 @@ export function toExport(job: ExportJob, secret: string): audit.Export {
       completed && job.expiresAt
         ? signDownloadToken({ exportId: job.id, format: job.format, environment: job.environment, expiresAt: new Date(job.expiresAt) }, secret)
         : '',
+    manifestJson: completed && manifest ? JSON.stringify(manifest) : '',
   };
 }

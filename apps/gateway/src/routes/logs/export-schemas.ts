@@ -21,6 +21,10 @@ export const logExport = z.object({
   downloadUrl: z.string().optional().describe('{DOWNLOAD_BASE_URL}/<exportId>.<format>?token=<signed token>'),
   expiresAt: timestamp.optional().describe('when the link and the file expire'),
   error: z.object({ code: z.string(), message: z.string() }).optional().describe('failed: why'),
+  manifest: z
+    .record(z.string(), z.unknown())
+    .optional()
+    .describe('completed: the file\'s manifest (sha256, size, records, filters, the last signed checkpoint), signed with the key of GET /v1/logs/keys; check it offline with scripts/verify-export.js'),
 });
 
 export type LogExport = z.infer<typeof logExport>;
@@ -45,6 +49,7 @@ export function stateForm(e: audit.Export, downloadBaseUrl: string): LogExport {
         sha256: e.sha256,
         downloadUrl: `${downloadBaseUrl}/${e.id}.${e.format}?token=${encodeURIComponent(e.downloadToken)}`,
         expiresAt: e.expiresAt,
+        ...(e.manifestJson && { manifest: JSON.parse(e.manifestJson) as Record<string, unknown> }),
       };
     case 'failed':
       return { ...base, completedAt: e.completedAt, error: e.error ?? { code: 'export_failed', message: 'The export failed' } };

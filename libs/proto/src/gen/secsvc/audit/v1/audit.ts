@@ -178,6 +178,8 @@ export interface Export {
   /** Completed: when the download link and the file expire, and the signed token of the link. */
   expiresAt?: string | undefined;
   downloadToken: string;
+  /** Completed: the signed manifest (JSON) of the file; empty otherwise. */
+  manifestJson: string;
 }
 
 export interface StreamLogsRequest {
@@ -2296,6 +2298,7 @@ function createBaseExport(): Export {
     error: undefined,
     expiresAt: undefined,
     downloadToken: "",
+    manifestJson: "",
   };
 }
 
@@ -2342,6 +2345,9 @@ export const Export: MessageFns<Export> = {
     }
     if (message.downloadToken !== "") {
       writer.uint32(114).string(message.downloadToken);
+    }
+    if (message.manifestJson !== "") {
+      writer.uint32(122).string(message.manifestJson);
     }
     return writer;
   },
@@ -2471,6 +2477,14 @@ export const Export: MessageFns<Export> = {
             message.downloadToken = reader.string();
             continue;
           }
+          case 15: {
+            if (tag !== 122) {
+              break;
+            }
+
+            message.manifestJson = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -2531,6 +2545,11 @@ export const Export: MessageFns<Export> = {
         : isSet(object.download_token)
         ? globalThis.String(object.download_token)
         : "",
+      manifestJson: isSet(object.manifestJson)
+        ? globalThis.String(object.manifestJson)
+        : isSet(object.manifest_json)
+        ? globalThis.String(object.manifest_json)
+        : "",
     };
   },
 
@@ -2578,6 +2597,9 @@ export const Export: MessageFns<Export> = {
     if (message.downloadToken !== "") {
       obj.downloadToken = message.downloadToken;
     }
+    if (message.manifestJson !== "") {
+      obj.manifestJson = message.manifestJson;
+    }
     return obj;
   },
 
@@ -2602,6 +2624,7 @@ export const Export: MessageFns<Export> = {
       : undefined;
     message.expiresAt = object.expiresAt ?? undefined;
     message.downloadToken = object.downloadToken ?? "";
+    message.manifestJson = object.manifestJson ?? "";
     return message;
   },
 };
