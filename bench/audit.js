@@ -6,6 +6,12 @@
 //                                ClickHouse, once with the Postgres bus and once with Kafka (when the broker is
 //                                installed), against a plain bulk insert of the same rows into ClickHouse (the
 //                                ceiling), reported as a ratio.
+//   node bench/audit.js chain    the cost of tamper evidence: BENCH_EVENTS (default 200,000) events stored by the
+//                                consumer's store in batches of 5,000, with the hash chain (positions, hashes,
+//                                head lock in PostgreSQL, checkpoints) and without, interleaved over
+//                                BENCH_ROUNDS (default 3) rounds on fresh tables; events/s, CPU ms per 1,000.
+//   node bench/audit.js chain-ingest  the whole pipeline (outbox → Postgres bus → consumer → ClickHouse) with
+//                                the chain and without, interleaved (BENCH_ROUNDS, default 2).
 //   node bench/audit.js search   BENCH_ROWS (default 10,000,000) stored entries: p50/p99 of a selective term and
 //                                of a common term (page of 20 + totalHits, exactly what POST /logs/search runs),
 //                                and of a newest-first GET /logs page (first page and a deep cursor).
@@ -18,7 +24,7 @@ const path = require('node:path');
 const { performance } = require('node:perf_hooks');
 const pg = require('pg');
 const { events } = require('@secsvc/proto');
-const { GeoIp, LOG_COLUMNS, LogStore, migrateClickHouse, openClickHouse, rowFromEvent, compileSearchQuery, parseSearchQuery } = require('@secsvc/audit-store');
+const { AuditChain, ChainKey, GeoIp, LOG_COLUMNS, LogStore, migrateAuditSchema, migrateClickHouse, openClickHouse, rowFromEvent, compileSearchQuery, parseSearchQuery } = require('@secsvc/audit-store');
 const { createKafkaBus, createLogger, createPool, createPostgresBus, newId, OutboxRelay, outboxDdl, AUDIT_CONSUMER_GROUP } = require('@secsvc/shared');
 const { kafkaUnavailable, startKafka, testDatabase, stopTestPostgres } = require('@secsvc/shared/testing');
 const { machine } = require('./support');
@@ -66,11 +72,14 @@ async function fillOutbox(url, n) {
   return { seconds: (performance.now() - started) / 1000, t0 };
 }
 
-async function ingestOnce(name, url, makeBus) {
+async function ingestOnce(name, url, makeBus, chained = false) {
   const chDir = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-audit-ch-'));
   const ch = await openClickHouse({ path: chDir });
   await migrateClickHouse(ch);
-  const store = new LogStore(ch);
+  // The audit service chains every entry (tamper evidence): its head and checkpoints in PostgreSQL.
+  const auditPool = chained ? createPool(url, 2, logger, 'audit') : undefined;
+  if (auditPool) await migrateAuditSchema(auditPool, logger);
+  const store = auditPool ? new LogStore(ch, new AuditChain(auditPool, ch, ChainKey.fromSecret('bench-chain-secret-0123456789abcdef'))) : new LogStore(ch);
   const geo = await GeoIp.open();
   const pool = createPool(url, 4, logger, 'svc');
   const bus = await makeBus();
@@ -91,6 +100,7 @@ async function ingestOnce(name, url, makeBus) {
   await sub.stop();
   await bus.close();
   await pool.end();
+  await auditPool?.end();
   const count = await store.count({ environment: 'live' });
   await ch.close();
   fs.rmSync(chDir, { recursive: true, force: true });
@@ -151,6 +161,83 @@ async function ingest() {
     console.log(`| outbox → ${r.name} → ClickHouse | ${EVENTS} | ${r.seconds.toFixed(1)} | ${Math.round(r.rate)} | ${(r.rate / ceil.rate).toFixed(2)} | ${r.count} |`);
   }
   console.log(`| plain bulk insert (ceiling) | ${EVENTS} | ${ceil.seconds.toFixed(1)} | ${Math.round(ceil.rate)} | 1.00 | ${EVENTS} |`);
+}
+
+/**
+ * The pipeline with and without the hash chain, interleaved (BENCH_ROUNDS rounds, default 2), over the Postgres
+ * bus: the outbox refilled before every run.
+ */
+async function chainIngest() {
+  const rounds = Number(process.env.BENCH_ROUNDS ?? 2);
+  console.log(`# bench/audit chain-ingest, ${machine()}, ${EVENTS.toLocaleString('en')} events per run, ${rounds} interleaved rounds, Postgres bus`);
+  const results = { plain: [], chained: [] };
+  for (let round = 0; round < rounds; round++) {
+    for (const mode of round % 2 ? ['chained', 'plain'] : ['plain', 'chained']) {
+      const db = await testDatabase();
+      await fillOutbox(db.url, EVENTS);
+      const cpu = process.cpuUsage();
+      const r = await ingestOnce(mode, db.url, () => createPostgresBus({ url: db.url, logger, pollMs: 100 }), mode === 'chained');
+      const used = process.cpuUsage(cpu);
+      results[mode].push({ ...r, cpuMsPer1000: (used.user + used.system) / 1000 / (EVENTS / 1000) });
+      await db.drop();
+    }
+  }
+  await stopTestPostgres();
+  const median = (xs) => quantile(xs, 0.5);
+  console.log('\n| pipeline | events/s per round | median events/s | CPU ms per 1,000 events (relay + consumer + ClickHouse) | stored |');
+  console.log('|---|---|---:|---:|---:|');
+  for (const mode of ['plain', 'chained']) {
+    const r = results[mode];
+    console.log(`| outbox → Postgres bus → ${mode} store | ${r.map((x) => Math.round(x.rate)).join(', ')} | ${Math.round(median(r.map((x) => x.rate)))} | ${median(r.map((x) => x.cpuMsPer1000)).toFixed(1)} | ${r.map((x) => x.count).join(', ')} |`);
+  }
+  console.log(`\nchained / plain (medians): ${(median(results.chained.map((x) => x.rate)) / median(results.plain.map((x) => x.rate))).toFixed(2)}`);
+}
+
+async function chainCost() {
+  const n = Number(process.env.BENCH_EVENTS ?? 200_000);
+  const rounds = Number(process.env.BENCH_ROUNDS ?? 3);
+  console.log(`# bench/audit chain, ${machine()}, ${n.toLocaleString('en')} events per run, ${rounds} interleaved rounds`);
+  const db = await testDatabase();
+  const pool = createPool(db.url, 4, logger, 'audit');
+  await migrateAuditSchema(pool, logger);
+  const geo = await GeoIp.open();
+  const key = ChainKey.fromSecret('bench-chain-secret-0123456789abcdef');
+  const t0 = Date.now() - 86_400_000;
+  const results = { plain: [], chained: [] };
+  for (let round = 0; round < rounds; round++) {
+    for (const mode of round % 2 ? ['chained', 'plain'] : ['plain', 'chained']) {
+      const rows = Array.from({ length: n }, (_, i) => {
+        const e = makeEvent(i + (round * 2 + (mode === 'plain' ? 0 : 1)) * n, t0);
+        return rowFromEvent(e, geo.lookup(e.context.ip));
+      });
+      const chDir = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-audit-chain-'));
+      const ch = await openClickHouse({ path: chDir });
+      await migrateClickHouse(ch);
+      await pool.query('TRUNCATE audit_chain_heads, audit_chain_checkpoints');
+      const store = mode === 'chained' ? new LogStore(ch, new AuditChain(pool, ch, key)) : new LogStore(ch);
+      const cpu = process.cpuUsage();
+      const started = performance.now();
+      for (let from = 0; from < n; from += 5000) await store.insert(rows.slice(from, from + 5000));
+      const seconds = (performance.now() - started) / 1000;
+      const used = process.cpuUsage(cpu);
+      results[mode].push({ rate: n / seconds, cpuMsPer1000: (used.user + used.system) / 1000 / (n / 1000) });
+      await ch.close();
+      fs.rmSync(chDir, { recursive: true, force: true });
+    }
+  }
+  await pool.end();
+  await db.drop();
+  await stopTestPostgres();
+  const median = (xs) => quantile(xs, 0.5);
+  const line = (mode) => {
+    const r = results[mode];
+    return `| ${mode} | ${r.map((x) => Math.round(x.rate)).join(', ')} | ${Math.round(median(r.map((x) => x.rate)))} | ${median(r.map((x) => x.cpuMsPer1000)).toFixed(1)} |`;
+  };
+  console.log('\n| store | events/s per round | median events/s | CPU ms per 1,000 events (this process) |');
+  console.log('|---|---|---:|---:|');
+  console.log(line('plain'));
+  console.log(line('chained'));
+  console.log(`\nchained / plain (medians): ${(median(results.chained.map((x) => x.rate)) / median(results.plain.map((x) => x.rate))).toFixed(2)}`);
 }
 
 const quantile = (xs, q) => {
@@ -225,6 +312,8 @@ const mode = process.argv[2] ?? 'all';
 (async () => {
   if (mode === 'ingest' || mode === 'all') await ingest();
   if (mode === 'search' || mode === 'all') await search();
+  if (mode === 'chain' || mode === 'all') await chainCost();
+  if (mode === 'chain-ingest' || mode === 'all') await chainIngest();
 })().catch((err) => {
   console.error(err);
   process.exit(1);

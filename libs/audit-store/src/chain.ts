@@ -13,9 +13,15 @@ import { LOG_TABLE } from './schema';
 
 export const GENESIS_HASH = '0'.repeat(64);
 
-/** The entry as hashed: its stored fields in column order (timestamps ISO 8601 with milliseconds, UTC). */
+/**
+ * The entry as hashed: its stored fields in LOG_COLUMNS order as a JSON array (the timestamp ISO 8601 with
+ * milliseconds, UTC, as rows carry it; coordinates as numbers or null).
+ */
 export function canonicalEntry(r: LogRow): string {
-  return JSON.stringify(LOG_COLUMNS.map((c) => (c === 'timestamp' ? new Date(r.timestamp).toISOString() : c === 'lat' || c === 'lng' ? (r[c] === null ? null : Number(r[c])) : r[c])));
+  return JSON.stringify([
+    r.id, r.environment, r.timestamp, r.event, r.actor_id, r.actor_email, r.actor_type, r.target_id, r.target_type, r.ip,
+    r.user_agent, r.city, r.country, r.region, r.lat === null ? null : Number(r.lat), r.lng === null ? null : Number(r.lng), r.result, r.trace_id, r.metadata,
+  ]);
 }
 
 export function chainHash(previous: string, r: LogRow): string {
@@ -167,17 +173,22 @@ export class AuditChain {
   }
 
   private async lockHead(db: PoolClient, environment: string): Promise<Head> {
-    await db.query(
-      `INSERT INTO audit_chain_heads (environment, position, hash, checkpoint_position, checkpoint_at, unchained_before)
-       VALUES ($1, 0, $2, 0, 'epoch', $3) ON CONFLICT (environment) DO NOTHING`,
-      // The first batch is checkpointed at once ('epoch'). Entries stored before the chain existed (an
-      // upgrade) stay unchained; that count is remembered.
-      [environment, GENESIS_HASH, await this.unchainedCount(environment)],
-    );
-    const { rows } = await db.query<{ position: string; hash: string; checkpoint_position: string; checkpoint_at: Date }>(
-      'SELECT position, hash, checkpoint_position, checkpoint_at FROM audit_chain_heads WHERE environment = $1 FOR UPDATE',
-      [environment],
-    );
+    const select = () =>
+      db.query<{ position: string; hash: string; checkpoint_position: string; checkpoint_at: Date }>(
+        'SELECT position, hash, checkpoint_position, checkpoint_at FROM audit_chain_heads WHERE environment = $1 FOR UPDATE',
+        [environment],
+      );
+    let { rows } = await select();
+    if (!rows[0]) {
+      await db.query(
+        `INSERT INTO audit_chain_heads (environment, position, hash, checkpoint_position, checkpoint_at, unchained_before)
+         VALUES ($1, 0, $2, 0, 'epoch', $3) ON CONFLICT (environment) DO NOTHING`,
+        // The first batch is checkpointed at once ('epoch'). Entries stored before the chain existed (an
+        // upgrade) stay unchained; that count is remembered.
+        [environment, GENESIS_HASH, await this.unchainedCount(environment)],
+      );
+      ({ rows } = await select());
+    }
     const head = { position: num(rows[0]!.position), hash: rows[0]!.hash, checkpointPosition: num(rows[0]!.checkpoint_position), checkpointAt: rows[0]!.checkpoint_at };
     const ahead = await this.ch.query({
       query: `SELECT chain_seq, chain_hash FROM ${LOG_TABLE} WHERE environment = {env:String} AND chain_seq > {pos:UInt64} ORDER BY chain_seq DESC LIMIT 1`,

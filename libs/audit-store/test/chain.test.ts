@@ -7,10 +7,10 @@ import os from 'node:os';
 import path from 'node:path';
 import { createLogger, createPool, type Pool } from '@secsvc/shared';
 import { stopTestPostgres, testDatabase, type TestDatabase } from '@secsvc/shared/testing';
-import { AuditChain, chainHash, ChainKey, checkpointValid, GENESIS_HASH } from '../src/chain';
+import { AuditChain, canonicalEntry, chainHash, ChainKey, checkpointValid, GENESIS_HASH } from '../src/chain';
 import { openClickHouse, type ClickHouseClient } from '../src/clickhouse';
 import { migrateAuditSchema } from '../src/export-jobs';
-import type { LogRow } from '../src/rows';
+import { LOG_COLUMNS, type LogRow } from '../src/rows';
 import { sampleRow } from './support/rows';
 import { LOG_TABLE, migrateClickHouse } from '../src/schema';
 import { LogStore } from '../src/store';
@@ -162,4 +162,9 @@ test('a writer that died after its insert (head not moved) is taken over: positi
   // The head in PostgreSQL did not move; the next batch adopts the rows past it.
   expect(await store.insert([row()])).toBe(1);
   expect(await chain.verify('live')).toMatchObject({ intact: true, entriesChecked: 28, head: { position: 28 } });
+});
+
+test('the canonical form lists every stored column, in LOG_COLUMNS order', () => {
+  const r = row();
+  expect(JSON.parse(canonicalEntry(r))).toEqual(LOG_COLUMNS.map((c) => r[c]));
 });
