@@ -116,7 +116,9 @@ describe('audit log', () => {
     const live = await allLogs('');
     expect(live.some((e: Entry) => e.target?.id === testUser.id)).toBe(false);
     const made = live.find((e: Entry) => e.event === 'api_key.created' && e.target?.id === created.id);
-    expect(made).toMatchObject({ actor: { type: 'api_key' }, target: { id: created.id, type: 'api_key' } });
+    expect(made).toMatchObject({ actor: { type: 'api_key', name: 'bootstrap admin key' }, target: { id: created.id, type: 'api_key' } });
+    // The test key's own entries name it as it was called.
+    expect(testLogs[0].actor).toEqual({ id: created.id, type: 'api_key', name: 'test env' });
     expect((await api('GET', `/logs/${made.id}`)).body.data.metadata).toMatchObject({ keyType: 'test', keyEnvironment: 'test' });
     const publicKey = (await api('POST', '/api-keys', { name: 'browser', type: 'public' })).body.data.key;
     expect((await apiClient(stack.baseUrl, publicKey)('GET', '/logs')).status).toBe(403);

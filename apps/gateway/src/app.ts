@@ -72,6 +72,7 @@ function callHeaders(req: Request, principal: Principal): Record<string, string>
     'x-actor-id': principal.id,
     'x-actor-type': principal.type,
     ...(principal.email && { 'x-actor-email': principal.email }),
+    ...(principal.name && { 'x-actor-name': principal.name }),
     'x-auth-method': principal.clientId ? 'oauth' : principal.type === 'api_key' ? 'api_key' : principal.keyType === 'none' ? 'none' : principal.keyType,
     'x-client-ip': req.ip ?? '',
     'x-user-agent': (req.get('user-agent') ?? '').slice(0, 512),

@@ -17,6 +17,8 @@ export interface Principal {
   id: string;
   /** Users: their email, when the credential says it (sessions always; JWTs when they carry it). */
   email?: string;
+  /** API keys: the key's name. */
+  name?: string;
   /** The credential a change of which ends this authentication: the key id or the session id. */
   credentialId: string;
   /** secret | public | test for API keys; session or jwt for users; none for anonymous callers. */

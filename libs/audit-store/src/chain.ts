@@ -20,7 +20,7 @@ export const GENESIS_HASH = '0'.repeat(64);
 export function canonicalEntry(r: LogRow): string {
   return JSON.stringify([
     r.id, r.environment, r.timestamp, r.event, r.actor_id, r.actor_email, r.actor_type, r.target_id, r.target_type, r.ip,
-    r.user_agent, r.city, r.country, r.region, r.lat === null ? null : Number(r.lat), r.lng === null ? null : Number(r.lng), r.result, r.trace_id, r.metadata,
+    r.user_agent, r.city, r.country, r.region, r.lat === null ? null : Number(r.lat), r.lng === null ? null : Number(r.lng), r.result, r.trace_id, r.metadata, r.actor_name,
   ]);
 }
 

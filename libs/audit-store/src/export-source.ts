@@ -98,6 +98,7 @@ export function* decodeRows(text: string | Buffer): Generator<LogRow> {
       result: unescapeTsv(f[16]!),
       trace_id: unescapeTsv(f[17]!),
       metadata: unescapeTsv(f[18]!),
+      actor_name: unescapeTsv(f[19]!),
     };
   }
 }

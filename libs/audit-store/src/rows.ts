@@ -30,11 +30,13 @@ export interface LogRow {
   result: string;
   trace_id: string;
   metadata: string;
+  /** API key actors: the key's name; empty otherwise. */
+  actor_name: string;
 }
 
 export const LOG_COLUMNS = [
   'id', 'environment', 'timestamp', 'event', 'actor_id', 'actor_email', 'actor_type', 'target_id', 'target_type', 'ip',
-  'user_agent', 'city', 'country', 'region', 'lat', 'lng', 'result', 'trace_id', 'metadata',
+  'user_agent', 'city', 'country', 'region', 'lat', 'lng', 'result', 'trace_id', 'metadata', 'actor_name',
 ] as const;
 
 /** A row from an event as it travelled on the bus, with the location found for its ip (if any). */
@@ -59,6 +61,7 @@ export function rowFromEvent(e: events.AuthEvent, location: Location | undefined
     result: e.result,
     trace_id: e.traceId,
     metadata: e.metadataJson || '{}',
+    actor_name: e.actor?.name ?? '',
   };
 }
 
@@ -70,7 +73,7 @@ export function eventFromRow(r: LogRow): { event: events.AuthEvent; location: Lo
       environment: r.environment,
       type: r.event,
       timestamp: r.timestamp,
-      actor: { ...(r.actor_id ? { id: r.actor_id } : {}), ...(r.actor_email ? { email: r.actor_email } : {}), type: r.actor_type },
+      actor: { ...(r.actor_id ? { id: r.actor_id } : {}), ...(r.actor_email ? { email: r.actor_email } : {}), type: r.actor_type, ...(r.actor_name ? { name: r.actor_name } : {}) },
       target: r.target_id ? { id: r.target_id, type: r.target_type } : undefined,
       context: { ip: r.ip, userAgent: r.user_agent },
       result: r.result,

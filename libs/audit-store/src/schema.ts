@@ -66,6 +66,12 @@ export const MIGRATIONS: ChMigration[] = [
       `ALTER TABLE ${LOG_TABLE} ADD INDEX IF NOT EXISTS idx_chain_seq chain_seq TYPE minmax GRANULARITY 1`,
     ],
   },
+  {
+    // API key actors carry the key's name (as it was when the event was recorded).
+    version: 3,
+    name: 'audit_logs_actor_name',
+    statements: [`ALTER TABLE ${LOG_TABLE} ADD COLUMN IF NOT EXISTS actor_name String DEFAULT ''`],
+  },
 ];
 
 const checksum = (m: ChMigration) => createHash('sha256').update(m.statements.join('\n;\n')).digest('hex');

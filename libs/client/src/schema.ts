@@ -1065,6 +1065,8 @@ export interface components {
                 email?: string;
                 /** @description user | api_key | anonymous */
                 type: string;
+                /** @description API keys: the key's name when the entry was recorded */
+                name?: string;
             };
             target?: {
                 id: string;
@@ -1137,6 +1139,8 @@ export interface components {
                 email?: string;
                 /** @description user | api_key | anonymous */
                 type: string;
+                /** @description API keys: the key's name when the entry was recorded */
+                name?: string;
             };
             target?: {
                 id: string;
@@ -1166,6 +1170,8 @@ export interface components {
                 email?: string;
                 /** @description user | api_key | anonymous */
                 type: string;
+                /** @description API keys: the key's name when the entry was recorded */
+                name?: string;
             };
             target?: {
                 id: string;

@@ -9,6 +9,7 @@ export const CSV_COLUMNS = [
   'actor.id',
   'actor.email',
   'actor.type',
+  'actor.name',
   'target.id',
   'target.type',
   'context.ip',
@@ -55,7 +56,7 @@ export const CSV_HEADER = CSV_COLUMNS.join(',') + '\r\n';
 export function csvRecord(r: LogRow): string {
   const located = r.lat !== null && r.lng !== null;
   return (
-    `${csvCell(r.id)},${csvCell(r.timestamp)},${csvCell(r.event)},${csvCell(r.actor_id)},${csvCell(r.actor_email)},${csvCell(r.actor_type)},` +
+    `${csvCell(r.id)},${csvCell(r.timestamp)},${csvCell(r.event)},${csvCell(r.actor_id)},${csvCell(r.actor_email)},${csvCell(r.actor_type)},${csvCell(r.actor_name)},` +
     `${csvCell(r.target_id)},${r.target_id ? csvCell(r.target_type) : ''},${csvCell(r.ip)},${csvCell(r.user_agent)},` +
     (located ? `${csvCell(r.city)},${csvCell(r.country)},${csvCell(r.region)},${num(r.lat)},${num(r.lng)},` : ',,,,,') +
     `${csvCell(r.result)},${csvCell(r.trace_id)},${metadataCells(r.metadata)}\r\n`

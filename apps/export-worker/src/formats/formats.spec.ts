@@ -34,6 +34,7 @@ describe('CSV', () => {
       'actor.id': 'user_1',
       'actor.email': 'alice@example.com',
       'actor.type': 'user',
+      'actor.name': '',
       'target.id': 'ses_1',
       'target.type': 'session',
       'context.ip': '81.2.69.142',

@@ -5,7 +5,7 @@ export interface FullEntry {
   id: string;
   timestamp: string;
   event: string;
-  actor: { id?: string; email?: string; type: string };
+  actor: { id?: string; email?: string; type: string; name?: string };
   target?: { id: string; type: string };
   context: { ip: string; userAgent: string; location?: { city: string; country: string; region: string; coordinates: { lat: number; lng: number } } };
   result: string;
@@ -44,7 +44,8 @@ export function memoByText<T>(fn: (text: string) => T, max = 4096): (text: strin
 const metadataShared = memoByText(metadataOf);
 
 export function fullForm(r: LogRow): FullEntry {
-  const actor: FullEntry['actor'] = r.actor_id ? (r.actor_email ? { id: r.actor_id, email: r.actor_email, type: r.actor_type } : { id: r.actor_id, type: r.actor_type }) : r.actor_email ? { email: r.actor_email, type: r.actor_type } : { type: r.actor_type };
+  const base: FullEntry['actor'] = r.actor_id ? (r.actor_email ? { id: r.actor_id, email: r.actor_email, type: r.actor_type } : { id: r.actor_id, type: r.actor_type }) : r.actor_email ? { email: r.actor_email, type: r.actor_type } : { type: r.actor_type };
+  const actor = r.actor_name ? { ...base, name: r.actor_name } : base;
   const context: FullEntry['context'] =
     r.lat !== null && r.lng !== null
       ? { ip: r.ip, userAgent: r.user_agent, location: { city: r.city, country: r.country, region: r.region, coordinates: { lat: r.lat, lng: r.lng } } }

@@ -51,6 +51,7 @@ async function resolve(clients: ServiceClients, token: string, req: Request, dea
     const principal: Principal = {
       type: 'api_key',
       id: p.keyId,
+      name: p.name,
       credentialId: p.keyId,
       keyType: p.keyType as Principal['keyType'],
       environment: env(p.environment),

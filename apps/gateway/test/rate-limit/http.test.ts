@@ -15,7 +15,7 @@ const nowSeconds = () => Math.floor(now / S);
 
 const keyOf = (plan: string, rateLimit?: number) => {
   const key = `svc_sk_${newId('key').slice(4).padEnd(40, 'x')}`;
-  const principal: identity.ApiKeyPrincipal = { keyId: newId('key'), keyType: 'secret', environment: 'live', plan, rateLimit };
+  const principal: identity.ApiKeyPrincipal = { keyId: newId('key'), keyType: 'secret', environment: 'live', plan, rateLimit, name: 'rate limit test key' };
   return { key, principal };
 };
 

@@ -8,7 +8,7 @@ export type IdentityMethod = keyof IdentityPort;
 /** The one API key the fake accepts, and the principal it resolves to. */
 export const VALID_KEY = `svc_sk_${'a'.repeat(40)}`;
 export const KEY_ID = newId('key');
-export const PRINCIPAL: identity.ApiKeyPrincipal = { keyId: KEY_ID, keyType: 'secret', environment: 'live', plan: 'enterprise' };
+export const PRINCIPAL: identity.ApiKeyPrincipal = { keyId: KEY_ID, keyType: 'secret', environment: 'live', plan: 'enterprise', name: 'test admin key' };
 /** A public key the fake accepts (for the 403 rules of public keys). */
 export const PUBLIC_KEY = `svc_pk_${'p'.repeat(40)}`;
 

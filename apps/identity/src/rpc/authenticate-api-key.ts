@@ -32,6 +32,7 @@ export const authenticateApiKey =
     return {
       keyId: row.id,
       keyType: row.type,
+      name: row.name,
       environment: row.environment,
       plan: row.plan,
       expiresAt: expiresAt?.toISOString(),

@@ -56,7 +56,12 @@ export function withTimeOrder<T extends z.ZodType>(schema: T): T {
   );
 }
 
-const actor = z.object({ id: z.string().optional(), email: z.string().optional(), type: z.string().describe('user | api_key | anonymous') });
+const actor = z.object({
+  id: z.string().optional(),
+  email: z.string().optional(),
+  type: z.string().describe('user | api_key | anonymous'),
+  name: z.string().optional().describe("API keys: the key's name when the entry was recorded"),
+});
 const target = z.object({ id: z.string(), type: z.string() });
 const listLocation = z.object({ city: z.string(), country: z.string().describe('ISO 3166-1 alpha-2') });
 const fullLocation = listLocation.extend({ region: z.string(), coordinates: z.object({ lat: z.number(), lng: z.number() }) });
@@ -87,7 +92,7 @@ function base(entry: audit.LogEntry) {
     id: e.id,
     timestamp: e.timestamp!,
     event: e.type,
-    actor: { ...(e.actor?.id ? { id: e.actor.id } : {}), ...(e.actor?.email ? { email: e.actor.email } : {}), type: e.actor?.type ?? 'anonymous' },
+    actor: { ...(e.actor?.id ? { id: e.actor.id } : {}), ...(e.actor?.email ? { email: e.actor.email } : {}), type: e.actor?.type ?? 'anonymous', ...(e.actor?.name ? { name: e.actor.name } : {}) },
     ...(e.target ? { target: { id: e.target.id, type: e.target.type } } : {}),
   };
 }

@@ -42,6 +42,8 @@ export interface Actor {
     | undefined;
   /** "user" | "api_key" | "anonymous" */
   type: string;
+  /** API keys: the key's name when the event was recorded. */
+  name?: string | undefined;
 }
 
 export interface Target {
@@ -292,7 +294,7 @@ export const AuthEvent: MessageFns<AuthEvent> = {
 };
 
 function createBaseActor(): Actor {
-  return { id: undefined, email: undefined, type: "" };
+  return { id: undefined, email: undefined, type: "", name: undefined };
 }
 
 export const Actor: MessageFns<Actor> = {
@@ -305,6 +307,9 @@ export const Actor: MessageFns<Actor> = {
     }
     if (message.type !== "") {
       writer.uint32(26).string(message.type);
+    }
+    if (message.name !== undefined) {
+      writer.uint32(34).string(message.name);
     }
     return writer;
   },
@@ -346,6 +351,14 @@ export const Actor: MessageFns<Actor> = {
             message.type = reader.string();
             continue;
           }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.name = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -363,6 +376,7 @@ export const Actor: MessageFns<Actor> = {
       id: isSet(object.id) ? globalThis.String(object.id) : undefined,
       email: isSet(object.email) ? globalThis.String(object.email) : undefined,
       type: isSet(object.type) ? globalThis.String(object.type) : "",
+      name: isSet(object.name) ? globalThis.String(object.name) : undefined,
     };
   },
 
@@ -377,6 +391,9 @@ export const Actor: MessageFns<Actor> = {
     if (message.type !== "") {
       obj.type = message.type;
     }
+    if (message.name !== undefined) {
+      obj.name = message.name;
+    }
     return obj;
   },
 
@@ -388,6 +405,7 @@ export const Actor: MessageFns<Actor> = {
     message.id = object.id ?? undefined;
     message.email = object.email ?? undefined;
     message.type = object.type ?? "";
+    message.name = object.name ?? undefined;
     return message;
   },
 };

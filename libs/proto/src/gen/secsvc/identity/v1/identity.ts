@@ -101,7 +101,11 @@ export interface ApiKeyPrincipal {
     | string
     | undefined;
   /** Requests per minute for enterprise keys with a custom limit. */
-  rateLimit?: number | undefined;
+  rateLimit?:
+    | number
+    | undefined;
+  /** The key's name (audit entries name the actor by it). */
+  name: string;
 }
 
 export interface AuthenticateSessionRequest {
@@ -1715,7 +1719,7 @@ export const AuthenticateApiKeyRequest: MessageFns<AuthenticateApiKeyRequest> = 
 };
 
 function createBaseApiKeyPrincipal(): ApiKeyPrincipal {
-  return { keyId: "", keyType: "", environment: "", plan: "", expiresAt: undefined, rateLimit: undefined };
+  return { keyId: "", keyType: "", environment: "", plan: "", expiresAt: undefined, rateLimit: undefined, name: "" };
 }
 
 export const ApiKeyPrincipal: MessageFns<ApiKeyPrincipal> = {
@@ -1737,6 +1741,9 @@ export const ApiKeyPrincipal: MessageFns<ApiKeyPrincipal> = {
     }
     if (message.rateLimit !== undefined) {
       writer.uint32(48).int32(message.rateLimit);
+    }
+    if (message.name !== "") {
+      writer.uint32(58).string(message.name);
     }
     return writer;
   },
@@ -1802,6 +1809,14 @@ export const ApiKeyPrincipal: MessageFns<ApiKeyPrincipal> = {
             message.rateLimit = reader.int32();
             continue;
           }
+          case 7: {
+            if (tag !== 58) {
+              break;
+            }
+
+            message.name = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1838,6 +1853,7 @@ export const ApiKeyPrincipal: MessageFns<ApiKeyPrincipal> = {
         : isSet(object.rate_limit)
         ? globalThis.Number(object.rate_limit)
         : undefined,
+      name: isSet(object.name) ? globalThis.String(object.name) : "",
     };
   },
 
@@ -1861,6 +1877,9 @@ export const ApiKeyPrincipal: MessageFns<ApiKeyPrincipal> = {
     if (message.rateLimit !== undefined) {
       obj.rateLimit = Math.round(message.rateLimit);
     }
+    if (message.name !== "") {
+      obj.name = message.name;
+    }
     return obj;
   },
 
@@ -1875,6 +1894,7 @@ export const ApiKeyPrincipal: MessageFns<ApiKeyPrincipal> = {
     message.plan = object.plan ?? "";
     message.expiresAt = object.expiresAt ?? undefined;
     message.rateLimit = object.rateLimit ?? undefined;
+    message.name = object.name ?? "";
     return message;
   },
 };
