@@ -1,4 +1,4 @@
-import { createHash, createPrivateKey, createPublicKey, hkdfSync, sign, verify, type KeyObject } from 'node:crypto';
+import { createHash, createPrivateKey, createPublicKey, hash, hkdfSync, sign, verify, type KeyObject } from 'node:crypto';
 import { withTransaction, type Pool, type PoolClient } from '@secsvc/shared';
 import type { ClickHouseClient } from './clickhouse';
 import { LOG_COLUMNS, type LogRow } from './rows';
@@ -25,7 +25,8 @@ export function canonicalEntry(r: LogRow): string {
 }
 
 export function chainHash(previous: string, r: LogRow): string {
-  return createHash('sha256').update(previous).update('\n').update(canonicalEntry(r)).digest('hex');
+  // One-shot hashing: about half the cost of a Hash object per entry.
+  return hash('sha256', `${previous}\n${canonicalEntry(r)}`);
 }
 
 export interface Checkpoint {

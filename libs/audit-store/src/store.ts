@@ -103,7 +103,11 @@ export class LogStore {
     }
     // One chain per environment, in the order the bus delivered them.
     const byEnvironment = new Map<string, LogRow[]>();
-    for (const r of fresh) byEnvironment.set(r.environment, [...(byEnvironment.get(r.environment) ?? []), r]);
+    for (const r of fresh) {
+      const rows = byEnvironment.get(r.environment);
+      if (rows) rows.push(r);
+      else byEnvironment.set(r.environment, [r]);
+    }
     for (const [environment, rows] of byEnvironment) await this.chain.append(environment, rows, (chained) => this.write(chained));
     return fresh.length;
   }
