@@ -11,6 +11,9 @@ export interface WrittenFile {
   totalRecords: number;
   fileSizeBytes: number;
   sha256: string;
+  /** The lowest and highest chain positions of the entries written (0 when none was chained). */
+  firstPosition: number;
+  lastPosition: number;
 }
 
 /**
@@ -56,8 +59,15 @@ export async function writeExportFile(o: {
   try {
     await append(format.head);
     let rows = 0;
+    let firstPosition = 0;
+    let lastPosition = 0;
     for await (const batch of o.source.rows(o.spec, o.signal)) {
       for (const row of batch) {
+        const position = row.chain_seq;
+        if (position !== undefined) {
+          if (firstPosition === 0 || position < firstPosition) firstPosition = position;
+          if (position > lastPosition) lastPosition = position;
+        }
         const text = format.entry(row, rows === 0);
         if (used + 3 * text.length > out.length) await room(text.length); // awaits only when flushing
         used += out.write(text, used, 'utf8');
@@ -70,7 +80,7 @@ export async function writeExportFile(o: {
     await flush();
     const { size: stored } = await writer.finish();
     if (stored !== size) throw new Error(`object store kept ${stored} of ${size} bytes`);
-    return { totalRecords: rows, fileSizeBytes: size, sha256: hash.digest('hex') };
+    return { totalRecords: rows, fileSizeBytes: size, sha256: hash.digest('hex'), firstPosition, lastPosition };
   } catch (err) {
     await writer.abort().catch(() => undefined);
     throw err;

@@ -309,6 +309,8 @@ export interface ExportManifest {
   events: string[];
   query: string;
   file: { sha256: string; sizeBytes: number; records: number };
+  /** The lowest and highest chain positions of the file's entries (null when none was chained). */
+  positions: { first: number; last: number } | null;
   completedAt: string;
   /** The environment's last signed checkpoint when the export completed: where the log stood. */
   checkpoint: Checkpoint | null;
@@ -330,6 +332,7 @@ export function signExportManifest(key: ChainKey, m: Omit<ExportManifest, 'versi
     events: m.events,
     query: m.query,
     file: { sha256: m.file.sha256, sizeBytes: m.file.sizeBytes, records: m.file.records },
+    positions: m.positions,
     completedAt: m.completedAt,
     checkpoint: m.checkpoint,
     kid: key.kid,

@@ -44,6 +44,9 @@ export interface ExportJob extends ExportSpec {
   fileSizeBytes?: number;
   sha256?: string;
   objectKey?: string;
+  /** Completed: the lowest and highest chain positions of the file's entries. */
+  firstPosition?: number;
+  lastPosition?: number;
   attempts: number;
   errorCode?: string;
   errorMessage?: string;
@@ -67,6 +70,9 @@ export interface CompletedFile {
   sha256: string;
   /** How long the download link (and the file) last from completion (expiresAt = completedAt + this). */
   linkTtlMs: number;
+  /** The chain positions of the file's entries, lowest and highest (0: none chained). */
+  firstPosition?: number;
+  lastPosition?: number;
 }
 
 interface JobRow {
@@ -84,6 +90,8 @@ interface JobRow {
   file_size_bytes: string | null;
   sha256: string | null;
   object_key: string | null;
+  first_position: string | null;
+  last_position: string | null;
   attempts: number;
   lease_token: string | null;
   error_code: string | null;
@@ -115,6 +123,8 @@ function toJob(r: JobRow): ExportJob {
     fileSizeBytes: num(r.file_size_bytes),
     sha256: r.sha256 ?? undefined,
     objectKey: r.object_key ?? undefined,
+    firstPosition: num(r.first_position),
+    lastPosition: num(r.last_position),
     attempts: r.attempts,
     errorCode: r.error_code ?? undefined,
     errorMessage: r.error_message ?? undefined,
@@ -232,9 +242,10 @@ export class ExportJobs {
       const { rows } = await db.query<JobRow>(
         `UPDATE export_jobs SET status = 'completed', completed_at = now(), expires_at = now() + make_interval(secs => $3::double precision / 1000),
                 total_records = $4, processed_records = $4,
-                file_size_bytes = $5, sha256 = $6, object_key = $7, lease_token = NULL, lease_expires_at = NULL
+                file_size_bytes = $5, sha256 = $6, object_key = $7, first_position = $8, last_position = $9,
+                lease_token = NULL, lease_expires_at = NULL
           WHERE id = $1 AND lease_token = $2 AND status = 'processing' RETURNING *`,
-        [job.id, job.leaseToken, file.linkTtlMs, file.totalRecords, file.fileSizeBytes, file.sha256, file.objectKey],
+        [job.id, job.leaseToken, file.linkTtlMs, file.totalRecords, file.fileSizeBytes, file.sha256, file.objectKey, file.firstPosition || null, file.lastPosition || null],
       );
       if (!rows[0]) return false;
       const done = toJob(rows[0]);

@@ -11,7 +11,7 @@ export function exportCriteria(spec: ExportSpec): { filters: LogFilters; clause?
   return { filters, clause: spec.query ? compileSearchQuery(parseSearchQuery(spec.query)) : undefined };
 }
 
-/** One page of an export: `count` rows as ClickHouse TabSeparated lines (LOG_COLUMNS order), newest first. */
+/** One page of an export: `count` rows as ClickHouse TabSeparated lines (LOG_COLUMNS order, then chain_seq), newest first. */
 export interface RowPage {
   text: string;
   count: number;
@@ -24,13 +24,17 @@ export interface RowPage {
  * audit service can pass pages to a worker without parsing them. TabSeparated, not JSON: ClickHouse writes it
  * in about 40 % less CPU per row, it is 20 % smaller, and reading it costs the same (measured on chdb).
  */
+/** The columns of an export page: the stored entry, then its chain position (for the manifest's range). */
+const EXPORT_COLUMNS = [...LOG_COLUMNS, 'chain_seq'].join(', ');
+const EXPORT_FIELDS = LOG_COLUMNS.length + 1;
+
 export async function* exportPages(ch: ClickHouseClient, spec: ExportSpec, pageSize: number): AsyncGenerator<RowPage> {
   const { filters, clause } = exportCriteria(spec);
   let after: LogPosition | undefined;
   for (;;) {
     const base = filterClause(filters, after);
     const rs = await ch.query({
-      query: `SELECT ${LOG_COLUMNS.join(', ')} FROM ${LOG_TABLE} WHERE ${base.where}${clause ? ` AND (${clause.where})` : ''}
+      query: `SELECT ${EXPORT_COLUMNS} FROM ${LOG_TABLE} WHERE ${base.where}${clause ? ` AND (${clause.where})` : ''}
               ORDER BY timestamp DESC, id DESC LIMIT {lim:UInt32}`,
       query_params: { ...base.params, ...clause?.params, lim: pageSize },
       format: 'TabSeparated',
@@ -77,8 +81,8 @@ export function* decodeRows(text: string | Buffer): Generator<LogRow> {
     const line = typeof text === 'string' ? text.slice(pos, end) : text.toString('utf8', pos, end);
     const f = line.split('\t');
     pos = end + 1;
-    if (f.length !== LOG_COLUMNS.length) throw new Error(`export page: a row has ${f.length} fields, expected ${LOG_COLUMNS.length}`);
-    yield {
+    if (f.length !== EXPORT_FIELDS) throw new Error(`export page: a row has ${f.length} fields, expected ${EXPORT_FIELDS}`);
+    const row: LogRow = {
       id: unescapeTsv(f[0]!),
       environment: unescapeTsv(f[1]!),
       timestamp: isoTime(f[2]!),
@@ -100,6 +104,9 @@ export function* decodeRows(text: string | Buffer): Generator<LogRow> {
       metadata: unescapeTsv(f[18]!),
       actor_name: unescapeTsv(f[19]!),
     };
+    const position = Number(f[20]);
+    if (position > 0) row.chain_seq = position;
+    yield row;
   }
 }
 

@@ -32,6 +32,8 @@ export interface LogRow {
   metadata: string;
   /** API key actors: the key's name; empty otherwise. */
   actor_name: string;
+  /** The entry's position in its environment's hash chain, where a read asked for it (exports); absent when unchained. */
+  chain_seq?: number;
 }
 
 export const LOG_COLUMNS = [

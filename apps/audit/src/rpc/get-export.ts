@@ -22,6 +22,7 @@ export const getExport =
       events: job.events,
       query: job.query,
       file: { sha256: job.sha256 ?? '', sizeBytes: job.fileSizeBytes ?? 0, records: job.totalRecords ?? 0 },
+      positions: job.firstPosition && job.lastPosition ? { first: job.firstPosition, last: job.lastPosition } : null,
       completedAt: job.completedAt,
       checkpoint: (await ctx.chain.checkpointAt(environment, new Date(job.completedAt))) ?? null,
     });
