@@ -124,6 +124,24 @@ describe('authorization code with PKCE (public client, openid-client)', () => {
     expect((await apiWith(tokens.access_token, 'GET', '/api-keys')).status).toBe(403);
   });
 
+  it('a token without the email scope still names its user by email in the audit log (authz.denied)', async () => {
+    const tokens = await tokensFor(await publicConfig(), 'openid read:users');
+    expect(tokens.scope).toBe('openid read:users');
+    // Within the token's scope, but a policy denies it: refused, and recorded.
+    const deny = await s.api('POST', '/policies', { name: 'no session list', effect: 'deny', principals: [`user:${user.id}`], actions: ['read'], resources: [`/users/${user.id}/sessions`] });
+    try {
+      const denied = await untilStatus(() => apiWith(tokens.access_token, 'GET', `/users/${user.id}/sessions`), 403);
+      expect((await json(denied)).error.message).toBe('Denied by policy');
+    } finally {
+      await s.api('DELETE', `/policies/${deny.body.data.id}`);
+    }
+    const entries = await eventually(
+      async () => ((await s.api('GET', '/logs?events=authz.denied&limit=100')).body.data as { actor: { id?: string }; target?: { id: string } }[]).filter((e) => e.actor.id === user.id && e.target?.id === `/users/${user.id}/sessions`),
+      (es) => es.length > 0,
+    );
+    expect(entries[0]!.actor).toEqual({ id: user.id, email: user.email, type: 'user' });
+  });
+
   it('refreshes (rotation), introspects and revokes', async () => {
     const config = await publicConfig();
     const first = await tokensFor(config);

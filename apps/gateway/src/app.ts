@@ -2,7 +2,7 @@ import express, { type NextFunction, type Request, type Response } from 'express
 import { AppError, fieldErrors, type FieldError, type Logger, type Metrics } from '@secsvc/shared';
 import type { AuthCache } from './auth-cache';
 import type { JwtVerifier } from './jwt-verifier';
-import type { RolesCache } from './roles-cache';
+import type { UserCache } from './user-cache';
 import type { VerifyCache } from './verify-cache';
 import type { GatewayConfig } from './config';
 import { ANONYMOUS, type Principal, type ServiceClients } from './context';
@@ -40,7 +40,7 @@ export interface GatewayDeps {
   /** Verifies JWT access tokens; without it they are refused. */
   jwt?: JwtVerifier;
   verifyCache?: VerifyCache;
-  rolesCache?: RolesCache;
+  userCache?: UserCache;
   /** The download host of export files (DOWNLOAD_BASE_URL; absent: not served). baseUrl is read per request. */
   downloads?: { baseUrl: string; open: DownloadSource };
   /** Rate limits of every response but the probes (see middleware/rate-limit.ts); absent = none. */
@@ -110,12 +110,27 @@ function parseInput(route: Route, req: Request) {
   return input as Parameters<Route['handle']>[0];
 }
 
+/**
+ * A user principal whose credential does not say its email (an OAuth access token without the email scope)
+ * gets it from the user cache: every event names a user actor by its email.
+ */
+async function withEmail(deps: GatewayDeps, req: Request, principal: Principal): Promise<Principal> {
+  if (principal.type !== 'user' || principal.email || !deps.userCache) return principal;
+  const fetch = async () => {
+    const user = await deps.clients.identity.getUser({ environment: principal.environment, id: principal.id }, { requestId: req.requestId, deadlineMs: deps.config.GRPC_DEADLINE_MS, headers: {} });
+    return { roles: user.roles, email: user.email };
+  };
+  // A user deleted since its token was issued has no email to give; the call goes on and identity refuses it where it must.
+  const facts = await deps.userCache.get(principal.environment, principal.id, fetch).catch(() => undefined);
+  return facts ? { ...principal, email: facts.email } : principal;
+}
+
 function mount(router: express.Router, route: Route, deps: GatewayDeps): void {
   const template = `/v1${route.path}`;
   router[route.method](route.path, async (req: Request, res: Response, next: NextFunction) => {
     res.locals.route = template;
     try {
-      const principal = req.principal ?? ANONYMOUS;
+      const principal = await withEmail(deps, req, req.principal ?? ANONYMOUS);
       if (principal.scopes) {
         // OAuth access tokens: the route's scope first, then (for users) the policies as for any user.
         const needed = requiredScope(route);
@@ -157,7 +172,7 @@ function mount(router: express.Router, route: Route, deps: GatewayDeps): void {
       // No body at all is validated as an empty object, so each missing field is named.
       const input = parseInput(route, req);
       const call = { requestId: req.requestId, deadlineMs: deps.config.GRPC_DEADLINE_MS, headers: callHeaders(req, principal) };
-      const out = await route.handle(input, { requestId: req.requestId, principal, clients: deps.clients, call, verifyCache: deps.verifyCache, rolesCache: deps.rolesCache, downloadBaseUrl: deps.downloads?.baseUrl, sso: deps.sso });
+      const out = await route.handle(input, { requestId: req.requestId, principal, clients: deps.clients, call, verifyCache: deps.verifyCache, userCache: deps.userCache, downloadBaseUrl: deps.downloads?.baseUrl, sso: deps.sso });
       if (out.body === undefined) res.status(out.status).end();
       else res.status(out.status).json(out.body);
     } catch (err) {

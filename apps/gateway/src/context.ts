@@ -1,6 +1,6 @@
 import type { audit, identity, policy } from '@secsvc/proto';
 import type { PromiseClient } from '@secsvc/shared';
-import type { RolesCache } from './roles-cache';
+import type { UserCache } from './user-cache';
 import type { SpSettings } from './sso/sp';
 import type { VerifyCache } from './verify-cache';
 
@@ -45,7 +45,7 @@ export interface RouteContext {
   /** Cache of session verifications (absent: every verify asks identity). */
   verifyCache?: VerifyCache;
   /** Cache of users' roles for the simulator (absent: every simulate asks identity). */
-  rolesCache?: RolesCache;
+  userCache?: UserCache;
   /** DOWNLOAD_BASE_URL: where export download links point. */
   downloadBaseUrl?: string;
   /** SAML service provider: the public origin of its endpoints (ISSUER) and its key pair (absent: no SSO). */

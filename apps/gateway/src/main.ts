@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { createApp } from './app';
 import { AuthCache } from './auth-cache';
 import { JwtVerifier } from './jwt-verifier';
-import { RolesCache } from './roles-cache';
+import { UserCache } from './user-cache';
 import { MemoryVerifyCache } from './verify-cache';
 import { RateLimiter } from './rate-limit/limiter';
 import { MemoryRateLimitStore } from './rate-limit/memory-store';
@@ -59,11 +59,11 @@ void runProcess('gateway', () => loadGatewayConfig(), async ({ config, logger, m
             enterprisePerMinute: config.RATE_LIMIT_ENTERPRISE_PER_MINUTE,
           },
         };
-  const rolesCache = new RolesCache(authCache, config.AUTH_CACHE_TTL_MS);
+  const userCache = new UserCache(authCache, config.AUTH_CACHE_TTL_MS);
   // Export links point at DOWNLOAD_BASE_URL, else at this gateway's own port (known once it listens).
   const downloads = { baseUrl: (config.DOWNLOAD_BASE_URL ?? `http://127.0.0.1:${config.PORT}/downloads`).replace(/\/+$/, ''), open: auditDownloadSource(auditClient) };
   const sso = { baseUrl: config.ISSUER, keys: readSpKeys(config), clockSkewMs: config.SAML_CLOCK_SKEW_SECONDS * 1000, requestTtlSeconds: config.SAML_REQUEST_TTL_SECONDS };
-  const app = createApp({ config, clients, logger, metrics, ready, authCache, jwt, verifyCache, rolesCache, downloads, rateLimit, oauth: { issuer: config.ISSUER }, sso });
+  const app = createApp({ config, clients, logger, metrics, ready, authCache, jwt, verifyCache, userCache, downloads, rateLimit, oauth: { issuer: config.ISSUER }, sso });
   const server = app.listen(config.PORT, config.HOST);
   await new Promise<void>((resolve, reject) => {
     server.once('listening', resolve);

@@ -26,9 +26,9 @@ export const simulateRoute = defineRoute({
       const user = await ctx.clients.identity.getUser({ environment: ctx.principal.environment, id: userId }, ctx.call).catch((err: unknown) => {
         throw err instanceof AppError && err.code === 'not_found' ? unknownUser() : err;
       });
-      return user.roles;
+      return { roles: user.roles, email: user.email };
     };
-    const roles = ctx.rolesCache ? await ctx.rolesCache.get(ctx.principal.environment, userId, fetchRoles) : await fetchRoles();
+    const { roles } = ctx.userCache ? await ctx.userCache.get(ctx.principal.environment, userId, fetchRoles) : await fetchRoles();
     const request: policy.SimulateRequest = {
       environment: ctx.principal.environment,
       principal: body.principal,

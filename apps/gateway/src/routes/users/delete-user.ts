@@ -17,7 +17,7 @@ export const deleteUserRoute = defineRoute({
     if (!isId('user', params.id)) throw AppError.notFound('User');
     await ctx.clients.identity.deleteUser({ environment: ctx.principal.environment, id: params.id }, ctx.call);
     await ctx.verifyCache?.dropUser(params.id);
-    ctx.rolesCache?.dropUser(params.id);
+    ctx.userCache?.dropUser(params.id);
     return { status: 204 };
   },
 });

@@ -28,7 +28,7 @@ export const updateUserRoute = defineRoute({
       ctx.call,
     );
     await ctx.verifyCache?.dropUser(user.id);
-    ctx.rolesCache?.dropUser(user.id);
+    ctx.userCache?.dropUser(user.id);
     return { status: 200, body: { data: userForms.updated(user) } };
   },
 });

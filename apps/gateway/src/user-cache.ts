@@ -1,11 +1,18 @@
 import type { AuthCache } from './auth-cache';
 
+/** What the gateway needs of a user it only knows by id: roles (the simulator) and email (audit actors). */
+export interface UserFacts {
+  roles: string[];
+  email: string;
+}
+
 /**
- * Users' roles for the simulator (it evaluates on behalf of a user id), cached while the credential change
- * stream is live; a change of the user (roles, deletion) drops the entry at once. Bounded in size and age.
+ * Users' roles and email for callers that name a user by id (the simulator) or whose credential does not carry
+ * the email (OAuth access tokens without the email scope), cached while the credential change stream is live;
+ * a change of the user (roles, email, deletion) drops the entry at once. Bounded in size and age.
  */
-export class RolesCache {
-  private readonly entries = new Map<string, { roles: string[]; until: number }>();
+export class UserCache {
+  private readonly entries = new Map<string, { facts: UserFacts; until: number }>();
   private generation = 0;
 
   constructor(
@@ -20,18 +27,18 @@ export class RolesCache {
     });
   }
 
-  /** The user's roles from the cache, or from `fetch` (then cached unless a change raced it). */
-  async get(environment: string, userId: string, fetch: () => Promise<string[]>): Promise<string[]> {
+  /** The user's facts from the cache, or from `fetch` (then cached unless a change raced it). */
+  async get(environment: string, userId: string, fetch: () => Promise<UserFacts>): Promise<UserFacts> {
     const key = `${environment}:${userId}`;
     const hit = this.changes.isLive ? this.entries.get(key) : undefined;
-    if (hit && hit.until > Date.now()) return hit.roles;
+    if (hit && hit.until > Date.now()) return hit.facts;
     const generation = this.generation;
-    const roles = await fetch();
+    const facts = await fetch();
     if (this.changes.isLive && generation === this.generation && this.ttlMs > 0) {
       if (this.entries.size >= this.maxEntries) this.entries.delete(this.entries.keys().next().value!);
-      this.entries.set(key, { roles, until: Date.now() + this.ttlMs });
+      this.entries.set(key, { facts, until: Date.now() + this.ttlMs });
     }
-    return roles;
+    return facts;
   }
 
   /** A change made through this gateway: drop it now rather than when the stream reports it. */
