@@ -31,6 +31,8 @@ void runProcess('audit', () => loadAuditConfig(), async ({ config, logger, metri
   }
   // Every stored entry is chained (tamper evidence); the checkpoint key derives from SERVER_SECRET.
   const chain = new AuditChain(pool, ch, ChainKey.fromSecret(config.SERVER_SECRET));
+  chain.onMismatch = (environment, position) =>
+    logger.error({ environment, position }, 'audit chain: rows a dead writer left past the head do not hash as stored (GET /v1/logs/verify reports it)');
   const store = new LogStore(ch, chain);
   const bus = await createEventBus(config, logger, 'audit');
   const consumer = config.AUDIT_CONSUMER

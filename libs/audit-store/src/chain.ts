@@ -24,6 +24,13 @@ export function canonicalEntry(r: LogRow): string {
   ]);
 }
 
+/**
+ * What each row keeps of the chain hash at its position: its first 52 bits (a number JavaScript holds exactly).
+ * It locates the first altered entry; the full hashes, which an attacker who rewrites rows cannot make agree,
+ * are in the signed checkpoints and the head.
+ */
+export const chainLink = (hash: string): number => parseInt(hash.slice(0, 13), 16);
+
 export function chainHash(previous: string, r: LogRow): string {
   // One-shot hashing: about half the cost of a Hash object per entry.
   return hash('sha256', `${previous}\n${canonicalEntry(r)}`);
@@ -98,6 +105,8 @@ export interface ChainedRow {
   row: LogRow;
   position: number;
   hash: string;
+  /** chainLink(hash): what the row stores. */
+  link: number;
 }
 
 export type ChainBreakReason = 'altered' | 'missing' | 'duplicate' | 'checkpoint_mismatch' | 'checkpoint_signature' | 'unchained';
@@ -114,9 +123,14 @@ export interface ChainVerdict {
 }
 
 const num = (v: unknown) => Number(v);
+/** ClickHouse's "YYYY-MM-DD hh:mm:ss.sss" (UTC) as rows carry it: ISO 8601 with Z. */
+const isoTimestamp = (t: string) => (t.includes('T') ? t : `${t.replace(' ', 'T')}Z`);
 
 /** The chains of every environment: appending batches (with the insert into ClickHouse) and verifying ranges. */
 export class AuditChain {
+  /** Told when rows adopted from a dead writer do not hash as stored (logged by the service). */
+  onMismatch?: (environment: string, position: number) => void;
+
   constructor(
     private readonly pool: Pool,
     private readonly ch: ClickHouseClient,
@@ -138,7 +152,7 @@ export class AuditChain {
       const chained = rows.map((row) => {
         position += 1;
         hash = chainHash(hash, row);
-        return { row, position, hash };
+        return { row, position, hash, link: chainLink(hash) };
       });
       await insert(chained);
       const now = new Date();
@@ -192,16 +206,35 @@ export class AuditChain {
     }
     const head = { position: num(rows[0]!.position), hash: rows[0]!.hash, checkpointPosition: num(rows[0]!.checkpoint_position), checkpointAt: rows[0]!.checkpoint_at };
     const ahead = await this.ch.query({
-      query: `SELECT chain_seq, chain_hash FROM ${LOG_TABLE} WHERE environment = {env:String} AND chain_seq > {pos:UInt64} ORDER BY chain_seq DESC LIMIT 1`,
+      query: `SELECT max(chain_seq) AS last FROM ${LOG_TABLE} WHERE environment = {env:String} AND chain_seq > {pos:UInt64}`,
       query_params: { env: environment, pos: head.position },
       format: 'JSONEachRow',
     });
-    const [last] = await ahead.json<{ chain_seq: string | number; chain_hash: string }>();
-    if (last) {
-      head.position = num(last.chain_seq);
-      head.hash = last.chain_hash;
-    }
+    const last = num((await ahead.json<{ last: string | number }>())[0]?.last ?? 0);
+    if (last > head.position) await this.adopt(environment, head, last);
     return head;
+  }
+
+  /**
+   * Rows a writer inserted past the head before it died (its transaction, and the head's move, rolled back):
+   * their hashes are computed again from the head, in order, and the head moves past them.
+   */
+  private async adopt(environment: string, head: Head, last: number): Promise<void> {
+    const rs = await this.ch.query({
+      query: `SELECT ${[...LOG_COLUMNS, 'chain_seq', 'chain_link'].join(', ')} FROM ${LOG_TABLE} WHERE environment = {env:String} AND chain_seq > {pos:UInt64} AND chain_seq <= {last:UInt64} ORDER BY chain_seq`,
+      query_params: { env: environment, pos: head.position, last },
+      format: 'JSONEachRow',
+      clickhouse_settings: { date_time_output_format: 'iso' },
+    });
+    for (const r of await rs.json<LogRow & { chain_seq: string | number; chain_link: string | number }>()) {
+      const hash = chainHash(head.hash, { ...r, timestamp: isoTimestamp(r.timestamp) });
+      if (num(r.chain_seq) !== head.position + 1 || chainLink(hash) !== num(r.chain_link)) {
+        // Not what the dead writer computed: verify will report it at this position; ingestion goes on.
+        this.onMismatch?.(environment, num(r.chain_seq));
+      }
+      head.position = num(r.chain_seq);
+      head.hash = hash;
+    }
   }
 
   private async unchainedCount(environment: string): Promise<number> {
@@ -259,21 +292,21 @@ export class AuditChain {
     let previous = anchor?.hash ?? GENESIS_HASH;
     let expected = (anchor?.position ?? 0) + 1;
     const byPosition = new Map(checkpoints.map((c) => [c.position, c]));
-    const columns = [...LOG_COLUMNS, 'chain_seq', 'chain_hash'].join(', ');
+    const columns = [...LOG_COLUMNS, 'chain_seq', 'chain_link'].join(', ');
     while (expected <= to) {
       const rs = await this.ch.query({
         query: `SELECT ${columns} FROM ${LOG_TABLE} WHERE environment = {env:String} AND chain_seq >= {lo:UInt64} AND chain_seq <= {hi:UInt64} ORDER BY chain_seq, id LIMIT {lim:UInt32}`,
         query_params: { env: environment, lo: expected, hi: to, lim: pageSize },
         format: 'JSONEachRow',
       });
-      const page = await rs.json<LogRow & { chain_seq: string | number; chain_hash: string }>();
+      const page = await rs.json<LogRow & { chain_seq: string | number; chain_link: string | number }>();
       if (page.length === 0) return broken(expected, 'missing');
       for (const r of page) {
         const position = num(r.chain_seq);
         if (position < expected) return broken(position, 'duplicate', r.id);
         if (position > expected) return broken(expected, 'missing');
-        const hash = chainHash(previous, { ...r, timestamp: r.timestamp.includes('T') ? r.timestamp : r.timestamp.replace(' ', 'T') + 'Z' });
-        if (hash !== r.chain_hash) return broken(position, 'altered', r.id);
+        const hash = chainHash(previous, { ...r, timestamp: isoTimestamp(r.timestamp) });
+        if (chainLink(hash) !== num(r.chain_link)) return broken(position, 'altered', r.id);
         const c = byPosition.get(position);
         if (c) {
           if (c.hash !== hash) return broken(position, 'checkpoint_mismatch', r.id);

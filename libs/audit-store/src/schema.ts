@@ -56,13 +56,14 @@ export const MIGRATIONS: ChMigration[] = [
     ],
   },
   {
-    // Tamper evidence: each entry's position in its environment's hash chain and its hash (chain.ts). The
+    // Tamper evidence: each entry's position in its environment's hash chain and the first 52 bits of the chain
+    // hash there (chain.ts: the full hashes are in the signed checkpoints and the head, in PostgreSQL). The
     // minmax index keeps a range of positions a read of few granules (positions grow with ingestion time).
     version: 2,
     name: 'audit_logs_chain',
     statements: [
       `ALTER TABLE ${LOG_TABLE} ADD COLUMN IF NOT EXISTS chain_seq UInt64 DEFAULT 0`,
-      `ALTER TABLE ${LOG_TABLE} ADD COLUMN IF NOT EXISTS chain_hash String DEFAULT ''`,
+      `ALTER TABLE ${LOG_TABLE} ADD COLUMN IF NOT EXISTS chain_link UInt64 DEFAULT 0`,
       `ALTER TABLE ${LOG_TABLE} ADD INDEX IF NOT EXISTS idx_chain_seq chain_seq TYPE minmax GRANULARITY 1`,
     ],
   },

@@ -98,7 +98,7 @@ export class LogStore {
     const fresh = unique.filter((r) => !stored.has(r.id));
     if (fresh.length === 0) return 0;
     if (!this.chain) {
-      await this.write(fresh.map((row) => ({ row, position: 0, hash: '' })));
+      await this.write(fresh.map((row) => ({ row, position: 0, hash: '', link: 0 })));
       return fresh.length;
     }
     // One chain per environment, in the order the bus delivered them.
@@ -117,9 +117,13 @@ export class LogStore {
     // Arrays in column order (JSONCompactEachRow): a third less to encode and parse than keyed objects.
     await this.ch.insert({
       table: LOG_TABLE,
-      values: rows.map(({ row, position, hash }) => [...LOG_COLUMNS.map((c) => (c === 'timestamp' ? chTime(row.timestamp) : row[c])), position, hash]),
+      values: rows.map(({ row, position, link }) => {
+        const values: unknown[] = LOG_COLUMNS.map((c) => (c === 'timestamp' ? chTime(row.timestamp) : row[c]));
+        values.push(position, link);
+        return values;
+      }),
       format: 'JSONCompactEachRow',
-      columns: [...LOG_COLUMNS, 'chain_seq', 'chain_hash'] as [string, ...string[]],
+      columns: [...LOG_COLUMNS, 'chain_seq', 'chain_link'] as [string, ...string[]],
     });
   }
 

@@ -7,7 +7,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { createLogger, createPool, type Pool } from '@secsvc/shared';
 import { stopTestPostgres, testDatabase, type TestDatabase } from '@secsvc/shared/testing';
-import { AuditChain, canonicalEntry, chainHash, ChainKey, checkpointValid, GENESIS_HASH } from '../src/chain';
+import { AuditChain, canonicalEntry, chainHash, ChainKey, chainLink, checkpointValid, GENESIS_HASH } from '../src/chain';
 import { openClickHouse, type ClickHouseClient } from '../src/clickhouse';
 import { migrateAuditSchema } from '../src/export-jobs';
 import { LOG_COLUMNS, type LogRow } from '../src/rows';
@@ -70,8 +70,8 @@ test('every entry gets the next position of its environment and a hash over the 
   expect(live.checkpointsChecked).toBe(3);
   expect(await chain.verify('test')).toMatchObject({ intact: true, entriesChecked: 3, head: { position: 3 } });
   // The first hash is over the genesis: anyone can recompute it from the entry.
-  const rs = await ch.query({ query: `SELECT chain_hash FROM ${LOG_TABLE} WHERE id = {id:String}`, query_params: { id: rows[0]!.id }, format: 'JSONEachRow' });
-  expect((await rs.json<{ chain_hash: string }>())[0]!.chain_hash).toBe(chainHash(GENESIS_HASH, rows[0]!));
+  const rs = await ch.query({ query: `SELECT chain_link FROM ${LOG_TABLE} WHERE id = {id:String}`, query_params: { id: rows[0]!.id }, format: 'JSONEachRow' });
+  expect(Number((await rs.json<{ chain_link: string }>())[0]!.chain_link)).toBe(chainLink(chainHash(GENESIS_HASH, rows[0]!)));
   // A range in the middle starts from the signed checkpoint before it.
   expect(await chain.verify('live', { from: 12, to: 18 })).toMatchObject({ intact: true, from: 12, to: 18, entriesChecked: 7 });
 });
@@ -108,11 +108,11 @@ test('a deleted entry is found missing', async () => {
 test('an inserted entry is found: without a position, or at a position already taken', async () => {
   await ingest();
   const forged = row();
-  await store.write([{ row: forged, position: 0, hash: '' }]);
+  await store.write([{ row: forged, position: 0, hash: '', link: 0 }]);
   expect(await chain.verify('live')).toMatchObject({ intact: false, firstBreak: { position: 0, id: forged.id, reason: 'unchained' } });
   await mutate(`ALTER TABLE ${LOG_TABLE} DELETE WHERE id = '${forged.id}'`);
   const twin = row();
-  await store.write([{ row: twin, position: 7, hash: chainHash(GENESIS_HASH, twin) }]);
+  await store.write([{ row: twin, position: 7, hash: '', link: chainLink(chainHash(GENESIS_HASH, twin)) }]);
   expect(await chain.verify('live')).toMatchObject({ intact: false, firstBreak: { position: 7, reason: 'duplicate' } });
 });
 
@@ -126,12 +126,12 @@ test('rewriting every hash after an edit is caught by the signed checkpoint (or 
   const rows = await ingest();
   // The attacker edits entry 14 and recomputes 14..25 so each hash matches its entry.
   await mutate(`ALTER TABLE ${LOG_TABLE} UPDATE actor_email = 'mallory@example.com' WHERE id = '${rows[13]!.id}'`);
-  const rs = await ch.query({ query: `SELECT chain_hash FROM ${LOG_TABLE} WHERE id = {id:String}`, query_params: { id: rows[12]!.id }, format: 'JSONEachRow' });
-  let previous = (await rs.json<{ chain_hash: string }>())[0]!.chain_hash;
+  // (Rows keep 52 bits of each hash; the full ones follow from the genesis and the rows, which the attacker has.)
+  let previous = rows.slice(0, 13).reduce((h, r) => chainHash(h, r), GENESIS_HASH);
   for (let i = 13; i < 25; i++) {
     const r = i === 13 ? { ...rows[i]!, actor_email: 'mallory@example.com' } : rows[i]!;
     previous = chainHash(previous, r);
-    await mutate(`ALTER TABLE ${LOG_TABLE} UPDATE chain_hash = '${previous}' WHERE id = '${r.id}'`);
+    await mutate(`ALTER TABLE ${LOG_TABLE} UPDATE chain_link = ${chainLink(previous)} WHERE id = '${r.id}'`);
   }
   const verdict = await chain.verify('live');
   expect(verdict.intact).toBe(false);
