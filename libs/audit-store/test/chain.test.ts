@@ -168,3 +168,22 @@ test('the canonical form lists every stored column, in LOG_COLUMNS order', () =>
   const r = row();
   expect(JSON.parse(canonicalEntry(r))).toEqual(LOG_COLUMNS.map((c) => r[c]));
 });
+
+test('rows a dead writer left that do not hash as stored are reported (and verify finds them), ingestion goes on', async () => {
+  await ingest();
+  const mismatches: number[] = [];
+  chain.onMismatch = (_environment, position) => mismatches.push(position);
+  try {
+    await expect(
+      chain.append('live', [row()], async (chained) => {
+        await store.write(chained.map((c) => ({ ...c, link: c.link + 1 })));
+        throw new Error('killed after a bad insert');
+      }),
+    ).rejects.toThrow('killed');
+    expect(await store.insert([row()])).toBe(1);
+    expect(mismatches).toEqual([26]);
+    expect(await chain.verify('live')).toMatchObject({ intact: false, firstBreak: { position: 26, reason: 'altered' } });
+  } finally {
+    chain.onMismatch = undefined;
+  }
+});
