@@ -513,7 +513,7 @@ describe('sessions over HTTP', () => {
       const { rows } = await db.query(`SELECT payload FROM identity.outbox WHERE event_type = 'user.created' AND payload->'target'->>'id' = $1`, [u.id]);
       expect(rows).toHaveLength(1);
       const event = rows[0].payload;
-      expect(event.actor).toEqual({ id: expect.stringMatching(/^key_/), type: 'api_key' });
+      expect(event.actor).toEqual({ id: expect.stringMatching(/^key_/), type: 'api_key', name: 'bootstrap admin key' });
       expect(event.context).toEqual({ ip: expect.stringMatching(/127\.0\.0\.1/), userAgent: 'e2e-agent/1.0' });
       expect(JSON.parse(event.metadataJson)).toEqual({ authMethod: 'api_key', mfaUsed: false });
       expect(event.traceId).toMatch(/^req_/);
