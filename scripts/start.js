@@ -51,9 +51,14 @@ async function main() {
     onOutput: (app, line) => {
       if (app !== 'postgres') process.stdout.write(line + '\n');
     },
-    onExit: (app, code) => {
-      console.error(`${app} exited unexpectedly (code ${code}); stopping everything`);
-      void stack.stop().finally(() => process.exit(1));
+    // A child that dies is started again (backoff with jitter); the rest keeps running. A crash loop is loud.
+    onRestart: (app, exit, decision) => {
+      const how = exit.signal ? `signal ${exit.signal}` : `code ${exit.code}`;
+      if (decision.crashLoop) {
+        console.error(`!!! ${app} is crash-looping: ${decision.recentCrashes} crashes in the last minute (last: ${how}); restarting it every ${Math.round(decision.delayMs / 1000)} s. Its last output is above.`);
+      } else {
+        console.error(`${app} exited (${how}); restarting it in ${decision.delayMs} ms`);
+      }
     },
   });
   const lines = [

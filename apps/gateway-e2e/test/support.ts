@@ -3,7 +3,7 @@ import * as protoLoader from '@grpc/proto-loader';
 import { chmod, mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { startLocalStack } from '@secsvc/shared/stack';
+import { startLocalStack, type LocalStackOptions } from '@secsvc/shared/stack';
 import { findTool } from '@secsvc/shared/testing';
 
 const reflectionProto = path.join(
@@ -72,7 +72,7 @@ export function findGrpcurl(): string | undefined {
  * postgres user can pass through when tests run as root), `key` as the bootstrap admin key. stop() ends the
  * stack and deletes the directory.
  */
-export async function startTestStack(name: string, key: string, env: Record<string, string> = {}) {
+export async function startTestStack(name: string, key: string, env: Record<string, string> = {}, more: Pick<LocalStackOptions, 'onRestart' | 'restartPolicy'> = {}) {
   const tmp = await mkdtemp(path.join(os.tmpdir(), `secsvc-e2e-${name}-`));
   await chmod(tmp, 0o711);
   const stack = await startLocalStack({
@@ -82,6 +82,7 @@ export async function startTestStack(name: string, key: string, env: Record<stri
     port: 0,
     ports: { postgres: 0, identity: 0, policy: 0, audit: 0, admin: { gateway: 0, identity: 0, policy: 0, audit: 0, 'export-worker': 0 } },
     env: { LOG_LEVEL: 'warn', BOOTSTRAP_API_KEY: key, ...env },
+    ...more,
   }).catch(async (err: unknown) => {
     await rm(tmp, { recursive: true, force: true });
     throw err;

@@ -139,6 +139,8 @@ describe('service failures', () => {
     const res = await call(gw, 'GET', '/v1/users');
     expectError(res, 503, 'unavailable');
     expect(res.body.error.message).toBe('A backing service is unavailable');
+    // Worth retrying shortly (a service restarting under the launcher's supervision).
+    expect(res.headers.get('retry-after')).toBe('2');
   });
 
   it("keeps the service's code, message and details of an AppError", async () => {

@@ -26,6 +26,9 @@ function fromBodyParser(err: { type?: string; status?: number }): AppError | und
   }
 }
 
+/** Retry-After of a 503 whose cause gave none. */
+export const UNAVAILABLE_RETRY_SECONDS = 2;
+
 /** The one place errors become HTTP responses; a 500 never carries internal text. */
 export function errorHandler(logger: Logger) {
   return (err: unknown, req: Request, res: Response, _next: NextFunction): void => {
@@ -36,6 +39,8 @@ export function errorHandler(logger: Logger) {
     if (res.headersSent) return void res.end();
     if (appErr.code === 'unauthorized') res.setHeader('WWW-Authenticate', 'Bearer realm="secsvc"');
     if (appErr.retryAfterSeconds !== undefined) res.setHeader('Retry-After', String(Math.ceil(appErr.retryAfterSeconds)));
+    // A service down (restarting under the launcher's supervision, or a rollout): worth retrying shortly.
+    else if (appErr.code === 'unavailable') res.setHeader('Retry-After', String(UNAVAILABLE_RETRY_SECONDS));
     res.status(appErr.httpStatus).json(errorBody(appErr, req.requestId));
   };
 }

@@ -4,6 +4,7 @@ export * from './ports';
 export * from './postgres';
 export * from './gateway-process';
 export * from './app-process';
+export * from './supervisor';
 export * from './load-balancer';
 export * from './distributed-stack';
 export * from './saml-sp-keys';

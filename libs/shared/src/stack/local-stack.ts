@@ -4,6 +4,7 @@ import { chmod, mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { checkHealth } from '../grpc/client';
 import { appEnvironment, launcherEnvironment, type AppName } from './app-environment';
+import { CrashHistory, type RestartDecision, type RestartPolicy } from './supervisor';
 import { AppProcess, httpOk, waitUntil } from './app-process';
 import { freePort } from './ports';
 import { startEmbeddedPostgres, type EmbeddedPostgresServer } from './postgres';
@@ -29,8 +30,13 @@ export interface LocalStackOptions {
   env?: Record<string, string | undefined>;
   /** Every output line of every app, and of PostgreSQL. */
   onOutput?: (app: AppName | 'postgres', line: string) => void;
-  /** Called when an app exits on its own after start-up. */
-  onExit?: (app: AppName, code: number | null) => void;
+  /**
+   * An app exited on its own after start-up: it is started again after `delayMs` (exponential backoff with
+   * jitter, see supervisor.ts); the others keep running.
+   */
+  onRestart?: (app: AppName, exit: { code: number | null; signal: NodeJS.Signals | null }, decision: RestartDecision) => void;
+  /** How apps are restarted (tests shorten it). */
+  restartPolicy?: RestartPolicy;
   startTimeoutMs?: number;
   /** Extra node flags for every app (e.g. --cpu-prof for profiling). */
   nodeArgs?: string[];
@@ -52,6 +58,8 @@ export interface LocalStack {
   restart: (app: AppName, signal?: NodeJS.Signals) => Promise<void>;
   /** The process id of a running app (benchmarks read its memory). */
   pid: (app: AppName) => number | undefined;
+  /** Resolves once `app` answers its health check again (after a crash and its automatic restart). */
+  healthy: (app: AppName, timeoutMs?: number) => Promise<void>;
 }
 
 interface Secrets {
@@ -93,12 +101,16 @@ export async function startLocalStack(opts: LocalStackOptions): Promise<LocalSta
     onLog: (line) => out('postgres', line),
   });
   const procs = new Map<AppName, AppProcess>();
+  const crashes = new Map<AppName, CrashHistory>();
+  const pendingRestarts = new Set<NodeJS.Timeout>();
+  let started = false;
   let stopping = false;
   let startupFailure: string | undefined;
   let bootstrapKey: string | undefined;
 
   const stop = async () => {
     stopping = true;
+    for (const timer of pendingRestarts) clearTimeout(timer);
     const codes: Partial<Record<AppName, number | null>> = {};
     for (const name of ['gateway', 'export-worker', 'audit', 'policy', 'identity'] as AppName[]) {
       const proc = procs.get(name);
@@ -157,8 +169,20 @@ export async function startLocalStack(opts: LocalStackOptions): Promise<LocalSta
         },
         onUnexpectedExit: (code, signal) => {
           if (stopping) return;
-          startupFailure ??= `${name} exited (${signal ?? `code ${code}`}) during start-up:\n${proc.lastLines.join('\n')}`;
-          opts.onExit?.(name, code);
+          if (!started) {
+            startupFailure ??= `${name} exited (${signal ?? `code ${code}`}) during start-up:\n${proc.lastLines.join('\n')}`;
+            return;
+          }
+          // Supervised: started again after a backoff; a crash loop is reported, the others keep running.
+          let history = crashes.get(name);
+          if (!history) crashes.set(name, (history = new CrashHistory(opts.restartPolicy)));
+          const decision = history.crashed();
+          opts.onRestart?.(name, { code, signal }, decision);
+          const timer = setTimeout(() => {
+            pendingRestarts.delete(timer);
+            if (!stopping && !proc.running) proc.start();
+          }, decision.delayMs);
+          pendingRestarts.add(timer);
         },
       });
       procs.set(name, proc);
@@ -196,7 +220,9 @@ export async function startLocalStack(opts: LocalStackOptions): Promise<LocalSta
       await waitUntil(name, healthy[name], Date.now() + (opts.startTimeoutMs ?? 60_000), () => startupFailure);
     };
     const pid = (name: AppName) => procs.get(name)?.pid;
-    return { baseUrl: `${baseUrl}/v1`, port: gatewayPort, databaseUrl, grpc, admin, bootstrapKey, samlSp, stop, restart, pid };
+    const healthyAgain = (name: AppName, timeoutMs = 60_000) => waitUntil(name, healthy[name], Date.now() + timeoutMs);
+    started = true;
+    return { baseUrl: `${baseUrl}/v1`, port: gatewayPort, databaseUrl, grpc, admin, bootstrapKey, samlSp, stop, restart, pid, healthy: healthyAgain };
   } catch (err) {
     await stop().catch(() => undefined);
     throw err;

@@ -1,0 +1,68 @@
+/**
+ * The local stack supervises its apps: a child killed with SIGKILL under a steady load of writes is started
+ * again by the launcher (backoff with jitter), the others keep running, the API answers 503 with Retry-After
+ * (never a 500) while it is down, and every write it acknowledged is there afterwards.
+ */
+import type { AppName, LocalStack, RestartDecision } from '@secsvc/shared/stack';
+import { eventually, startTestStack, type Api } from './support';
+
+jest.setTimeout(180_000);
+
+const KEY = 'svc_sk_' + 'supervisionTests'.repeat(3);
+let stack: LocalStack;
+let api: Api;
+let stop: (() => Promise<void>) | undefined;
+const restarts: { app: AppName; decision: RestartDecision }[] = [];
+
+beforeAll(async () => {
+  ({ stack, api, stop } = await startTestStack('supervision', KEY, {}, { onRestart: (app, _exit, decision) => restarts.push({ app, decision }) }));
+});
+
+afterAll(async () => {
+  await stop?.();
+});
+
+/** Creates users one after another until `until` resolves; every answer's status, and the ids acknowledged. */
+async function writeWhile(until: Promise<unknown>, prefix: string) {
+  const statuses: number[] = [];
+  const acknowledged: string[] = [];
+  let retryAfterMissing = 0;
+  let done = false;
+  void until.finally(() => (done = true));
+  for (let i = 0; !done; i++) {
+    // A gateway that is down refuses the connection (or drops it): status 0, nothing acknowledged.
+    const res = await api('POST', '/users', { email: `${prefix}${i}@example.com`, name: `${prefix} ${i}` }).catch(() => ({ status: 0, headers: new Headers(), body: undefined }));
+    statuses.push(res.status);
+    if (res.status === 201) acknowledged.push(res.body.data.id);
+    if (res.status === 503 && !res.headers.get('retry-after')) retryAfterMissing++;
+    if (res.status !== 201) await new Promise((r) => setTimeout(r, 50));
+  }
+  return { statuses, acknowledged, retryAfterMissing };
+}
+
+it.each(['identity', 'gateway'] as AppName[])('%s killed with SIGKILL is started again by itself; writes go on; nothing acknowledged is lost', async (app) => {
+  const before = restarts.length;
+  const pid = stack.pid(app)!;
+  const started = Date.now();
+  const back = (async () => {
+    await new Promise((r) => setTimeout(r, 300));
+    process.kill(pid, 'SIGKILL');
+    await eventually(async () => restarts.length > before && stack.pid(app) !== pid, (v) => v, 15_000);
+    await stack.healthy(app, 15_000);
+    // And the API works again end to end.
+    await eventually(async () => (await api('GET', '/users?limit=1')).status, (s) => s === 200, 15_000);
+  })();
+  const load = await writeWhile(back, `${app}-sv-`);
+  await back;
+  const recovery = Date.now() - started;
+  expect(recovery).toBeLessThan(15_000);
+  expect(restarts.slice(before)).toEqual([{ app, decision: expect.objectContaining({ recentCrashes: 1, crashLoop: false }) }]);
+  // Only acknowledged writes and refusals that say "later": no 500 (a gateway that is down answers nothing: 0).
+  expect(load.statuses.filter((s) => ![201, 503, 0].includes(s))).toEqual([]);
+  expect(load.retryAfterMissing).toBe(0);
+  // The outage was seen (the load ran through it), and writes were acknowledged on both sides of it.
+  expect(load.statuses.some((s) => s !== 201)).toBe(true);
+  expect(load.statuses.at(-1)).toBe(201);
+  expect(load.acknowledged.length).toBeGreaterThan(0);
+  for (const id of load.acknowledged) expect((await api('GET', `/users/${id}`)).status).toBe(200);
+});
