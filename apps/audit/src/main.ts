@@ -83,6 +83,9 @@ void runProcess('audit', () => loadAuditConfig(), async ({ config, logger, metri
       { name: 'clickhouse', close: () => ch.close() },
       { name: 'postgres', close: () => pool.end() },
     ],
-    ready: async () => (await pingDatabase(pool)) && (await ch.ping()).success,
+    ready: async () => {
+      const [postgres, clickhouse] = await Promise.all([pingDatabase(pool), ch.ping().then((p) => p.success, () => false)]);
+      return { postgres, clickhouse };
+    },
   };
 });

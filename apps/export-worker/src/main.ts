@@ -53,6 +53,6 @@ void runProcess('export-worker', () => loadWorkerConfig(), async ({ config, logg
       { name: 'object store', close: () => objects.close() },
       { name: 'postgres', close: () => pool.end() },
     ],
-    ready: () => pingDatabase(pool),
+    ready: async () => ({ postgres: await pingDatabase(pool) }),
   };
 });

@@ -1,5 +1,5 @@
 import express, { type NextFunction, type Request, type Response } from 'express';
-import { AppError, fieldErrors, type FieldError, type Logger, type Metrics } from '@secsvc/shared';
+import { AppError, fieldErrors, readinessAnswer, type FieldError, type Logger, type Metrics, type Readiness } from '@secsvc/shared';
 import type { AuthCache } from './auth-cache';
 import type { JwtVerifier } from './jwt-verifier';
 import type { UserCache } from './user-cache';
@@ -34,7 +34,7 @@ export interface GatewayDeps {
   logger: Logger;
   metrics: Metrics;
   /** Dependencies reachable (for /readyz). */
-  ready: () => Promise<boolean>;
+  ready: () => Promise<Readiness>;
   /** Optional cache of API key authentications (see auth-cache.ts). */
   authCache?: AuthCache;
   /** Verifies JWT access tokens; without it they are refused. */
@@ -201,7 +201,10 @@ export function createApp(deps: GatewayDeps): express.Express {
   const PROBES = new Set(['/healthz', '/readyz']);
   app.get('/healthz', (_req, res) => void res.json({ status: 'ok' }));
   app.get('/readyz', (_req, res, next) => {
-    deps.ready().then((ok) => void res.status(ok ? 200 : 503).json({ status: ok ? 'ready' : 'not ready' }), next);
+    deps.ready().then((r) => {
+      const answer = readinessAnswer(r);
+      res.status(answer.status).json(answer.body);
+    }, next);
   });
 
   // Everything below the probes is rate limited and carries the X-RateLimit headers.

@@ -24,9 +24,10 @@ void runProcess('gateway', () => loadGatewayConfig(), async ({ config, logger, m
     policy: promiseClient(policyClient, { deadlineMs: config.GRPC_DEADLINE_MS }),
     audit: promiseClient(auditClient, { deadlineMs: config.GRPC_DEADLINE_MS }),
   };
+  // /readyz names the services that do not answer their health check.
   const ready = async () => {
-    const checks = await Promise.all([config.IDENTITY_ADDR, config.POLICY_ADDR, config.AUDIT_ADDR].map((a) => checkHealth(a)));
-    return checks.every(Boolean);
+    const [identity, policy, audit] = await Promise.all([config.IDENTITY_ADDR, config.POLICY_ADDR, config.AUDIT_ADDR].map((a) => checkHealth(a)));
+    return { identity: identity!, policy: policy!, audit: audit! };
   };
   const authCache = new AuthCache(
     () => identityClient.watchCredentialChanges({}),

@@ -33,6 +33,17 @@ describe('health endpoints', () => {
     }
   });
 
+  it('GET /readyz names the services that do not answer', async () => {
+    const partial = await startGateway({ ready: async () => ({ identity: true, policy: false, audit: true }) });
+    try {
+      const res = await call(partial, 'GET', '/readyz', { auth: false });
+      expect(res.status).toBe(503);
+      expect(res.body).toEqual({ status: 'not ready', checks: { identity: true, policy: false, audit: true }, missing: ['policy'] });
+    } finally {
+      await partial.close();
+    }
+  });
+
   it('GET /readyz answers 500 internal_error when ready() rejects', async () => {
     const broken = await startGateway({ ready: async () => Promise.reject(new Error('redis exploded')) });
     try {

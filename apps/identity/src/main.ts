@@ -127,6 +127,6 @@ void runProcess('identity', () => loadIdentityConfig(), async ({ config, logger,
       { name: 'retention', close: () => retention.close() },
       { name: 'postgres', close: () => pool.end() },
     ],
-    ready: () => pingDatabase(pool),
+    ready: async () => ({ postgres: await pingDatabase(pool) }),
   };
 });

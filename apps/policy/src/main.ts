@@ -34,6 +34,6 @@ void runProcess('policy', () => loadPolicyConfig(), async ({ config, logger, met
       { name: 'outbox-relay', close: () => relay.close() },
       { name: 'postgres', close: () => pool.end() },
     ],
-    ready: () => pingDatabase(pool),
+    ready: async () => ({ postgres: await pingDatabase(pool) }),
   };
 });

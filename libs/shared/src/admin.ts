@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import type { Metrics } from './metrics';
 
 /** Resolves false when `p` takes longer than `ms` (a hung dependency makes a probe fail, not hang). */
-export function withTimeout(p: Promise<boolean>, ms: number): Promise<boolean> {
+export function withTimeout<T extends boolean | Record<string, boolean>>(p: Promise<T>, ms: number): Promise<T | false> {
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => resolve(false), ms);
     p.then(
@@ -18,6 +18,16 @@ export interface AdminServer {
   close: () => Promise<void>;
 }
 
+/** Readiness: one verdict, or one per dependency (then /readyz names the ones missing). */
+export type Readiness = boolean | Record<string, boolean>;
+
+/** The /readyz answer: 200 when every dependency is reachable, else 503 naming those that are not. */
+export function readinessAnswer(r: Readiness): { status: 200 | 503; body: { status: 'ready' | 'not ready'; checks?: Record<string, boolean>; missing?: string[] } } {
+  if (typeof r === 'boolean') return { status: r ? 200 : 503, body: { status: r ? 'ready' : 'not ready' } };
+  const missing = Object.keys(r).filter((k) => !r[k]);
+  return missing.length ? { status: 503, body: { status: 'not ready', checks: r, missing } } : { status: 200, body: { status: 'ready', checks: r } };
+}
+
 /**
  * The admin HTTP surface of a process: /healthz (alive), /readyz (dependencies reachable), /metrics
  * (Prometheus). Kept off the public port so metrics are never exposed to API callers.
@@ -26,7 +36,7 @@ export async function startAdminServer(opts: {
   host: string;
   port: number;
   metrics: Metrics;
-  ready: () => Promise<boolean>;
+  ready: () => Promise<Readiness>;
 }): Promise<AdminServer> {
   const server = http.createServer((req, res) => {
     const send = (status: number, body: string, type = 'application/json') => {
@@ -38,7 +48,10 @@ export async function startAdminServer(opts: {
     if (route === '/healthz') return send(200, JSON.stringify({ status: 'ok' }));
     if (route === '/readyz') {
       void withTimeout(opts.ready(), 2_000).then(
-        (ok) => send(ok ? 200 : 503, JSON.stringify({ status: ok ? 'ready' : 'not ready' })),
+        (r) => {
+          const answer = readinessAnswer(r);
+          send(answer.status, JSON.stringify(answer.body));
+        },
         () => send(503, JSON.stringify({ status: 'not ready' })),
       );
       return;

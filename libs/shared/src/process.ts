@@ -1,4 +1,4 @@
-import { startAdminServer } from './admin';
+import { startAdminServer, type Readiness } from './admin';
 import { ConfigError } from './config';
 import { createLogger, type Logger } from './logger';
 import { Metrics } from './metrics';
@@ -14,7 +14,7 @@ export interface StartedProcess {
   /** Closed in order on SIGTERM/SIGINT: stop accepting first, then drain, then pools. */
   closers: Closable[];
   /** Dependencies reachable (for /readyz). */
-  ready: () => Promise<boolean>;
+  ready: () => Promise<Readiness>;
 }
 
 /** What `start` returns under MIGRATE_ONLY=true: migrations applied; runProcess closes these and exits 0. */

@@ -1,9 +1,9 @@
-import { startAdminServer, type AdminServer } from '../src/admin';
+import { startAdminServer, type AdminServer, type Readiness } from '../src/admin';
 import { Metrics } from '../src/metrics';
 
 let admin: AdminServer;
 let base: string;
-let ready: () => Promise<boolean>;
+let ready: () => Promise<Readiness>;
 const metrics = new Metrics('admin-test');
 
 beforeAll(async () => {
@@ -44,6 +44,16 @@ describe('admin server', () => {
     const res = await fetch(`${base}/readyz`);
     expect(res.status).toBe(503);
     expect(await res.json()).toEqual({ status: 'not ready' });
+  });
+
+  it('names the dependencies that are missing', async () => {
+    ready = async () => ({ postgres: true, clickhouse: false });
+    const down = await fetch(`${base}/readyz`);
+    expect(down.status).toBe(503);
+    expect(await down.json()).toEqual({ status: 'not ready', checks: { postgres: true, clickhouse: false }, missing: ['clickhouse'] });
+    ready = async () => ({ postgres: true, clickhouse: true });
+    const up = await fetch(`${base}/readyz`);
+    expect([up.status, await up.json()]).toEqual([200, { status: 'ready', checks: { postgres: true, clickhouse: true } }]);
   });
 
   it('follows the ready() function from call to call', async () => {

@@ -1,6 +1,6 @@
 import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
-import { createLogger, Metrics } from '@secsvc/shared';
+import { createLogger, Metrics, type Readiness } from '@secsvc/shared';
 import { createApp, type GatewayDeps } from '../../src/app';
 import { RateLimiter } from '../../src/rate-limit/limiter';
 import { MemoryRateLimitStore } from '../../src/rate-limit/memory-store';
@@ -24,7 +24,7 @@ export const DEFAULT_LIMITS: RateLimitPolicy = { anonymousPerMinute: 100, userPe
 export async function startGateway(
   options: {
     fake?: FakeIdentity;
-    ready?: () => Promise<boolean>;
+    ready?: () => Promise<Readiness>;
     rateLimit?: GatewayDeps['rateLimit'];
     /** The policy service, for user callers (absent: policy routes and user callers are not reachable). */
     policy?: Partial<GatewayDeps['clients']['policy']>;
