@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { chmod, mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
+import pgClient from 'pg';
 import { checkHealth } from '../grpc/client';
 import { appEnvironment, launcherEnvironment, type AppName } from './app-environment';
 import { CrashHistory, type RestartDecision, type RestartPolicy } from './supervisor';
@@ -34,7 +35,7 @@ export interface LocalStackOptions {
    * An app exited on its own after start-up: it is started again after `delayMs` (exponential backoff with
    * jitter, see supervisor.ts); the others keep running.
    */
-  onRestart?: (app: AppName, exit: { code: number | null; signal: NodeJS.Signals | null }, decision: RestartDecision) => void;
+  onRestart?: (app: AppName | 'postgres', exit: { code: number | null; signal: NodeJS.Signals | null }, decision: RestartDecision) => void;
   /** How apps are restarted (tests shorten it). */
   restartPolicy?: RestartPolicy;
   startTimeoutMs?: number;
@@ -56,10 +57,10 @@ export interface LocalStack {
   stop: () => Promise<Partial<Record<AppName, number | null>>>;
   /** Ends one app (SIGKILL by default: a crash) and starts it again on the same ports; resolves once healthy. */
   restart: (app: AppName, signal?: NodeJS.Signals) => Promise<void>;
-  /** The process id of a running app (benchmarks read its memory). */
-  pid: (app: AppName) => number | undefined;
+  /** The process id of a running app (benchmarks read its memory), or of PostgreSQL's postmaster. */
+  pid: (app: AppName | 'postgres') => number | undefined;
   /** Resolves once `app` answers its health check again (after a crash and its automatic restart). */
-  healthy: (app: AppName, timeoutMs?: number) => Promise<void>;
+  healthy: (app: AppName | 'postgres', timeoutMs?: number) => Promise<void>;
 }
 
 interface Secrets {
@@ -94,17 +95,45 @@ export async function startLocalStack(opts: LocalStackOptions): Promise<LocalSta
   samlSpKeys.catch(() => undefined); // rejections are handled where it is awaited; this only keeps them from counting as unhandled meanwhile
 
   const pgPort = await pick(opts.ports.postgres);
-  const pg: EmbeddedPostgresServer = await startEmbeddedPostgres({
-    dataDir: path.join(opts.dataDir, 'postgres'),
-    port: pgPort,
-    password: secrets.postgresPassword,
-    onLog: (line) => out('postgres', line),
-  });
   const procs = new Map<AppName, AppProcess>();
-  const crashes = new Map<AppName, CrashHistory>();
+  const crashes = new Map<AppName | 'postgres', CrashHistory>();
   const pendingRestarts = new Set<NodeJS.Timeout>();
   let started = false;
   let stopping = false;
+  /** Runs `restart` after the child's backoff (unless the stack is stopping). */
+  const scheduleRestart = (name: AppName | 'postgres', exit: { code: number | null; signal: NodeJS.Signals | null }, restart: () => void) => {
+    let history = crashes.get(name);
+    if (!history) crashes.set(name, (history = new CrashHistory(opts.restartPolicy)));
+    const decision = history.crashed();
+    opts.onRestart?.(name, exit, decision);
+    const timer = setTimeout(() => {
+      pendingRestarts.delete(timer);
+      if (!stopping) restart();
+    }, decision.delayMs);
+    pendingRestarts.add(timer);
+  };
+  // PostgreSQL is supervised too: started again on the same port and data directory (crash recovery runs); the
+  // services reconnect by themselves, answering 503 meanwhile.
+  const startPostgres = (): Promise<EmbeddedPostgresServer> =>
+    startEmbeddedPostgres({
+      dataDir: path.join(opts.dataDir, 'postgres'),
+      port: pgPort,
+      password: secrets.postgresPassword,
+      onLog: (line) => out('postgres', line),
+      onUnexpectedExit: (code, signal) => {
+        if (stopping) return;
+        const again = () =>
+          void startPostgres().then(
+            (server) => (pg = server),
+            (err: unknown) => {
+              out('postgres', `restart failed: ${(err as Error).message}`);
+              scheduleRestart('postgres', { code: null, signal: null }, again);
+            },
+          );
+        scheduleRestart('postgres', { code, signal }, again);
+      },
+    });
+  let pg: EmbeddedPostgresServer = await startPostgres();
   let startupFailure: string | undefined;
   let bootstrapKey: string | undefined;
 
@@ -174,15 +203,9 @@ export async function startLocalStack(opts: LocalStackOptions): Promise<LocalSta
             return;
           }
           // Supervised: started again after a backoff; a crash loop is reported, the others keep running.
-          let history = crashes.get(name);
-          if (!history) crashes.set(name, (history = new CrashHistory(opts.restartPolicy)));
-          const decision = history.crashed();
-          opts.onRestart?.(name, { code, signal }, decision);
-          const timer = setTimeout(() => {
-            pendingRestarts.delete(timer);
-            if (!stopping && !proc.running) proc.start();
-          }, decision.delayMs);
-          pendingRestarts.add(timer);
+          scheduleRestart(name, { code, signal }, () => {
+            if (!proc.running) proc.start();
+          });
         },
       });
       procs.set(name, proc);
@@ -219,8 +242,20 @@ export async function startLocalStack(opts: LocalStackOptions): Promise<LocalSta
       proc.start();
       await waitUntil(name, healthy[name], Date.now() + (opts.startTimeoutMs ?? 60_000), () => startupFailure);
     };
-    const pid = (name: AppName) => procs.get(name)?.pid;
-    const healthyAgain = (name: AppName, timeoutMs = 60_000) => waitUntil(name, healthy[name], Date.now() + timeoutMs);
+    const pid = (name: AppName | 'postgres') => (name === 'postgres' ? pg.pid : procs.get(name)?.pid);
+    const postgresUp = async () => {
+      const client = new pgClient.Client({ connectionString: databaseUrl, connectionTimeoutMillis: 1000 });
+      client.on('error', () => undefined);
+      try {
+        await client.connect();
+        await client.query('SELECT 1');
+        return true;
+      } finally {
+        await client.end().catch(() => undefined);
+      }
+    };
+    const healthyAgain = (name: AppName | 'postgres', timeoutMs = 60_000) =>
+      waitUntil(name, name === 'postgres' ? postgresUp : healthy[name], Date.now() + timeoutMs);
     started = true;
     return { baseUrl: `${baseUrl}/v1`, port: gatewayPort, databaseUrl, grpc, admin, bootstrapKey, samlSp, stop, restart, pid, healthy: healthyAgain };
   } catch (err) {

@@ -14,6 +14,8 @@ export interface EmbeddedPostgresServer {
   ensureDatabase: (name: string) => Promise<string>;
   /** Fast shutdown (SIGINT), waiting for the server to exit. */
   stop: () => Promise<void>;
+  /** The postmaster's process id. */
+  pid: number | undefined;
 }
 
 export interface EmbeddedPostgresOptions {
@@ -23,6 +25,8 @@ export interface EmbeddedPostgresOptions {
   password: string;
   onLog?: (line: string) => void;
   startTimeoutMs?: number;
+  /** The server exited without stop() asking it to (after start-up). */
+  onUnexpectedExit?: (code: number | null, signal: NodeJS.Signals | null) => void;
 }
 
 const USER = 'secsvc';
@@ -143,7 +147,15 @@ export async function startEmbeddedPostgres(opts: EmbeddedPostgresOptions): Prom
     log,
   );
   let exited = false;
-  const exit = new Promise<void>((resolve) => server.once('exit', () => ((exited = true), resolve())));
+  let stopping = false;
+  let ready = false;
+  const exit = new Promise<void>((resolve) =>
+    server.once('exit', (code, signal) => {
+      exited = true;
+      if (ready && !stopping) opts.onUnexpectedExit?.(code, signal);
+      resolve();
+    }),
+  );
   const url = (database = 'postgres') => `postgres://${USER}:${encodeURIComponent(opts.password)}@127.0.0.1:${opts.port}/${database}`;
 
   const deadline = Date.now() + (opts.startTimeoutMs ?? 30_000);
@@ -165,8 +177,10 @@ export async function startEmbeddedPostgres(opts: EmbeddedPostgresOptions): Prom
     }
   }
 
+  ready = true;
   return {
     port: opts.port,
+    pid: server.pid,
     url,
     async ensureDatabase(name: string) {
       if (!/^[a-z_][a-z0-9_]*$/.test(name)) throw new Error(`invalid database name ${name}`);
@@ -181,6 +195,7 @@ export async function startEmbeddedPostgres(opts: EmbeddedPostgresOptions): Prom
       return url(name);
     },
     async stop() {
+      stopping = true;
       if (exited) return;
       server.kill('SIGINT');
       const timer = setTimeout(() => server.kill('SIGKILL'), 20_000);
