@@ -2553,6 +2553,12 @@ export interface operations {
                     "application/json": {
                         /** @enum {unknown} */
                         status: "ok" | "ready";
+                        /** @description each dependency (identity, policy, audit): reachable or not */
+                        checks?: {
+                            [key: string]: boolean;
+                        };
+                        /** @description the dependencies that are not reachable */
+                        missing?: string[];
                     };
                 };
             };
@@ -2566,6 +2572,12 @@ export interface operations {
                     "application/json": {
                         /** @enum {unknown} */
                         status: "not ready";
+                        /** @description each dependency (identity, policy, audit): reachable or not */
+                        checks?: {
+                            [key: string]: boolean;
+                        };
+                        /** @description the dependencies that are not reachable */
+                        missing?: string[];
                     };
                 };
             };

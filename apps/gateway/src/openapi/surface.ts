@@ -68,10 +68,15 @@ export function surfacePaths(o: Surface & { issuer: string }, set: SchemaSet, c:
   // The probes are not rate limited: their answers carry only X-Request-Id.
   const probe = (operationId: string, summary: string, ok: string, canFail: boolean): Json => {
     const headers = { 'X-Request-Id': { $ref: '#/components/headers/X-Request-Id' } };
+    // /readyz also says each dependency's state (checks) and, when not ready, which are missing.
+    const readiness = {
+      checks: { type: 'object', additionalProperties: { type: 'boolean' }, description: 'each dependency (identity, policy, audit): reachable or not' },
+      missing: { type: 'array', items: { type: 'string' }, description: 'the dependencies that are not reachable' },
+    };
     const status = (description: string, values: string[]): Json => ({
       description,
       headers,
-      content: { 'application/json': { schema: { type: 'object', properties: { status: { enum: values } }, required: ['status'], additionalProperties: false } } },
+      content: { 'application/json': { schema: { type: 'object', properties: { status: { enum: values }, ...(canFail ? readiness : {}) }, required: ['status'], additionalProperties: false } } },
     });
     return open({ operationId, summary, tags: ['operations'], responses: { 200: status(ok, ['ok', 'ready']), ...(canFail ? { 503: status('Not ready: a dependency is unavailable', ['not ready']) } : {}) } });
   };
