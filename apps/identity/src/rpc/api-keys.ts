@@ -119,7 +119,9 @@ export const revokeApiKey =
     await withTransaction(ctx.pool, async (client) => {
       const before = await apiKeysRepository.get(client, environment, req.id);
       if (!before) throw AppError.notFound('API key');
-      const row = (await apiKeysRepository.revoke(client, environment, req.id))!;
+      // Deleted by a concurrent call since it was read: gone.
+      const row = await apiKeysRepository.revoke(client, environment, req.id);
+      if (!row) throw AppError.notFound('API key');
       if (!before.revoked_at) await keyEvent(client, call, 'api_key.revoked', row, environment);
     });
     return {};

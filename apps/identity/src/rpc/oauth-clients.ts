@@ -88,7 +88,9 @@ export const updateOAuthClient =
       const update = { name: req.name, redirectUris: req.redirectUris?.values, scopes: req.scopes?.values, firstParty: req.firstParty };
       const errors = validateClientFields(update, before.type);
       if (errors.length) throw AppError.invalid(errors);
-      const row = (await oauthClientsRepository.update(db, environment, req.id, { ...update, name: update.name?.trim() }))!;
+      // Deleted by a concurrent call since it was read: gone, as for a delete that came first.
+      const row = await oauthClientsRepository.update(db, environment, req.id, { ...update, name: update.name?.trim() });
+      if (!row) throw AppError.notFound('OAuth client');
       const changed = Object.entries(update).filter(([, v]) => v !== undefined).map(([k]) => k);
       await clientEvent(db, call, 'oauth_client.updated', row, { changed });
       return toClientMessage(row);

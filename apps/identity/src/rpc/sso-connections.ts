@@ -109,7 +109,9 @@ export const updateSsoConnection =
     return withTransaction(ctx.pool, async (db) => {
       if (!(await ssoConnectionsRepository.get(db, environment, req.id))) throw AppError.notFound('SSO connection');
       await refuseTakenDomains(db, environment, update.domains, req.id);
-      const row = (await ssoConnectionsRepository.update(db, environment, req.id, { ...update, attributeMapping }))!;
+      // Deleted by a concurrent call since it was read: gone, as for a delete that came first.
+      const row = await ssoConnectionsRepository.update(db, environment, req.id, { ...update, attributeMapping });
+      if (!row) throw AppError.notFound('SSO connection');
       const changed = Object.entries({ ...update, attributeMapping }).filter(([, v]) => v !== undefined).map(([k]) => k);
       await connectionEvent(db, call, 'sso_connection.updated', row, { changed });
       return toConnectionMessage(row);
