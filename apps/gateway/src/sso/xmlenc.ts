@@ -196,8 +196,7 @@ export function decryptElement(xml: string, privateKey: string, policy: Decrypti
   } catch {
     throw new SamlRefusal('malformed_xml');
   }
-  const data = container.localName === 'EncryptedData' && container.namespaceURI === XENC ? container : childrenNS(container, XENC, 'EncryptedData');
-  const datas = Array.isArray(data) ? data : [data];
+  const datas = container.localName === 'EncryptedData' && container.namespaceURI === XENC ? [container] : childrenNS(container, XENC, 'EncryptedData');
   if (datas.length !== 1) throw new SamlRefusal('expected_one_encrypted_data');
   const encryptedData = datas[0]!;
   const algorithm = child(encryptedData, XENC, 'EncryptionMethod')?.getAttribute('Algorithm') ?? '';
