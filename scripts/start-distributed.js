@@ -9,7 +9,7 @@ const os = require('node:os');
 const path = require('node:path');
 const { URL } = require('node:url');
 const { loadConfig, env, ConfigError } = require('@secsvc/shared');
-const { startDistributedStack } = require('@secsvc/shared/stack');
+const { describeRestart, startDistributedStack } = require('@secsvc/shared/stack');
 const { z } = require('zod');
 const stopOnSignal = require('./stop-on-signal');
 
@@ -72,6 +72,8 @@ async function main() {
     onOutput: (instance, line) => {
       if (instance !== 'postgres') process.stdout.write(`[${instance}] ${line}\n`);
     },
+    // An instance, PostgreSQL, the broker or Redis that dies is started again (backoff with jitter).
+    onRestart: (name, exit, decision) => console.error(describeRestart(name, exit, decision)),
   }).catch((err) => {
     removeTmp();
     throw err;

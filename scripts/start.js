@@ -3,7 +3,7 @@
 const path = require('node:path');
 const { URL } = require('node:url');
 const { loadConfig, env, ConfigError } = require('@secsvc/shared');
-const { startLocalStack } = require('@secsvc/shared/stack');
+const { describeRestart, startLocalStack } = require('@secsvc/shared/stack');
 const { z } = require('zod');
 const stopOnSignal = require('./stop-on-signal');
 
@@ -52,14 +52,7 @@ async function main() {
       if (app !== 'postgres') process.stdout.write(line + '\n');
     },
     // A child that dies is started again (backoff with jitter); the rest keeps running. A crash loop is loud.
-    onRestart: (app, exit, decision) => {
-      const how = exit.signal ? `signal ${exit.signal}` : `code ${exit.code}`;
-      if (decision.crashLoop) {
-        console.error(`!!! ${app} is crash-looping: ${decision.recentCrashes} crashes in the last minute (last: ${how}); restarting it every ${Math.round(decision.delayMs / 1000)} s. Its last output is above.`);
-      } else {
-        console.error(`${app} exited (${how}); restarting it in ${decision.delayMs} ms`);
-      }
-    },
+    onRestart: (app, exit, decision) => console.error(describeRestart(app, exit, decision)),
   });
   const lines = [
     '',

@@ -72,7 +72,7 @@ export function findGrpcurl(): string | undefined {
  * postgres user can pass through when tests run as root), `key` as the bootstrap admin key. stop() ends the
  * stack and deletes the directory.
  */
-export async function startTestStack(name: string, key: string, env: Record<string, string> = {}, more: Pick<LocalStackOptions, 'onRestart' | 'restartPolicy'> = {}) {
+export async function startTestStack(name: string, key: string, env: Record<string, string> = {}, more: Pick<LocalStackOptions, 'onRestart' | 'restartPolicy' | 'onOutput'> = {}) {
   const tmp = await mkdtemp(path.join(os.tmpdir(), `secsvc-e2e-${name}-`));
   await chmod(tmp, 0o711);
   const stack = await startLocalStack({

@@ -1,5 +1,5 @@
 import { Metadata, status, type ServiceError } from '@grpc/grpc-js';
-import { AppError, errorBody, errorCodes, fromGrpcError, isAppError, toAppError, toGrpcError, type ErrorCode } from './errors';
+import { AppError, errorBody, errorCodes, fromGrpcError, isAppError, isBackendUnavailable, toAppError, toGrpcError, type ErrorCode } from './errors';
 
 /** What a grpc-js client would hand back for the error a server sent with toGrpcError. */
 function asServiceError(err: AppError): ServiceError {
@@ -198,5 +198,34 @@ describe('errorBody', () => {
     const json = JSON.parse(JSON.stringify(errorBody(new AppError('rate_limited', 'Too many requests'), 'req_1')));
     expect(Object.keys(json)).toEqual(['error', 'meta']);
     expect(json.error.code).toBe('rate_limited');
+  });
+});
+
+describe('isBackendUnavailable (503 unavailable, never a 500, for a store that is down)', () => {
+  it('knows socket errors, PostgreSQL connection SQLSTATEs and node-postgres connection messages', () => {
+    const cases: [unknown, boolean][] = [
+      [Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' }), true],
+      [Object.assign(new Error('read ECONNRESET'), { code: 'ECONNRESET' }), true],
+      [Object.assign(new Error('terminating connection due to administrator command'), { code: '57P01' }), true],
+      [Object.assign(new Error('the database system is starting up'), { code: '57P03' }), true],
+      [Object.assign(new Error('connection failure'), { code: '08006' }), true],
+      [Object.assign(new Error('sorry, too many clients already'), { code: '53300' }), true],
+      [new Error('Connection terminated unexpectedly'), true],
+      [new Error('timeout exceeded when trying to connect'), true],
+      [new AggregateError([Object.assign(new Error('a'), { code: 'ECONNREFUSED' }), Object.assign(new Error('b'), { code: 'ECONNREFUSED' })]), true],
+      [Object.assign(new Error('duplicate key'), { code: '23505' }), false],
+      [Object.assign(new Error('syntax error'), { code: '42601' }), false],
+      [new TypeError("Cannot read properties of undefined (reading 'id')"), false],
+      [new AggregateError([]), false],
+      ['ECONNREFUSED', false],
+      [undefined, false],
+    ];
+    expect(cases.map(([err]) => isBackendUnavailable(err))).toEqual(cases.map(([, want]) => want));
+  });
+
+  it('toAppError makes them 503 unavailable; anything else unknown stays a 500 internal_error', () => {
+    const down = toAppError(Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' }));
+    expect([down.code, down.httpStatus, down.message]).toEqual(['unavailable', 503, 'A backing service is unavailable']);
+    expect(toAppError(new Error('boom')).code).toBe('internal_error');
   });
 });

@@ -67,7 +67,32 @@ export function isAppError(err: unknown): err is AppError {
 
 /** Anything thrown that is not an AppError is an internal error; its text never reaches a client. */
 export function toAppError(err: unknown): AppError {
-  return isAppError(err) ? err : new AppError('internal_error', 'An internal error occurred');
+  if (isAppError(err)) return err;
+  if (isBackendUnavailable(err)) return new AppError('unavailable', 'A backing service is unavailable');
+  return new AppError('internal_error', 'An internal error occurred');
+}
+
+/** Socket errors of a connection that could not be made or was cut. */
+const NETWORK_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN', 'ENOTFOUND']);
+/**
+ * PostgreSQL SQLSTATEs of a server that is going away, starting up or full: class 08 (connection exception),
+ * 57P01-57P03 (shut down by an administrator, crash shutdown, cannot connect now), 53300 (too many connections).
+ */
+const UNAVAILABLE_SQLSTATE = /^(08...|57P0[123]|53300)$/;
+/** The messages node-postgres gives a connection it lost or could not get in time (they carry no code). */
+const PG_CONNECTION_MESSAGES = /^(Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error|Connection terminated due to connection timeout)/;
+
+/**
+ * True when `err` says a backing store (PostgreSQL, a socket) cannot be reached right now, rather than that
+ * the request or the code is wrong: the caller gets 503 `unavailable` (retry later), never a 500.
+ */
+export function isBackendUnavailable(err: unknown): boolean {
+  if (typeof err !== 'object' || err === null) return false;
+  const e = err as { code?: unknown; message?: unknown; errors?: unknown };
+  if (typeof e.code === 'string' && (NETWORK_CODES.has(e.code) || UNAVAILABLE_SQLSTATE.test(e.code))) return true;
+  if (typeof e.message === 'string' && PG_CONNECTION_MESSAGES.test(e.message)) return true;
+  // Connecting to a host with several addresses fails with an AggregateError of socket errors.
+  return Array.isArray(e.errors) && e.errors.length > 0 && e.errors.every(isBackendUnavailable);
 }
 
 /** The JSON body of an error response (SPEC "Errors"). */

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { NextFunction, Request, Response } from 'express';
-import { AppError } from '@secsvc/shared';
+import { AppError, toAppError } from '@secsvc/shared';
 import type { Decision } from '../rate-limit/gcra';
 import { RateLimitUnavailable, type RateLimiter } from '../rate-limit/limiter';
 import { subjectOf, type RateLimitPolicy, type Subject } from '../rate-limit/subjects';
@@ -102,6 +102,9 @@ export function rateLimits(limiter: RateLimiter, policy: RateLimitPolicy, report
 
   const onError = (err: unknown, req: Request, res: Response, next: NextFunction): void => {
     if (res.locals.rateLimited || res.headersSent) return next(err);
+    // A credential that could not be checked (identity unavailable) was not refused: the caller's budget is its
+    // key's, unknown for now, and the ip's anonymous budget is for missing and refused credentials only.
+    if (toAppError(err).httpStatus >= 500) return next(err);
     spend(req, res, subjectOf(undefined, req.ip ?? '', policy)).then((refusedErr) => next(refusedErr ?? err), next);
   };
 

@@ -1,4 +1,4 @@
-import { newId } from '@secsvc/shared';
+import { AppError, newId } from '@secsvc/shared';
 import type { identity } from '@secsvc/proto';
 import type { Decision } from '../../src/rate-limit/gcra';
 import { RateLimiter } from '../../src/rate-limit/limiter';
@@ -193,6 +193,27 @@ describe('users and anonymous callers', () => {
     expect((await call(gw, 'GET', '/v1/users', { headers: ip })).status).toBe(200);
     await new Promise((r) => setImmediate(r));
     expect(gw.fake.callsOf('reportRateLimitExceeded').map((c) => c.request)).toContainEqual({ environment: 'live', subjectType: 'ip', subjectId: '', limit: 3, windowSeconds: 60 });
+  });
+});
+
+describe('while identity cannot check credentials', () => {
+  let gw: TestGateway;
+  beforeAll(async () => {
+    gw = await start({ anonymousPerMinute: 2, userPerMinute: 4, enterprisePerMinute: 10_000 });
+  });
+  afterAll(() => gw.close());
+
+  it("answers 503 with Retry-After every time and spends no ip budget: a key that cannot be checked was not refused", async () => {
+    const { key } = keyOf('enterprise', 1_000_000);
+    const ip = { 'x-forwarded-for': '198.51.100.77', authorization: `Bearer ${key}` };
+    gw.fake.failWith('authenticateApiKey', new AppError('unavailable', 'A backing service is unavailable'));
+    const answers = [];
+    for (let i = 0; i < 5; i++) answers.push(await call(gw, 'GET', '/v1/users', { auth: false, headers: ip }));
+    expect(answers.map((a) => [a.status, a.headers.get('retry-after')])).toEqual(Array(5).fill([503, '2']));
+    // Calls without a credential from that ip still have their whole budget.
+    gw.fake.reset();
+    const anonymous = await call(gw, 'GET', '/v1/openapi.json', { auth: false, headers: { 'x-forwarded-for': '198.51.100.77' } });
+    expect(limitHeaders(anonymous)).toMatchObject({ limit: '2', remaining: '1' });
   });
 });
 

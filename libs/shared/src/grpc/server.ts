@@ -92,6 +92,8 @@ function wrapUnary(
           const appErr = toAppError(err);
           if (appErr.code === 'internal_error') {
             logger.error({ err: { message: (err as Error)?.message, stack: (err as Error)?.stack }, method }, 'rpc failed');
+          } else if (appErr !== err && appErr.code === 'unavailable') {
+            logger.warn({ err: { message: (err as Error)?.message }, method }, 'rpc refused: a backing service is unavailable');
           }
           const grpcErr = toGrpcError(appErr);
           done(grpcErr.code ?? grpc.status.UNKNOWN);

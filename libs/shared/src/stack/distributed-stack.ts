@@ -2,18 +2,23 @@ import { chmod, mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import { BOOTSTRAP_MARKER } from '../constants';
 import { checkHealth } from '../grpc/client';
+import { Kafka, logLevel } from 'kafkajs';
 import { startKafka, type KafkaTestBroker } from '../testing/kafka';
-import { startTestRedis, type TestRedis } from '../testing/redis';
+import { pingRedis, startTestRedis, type TestRedis } from '../testing/redis';
 import { startTestS3, type TestS3 } from '../testing/s3';
 import { APP_NAMES, appEnvironment, launcherEnvironment, type AppName } from './app-environment';
 import { AppProcess, httpOk, waitUntil } from './app-process';
 import { startLoadBalancer, type LoadBalancer } from './load-balancer';
 import { loadStackSecrets } from './local-stack';
 import { freePort } from './ports';
-import { startEmbeddedPostgres, type EmbeddedPostgresServer } from './postgres';
+import { postgresAnswers, startEmbeddedPostgres, type EmbeddedPostgresServer } from './postgres';
 import { launcherSamlSpKeys, samlSpEnv, type SamlSpKeyFiles } from './saml-sp-keys';
+import { Supervisor, type ExitStatus, type RestartDecision, type RestartPolicy } from './supervisor';
 
 type Replicated = 'gateway' | 'identity' | 'policy' | 'export-worker';
+
+/** What the distributed launcher runs besides the app instances, supervised like them. */
+export type Dependency = 'postgres' | 'kafka' | 'redis';
 
 export interface DistributedStackOptions {
   /** Repository root: apps are started from apps/<name>/dist/main.js. */
@@ -38,6 +43,13 @@ export interface DistributedStackOptions {
   env?: Record<string, string | undefined>;
   /** Every output line of every app instance (`identity-2`, ...). */
   onOutput?: (instance: string, line: string) => void;
+  /**
+   * An instance (`identity-2`) or a dependency exited on its own after start-up: it is started again after
+   * `delayMs` (exponential backoff with jitter, see supervisor.ts) on the same ports; the rest keeps running.
+   */
+  onRestart?: (name: string, exit: ExitStatus, decision: RestartDecision) => void;
+  /** How instances and dependencies are restarted (tests shorten it). */
+  restartPolicy?: RestartPolicy;
   startTimeoutMs?: number;
 }
 
@@ -61,7 +73,11 @@ export interface DistributedStack {
   admin: Record<string, string>;
   /** Instances by name: gateway-1, gateway-2, identity-1, ..., audit-1. */
   instances: string[];
-  /** Ends one instance (SIGKILL: a crash; SIGTERM: a drain). */
+  /** The process id of an instance or a dependency (PostgreSQL's postmaster, the broker, redis-server). */
+  pid: (name: string) => number | undefined;
+  /** Resolves once an instance or a dependency answers its health check (after a crash and its automatic restart). */
+  healthy: (name: string, timeoutMs?: number) => Promise<void>;
+  /** Ends one instance on purpose (SIGKILL: a crash; SIGTERM: a drain); it is not restarted until start(). */
   kill: (instance: string, signal?: NodeJS.Signals) => Promise<void>;
   /** Starts a killed instance again on its ports; resolves once it is healthy. */
   start: (instance: string) => Promise<void>;
@@ -89,10 +105,11 @@ export async function startDistributedStack(opts: DistributedStackOptions): Prom
   let s3: TestS3 | undefined;
   let lb: LoadBalancer | undefined;
   let failure: string | undefined;
-  let stopping = false;
+  let started = false;
+  const supervisor = new Supervisor<string>(opts.restartPolicy, opts.onRestart, (name, err) => out(name, `restart failed: ${err.message}`));
 
   const stop = async () => {
-    stopping = true;
+    supervisor.stop();
     await lb?.close();
     for (const app of ['gateway', 'export-worker', 'audit', 'policy', 'identity']) {
       await Promise.all([...instances.entries()].filter(([n]) => n.startsWith(`${app}-`)).map(([, i]) => i.proc.stop()));
@@ -122,10 +139,24 @@ export async function startDistributedStack(opts: DistributedStackOptions): Prom
     const pick = async (port: number, i = 0) => (port === 0 ? freePort() : port + i);
     // One SP key pair for all gateway replicas: an IdP pins one certificate for the service, whichever replica answers.
     const samlSp = await launcherSamlSpKeys(opts.dataDir, opts.host, opts.env);
+    // PostgreSQL, the broker and Redis are supervised like the instances: started again on the same ports (and
+    // PostgreSQL's and the broker's data); the services reconnect by themselves.
+    const pgPort = await pick(fixed.postgres);
+    const startPostgres = (): Promise<EmbeddedPostgresServer> =>
+      startEmbeddedPostgres({
+        dataDir: path.join(opts.dataDir, 'postgres'),
+        port: pgPort,
+        password: secrets.postgresPassword,
+        onLog: (l) => out('postgres', l),
+        onUnexpectedExit: (code, signal) =>
+          supervisor.crashed('postgres', { code, signal }, async () => {
+            pg = await startPostgres();
+          }),
+      });
     [pg, kafka, redis, s3] = await Promise.all([
-      (async () => startEmbeddedPostgres({ dataDir: path.join(opts.dataDir, 'postgres'), port: await pick(fixed.postgres), password: secrets.postgresPassword, onLog: (l) => out('postgres', l) }))(),
-      startKafka(),
-      startTestRedis(),
+      startPostgres(),
+      startKafka({ onUnexpectedExit: (code, signal) => supervisor.crashed('kafka', { code, signal }, () => kafka!.restart()) }),
+      startTestRedis({ onUnexpectedExit: (code, signal) => supervisor.crashed('redis', { code, signal }, () => redis!.restart()) }),
       startTestS3(),
     ]);
     const databaseUrl = await pg.ensureDatabase('secsvc');
@@ -166,8 +197,15 @@ export async function startDistributedStack(opts: DistributedStackOptions): Prom
           return false;
         },
         onUnexpectedExit: (code, signal) => {
-          if (stopping) return;
-          failure ??= `${name} exited (${signal ?? `code ${code}`}):\n${proc.lastLines.join('\n')}`;
+          if (supervisor.stopping) return;
+          if (!started) {
+            failure ??= `${name} exited (${signal ?? `code ${code}`}) during start-up:\n${proc.lastLines.join('\n')}`;
+            return;
+          }
+          // Supervised: started again after a backoff; a crash loop is reported, the others keep running.
+          supervisor.crashed(name, { code, signal }, () => {
+            if (!proc.running) proc.start();
+          });
         },
       });
       instances.set(name, { proc, healthy });
@@ -189,6 +227,24 @@ export async function startDistributedStack(opts: DistributedStackOptions): Prom
       await launch('gateway', i, { gatewayPort: port }, () => httpOk(`http://127.0.0.1:${port}/readyz`));
     }
     lb = await startLoadBalancer({ host: opts.host, port: lbPort, upstreams: gateways.map((g) => g.replace(/\/v1$/, '')) });
+
+    const brokerUp = async () => {
+      const admin = new Kafka({ clientId: 'secsvc-launcher', brokers: kafka!.brokers, logLevel: logLevel.NOTHING, connectionTimeout: 1000, retry: { retries: 0 } }).admin();
+      try {
+        await admin.connect();
+        return (await admin.describeCluster()).brokers.length > 0;
+      } finally {
+        await admin.disconnect().catch(() => undefined);
+      }
+    };
+    const dependencyHealth: Record<Dependency, () => Promise<boolean>> = {
+      postgres: () => postgresAnswers(databaseUrl),
+      kafka: brokerUp,
+      redis: () => pingRedis(redis!.port),
+    };
+    const dependencyPid: Record<Dependency, () => number | undefined> = { postgres: () => pg?.pid, kafka: () => kafka?.pid, redis: () => redis?.pid };
+    const isDependency = (name: string): name is Dependency => name in dependencyHealth;
+    started = true;
 
     const instance = (name: string) => {
       const i = instances.get(name);
@@ -220,6 +276,8 @@ export async function startDistributedStack(opts: DistributedStackOptions): Prom
         i.proc.start();
         await waitUntil(name, i.healthy, deadline(), () => failure);
       },
+      pid: (name) => (isDependency(name) ? dependencyPid[name]() : instance(name).proc.pid),
+      healthy: (name, timeoutMs = 60_000) => waitUntil(name, isDependency(name) ? dependencyHealth[name] : instance(name).healthy, Date.now() + timeoutMs),
       instanceOfPid: (pid) => [...instances.entries()].find(([, i]) => i.proc.pid === pid)?.[0],
       stop,
     };

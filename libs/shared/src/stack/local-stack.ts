@@ -2,13 +2,12 @@ import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { chmod, mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import pgClient from 'pg';
 import { checkHealth } from '../grpc/client';
 import { appEnvironment, launcherEnvironment, type AppName } from './app-environment';
-import { CrashHistory, type RestartDecision, type RestartPolicy } from './supervisor';
+import { Supervisor, type ExitStatus, type RestartDecision, type RestartPolicy } from './supervisor';
 import { AppProcess, httpOk, waitUntil } from './app-process';
 import { freePort } from './ports';
-import { startEmbeddedPostgres, type EmbeddedPostgresServer } from './postgres';
+import { postgresAnswers, startEmbeddedPostgres, type EmbeddedPostgresServer } from './postgres';
 import { launcherSamlSpKeys, samlSpEnv, type SamlSpKeyFiles } from './saml-sp-keys';
 
 import { BOOTSTRAP_MARKER } from '../constants';
@@ -35,7 +34,7 @@ export interface LocalStackOptions {
    * An app exited on its own after start-up: it is started again after `delayMs` (exponential backoff with
    * jitter, see supervisor.ts); the others keep running.
    */
-  onRestart?: (app: AppName | 'postgres', exit: { code: number | null; signal: NodeJS.Signals | null }, decision: RestartDecision) => void;
+  onRestart?: (app: AppName | 'postgres', exit: ExitStatus, decision: RestartDecision) => void;
   /** How apps are restarted (tests shorten it). */
   restartPolicy?: RestartPolicy;
   startTimeoutMs?: number;
@@ -96,22 +95,8 @@ export async function startLocalStack(opts: LocalStackOptions): Promise<LocalSta
 
   const pgPort = await pick(opts.ports.postgres);
   const procs = new Map<AppName, AppProcess>();
-  const crashes = new Map<AppName | 'postgres', CrashHistory>();
-  const pendingRestarts = new Set<NodeJS.Timeout>();
+  const supervisor = new Supervisor<AppName | 'postgres'>(opts.restartPolicy, opts.onRestart, (name, err) => out(name, `restart failed: ${err.message}`));
   let started = false;
-  let stopping = false;
-  /** Runs `restart` after the child's backoff (unless the stack is stopping). */
-  const scheduleRestart = (name: AppName | 'postgres', exit: { code: number | null; signal: NodeJS.Signals | null }, restart: () => void) => {
-    let history = crashes.get(name);
-    if (!history) crashes.set(name, (history = new CrashHistory(opts.restartPolicy)));
-    const decision = history.crashed();
-    opts.onRestart?.(name, exit, decision);
-    const timer = setTimeout(() => {
-      pendingRestarts.delete(timer);
-      if (!stopping) restart();
-    }, decision.delayMs);
-    pendingRestarts.add(timer);
-  };
   // PostgreSQL is supervised too: started again on the same port and data directory (crash recovery runs); the
   // services reconnect by themselves, answering 503 meanwhile.
   const startPostgres = (): Promise<EmbeddedPostgresServer> =>
@@ -120,26 +105,17 @@ export async function startLocalStack(opts: LocalStackOptions): Promise<LocalSta
       port: pgPort,
       password: secrets.postgresPassword,
       onLog: (line) => out('postgres', line),
-      onUnexpectedExit: (code, signal) => {
-        if (stopping) return;
-        const again = () =>
-          void startPostgres().then(
-            (server) => (pg = server),
-            (err: unknown) => {
-              out('postgres', `restart failed: ${(err as Error).message}`);
-              scheduleRestart('postgres', { code: null, signal: null }, again);
-            },
-          );
-        scheduleRestart('postgres', { code, signal }, again);
-      },
+      onUnexpectedExit: (code, signal) =>
+        supervisor.crashed('postgres', { code, signal }, async () => {
+          pg = await startPostgres();
+        }),
     });
   let pg: EmbeddedPostgresServer = await startPostgres();
   let startupFailure: string | undefined;
   let bootstrapKey: string | undefined;
 
   const stop = async () => {
-    stopping = true;
-    for (const timer of pendingRestarts) clearTimeout(timer);
+    supervisor.stop();
     const codes: Partial<Record<AppName, number | null>> = {};
     for (const name of ['gateway', 'export-worker', 'audit', 'policy', 'identity'] as AppName[]) {
       const proc = procs.get(name);
@@ -197,13 +173,13 @@ export async function startLocalStack(opts: LocalStackOptions): Promise<LocalSta
           return false;
         },
         onUnexpectedExit: (code, signal) => {
-          if (stopping) return;
+          if (supervisor.stopping) return;
           if (!started) {
             startupFailure ??= `${name} exited (${signal ?? `code ${code}`}) during start-up:\n${proc.lastLines.join('\n')}`;
             return;
           }
           // Supervised: started again after a backoff; a crash loop is reported, the others keep running.
-          scheduleRestart(name, { code, signal }, () => {
+          supervisor.crashed(name, { code, signal }, () => {
             if (!proc.running) proc.start();
           });
         },
@@ -243,19 +219,8 @@ export async function startLocalStack(opts: LocalStackOptions): Promise<LocalSta
       await waitUntil(name, healthy[name], Date.now() + (opts.startTimeoutMs ?? 60_000), () => startupFailure);
     };
     const pid = (name: AppName | 'postgres') => (name === 'postgres' ? pg.pid : procs.get(name)?.pid);
-    const postgresUp = async () => {
-      const client = new pgClient.Client({ connectionString: databaseUrl, connectionTimeoutMillis: 1000 });
-      client.on('error', () => undefined);
-      try {
-        await client.connect();
-        await client.query('SELECT 1');
-        return true;
-      } finally {
-        await client.end().catch(() => undefined);
-      }
-    };
     const healthyAgain = (name: AppName | 'postgres', timeoutMs = 60_000) =>
-      waitUntil(name, name === 'postgres' ? postgresUp : healthy[name], Date.now() + timeoutMs);
+      waitUntil(name, name === 'postgres' ? () => postgresAnswers(databaseUrl) : healthy[name], Date.now() + timeoutMs);
     started = true;
     return { baseUrl: `${baseUrl}/v1`, port: gatewayPort, databaseUrl, grpc, admin, bootstrapKey, samlSp, stop, restart, pid, healthy: healthyAgain };
   } catch (err) {

@@ -204,3 +204,16 @@ export async function startEmbeddedPostgres(opts: EmbeddedPostgresOptions): Prom
     },
   };
 }
+
+/** True when PostgreSQL at `url` accepts a connection and answers a query within a second. */
+export async function postgresAnswers(url: string): Promise<boolean> {
+  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 1000 });
+  client.on('error', () => undefined);
+  try {
+    await client.connect();
+    await client.query('SELECT 1');
+    return true;
+  } finally {
+    await client.end().catch(() => undefined);
+  }
+}

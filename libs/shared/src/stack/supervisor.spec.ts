@@ -1,4 +1,4 @@
-import { CrashHistory, RESTART_POLICY } from './supervisor';
+import { CrashHistory, describeRestart, RESTART_POLICY, Supervisor } from './supervisor';
 
 const policy = { ...RESTART_POLICY, baseDelayMs: 100, maxDelayMs: 1000, loopCrashes: 5, windowMs: 60_000, random: () => 0.5 };
 
@@ -24,5 +24,49 @@ describe('CrashHistory (the launcher restarting a child that died)', () => {
   it('spreads restarts by ±20 % (jitter)', () => {
     expect(new CrashHistory({ ...policy, random: () => 0 }).crashed(0).delayMs).toBe(80);
     expect(new CrashHistory({ ...policy, random: () => 0.999999 }).crashed(0).delayMs).toBe(120);
+  });
+});
+
+describe('Supervisor', () => {
+  const fast = { ...policy, baseDelayMs: 5, maxDelayMs: 20, random: () => 0.5 };
+  const exit = { code: null, signal: 'SIGKILL' as const };
+
+  it('restarts a crashed child after its backoff and reports the decision first', async () => {
+    const reported: string[] = [];
+    const s = new Supervisor<string>(fast, (name, e, d) => reported.push(`${name} ${e.signal} ${d.recentCrashes}`));
+    const restarted = new Promise<void>((resolve) => s.crashed('identity', exit, resolve));
+    expect(reported).toEqual(['identity SIGKILL 1']);
+    await restarted;
+  });
+
+  it('a restart that fails counts as another crash and is tried again', async () => {
+    const failures: string[] = [];
+    const decisions: number[] = [];
+    const s = new Supervisor<string>(fast, (_n, _e, d) => decisions.push(d.recentCrashes), (name, err) => failures.push(`${name}: ${err.message}`));
+    let attempts = 0;
+    await new Promise<void>((resolve) =>
+      s.crashed('postgres', exit, async () => {
+        if (++attempts < 3) throw new Error(`port busy ${attempts}`);
+        resolve();
+      }),
+    );
+    expect(failures).toEqual(['postgres: port busy 1', 'postgres: port busy 2']);
+    expect(decisions).toEqual([1, 2, 3]);
+  });
+
+  it('stop() cancels pending restarts and ignores later crashes', async () => {
+    const s = new Supervisor<string>({ ...fast, baseDelayMs: 30 });
+    let ran = 0;
+    s.crashed('gateway', exit, () => void ran++);
+    s.stop();
+    s.crashed('policy', exit, () => void ran++);
+    await new Promise((r) => setTimeout(r, 80));
+    expect(ran).toBe(0);
+    expect(s.stopping).toBe(true);
+  });
+
+  it('says a crash loop loudly', () => {
+    expect(describeRestart('audit', { code: 1, signal: null }, { delayMs: 30_000, recentCrashes: 5, crashLoop: true })).toMatch(/^!!! audit is crash-looping: 5 crashes .*code 1.*every 30 s/);
+    expect(describeRestart('audit', exit, { delayMs: 250, recentCrashes: 1, crashLoop: false })).toBe('audit exited (signal SIGKILL); restarting it in 250 ms');
   });
 });

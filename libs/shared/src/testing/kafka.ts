@@ -52,6 +52,8 @@ export interface KafkaTestBroker {
    * same ports with the same log dir, resolving once clients can connect again.
    */
   restart(options?: { signal?: 'SIGTERM' | 'SIGKILL' }): Promise<void>;
+  /** The broker's process id (while it runs). */
+  readonly pid: number | undefined;
 }
 
 export interface StartKafkaOptions {
@@ -65,6 +67,8 @@ export interface StartKafkaOptions {
   fastStart?: boolean;
   /** Extra server.properties lines (key → value), e.g. `num.partitions`. */
   properties?: Record<string, string>;
+  /** The broker exited after start-up without stop() or restart() asking it to (a launcher restarts it). */
+  onUnexpectedExit?: (code: number | null, signal: NodeJS.Signals | null) => void;
 }
 
 /** A KRaft cluster id: 16 random bytes in URL-safe base64 without padding, as `StorageTool random-uuid` makes. */
@@ -160,7 +164,14 @@ export async function startKafka(options: StartKafkaOptions = {}): Promise<Kafka
     const proc = run(['-Xmx512m', 'kafka.Kafka', propsFile]);
     child = proc;
     let gone = false;
-    exited = new Promise<void>((resolve) => proc.once('exit', () => ((gone = true), resolve())));
+    let up = false;
+    exited = new Promise<void>((resolve) =>
+      proc.once('exit', (code, signal) => {
+        gone = true;
+        resolve();
+        if (up && child === proc) options.onUnexpectedExit?.(code, signal);
+      }),
+    );
     process.once('exit', killOnExit);
     const deadline = Date.now() + timeoutMs;
     const probe = new Kafka({ clientId: 'secsvc-test-harness', brokers, logLevel: logLevel.NOTHING, connectionTimeout: 1000, retry: { retries: 0 } });
@@ -170,7 +181,10 @@ export async function startKafka(options: StartKafkaOptions = {}): Promise<Kafka
       try {
         await admin.connect();
         const cluster = await admin.describeCluster();
-        if (cluster.brokers.length > 0) return;
+        if (cluster.brokers.length > 0) {
+          up = true;
+          return;
+        }
       } catch {
         // not listening or not registered yet
       } finally {
@@ -187,6 +201,7 @@ export async function startKafka(options: StartKafkaOptions = {}): Promise<Kafka
   async function stopProcess(signal: 'SIGTERM' | 'SIGKILL'): Promise<void> {
     const proc = child;
     if (!proc) return;
+    child = undefined; // asked to stop: its exit is not a crash
     if (proc.exitCode === null && proc.signalCode === null) {
       proc.kill(signal);
       const timer = setTimeout(() => proc.kill('SIGKILL'), 30_000);
@@ -194,7 +209,6 @@ export async function startKafka(options: StartKafkaOptions = {}): Promise<Kafka
       clearTimeout(timer);
     }
     process.removeListener('exit', killOnExit);
-    child = undefined;
   }
 
   try {
@@ -208,6 +222,9 @@ export async function startKafka(options: StartKafkaOptions = {}): Promise<Kafka
   return {
     brokers,
     logFile,
+    get pid() {
+      return child?.pid;
+    },
     async stop() {
       await stopProcess('SIGTERM');
       await rm(dir, { recursive: true, force: true });

@@ -27,6 +27,8 @@ export interface TestRedis {
   stop: () => Promise<void>;
   /** Stops it and starts a fresh one on the same port (an empty dataset: nothing is persisted). */
   restart: () => Promise<void>;
+  /** The server's process id (while it runs). */
+  readonly pid: number | undefined;
 }
 
 /** True when something on 127.0.0.1:port answers PING with PONG. */
@@ -52,7 +54,14 @@ export function pingRedis(port: number, timeoutMs = 500): Promise<boolean> {
  * A real redis-server on a free port of 127.0.0.1, as a child process of the test (not daemonized, so the
  * test owns it and stop() really ends it), with persistence off. Resolves once it answers PING.
  */
-export async function startTestRedis(options: { binary?: string; startTimeoutMs?: number } = {}): Promise<TestRedis> {
+export async function startTestRedis(
+  options: {
+    binary?: string;
+    startTimeoutMs?: number;
+    /** The server exited after start-up without stop() or restart() asking it to (a launcher restarts it). */
+    onUnexpectedExit?: (code: number | null, signal: NodeJS.Signals | null) => void;
+  } = {},
+): Promise<TestRedis> {
   const binary = options.binary ?? findRedisServer();
   if (!binary) throw new Error('redis-server not found (apt-get install redis-server, or set REDIS_SERVER)');
   const port = await freePort();
@@ -76,7 +85,12 @@ export async function startTestRedis(options: { binary?: string; startTimeoutMs?
       if (proc.exitCode !== null || proc.signalCode !== null) {
         throw new Error(`redis-server exited during start-up (${proc.signalCode ?? `code ${proc.exitCode}`}):\n${tail.join('')}`);
       }
-      if (await pingRedis(port)) return;
+      if (await pingRedis(port)) {
+        proc.once('exit', (code, signal) => {
+          if (child === proc) options.onUnexpectedExit?.(code, signal);
+        });
+        return;
+      }
       if (Date.now() > deadline) {
         proc.kill('SIGKILL');
         throw new Error(`redis-server did not answer PING on port ${port} within ${timeoutMs} ms:\n${tail.join('')}`);
@@ -100,6 +114,9 @@ export async function startTestRedis(options: { binary?: string; startTimeoutMs?
   return {
     url: `redis://127.0.0.1:${port}`,
     port,
+    get pid() {
+      return child?.pid;
+    },
     stop,
     restart: async () => {
       await stop();

@@ -1,0 +1,214 @@
+/**
+ * The chaos harness: a steady mixed load of writes (users, sessions, policies, exports) through the public API,
+ * `kill -9` of processes while it runs, and the checks that nothing acknowledged was lost. Used by
+ * chaos.test.ts (bounded, in CI) and by `npm run chaos` (minutes of random kills, the result recorded).
+ */
+import { writeFile, mkdir } from 'node:fs/promises';
+import path from 'node:path';
+import { eventually, type Api } from './support';
+
+/** A process the harness may kill: an app, a replica, or a dependency (PostgreSQL, the broker, Redis). */
+export interface Victim {
+  name: string;
+  pid: () => number | undefined;
+  /** Resolves once the process (started again by its launcher) answers its health check. */
+  healthy: (timeoutMs: number) => Promise<void>;
+}
+
+export interface Kill {
+  victim: string;
+  /** From SIGKILL until the launcher's new process answered its health check and the API answered reads again. */
+  recoveryMs: number;
+  /** When it happened, in ms since the load started. */
+  atMs: number;
+}
+
+type Kind = 'user' | 'session' | 'policy' | 'export';
+
+/** An answer that is not an acknowledgement and not a refusal that says "later". */
+interface BadAnswer {
+  kind: Kind;
+  status: number;
+  body: string;
+}
+
+/**
+ * Writes of four kinds in parallel loops, one request at a time each, until stop(). What it counts as fine:
+ * the success status (acknowledged: recorded for the checks), 503 with Retry-After, and no answer at all (0: a
+ * gateway killed mid-request, or refusing connections while it restarts). Anything else is a bad answer.
+ */
+export class MixedLoad {
+  readonly acknowledged: Record<Kind, string[]> = { user: [], session: [], policy: [], export: [] };
+  /** Session tokens, by session id (each must still verify). */
+  readonly tokens = new Map<string, string>();
+  readonly statuses = new Map<number, number>();
+  readonly bad: BadAnswer[] = [];
+  private running = false;
+  private loops: Promise<void>[] = [];
+  private readonly startedAt = Date.now();
+  private readonly tag = Date.now().toString(36);
+
+  constructor(
+    private readonly api: Api,
+    /** The user whose sessions the session loop opens. */
+    private readonly sessionUserId: string,
+    private readonly exportEveryMs = 3000,
+    /** Pause between two writes of a loop: a steady load, not the machine's ceiling. */
+    private readonly pauseMs = 10,
+  ) {}
+
+  get elapsedMs(): number {
+    return Date.now() - this.startedAt;
+  }
+
+  start(): void {
+    this.running = true;
+    const from = new Date(this.startedAt - 60_000).toISOString();
+    this.loops = [
+      this.loop('user', 201, (i) => ['/users', { email: `chaos-${this.tag}-${i}@example.com`, name: `Chaos ${i}` }], (data) => data.id),
+      this.loop('session', 201, () => ['/sessions', { userId: this.sessionUserId, expiresIn: '1h' }], (data) => {
+        this.tokens.set(data.id, data.token);
+        return data.id;
+      }),
+      this.loop(
+        'policy',
+        201,
+        (i) => ['/policies', { name: `chaos ${this.tag} ${i}`, effect: 'allow', principals: ['role:chaos'], actions: ['read'], resources: [`/chaos/${this.tag}/${i}`] }],
+        (data) => data.id,
+      ),
+      this.loop('export', 202, (i) => ['/logs/export', { format: i % 2 ? 'json' : 'csv', from, to: new Date(Date.now() + 3_600_000).toISOString() }], (data) => data.exportId, this.exportEveryMs),
+    ];
+  }
+
+  async stop(): Promise<void> {
+    this.running = false;
+    await Promise.all(this.loops);
+  }
+
+  /** Requests answered, by status (0: no answer). */
+  get counts(): Record<string, number> {
+    return Object.fromEntries([...this.statuses.entries()].sort(([a], [b]) => a - b).map(([s, n]) => [String(s), n]));
+  }
+
+  private async loop(
+    kind: Kind,
+    success: number,
+    request: (i: number) => [string, unknown],
+    idOf: (data: Record<string, string>) => string,
+    pauseMs = this.pauseMs,
+  ): Promise<void> {
+    for (let i = 0; this.running; i++) {
+      const [path, body] = request(i);
+      const res = await this.api('POST', path, body).catch(() => ({ status: 0, headers: new Headers(), body: undefined }));
+      this.statuses.set(res.status, (this.statuses.get(res.status) ?? 0) + 1);
+      if (res.status === success) this.acknowledged[kind].push(idOf(res.body.data));
+      else if (!(res.status === 0 || (res.status === 503 && res.headers.get('retry-after')) || diedMidRequest(res))) {
+        this.bad.push({ kind, status: res.status, body: JSON.stringify(res.body ?? null).slice(0, 300) });
+      }
+      const wait = res.status === success ? pauseMs : 100;
+      if (wait) await new Promise((r) => setTimeout(r, wait));
+    }
+  }
+}
+
+/**
+ * The load balancer's 502 for a request whose gateway died while it was in flight (its outcome is unknown,
+ * as for a connection a gateway dropped: not an acknowledgement, and a retry is the client's to make).
+ */
+function diedMidRequest(res: { status: number; body?: { error?: { message?: string } } }): boolean {
+  return res.status === 502 && res.body?.error?.message === 'No gateway answered';
+}
+
+/** Reads that go through identity, policy and audit: all 200 means the API is back end to end. */
+export async function apiAnswers(api: Api): Promise<boolean> {
+  const paths = ['/users?limit=1', '/policies?limit=1', '/logs?limit=1'];
+  const answers = await Promise.all(paths.map((p) => api('GET', p).catch(() => ({ status: 0 }))));
+  return answers.every((a) => a.status === 200);
+}
+
+/** SIGKILL of `victim`, then the time until its launcher has it answering again and the API reads work. */
+export async function killAndRecover(api: Api, victim: Victim, load: MixedLoad): Promise<Kill> {
+  const pid = victim.pid();
+  if (!pid) throw new Error(`${victim.name} has no process to kill`);
+  const atMs = load.elapsedMs;
+  const killedAt = Date.now();
+  process.kill(pid, 'SIGKILL');
+  await eventually(async () => victim.pid() !== undefined && victim.pid() !== pid, (v) => v, 60_000);
+  await victim.healthy(60_000);
+  await eventually(() => apiAnswers(api), (ok) => ok, 60_000);
+  return { victim: victim.name, recoveryMs: Date.now() - killedAt, atMs };
+}
+
+/** Every page of the log entries of `events`, counted by target id. */
+async function loggedTargets(api: Api, events: string[]): Promise<Map<string, number>> {
+  const counts = new Map<string, number>();
+  let cursor = '';
+  for (;;) {
+    const res = await api('GET', `/logs?events=${events.join(',')}&limit=100${cursor ? `&cursor=${cursor}` : ''}`);
+    if (res.status !== 200) throw new Error(`GET /logs answered ${res.status}`);
+    for (const e of res.body.data as { target?: { id: string } }[]) if (e.target) counts.set(e.target.id, (counts.get(e.target.id) ?? 0) + 1);
+    if (!res.body.pagination.hasMore) return counts;
+    cursor = res.body.pagination.nextCursor;
+  }
+}
+
+export interface Findings {
+  acknowledged: Record<Kind, number>;
+  /** Acknowledged writes that cannot be read back. */
+  lost: string[];
+  /** Acknowledged changes whose audit entry is missing (after waiting) or there more than once. */
+  auditMissing: string[];
+  auditDuplicated: string[];
+  /** Exports that did not complete (id: status). */
+  exportsNotCompleted: string[];
+  badAnswers: BadAnswer[];
+  statuses: Record<string, number>;
+}
+
+/**
+ * After the load stopped: every acknowledged write reads back (users, policies; sessions still verify), every
+ * acknowledged change has its audit entry exactly once, every acknowledged export completes.
+ */
+export async function checkNothingLost(api: Api, load: MixedLoad, waitMs = 90_000): Promise<Findings> {
+  const lost: string[] = [];
+  for (const id of load.acknowledged.user) if ((await api('GET', `/users/${id}`)).status !== 200) lost.push(id);
+  for (const id of load.acknowledged.policy) if ((await api('GET', `/policies/${id}`)).status !== 200) lost.push(id);
+  for (const id of load.acknowledged.session) {
+    const res = await api('POST', '/sessions/verify', { token: load.tokens.get(id) });
+    if (res.body?.data?.valid !== true) lost.push(id);
+  }
+  // user.created for users, policy.created for policies, user.login (target: the session) for sessions.
+  const changes = [...load.acknowledged.user, ...load.acknowledged.policy, ...load.acknowledged.session];
+  const events = ['user.created', 'policy.created', 'user.login'];
+  let logged = new Map<string, number>();
+  const deadline = Date.now() + waitMs;
+  do {
+    logged = await loggedTargets(api, events);
+    if (changes.every((id) => logged.has(id))) break;
+    await new Promise((r) => setTimeout(r, 1000));
+  } while (Date.now() < deadline);
+  const exportsNotCompleted: string[] = [];
+  for (const id of load.acknowledged.export) {
+    const status = await eventually(
+      async () => (await api('GET', `/logs/export/${id}`)).body?.data?.status as string | undefined,
+      (s) => s !== 'processing' && s !== undefined,
+      Math.max(10_000, deadline - Date.now()),
+    ).catch(() => 'processing');
+    if (status !== 'completed') exportsNotCompleted.push(`${id}: ${status}`);
+  }
+  return {
+    acknowledged: { user: load.acknowledged.user.length, session: load.acknowledged.session.length, policy: load.acknowledged.policy.length, export: load.acknowledged.export.length },
+    lost,
+    auditMissing: changes.filter((id) => !logged.has(id)),
+    auditDuplicated: changes.filter((id) => (logged.get(id) ?? 0) > 1),
+    exportsNotCompleted,
+    badAnswers: load.bad,
+    statuses: load.counts,
+  };
+}
+
+/** Writes a run's result as JSON (the recorded result of `npm run chaos`). */
+export async function writeReport(file: string, report: unknown): Promise<void> {
+  await mkdir(path.dirname(file), { recursive: true });
+  await writeFile(file, JSON.stringify(report, null, 2) + '\n');
+}
