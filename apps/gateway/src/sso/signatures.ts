@@ -45,12 +45,10 @@ export function sha1Policy(connection: Pick<identity.SsoConnection, 'id' | 'allo
   };
 }
 
-export const pemCertificate = (cert: string) =>
-  cert.includes('-----BEGIN') ? cert : `-----BEGIN CERTIFICATE-----\n${cert.replace(/\s+/g, '').replace(/.{1,64}/g, '$&\n')}-----END CERTIFICATE-----\n`;
-
 /**
- * Whether the document's root carries one valid enveloped signature over itself by one of the certificates (as
- * node-saml checks a Response's): a single Reference to the root's ID, found once in the document.
+ * Whether the document's root carries one valid enveloped signature over itself by one of the certificates (PEM,
+ * as connections keep them), checked as node-saml checks a Response's: a single Reference to the root's ID,
+ * found once in the document.
  */
 export function rootSignedBy(xml: string, doc: Document, certificates: string[]): boolean {
   const root = doc.documentElement;
@@ -61,7 +59,7 @@ export function rootSignedBy(xml: string, doc: Document, certificates: string[])
   const sameId = Array.from(doc.getElementsByTagName('*')).filter((e) => e.getAttribute('ID') === id);
   if (sameId.length !== 1) return false;
   for (const cert of certificates) {
-    const sig = new SignedXml({ publicCert: pemCertificate(cert) });
+    const sig = new SignedXml({ publicCert: cert });
     sig.loadSignature(signatures[0]!);
     const refs = sig.getReferences();
     if (refs.length !== 1 || refs[0]!.uri !== `#${id}`) return false;
