@@ -1,6 +1,6 @@
 import { Counter } from 'prom-client';
 import type { ClaimedJob, CompletedFile, ExportStatus } from '@secsvc/audit-store';
-import { isAppError, Waker, type Logger, type Metrics, type ObjectStore } from '@secsvc/shared';
+import { Backoff, isAppError, Waker, type Logger, type Metrics, type ObjectStore } from '@secsvc/shared';
 import { writeExportFile } from './export-file';
 import type { LogSource } from './log-source';
 
@@ -110,16 +110,15 @@ export class ExportWorker {
   }
 
   private async claimLoop(waker: Waker): Promise<void> {
-    let backoff = 100;
+    const backoff = new Backoff({ baseMs: 100, maxMs: 10_000 });
     while (!this.stopped) {
       try {
         const worked = await this.runOnce();
-        backoff = 100;
+        backoff.reset();
         if (!worked && !this.stopped) await waker.sleep(this.s.pollMs);
       } catch (err) {
         this.logger.warn({ err: { message: (err as Error).message } }, 'export worker loop failed, retrying');
-        if (!this.stopped) await waker.sleep(backoff);
-        backoff = Math.min(backoff * 2, 10_000);
+        if (!this.stopped) await waker.sleep(backoff.next());
       }
     }
   }

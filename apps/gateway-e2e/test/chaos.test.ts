@@ -32,6 +32,8 @@ const keepProblems = (name: string, line: string) => {
 
 interface Run {
   baseUrl: string;
+  /** Where the stack's mail goes (MAIL_DIR: the data directory's mail/). */
+  mailDir: string;
   /** The admin key the stack started with. */
   api: Api;
   victims: Victim[];
@@ -40,10 +42,11 @@ interface Run {
 
 async function localRun(): Promise<Run> {
   const key = 'svc_sk_' + 'chaosLocalTests0'.repeat(3);
-  const { stack, api, stop } = await startTestStack('chaos', key, {}, { onOutput: keepProblems });
+  const { stack, api, stop, dataDir } = await startTestStack('chaos', key, {}, { onOutput: keepProblems });
   const names = ['identity', 'gateway', 'policy', 'audit', 'export-worker', 'postgres'] as const;
   return {
     baseUrl: stack.baseUrl,
+    mailDir: path.join(dataDir, 'mail'),
     api,
     victims: names.map((name) => ({ name, pid: () => stack.pid(name), healthy: (ms) => stack.healthy(name, ms) })),
     stop,
@@ -71,6 +74,7 @@ async function distributedRun(): Promise<Run> {
   const names = ['identity-1', 'policy-2', 'audit-1', 'export-worker-1', 'gateway-1', 'identity-2', 'kafka', 'redis', 'postgres'];
   return {
     baseUrl: stack.baseUrl,
+    mailDir: path.join(tmp, 'data', 'mail'),
     api: apiClient(stack.baseUrl, stack.bootstrapKey!),
     victims: names.map((name) => ({ name, pid: () => stack.pid(name), healthy: (ms) => stack.healthy(name, ms) })),
     stop: async () => {
@@ -91,6 +95,7 @@ describe.each(PROFILES.map((p) => [p]))('chaos under load: %s profile', (profile
   const maybe = profile === 'distributed' && skipDistributed ? it.skip : it; // skip reason: a dependency is not installed (see above)
   let run: Run | undefined;
   let load: MixedLoad;
+  let sessionUser: { id: string; email: string };
   const kills: Kill[] = [];
   let findings: Findings | undefined;
 
@@ -100,8 +105,8 @@ describe.each(PROFILES.map((p) => [p]))('chaos under load: %s profile', (profile
     // A key whose rate limit the retries of an outage cannot reach.
     const key = (await run.api('POST', '/api-keys', { name: 'chaos load', type: 'secret', plan: 'enterprise', rateLimit: 1_000_000 })).body.data.key;
     run.api = apiClient(run.baseUrl, key);
-    const user = (await run.api('POST', '/users', { email: `chaos-sessions-${profile}@example.com`, name: 'Sessions' })).body.data;
-    load = new MixedLoad(run.api, user.id);
+    sessionUser = (await run.api('POST', '/users', { email: `chaos-sessions-${profile}@example.com`, name: 'Sessions' })).body.data;
+    load = new MixedLoad(run.api, sessionUser);
     load.start();
   }, 300_000);
 
@@ -128,7 +133,7 @@ describe.each(PROFILES.map((p) => [p]))('chaos under load: %s profile', (profile
       expect({ victim: kill.victim, recoveredInTime: kill.recoveryMs < RECOVERY_LIMIT_MS }).toEqual({ victim: victim.name, recoveredInTime: true });
     }
     // The load ran through every kill: something of each kind was acknowledged.
-    for (const kind of ['user', 'session', 'policy', 'export'] as const) expect(load.acknowledged[kind].length).toBeGreaterThan(0);
+    for (const kind of ['user', 'session', 'policy', 'export', 'reset'] as const) expect(load.acknowledged[kind].length).toBeGreaterThan(0);
   });
 
   maybe(`a random process every 10 s for ${RANDOM_MINUTES} min: each comes back within 15 s`, async () => {
@@ -145,8 +150,8 @@ describe.each(PROFILES.map((p) => [p]))('chaos under load: %s profile', (profile
 
   maybe('nothing acknowledged was lost, each change logged once, every export completed, no error answer', async () => {
     await load.stop();
-    findings = await checkNothingLost(run!.api, load);
-    process.stdout.write(`chaos (${profile}): ${JSON.stringify({ kills: kills.length, acknowledged: findings.acknowledged, statuses: findings.statuses })}\n`);
+    findings = await checkNothingLost(run!.api, load, run!.mailDir, sessionUser.email);
+    process.stdout.write(`chaos (${profile}): ${JSON.stringify({ kills: kills.length, acknowledged: findings.acknowledged, resets: findings.resets, statuses: findings.statuses })}\n`);
     for (const bad of findings.badAnswers) {
       const id = /req_[0-9a-z]+/.exec(bad.body)?.[0];
       process.stdout.write(`bad answer ${bad.status} (${bad.kind}): ${bad.body}\n${problems.filter((l) => id && l.includes(id)).join('\n')}\n`);
@@ -156,6 +161,10 @@ describe.each(PROFILES.map((p) => [p]))('chaos under load: %s profile', (profile
     expect(findings.auditMissing).toEqual([]);
     expect(findings.auditDuplicated).toEqual([]);
     expect(findings.exportsNotCompleted).toEqual([]);
+    // Every acknowledged reset request was mailed; every composed one (its event) exactly once as a token.
+    expect(findings.resets.mailed).toBeGreaterThanOrEqual(findings.resets.acknowledged);
+    expect(findings.resets.mailed).toBe(findings.resets.requestedEvents);
+    expect(findings.resets.acknowledged).toBeGreaterThan(0);
     expect(findings.acknowledged.user).toBeGreaterThan(0);
   });
 });

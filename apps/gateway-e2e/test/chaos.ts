@@ -3,6 +3,7 @@
  * `kill -9` of processes while it runs, and the checks that nothing acknowledged was lost. Used by
  * chaos.test.ts (bounded, in CI) and by `npm run chaos` (minutes of random kills, the result recorded).
  */
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { writeFile, mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import { eventually, type Api } from './support';
@@ -23,7 +24,7 @@ export interface Kill {
   atMs: number;
 }
 
-type Kind = 'user' | 'session' | 'policy' | 'export';
+type Kind = 'user' | 'session' | 'policy' | 'export' | 'reset';
 
 /** An answer that is not an acknowledgement and not a refusal that says "later". */
 interface BadAnswer {
@@ -38,7 +39,7 @@ interface BadAnswer {
  * gateway killed mid-request, or refusing connections while it restarts). Anything else is a bad answer.
  */
 export class MixedLoad {
-  readonly acknowledged: Record<Kind, string[]> = { user: [], session: [], policy: [], export: [] };
+  readonly acknowledged: Record<Kind, string[]> = { user: [], session: [], policy: [], export: [], reset: [] };
   /** Session tokens, by session id (each must still verify). */
   readonly tokens = new Map<string, string>();
   readonly statuses = new Map<number, number>();
@@ -50,8 +51,8 @@ export class MixedLoad {
 
   constructor(
     private readonly api: Api,
-    /** The user whose sessions the session loop opens. */
-    private readonly sessionUserId: string,
+    /** The user whose sessions the session loop opens, and whose password resets the reset loop asks for. */
+    private readonly sessionUser: { id: string; email: string },
     private readonly exportEveryMs = 3000,
     /** Pause between two writes of a loop: a steady load, not the machine's ceiling. */
     private readonly pauseMs = 10,
@@ -66,7 +67,7 @@ export class MixedLoad {
     const from = new Date(this.startedAt - 60_000).toISOString();
     this.loops = [
       this.loop('user', 201, (i) => ['/users', { email: `chaos-${this.tag}-${i}@example.com`, name: `Chaos ${i}` }], (data) => data.id),
-      this.loop('session', 201, () => ['/sessions', { userId: this.sessionUserId, expiresIn: '1h' }], (data) => {
+      this.loop('session', 201, () => ['/sessions', { userId: this.sessionUser.id, expiresIn: '1h' }], (data) => {
         this.tokens.set(data.id, data.token);
         return data.id;
       }),
@@ -76,6 +77,8 @@ export class MixedLoad {
         (i) => ['/policies', { name: `chaos ${this.tag} ${i}`, effect: 'allow', principals: ['role:chaos'], actions: ['read'], resources: [`/chaos/${this.tag}/${i}`] }],
         (data) => data.id,
       ),
+      // Password reset mail: acknowledged once queued durably (identity.mail_jobs); the mail must follow.
+      this.loop('reset', 202, () => ['/auth/password-reset', { email: this.sessionUser.email }], (_data) => `reset-${Date.now()}`, 500),
       this.loop('export', 202, (i) => ['/logs/export', { format: i % 2 ? 'json' : 'csv', from, to: new Date(Date.now() + 3_600_000).toISOString() }], (data) => data.exportId, this.exportEveryMs),
     ];
   }
@@ -152,6 +155,18 @@ async function loggedTargets(api: Api, events: string[]): Promise<Map<string, nu
   }
 }
 
+/** The distinct reset tokens mailed to `email` (MAIL_DIR: one JSON file per message, a message may come twice). */
+function mailedTokens(mailDir: string, email: string): Set<string> {
+  const tokens = new Set<string>();
+  if (!existsSync(mailDir)) return tokens;
+  for (const name of readdirSync(mailDir)) {
+    if (!name.endsWith('.json')) continue;
+    const mail = JSON.parse(readFileSync(path.join(mailDir, name), 'utf8')) as { to: string; data: { token?: string } };
+    if (mail.to === email && mail.data.token) tokens.add(mail.data.token);
+  }
+  return tokens;
+}
+
 export interface Findings {
   acknowledged: Record<Kind, number>;
   /** Acknowledged writes that cannot be read back. */
@@ -159,6 +174,8 @@ export interface Findings {
   /** Acknowledged changes whose audit entry is missing (after waiting) or there more than once. */
   auditMissing: string[];
   auditDuplicated: string[];
+  /** Reset requests acknowledged, composed (their requested events) and mailed (distinct tokens). */
+  resets: { acknowledged: number; requestedEvents: number; mailed: number };
   /** Exports that did not complete (id: status). */
   exportsNotCompleted: string[];
   badAnswers: BadAnswer[];
@@ -169,7 +186,7 @@ export interface Findings {
  * After the load stopped: every acknowledged write reads back (users, policies; sessions still verify), every
  * acknowledged change has its audit entry exactly once, every acknowledged export completes.
  */
-export async function checkNothingLost(api: Api, load: MixedLoad, waitMs = 90_000): Promise<Findings> {
+export async function checkNothingLost(api: Api, load: MixedLoad, mailDir: string, resetEmail: string, waitMs = 90_000): Promise<Findings> {
   const lost: string[] = [];
   for (const id of load.acknowledged.user) if ((await api('GET', `/users/${id}`)).status !== 200) lost.push(id);
   for (const id of load.acknowledged.policy) if ((await api('GET', `/policies/${id}`)).status !== 200) lost.push(id);
@@ -187,6 +204,25 @@ export async function checkNothingLost(api: Api, load: MixedLoad, waitMs = 90_00
     if (changes.every((id) => logged.has(id))) break;
     await new Promise((r) => setTimeout(r, 1000));
   } while (Date.now() < deadline);
+  // Every composed reset (one requested event each, whoever asked) is mailed, at least once; and there is one for
+  // every acknowledged request (a request cut off after it was queued may add one more).
+  const requestedEvents = async () => {
+    let total = 0;
+    let cursor = '';
+    for (;;) {
+      const res = await api('GET', `/logs?events=user.password_reset.requested&limit=100${cursor ? `&cursor=${cursor}` : ''}`);
+      if (res.status !== 200) throw new Error(`GET /logs answered ${res.status}`);
+      total += (res.body.data as { actor?: { email?: string } }[]).filter((e) => e.actor?.email === resetEmail).length;
+      if (!res.body.pagination.hasMore) return total;
+      cursor = res.body.pagination.nextCursor;
+    }
+  };
+  let resets = { acknowledged: load.acknowledged.reset.length, requestedEvents: 0, mailed: 0 };
+  do {
+    resets = { ...resets, requestedEvents: await requestedEvents(), mailed: mailedTokens(mailDir, resetEmail).size };
+    if (resets.mailed >= resets.acknowledged && resets.mailed === resets.requestedEvents) break;
+    await new Promise((r) => setTimeout(r, 1000));
+  } while (Date.now() < deadline);
   const exportsNotCompleted: string[] = [];
   for (const id of load.acknowledged.export) {
     const status = await eventually(
@@ -197,10 +233,11 @@ export async function checkNothingLost(api: Api, load: MixedLoad, waitMs = 90_00
     if (status !== 'completed') exportsNotCompleted.push(`${id}: ${status}`);
   }
   return {
-    acknowledged: { user: load.acknowledged.user.length, session: load.acknowledged.session.length, policy: load.acknowledged.policy.length, export: load.acknowledged.export.length },
+    acknowledged: Object.fromEntries(Object.entries(load.acknowledged).map(([kind, ids]) => [kind, ids.length])) as Record<Kind, number>,
     lost,
     auditMissing: changes.filter((id) => !logged.has(id)),
     auditDuplicated: changes.filter((id) => (logged.get(id) ?? 0) > 1),
+    resets,
     exportsNotCompleted,
     badAnswers: load.bad,
     statuses: load.counts,

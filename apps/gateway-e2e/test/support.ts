@@ -89,6 +89,7 @@ export async function startTestStack(name: string, key: string, env: Record<stri
   });
   return {
     stack,
+    dataDir: path.join(tmp, 'data'),
     api: apiClient(stack.baseUrl, key),
     stop: async () => {
       await stack.stop();

@@ -1,8 +1,7 @@
 import type { identity } from '@secsvc/proto';
 import type { Logger, Pool } from '@secsvc/shared';
 import type { IdentityConfig } from './config';
-import type { BackgroundWork } from './domain/background';
-import type { MailOutbox } from './domain/mailer';
+import type { MailQueue } from './mail/queue';
 import type { UserRow } from './repositories/users';
 
 // The request scoping and caller helpers are shared by every service.
@@ -12,10 +11,11 @@ export interface IdentityContext {
   pool: Pool;
   config: IdentityConfig;
   logger: Logger;
-  /** Where password reset messages are handed over: a MailQueue (absent: dropped with a warning). */
-  mail?: MailOutbox;
-  /** Work RPCs start after answering, waited for at shutdown (absent: run untracked). */
-  background?: BackgroundWork;
+  /**
+   * Wakes this process's mail worker after a job was queued in mail_jobs (absent: the job waits for a worker's
+   * next poll, in any replica).
+   */
+  mail?: Pick<MailQueue, 'wake'>;
 }
 
 export function toUserMessage(row: UserRow): identity.User {

@@ -5,14 +5,13 @@ import { migrationsDir } from './migrations';
 import type { IdentityContext } from './context';
 import { ensureBootstrapKey } from './domain/bootstrap';
 import { CredentialChangeFeed } from './domain/credential-change-feed';
-import { BackgroundWork } from './domain/background';
-import { MailQueue } from './domain/mail-queue';
+import { mailLeaseMs, MailQueue, mailQueueKey } from './mail/queue';
 import { mailTransport } from './mail/transport';
 import { masterKey, SigningKeyStore } from './domain/signing-keys';
 import { getJwks, issueAccessToken, reportAuthFailure } from './rpc/tokens';
 import { createApiKey, getApiKey, listApiKeys, revokeApiKey, rotateApiKey } from './rpc/api-keys';
 import { authenticateApiKey } from './rpc/authenticate-api-key';
-import { confirmPasswordReset, login, requestPasswordReset, setPassword } from './rpc/passwords';
+import { confirmPasswordReset, login, PASSWORD_RESET_MAIL, passwordResetComposer, requestPasswordReset, setPassword } from './rpc/passwords';
 import { authenticateSession, createSession, listUserSessions, revokeSession, revokeUserSessions, verifySession } from './rpc/sessions';
 import { createUser } from './rpc/create-user';
 import { deleteUser } from './rpc/delete-user';
@@ -30,9 +29,7 @@ import { createSsoConnection, deleteSsoConnection, findSsoConnection, getSsoConn
 import { startRetention } from './retention';
 import { completeSamlLogin, endSamlSessions, reportSamlLoginFailure, saveSamlRequest, takeSamlRequest } from './rpc/saml-login';
 
-/** How long shutdown waits for work RPCs started after answering (password reset requests). */
-const BACKGROUND_DRAIN_MS = 3000;
-/** How long shutdown waits for queued mail before giving it up. */
+/** How long shutdown waits for mail being sent (what is not sent stays queued in mail_jobs). */
 const MAIL_DRAIN_MS = 5000;
 
 void runProcess('identity', () => loadIdentityConfig(), async ({ config, logger, metrics }) => {
@@ -44,9 +41,16 @@ void runProcess('identity', () => loadIdentityConfig(), async ({ config, logger,
   );
   const feed = new CredentialChangeFeed(config.DATABASE_URL, logger);
   await feed.start();
-  const mail = new MailQueue({ transport: mailTransport(config, logger, (line) => process.stdout.write(line + '\n')), logger, metrics });
-  const background = new BackgroundWork(logger);
-  const ctx: IdentityContext = { pool, config, logger, mail, background };
+  const mail = new MailQueue({
+    pool,
+    key: mailQueueKey(config.SERVER_SECRET),
+    transport: mailTransport(config, logger, (line) => process.stdout.write(line + '\n')),
+    composers: { [PASSWORD_RESET_MAIL]: passwordResetComposer(config) },
+    logger,
+    metrics,
+    leaseMs: mailLeaseMs(config.SMTP_TIMEOUT_MS),
+  });
+  const ctx: IdentityContext = { pool, config, logger, mail };
   const signingKeys = new SigningKeyStore(pool, masterKey(config.JWT_MASTER_KEY, config.SERVER_SECRET));
   await signingKeys.get();
   const relay = await startServiceOutboxRelay({ config, pool, schema: 'identity', logger, metrics });
@@ -114,14 +118,15 @@ void runProcess('identity', () => loadIdentityConfig(), async ({ config, logger,
     ],
   });
   logger.info({ grpcPort: grpcServer.port }, 'identity gRPC listening');
+  // Works mail_jobs with the other replicas: what this replica queues, retries, and jobs a dead replica left.
+  mail.start();
   return {
     closers: [
       // Ending the feed first ends the watch streams, so the server can drain.
       { name: 'credential-change-feed', close: () => feed.stop() },
       { name: 'grpc', close: () => grpcServer.close() },
-      // After the RPCs: the work they started after answering finishes (it may queue mail), then what was
-      // queued is still sent (each within a time limit under the 15 s shutdown limit).
-      { name: 'background-work', close: () => background.close(BACKGROUND_DRAIN_MS).then(() => undefined) },
+      // After the RPCs: no more jobs are claimed and the sends in flight may finish (within the 15 s shutdown
+      // limit); every job not sent stays in mail_jobs for the next worker.
       { name: 'mail-queue', close: () => mail.close(MAIL_DRAIN_MS) },
       { name: 'outbox-relay', close: () => relay.close() },
       { name: 'retention', close: () => retention.close() },

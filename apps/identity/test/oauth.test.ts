@@ -16,7 +16,9 @@ import { token } from '../src/rpc/oauth-token';
 import { confirmPasswordReset, login, requestPasswordReset, setPassword } from '../src/rpc/passwords';
 import { createSession } from '../src/rpc/sessions';
 import { getJwks } from '../src/rpc/tokens';
+import type { MailQueue } from '../src/mail/queue';
 import { closeIdentityTestDb, identityTestDb, type IdentityTestDb } from './support/db';
+import { capturingTransport, testQueue } from './support/mail';
 
 const config = {
   SERVER_SECRET: 'o'.repeat(40),
@@ -32,7 +34,8 @@ let t: IdentityTestDb;
 let pool: Pool;
 let ctx: IdentityContext;
 let keys: SigningKeyStore;
-const mails: { to: string; data: { token?: string } }[] = [];
+const { transport, sent: mails } = capturingTransport();
+let mail: MailQueue;
 
 let ipCounter = 0;
 /** Each call from its own ip unless told, so the per-ip failure throttle of one test does not leak into another. */
@@ -44,12 +47,17 @@ const call = (ip = `198.51.100.${(ipCounter++ % 250) + 1}`): CallContext => {
 };
 
 beforeAll(async () => {
-  t = await identityTestDb(config, { mail: { enqueue: (m) => void mails.push(m as never) } });
-  ({ pool, ctx } = t);
+  t = await identityTestDb(config);
+  mail = testQueue(t.pool, transport, { serverSecret: config.SERVER_SECRET }).queue.start();
+  ({ pool } = t);
+  ctx = { ...t.ctx, mail };
   keys = new SigningKeyStore(pool, masterKey(undefined, config.SERVER_SECRET));
 });
 
-afterAll(() => closeIdentityTestDb(t));
+afterAll(async () => {
+  await mail.close(1000);
+  await closeIdentityTestDb(t);
+});
 
 let n = 0;
 async function userWithSession(environment = 'live') {

@@ -1,9 +1,10 @@
 import { Metadata } from '@grpc/grpc-js';
-import { AppError, type CallContext, type Pool } from '@secsvc/shared';
+import { AppError, toAppError, type CallContext, type Pool } from '@secsvc/shared';
 import type { IdentityContext } from '../src/context';
-import type { MailMessage } from '../src/domain/mailer';
 import { hashPassword, verifyPassword } from '../src/domain/passwords';
+import type { MailQueue } from '../src/mail/queue';
 import { closeIdentityTestDb, identityTestDb, type IdentityTestDb } from './support/db';
+import { capturingTransport, mailJobs, testQueue, until } from './support/mail';
 import { createUser } from '../src/rpc/create-user';
 import { confirmPasswordReset, login, requestPasswordReset, setPassword } from '../src/rpc/passwords';
 import { createSession, verifySession } from '../src/rpc/sessions';
@@ -11,7 +12,8 @@ import { createSession, verifySession } from '../src/rpc/sessions';
 let t: IdentityTestDb;
 let pool: Pool;
 let ctx: IdentityContext;
-const mails: MailMessage[] = [];
+const { transport, sent: mails } = capturingTransport();
+let mail: MailQueue;
 const GOOD = 'correct horse battery';
 
 const call = (): CallContext => ({ requestId: 'req_passwordtests000000', metadata: new Metadata() });
@@ -41,12 +43,17 @@ async function resetMailFor(email: string): Promise<string> {
 }
 
 beforeAll(async () => {
-  t = await identityTestDb({ SERVER_SECRET: 'p'.repeat(40) }, { mail: { enqueue: (m) => void mails.push(m) } });
+  t = await identityTestDb({ SERVER_SECRET: 'p'.repeat(40) });
   ({ pool } = t);
-  ctx = t.ctx;
+  // The real mail queue over the test database, delivering to a transport that keeps the messages.
+  mail = testQueue(pool, transport, { serverSecret: 'p'.repeat(40) }).queue.start();
+  ctx = { ...t.ctx, mail };
 });
 
-afterAll(() => closeIdentityTestDb(t));
+afterAll(async () => {
+  await mail.close(1000);
+  await closeIdentityTestDb(t);
+});
 
 describe('password hashing', () => {
   it('stores scrypt with its parameters and a salt, and verifies', async () => {
@@ -154,8 +161,18 @@ describe('password reset', () => {
   it('says nothing about unknown emails and mails nothing', async () => {
     const before = mails.length;
     expect(await requestPasswordReset(ctx)({ environment: 'live', email: 'ghost@example.com' }, call())).toEqual({});
-    await new Promise((r) => setTimeout(r, 200));
+    await until(async () => (await pool.query(`SELECT 1 FROM outbox WHERE event_type = 'user.password_reset.requested' AND payload->'actor'->>'email' = 'ghost@example.com'`)).rowCount === 1);
+    await until(async () => (await mailJobs(pool)).length === 0);
     expect(mails.length).toBe(before);
+  });
+
+  it('answers only once the request is stored: with PostgreSQL down the call fails as unavailable', async () => {
+    const refused = Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' });
+    const down = { ...ctx, pool: { query: () => Promise.reject(refused) } as unknown as Pool };
+    const err = await requestPasswordReset(down)({ environment: 'live', email: 'someone@example.com' }, call()).then(() => undefined, (e: unknown) => e);
+    expect(err).toBe(refused);
+    expect(toAppError(err).code).toBe('unavailable');
+    expect(await mailJobs(pool)).toEqual([]);
   });
 
   it('refuses expired, garbage and unknown tokens, naming no one', async () => {

@@ -1,3 +1,4 @@
+export * from './backoff';
 export * from './admin';
 export * from './config';
 export * from './context';

@@ -1,4 +1,4 @@
-import { collectDefaultMetrics, Counter, Histogram, Registry } from 'prom-client';
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 
 const buckets = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5];
 
@@ -51,6 +51,18 @@ export class Metrics {
       this.counters.set(name, c);
     }
     return c as Counter<L>;
+  }
+
+  private readonly gauges = new Map<string, Gauge<string>>();
+
+  /** A gauge in this registry, made on first use (the same name gives the same gauge). */
+  gauge<L extends string = never>(name: string, help: string, labelNames: readonly L[] = []): Gauge<L> {
+    let g = this.gauges.get(name);
+    if (!g) {
+      g = new Gauge({ name, help, labelNames: [...labelNames], registers: [this.registry] });
+      this.gauges.set(name, g);
+    }
+    return g as Gauge<L>;
   }
 
   observeHttp(route: string, method: string, status: number, seconds: number): void {

@@ -1,3 +1,4 @@
+import { Backoff } from './backoff';
 import { Counter } from 'prom-client';
 import type { Pool, PoolClient } from './db';
 import type { Logger } from './logger';
@@ -107,18 +108,17 @@ export class OutboxRelay {
   }
 
   private async loop(): Promise<void> {
-    let backoff = 100;
+    const backoff = new Backoff({ baseMs: 100, maxMs: 10_000 });
     while (!this.stopped) {
       try {
         const n = await this.relayOnce();
-        backoff = 100;
+        backoff.reset();
         // A full batch means more may be waiting: go again at once.
         if (n < this.batchSize) await this.sleep(this.o.pollMs ?? 1000);
       } catch (err) {
         if (this.stopped) break;
         this.o.logger.warn({ err: { message: (err as Error).message }, schema: this.o.schema }, 'outbox relay failed, retrying');
-        await this.sleep(backoff);
-        backoff = Math.min(backoff * 2, 10_000);
+        await this.sleep(backoff.next());
       }
     }
   }

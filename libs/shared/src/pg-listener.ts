@@ -1,3 +1,4 @@
+import { Backoff } from './backoff';
 import pg from 'pg';
 import type { Logger } from './logger';
 
@@ -12,12 +13,12 @@ export interface ChannelHandlers {
 
 /**
  * One dedicated Postgres connection LISTENing on a channel, reconnecting with backoff (250 ms doubling to
- * 10 s) when it drops. `live` says whether notifications are being received right now.
+ * 10 s, with jitter) when it drops. `live` says whether notifications are being received right now.
  */
 export class PgChannelListener {
   private client: pg.Client | undefined;
   private stopped = false;
-  private retryMs = 250;
+  private readonly backoff = new Backoff({ baseMs: 250, maxMs: 10_000 });
   private timer: NodeJS.Timeout | undefined;
   live = false;
   /** How many times the LISTEN connection has been established (1 after a clean start). */
@@ -63,7 +64,7 @@ export class PgChannelListener {
     client.once('error', () => this.lost(client));
     this.live = true;
     this.connections++;
-    this.retryMs = 250;
+    this.backoff.reset();
     this.handlers.onLive?.();
   }
 
@@ -79,9 +80,8 @@ export class PgChannelListener {
 
   private scheduleReconnect(): void {
     if (this.stopped) return;
-    this.timer = setTimeout(() => void this.connect(), this.retryMs);
+    this.timer = setTimeout(() => void this.connect(), this.backoff.next());
     this.timer.unref();
-    this.retryMs = Math.min(this.retryMs * 2, 10_000);
   }
 
   async stop(): Promise<void> {

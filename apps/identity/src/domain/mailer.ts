@@ -9,20 +9,15 @@ export interface MailMessage {
   data: Record<string, string>;
 }
 
-/** The mail port: a transport that delivers one message (the MailQueue calls it, never an RPC). */
+/** The mail port: a transport that delivers one message (the mail queue's worker calls it, never an RPC). */
 export interface Mailer {
   /** Which transport this is, for logs and metrics: `smtp`, `file`, `none`. */
   readonly kind?: string;
   send(message: MailMessage): Promise<void>;
   /** Whether a failed send may succeed later (the queue retries it); absent: every failure is retried. */
   isTransient?(err: unknown): boolean;
-  /** Releases connections once the queue has drained. */
+  /** Releases connections once the queue has stopped. */
   close?(): Promise<void>;
-}
-
-/** Where RPCs hand a message: returns at once; delivery (and its retries) happens later, off the RPC's path. */
-export interface MailOutbox {
-  enqueue(message: MailMessage): void;
 }
 
 /**

@@ -1,28 +1,13 @@
-import { createCipheriv, createDecipheriv, hkdfSync, randomBytes } from 'node:crypto';
-import { randomUUID } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { exportJWK, generateKeyPair, importJWK, SignJWT, type JWK, type JWTPayload, type KeyLike } from 'jose';
 import { withTransaction, type Pool } from '@secsvc/shared';
+import { deriveKey, open, seal } from './sealing';
 
 export const ALG = 'ES256';
 
 /** The AES-256 key that encrypts private JWKs: JWT_MASTER_KEY, else derived from SERVER_SECRET (HKDF). */
 export function masterKey(configured: string | undefined, serverSecret: string): Buffer {
-  return Buffer.from(hkdfSync('sha256', configured ?? serverSecret, 'secsvc', 'jwt-signing-key-encryption', 32));
-}
-
-function encrypt(key: Buffer, kid: string, plain: string): Buffer {
-  const iv = randomBytes(12);
-  const cipher = createCipheriv('aes-256-gcm', key, iv);
-  cipher.setAAD(Buffer.from(kid));
-  const body = Buffer.concat([cipher.update(plain, 'utf8'), cipher.final()]);
-  return Buffer.concat([iv, cipher.getAuthTag(), body]);
-}
-
-function decrypt(key: Buffer, kid: string, sealed: Buffer): string {
-  const decipher = createDecipheriv('aes-256-gcm', key, sealed.subarray(0, 12));
-  decipher.setAAD(Buffer.from(kid));
-  decipher.setAuthTag(sealed.subarray(12, 28));
-  return Buffer.concat([decipher.update(sealed.subarray(28)), decipher.final()]).toString('utf8');
+  return deriveKey(configured ?? serverSecret, 'jwt-signing-key-encryption');
 }
 
 export interface SigningKeys {
@@ -70,7 +55,7 @@ export class SigningKeyStore {
       const kid = `sk_${Date.now().toString(36)}_${randomBytes(6).toString('hex')}`;
       const pub = { ...(await exportJWK(publicKey)), kid, alg: ALG, use: 'sig' };
       const priv = JSON.stringify({ ...(await exportJWK(privateKey)), kid, alg: ALG });
-      await client.query(`INSERT INTO signing_keys (kid, alg, public_jwk, private_jwk_enc) VALUES ($1, $2, $3, $4)`, [kid, ALG, pub, encrypt(this.key, kid, priv)]);
+      await client.query(`INSERT INTO signing_keys (kid, alg, public_jwk, private_jwk_enc) VALUES ($1, $2, $3, $4)`, [kid, ALG, pub, seal(this.key, kid, priv)]);
     });
     const { rows } = await this.pool.query<{ kid: string; public_jwk: JWK; private_jwk_enc: Buffer }>(
       `SELECT kid, public_jwk, private_jwk_enc FROM signing_keys
@@ -78,7 +63,7 @@ export class SigningKeyStore {
       [this.rotationDays + this.overlapDays],
     );
     const newest = rows[0]!;
-    const privateJwk = JSON.parse(decrypt(this.key, newest.kid, newest.private_jwk_enc)) as JWK;
+    const privateJwk = JSON.parse(open(this.key, newest.kid, newest.private_jwk_enc)) as JWK;
     return {
       current: { kid: newest.kid, key: await importJWK(privateJwk, ALG) },
       jwks: { keys: rows.map((r) => r.public_jwk) },

@@ -2,9 +2,10 @@ import type { identity } from '@secsvc/proto';
 import { AppError, newId, withTransaction, type CallContext, type PoolClient } from '@secsvc/shared';
 import { createHash, createHmac, randomBytes } from 'node:crypto';
 import { callerOf, environmentOf, type IdentityContext } from '../context';
-import { BackgroundWork } from '../domain/background';
 import { checkPasswordRules, dummyHash, hashPassword, verifyPassword } from '../domain/passwords';
 import { SESSION_MAX_SECONDS, SESSION_MIN_SECONDS } from '../domain/sessions';
+import type { MailComposer } from '../mail/queue';
+import { mailRepository } from '../repositories/mail';
 import { appendEvent } from '../repositories/outbox';
 import { passwordsRepository } from '../repositories/passwords';
 import { oauthGrantsRepository } from '../repositories/oauth';
@@ -21,9 +22,17 @@ const DEFAULT_SESSION_SECONDS = 24 * 3600;
 const resetTokenHash = (token: string, secret: string) => createHmac('sha256', secret).update('password-reset:').update(token).digest();
 const checksum = (s: string) => createHash('sha256').update(s).digest('base64url').slice(0, 6);
 
+/** Who asked and in which request: from the call, or as stored with a queued job. */
+interface Origin {
+  caller: ReturnType<typeof callerOf>;
+  traceId: string;
+}
+
+const originOf = (call: CallContext): Origin => ({ caller: callerOf(call), traceId: call.requestId });
+
 function event(
   client: PoolClient,
-  call: CallContext,
+  origin: Origin,
   environment: string,
   type: string,
   result: 'success' | 'failure',
@@ -31,7 +40,7 @@ function event(
   target?: { id: string; type: string },
   metadata: Record<string, unknown> = {},
 ) {
-  return appendEvent(client, { ...callerOf(call), actor, environment, type, target, result, traceId: call.requestId, metadata });
+  return appendEvent(client, { ...origin.caller, actor, environment, type, target, result, traceId: origin.traceId, metadata });
 }
 
 export const setPassword =
@@ -44,7 +53,7 @@ export const setPassword =
     const hash = await hashPassword(req.password);
     await withTransaction(ctx.pool, async (client) => {
       if (!(await passwordsRepository.setHash(client, environment, user.id, hash))) throw AppError.notFound('User');
-      await event(client, call, environment, 'user.password_changed', 'success', callerOf(call).actor, { id: user.id, type: 'user' });
+      await event(client, originOf(call), environment, 'user.password_changed', 'success', callerOf(call).actor, { id: user.id, type: 'user' });
     });
     return {};
   };
@@ -101,29 +110,48 @@ export const login =
     return { session: toSessionMessage(row), token };
   };
 
+/** The mail_jobs kind of password reset requests. */
+export const PASSWORD_RESET_MAIL = 'password-reset';
+
+/** What a queued password reset request holds: the email tried and who asked (no secret). */
+interface ResetRequest extends Origin {
+  email: string;
+}
+
 /**
- * Answers at once and does the work afterwards, so the response says nothing (not even by timing) about
- * whether the email has an account. The token goes only to the mail port.
+ * Queues the request (one row in mail_jobs, the same work whether or not the account exists) and answers: the
+ * response says nothing, not even by its timing, about whether the email has an account. The token is made
+ * by the mail worker (passwordResetComposer) and goes only into the e-mail. Once this answers, the request
+ * survives a crash; when the row cannot be written the call fails like any other.
  */
 export const requestPasswordReset =
   (ctx: IdentityContext) =>
   async (req: identity.RequestPasswordResetRequest, call: CallContext): Promise<identity.RequestPasswordResetResponse> => {
     const environment = environmentOf(req.environment);
-    const email = req.email.slice(0, 320);
-    // Without a tracker in the context (tests), the work still runs after the answer, untracked.
-    (ctx.background ?? new BackgroundWork(ctx.logger)).run('password reset request', () => issueResetToken(ctx, environment, email, call));
+    const request: ResetRequest = { email: req.email.slice(0, 320), ...originOf(call) };
+    await mailRepository.enqueue(ctx.pool, { kind: PASSWORD_RESET_MAIL, environment, request: { ...request } });
+    ctx.mail?.wake();
     return {};
   };
 
-async function issueResetToken(ctx: IdentityContext, environment: string, email: string, call: CallContext): Promise<void> {
-  const user = await passwordsRepository.findByEmail(ctx.pool, environment, email);
-  const body = 'prt_' + randomBytes(32).toString('base64url');
-  const token = body + checksum(body);
-  await withTransaction(ctx.pool, async (client) => {
-    if (user) await passwordsRepository.insertResetToken(client, { id: newId('prt'), environment, userId: user.id, hash: resetTokenHash(token, ctx.config.SERVER_SECRET) });
+/**
+ * Composes a queued password reset request, in the mail worker's transaction: for an existing account a new
+ * token (its HMAC stored) and the message that carries it; either way the user.password_reset.requested event
+ * (a failure naming the email tried when there is no such account, and then no message).
+ */
+export const passwordResetComposer =
+  (config: Pick<IdentityContext['config'], 'SERVER_SECRET'>): MailComposer =>
+  async (client, job) => {
+    const { email, ...origin } = job.request as unknown as ResetRequest;
+    if (typeof email !== 'string' || typeof origin.traceId !== 'string' || !origin.caller) throw new Error('malformed password reset request');
+    const { environment } = job;
+    const user = await passwordsRepository.findByEmail(client, environment, email);
+    const body = 'prt_' + randomBytes(32).toString('base64url');
+    const token = body + checksum(body);
+    if (user) await passwordsRepository.insertResetToken(client, { id: newId('prt'), environment, userId: user.id, hash: resetTokenHash(token, config.SERVER_SECRET) });
     await event(
       client,
-      call,
+      origin,
       environment,
       'user.password_reset.requested',
       user ? 'success' : 'failure',
@@ -131,17 +159,14 @@ async function issueResetToken(ctx: IdentityContext, environment: string, email:
       user ? { id: user.id, type: 'user' } : undefined,
       user ? {} : { reason: 'unknown_email' },
     );
-  });
-  if (!user) return;
-  // Handed to the queue, not sent here: delivery (an SMTP round trip, retries) never delays this work.
-  if (!ctx.mail) return ctx.logger.warn({ kind: 'password-reset' }, 'no mail outbox; password reset message dropped');
-  ctx.mail.enqueue({
-    to: user.email,
-    subject: 'Reset your password',
-    text: `Someone asked to reset the password of ${user.email}. This token works once, for one hour:\n\n${token}\n`,
-    data: { kind: 'password-reset', environment, email: user.email, token },
-  });
-}
+    if (!user) return undefined;
+    return {
+      to: user.email,
+      subject: 'Reset your password',
+      text: `Someone asked to reset the password of ${user.email}. This token works once, for one hour:\n\n${token}\n`,
+      data: { kind: PASSWORD_RESET_MAIL, environment, email: user.email, token },
+    };
+  };
 
 export const confirmPasswordReset =
   (ctx: IdentityContext) =>
@@ -154,7 +179,7 @@ export const confirmPasswordReset =
       const user = row ? await usersRepository.get(client, environment, row.user_id) : undefined;
       if (!row || !user || row.used_at || row.expires_at.getTime() <= Date.now()) {
         const actor = user ? { id: user.id, email: user.email, type: 'user' } : { type: 'anonymous' };
-        await event(client, call, environment, 'user.password_reset.failed', 'failure', actor, user ? { id: user.id, type: 'user' } : undefined, {
+        await event(client, originOf(call), environment, 'user.password_reset.failed', 'failure', actor, user ? { id: user.id, type: 'user' } : undefined, {
           reason: !row ? 'unknown_token' : row.used_at ? 'used_token' : 'expired_token',
         });
         return 'invalid' as const;
@@ -165,7 +190,7 @@ export const confirmPasswordReset =
       const ended = await sessionsRepository.revokeAllOfUser(client, environment, user.id);
       // Their OAuth grants end too: refresh tokens stop working and gateways refuse the access tokens.
       const grantsEnded = await oauthGrantsRepository.revokeAllOfUser(client, environment, user.id, 'password_reset');
-      await event(client, call, environment, 'user.password_reset.completed', 'success', { id: user.id, email: user.email, type: 'user' }, { id: user.id, type: 'user' }, {
+      await event(client, originOf(call), environment, 'user.password_reset.completed', 'success', { id: user.id, email: user.email, type: 'user' }, { id: user.id, type: 'user' }, {
         sessionsRevoked: ended.length,
         oauthGrantsRevoked: grantsEnded.length,
       });

@@ -1,3 +1,4 @@
+import { backoffDelay } from '../backoff';
 import {
   type SASLOptions,
   Kafka,
@@ -364,7 +365,7 @@ class KafkaSubscription implements Subscription {
         failures++;
         this.logger.warn({ topic: this.topic, err: { message: (err as Error).message }, failures }, 'event bus handler failed; the batch comes again');
         this.rewind(batch);
-        await this.dispatcher.sleep(Math.min(100 * 2 ** (failures - 1), 5000));
+        await this.dispatcher.sleep(backoffDelay(failures, { baseMs: 100, maxMs: 5000 }));
         continue;
       }
       failures = 0;

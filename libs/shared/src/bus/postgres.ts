@@ -1,3 +1,4 @@
+import { Backoff } from '../backoff';
 import pg from 'pg';
 import { createPool } from '../db';
 import type { Logger } from '../logger';
@@ -201,7 +202,7 @@ class PgSubscription implements Subscription {
   }
 
   private async loop(): Promise<void> {
-    let backoff = 100;
+    const backoff = new Backoff({ baseMs: 100, maxMs: 5000 });
     const pollMs = this.bus.pollMs ?? 1000;
     while (!this.stopped) {
       try {
@@ -223,7 +224,7 @@ class PgSubscription implements Subscription {
           this.group,
           batch[batch.length - 1]!.seq,
         ]);
-        backoff = 100;
+        backoff.reset();
       } catch (err) {
         if (this.stopped) break;
         this.bus.logger.warn({ err: { message: (err as Error).message }, topic: this.topic, group: this.group }, 'event bus consumer retrying');
@@ -232,8 +233,7 @@ class PgSubscription implements Subscription {
           await this.client.end().catch(() => undefined);
           this.client = undefined;
         }
-        await this.sleep(backoff);
-        backoff = Math.min(backoff * 2, 5000);
+        await this.sleep(backoff.next());
       }
     }
     await this.client?.end().catch(() => undefined);

@@ -1,3 +1,4 @@
+import { backoffDelay } from '../backoff';
 /** How a launcher restarts a child that died on its own. */
 export interface RestartPolicy {
   /** Wait before the first restart; doubled for each crash still inside the window, up to maxDelayMs. */
@@ -30,8 +31,10 @@ export class CrashHistory {
     while (this.crashes.length && this.crashes[0]! <= now - this.policy.windowMs) this.crashes.shift();
     const recentCrashes = this.crashes.length;
     const crashLoop = recentCrashes >= this.policy.loopCrashes;
-    const backoff = crashLoop ? this.policy.maxDelayMs : Math.min(this.policy.maxDelayMs, this.policy.baseDelayMs * 2 ** (recentCrashes - 1));
-    return { delayMs: Math.round(backoff * (0.8 + 0.4 * this.policy.random())), recentCrashes, crashLoop };
+    const { baseDelayMs: baseMs, maxDelayMs: maxMs, random } = this.policy;
+    // A crash loop waits the longest delay (with its jitter): as if many crashes had come before.
+    const delayMs = backoffDelay(crashLoop ? Number.MAX_SAFE_INTEGER : recentCrashes, { baseMs, maxMs, random });
+    return { delayMs, recentCrashes, crashLoop };
   }
 }
 
