@@ -1,11 +1,11 @@
 import express, { type NextFunction, type Request, type Response } from 'express';
-import { AppError, fieldErrors, readinessAnswer, type FieldError, type Logger, type Metrics, type Readiness } from '@secsvc/shared';
-import type { AuthCache } from './auth-cache';
-import type { JwtVerifier } from './jwt-verifier';
-import type { UserCache } from './user-cache';
-import type { VerifyCache } from './verify-cache';
+import { AppError, readinessAnswer, type Logger, type Metrics, type Readiness } from '@secsvc/shared';
+import type { AuthCache } from './auth/auth-cache';
+import type { JwtVerifier } from './auth/jwt-verifier';
+import type { UserCache } from './auth/user-cache';
+import type { VerifyCache } from './auth/verify-cache';
 import type { GatewayConfig } from './config';
-import { ANONYMOUS, type Principal, type ServiceClients } from './context';
+import { ANONYMOUS, type Principal, type RouteContext, type ServiceClients } from './context';
 import { authenticate } from './middleware/auth';
 import { errorHandler, notFound } from './middleware/errors';
 import { observe } from './middleware/observe';
@@ -16,10 +16,11 @@ import type { RateLimitPolicy, Subject } from './rate-limit/subjects';
 import { checkUrl, jsonBody } from './middleware/input';
 import { methodSemantics } from './middleware/methods';
 import { requestId } from './middleware/request-id';
-import { oauthRouter, requiredScope } from './oauth';
+import { oauthRouter } from './oauth';
 import { openApiDocument } from './openapi';
 import type { Route } from './routes/route';
 import { routes } from './routes';
+import { authorizePolicy, authorizeScope, callHeaders, checkKeyType, requireCredential, respond, validate, withEmail } from './routes/serve';
 import { ssoRouter } from './sso/router';
 import type { SpSettings } from './sso/sp';
 import { downloadRouter, type DownloadSource } from './downloads';
@@ -35,7 +36,7 @@ export interface GatewayDeps {
   metrics: Metrics;
   /** Dependencies reachable (for /readyz). */
   ready: () => Promise<Readiness>;
-  /** Optional cache of API key authentications (see auth-cache.ts). */
+  /** Optional cache of API key authentications (see auth/auth-cache.ts). */
   authCache?: AuthCache;
   /** Verifies JWT access tokens; without it they are refused. */
   jwt?: JwtVerifier;
@@ -52,9 +53,6 @@ export interface GatewayDeps {
 }
 
 const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH']);
-const DEFAULT_KEY_TYPES: NonNullable<Route['keyTypes']> = ['secret', 'test'];
-/** The policy action of a call: from its method, unless the route names one (simulate). */
-const ACTIONS: Record<Route['method'], string> = { get: 'read', post: 'create', put: 'update', patch: 'update', delete: 'delete' };
 
 /** A body-carrying request must be JSON; an empty body is validated as missing fields. */
 function requireJson(req: Request, _res: Response, next: NextFunction): void {
@@ -64,19 +62,6 @@ function requireJson(req: Request, _res: Response, next: NextFunction): void {
     return next(new AppError('unsupported_media_type', 'Request bodies must be application/json'));
   }
   next();
-}
-
-/** Who calls, from where and how they authenticated: the gRPC metadata services build events from. */
-function callHeaders(req: Request, principal: Principal): Record<string, string> {
-  return {
-    'x-actor-id': principal.id,
-    'x-actor-type': principal.type,
-    ...(principal.email && { 'x-actor-email': principal.email }),
-    ...(principal.name && { 'x-actor-name': principal.name }),
-    'x-auth-method': principal.clientId ? 'oauth' : principal.type === 'api_key' ? 'api_key' : principal.keyType === 'none' ? 'none' : principal.keyType,
-    'x-client-ip': req.ip ?? '',
-    'x-user-agent': (req.get('user-agent') ?? '').slice(0, 512),
-  };
 }
 
 /** rate_limit.exceeded, recorded by identity (the gateway has no database); fire and forget. */
@@ -96,85 +81,26 @@ function reportExceeded(deps: GatewayDeps, req: Request, who: Subject, decision:
     .catch((err: unknown) => deps.logger.warn({ err: { message: (err as Error).message }, requestId: req.requestId }, 'could not report rate_limit.exceeded'));
 }
 
-function parseInput(route: Route, req: Request) {
-  const faults: FieldError[] = [];
-  const parse = (schema: Route['body'], value: unknown) => {
-    if (!schema) return undefined;
-    const result = schema.safeParse(value);
-    if (result.success) return result.data as unknown;
-    faults.push(...fieldErrors(result.error));
-    return undefined;
-  };
-  const input = { params: parse(route.params, req.params) ?? {}, query: parse(route.query, req.query ?? {}) ?? {}, body: parse(route.body, req.body ?? {}) };
-  if (faults.length) throw AppError.invalid(faults);
-  return input as Parameters<Route['handle']>[0];
+/** What a route handler gets besides its input; downloads.baseUrl is read per request (main.ts sets it once listening). */
+function routeContext(deps: GatewayDeps, req: Request, principal: Principal): RouteContext {
+  const call = { requestId: req.requestId, deadlineMs: deps.config.GRPC_DEADLINE_MS, headers: callHeaders(req, principal) };
+  return { requestId: req.requestId, principal, clients: deps.clients, call, verifyCache: deps.verifyCache, userCache: deps.userCache, downloadBaseUrl: deps.downloads?.baseUrl, sso: deps.sso };
 }
 
-/**
- * A user principal whose credential does not say its email (an OAuth access token without the email scope)
- * gets it from the user cache: every event names a user actor by its email.
- */
-async function withEmail(deps: GatewayDeps, req: Request, principal: Principal): Promise<Principal> {
-  if (principal.type !== 'user' || principal.email || !deps.userCache) return principal;
-  const fetch = async () => {
-    const user = await deps.clients.identity.getUser({ environment: principal.environment, id: principal.id }, { requestId: req.requestId, deadlineMs: deps.config.GRPC_DEADLINE_MS, headers: {} });
-    return { roles: user.roles, email: user.email };
-  };
-  // A user deleted since its token was issued has no email to give; the call goes on and identity refuses it where it must.
-  const facts = await deps.userCache.get(principal.environment, principal.id, fetch).catch(() => undefined);
-  return facts ? { ...principal, email: facts.email } : principal;
-}
-
+/** Serves one /v1 route: the steps of routes/serve.ts in order, then the handler and its answer. */
 function mount(router: express.Router, route: Route, deps: GatewayDeps): void {
   const template = `/v1${route.path}`;
   router[route.method](route.path, async (req: Request, res: Response, next: NextFunction) => {
     res.locals.route = template;
+    const deadlineMs = deps.config.GRPC_DEADLINE_MS;
     try {
-      const principal = await withEmail(deps, req, req.principal ?? ANONYMOUS);
-      if (principal.scopes) {
-        // OAuth access tokens: the route's scope first, then (for users) the policies as for any user.
-        const needed = requiredScope(route);
-        if (!needed || !principal.scopes.includes(needed)) {
-          const why = needed ? `the scope ${needed} is required` : 'OAuth access tokens cannot call this endpoint';
-          res.setHeader('WWW-Authenticate', `Bearer realm="secsvc", error="insufficient_scope"${needed ? `, scope="${needed}"` : ''}`);
-          throw new AppError('forbidden', `Insufficient scope: ${why}`, [{ field: 'scope', message: needed ? `${needed} is required` : 'no scope grants this endpoint' }]);
-        }
-      }
-      if (principal.type === 'anonymous') {
-        if (!route.anonymous) throw new AppError('unauthorized', 'Missing Authorization header (Bearer API key or session token)');
-      } else if (principal.type === 'user' && !route.ownCredential?.(req, principal)) {
-        // Users are authorized by the policies on every call (API keys act as administrators).
-        const decision = await deps.clients.policy.authorize(
-          {
-            environment: principal.environment,
-            userId: principal.id,
-            roles: principal.roles ?? [],
-            action: route.action ?? ACTIONS[route.method],
-            resource: req.path,
-            ip: req.ip ?? '',
-          },
-          {
-            requestId: req.requestId,
-            deadlineMs: deps.config.GRPC_DEADLINE_MS,
-            headers: {
-              'x-client-ip': req.ip ?? '',
-              'x-user-agent': (req.get('user-agent') ?? '').slice(0, 512),
-              'x-auth-method': principal.keyType,
-              ...(principal.email && { 'x-actor-email': principal.email }),
-            },
-          },
-        );
-        if (!decision.allowed) throw new AppError('forbidden', 'Denied by policy');
-      } else if (principal.type === 'api_key' && !(route.keyTypes ?? DEFAULT_KEY_TYPES).includes(principal.keyType as 'secret')) {
-        throw new AppError('forbidden', `A ${principal.keyType} key cannot call ${route.method.toUpperCase()} ${route.path}`);
-      }
-      // Path, query and body are validated together: every fault of the request is named in one answer.
-      // No body at all is validated as an empty object, so each missing field is named.
-      const input = parseInput(route, req);
-      const call = { requestId: req.requestId, deadlineMs: deps.config.GRPC_DEADLINE_MS, headers: callHeaders(req, principal) };
-      const out = await route.handle(input, { requestId: req.requestId, principal, clients: deps.clients, call, verifyCache: deps.verifyCache, userCache: deps.userCache, downloadBaseUrl: deps.downloads?.baseUrl, sso: deps.sso });
-      if (out.body === undefined) res.status(out.status).end();
-      else res.status(out.status).json(out.body);
+      const principal = await withEmail(req.principal ?? ANONYMOUS, req, deps.clients.identity, deadlineMs, deps.userCache);
+      authorizeScope(route, principal, res);
+      requireCredential(route, principal);
+      await authorizePolicy(route, req, principal, deps.clients.policy, deadlineMs);
+      checkKeyType(route, principal);
+      const input = validate(route, req);
+      respond(res, await route.handle(input, routeContext(deps, req, principal)));
     } catch (err) {
       next(err);
     }

@@ -1,8 +1,8 @@
 import type { audit, identity, policy } from '@secsvc/proto';
 import type { PromiseClient } from '@secsvc/shared';
-import type { UserCache } from './user-cache';
+import type { UserCache } from './auth/user-cache';
+import type { VerifyCache } from './auth/verify-cache';
 import type { SpSettings } from './sso/sp';
-import type { VerifyCache } from './verify-cache';
 
 export interface ServiceClients {
   identity: PromiseClient<identity.IdentityServiceClient>;

@@ -1,10 +1,10 @@
 import type Redis from 'ioredis';
 import { createLogger } from '@secsvc/shared';
 import { redisSkipReason, startTestRedis, type TestRedis } from '@secsvc/shared/testing';
-import type { AuthCache } from '../src/auth-cache';
+import type { AuthCache } from '../src/auth/auth-cache';
+import { RedisVerifyCache } from '../src/auth/redis-verify-cache';
+import type { VerifyAnswer } from '../src/auth/verify-cache';
 import { createRedis, RedisHealth } from '../src/redis';
-import { RedisVerifyCache } from '../src/redis-verify-cache';
-import type { VerifyAnswer } from '../src/verify-cache';
 import { authCacheWithFakeStreams, type FakeStream } from './support/fake-stream';
 
 // Against a real redis-server started for this file (CI installs it and never skips).

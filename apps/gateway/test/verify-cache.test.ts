@@ -1,4 +1,4 @@
-import { MemoryVerifyCache, type VerifyAnswer } from '../src/verify-cache';
+import { MemoryVerifyCache, type VerifyAnswer } from '../src/auth/verify-cache';
 import { authCacheWithFakeStreams } from './support/fake-stream';
 
 const answer = (sessionId: string, userId: string): VerifyAnswer => ({

@@ -1,7 +1,7 @@
 import type { NextFunction, Request, Response } from 'express';
 import { AppError } from '@secsvc/shared';
-import type { AuthCache } from '../auth-cache';
-import type { JwtVerifier } from '../jwt-verifier';
+import type { AuthCache } from '../auth/auth-cache';
+import type { JwtVerifier } from '../auth/jwt-verifier';
 import type { Principal, ServiceClients } from '../context';
 
 declare module 'express-serve-static-core' {
@@ -79,7 +79,7 @@ async function resolve(clients: ServiceClients, token: string, req: Request, dea
 
 /**
  * Every /v1 call carries `Authorization: Bearer <API key | session token>`; the identity service resolves it,
- * and the answer is cached while identity's credential change stream is live (see auth-cache.ts).
+ * and the answer is cached while identity's credential change stream is live (see auth/auth-cache.ts).
  */
 export function authenticate(
   clients: ServiceClients,

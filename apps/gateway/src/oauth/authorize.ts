@@ -1,17 +1,8 @@
 import type { NextFunction, Request, Response } from 'express';
 import type { identity } from '@secsvc/proto';
 import { AppError, fromGrpcError } from '@secsvc/shared';
-import {
-  AUTHORIZATION_PARAMS,
-  authorizationRequest,
-  CSRF_COOKIE,
-  csrfValid,
-  newCsrfToken,
-  paramsOf,
-  readCookie,
-  SESSION_COOKIE,
-  setCookie,
-} from './http';
+import { readCookie, SESSION_COOKIE, setCookie } from '../http/cookies';
+import { AUTHORIZATION_PARAMS, authorizationRequest, CSRF_COOKIE, csrfValid, newCsrfToken, paramsOf } from './http';
 import { consentPage, continuePage, errorPage, loginPage, sendPage } from './pages';
 import { callOptions, type OAuthDeps } from './deps';
 

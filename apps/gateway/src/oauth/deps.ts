@@ -1,8 +1,8 @@
 import type { Request } from 'express';
 import type { Logger } from '@secsvc/shared';
-import type { AuthCache } from '../auth-cache';
+import type { AuthCache } from '../auth/auth-cache';
+import type { JwtVerifier } from '../auth/jwt-verifier';
 import type { ServiceClients } from '../context';
-import type { JwtVerifier } from '../jwt-verifier';
 
 /** What the OAuth endpoints need from the gateway. */
 export interface OAuthDeps {

@@ -1,34 +1,11 @@
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import type { Request, Response } from 'express';
+import { readCookie } from '../http/cookies';
 
-// HTTP details of the OAuth endpoints: cookies, form parameters, client authentication (RFC 6749 2.3.1)
-// and the JSON error answers of RFC 6749 5.2.
+// HTTP details of the OAuth endpoints: the CSRF cookie, form parameters, client authentication (RFC 6749
+// 2.3.1) and the JSON error answers of RFC 6749 5.2. The cookies themselves are in http/cookies.ts.
 
-export const SESSION_COOKIE = 'secsvc_oauth_session';
 export const CSRF_COOKIE = 'secsvc_oauth_csrf';
-
-export function readCookie(req: Request, name: string): string | undefined {
-  const header = req.get('cookie');
-  if (!header) return undefined;
-  for (const part of header.split(';')) {
-    const eq = part.indexOf('=');
-    if (eq > 0 && part.slice(0, eq).trim() === name) return part.slice(eq + 1).trim();
-  }
-  return undefined;
-}
-
-/** A cookie scoped to /oauth (or `path`), HttpOnly, Secure when the issuer is https. */
-export function setCookie(
-  res: Response,
-  name: string,
-  value: string,
-  opts: { secure: boolean; sameSite: 'Strict' | 'Lax'; maxAgeSeconds?: number; path?: string },
-): void {
-  const parts = [`${name}=${value}`, `Path=${opts.path ?? '/oauth'}`, 'HttpOnly', `SameSite=${opts.sameSite}`];
-  if (opts.secure) parts.push('Secure');
-  if (opts.maxAgeSeconds !== undefined) parts.push(`Max-Age=${opts.maxAgeSeconds}`);
-  res.append('Set-Cookie', parts.join('; '));
-}
 
 /** A fresh CSRF token (32 random bytes). */
 export const newCsrfToken = () => randomBytes(32).toString('base64url');

@@ -11,7 +11,6 @@ import { introspectEndpoint, revokeEndpoint, tokenEndpoint } from './token';
 import { userinfoEndpoint } from './userinfo';
 
 export type { OAuthDeps } from './deps';
-export { requiredScope } from './scopes';
 
 /**
  * The OAuth 2.0 authorization server's HTTP surface (unversioned paths, as the standards name them):

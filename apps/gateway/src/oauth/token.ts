@@ -1,6 +1,7 @@
-import { createHash } from 'node:crypto';
 import type { NextFunction, Request, Response } from 'express';
+import type { identity } from '@secsvc/proto';
 import { activeAccessToken, fromGrpcError } from '@secsvc/shared';
+import { FeedCache, tokenDigest } from '../auth/feed-cache';
 import { callOptions, type OAuthDeps } from './deps';
 import { clientCredentialsOf, isForm, paramsOf, sendOAuthError, type ClientCredentials } from './http';
 
@@ -83,39 +84,17 @@ export function revokeEndpoint(deps: OAuthDeps) {
 const JWT = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/;
 
 /**
- * Client authentications for introspection, cached like API keys: only while identity's change stream is
- * live, dropped when the client changes (or the stream is lost), never past `ttlMs`. Keys are SHA-256 digests.
+ * Client authentications for introspection, cached like API keys (auth/feed-cache.ts): only while identity's
+ * change stream is live, dropped when the client changes (or the stream is lost), never past `ttlMs`.
  */
-class ClientAuthCache {
-  private readonly entries = new Map<string, { clientId: string; environment: string; until: number }>();
-  private generation = 0;
-
-  constructor(
-    private readonly deps: OAuthDeps,
-    private readonly ttlMs = 60_000,
-  ) {
-    deps.authCache?.onChange((id) => {
-      this.generation++;
-      if (id === undefined) this.entries.clear();
-      else for (const [k, e] of this.entries) if (e.clientId === id) this.entries.delete(k);
-    });
-  }
-
-  async authenticate(req: Request, creds: ClientCredentials) {
-    const key = createHash('sha256').update(`${creds.clientAuthMethod}\n${creds.clientId}\n${creds.clientSecret}`).digest('base64url');
-    const live = this.deps.authCache?.isLive === true;
-    const hit = live ? this.entries.get(key) : undefined;
-    if (hit && hit.until > Date.now()) return hit;
-    const generation = this.generation;
-    const r = await this.deps.clients.identity.authenticateOAuthClient(creds, callOptions(this.deps, req));
-    if (failed(r)) return r;
-    const entry = { clientId: r.clientId, environment: r.environment, until: Date.now() + this.ttlMs };
-    if (live && generation === this.generation && this.deps.authCache?.isLive) {
-      if (this.entries.size >= 10_000) this.entries.delete(this.entries.keys().next().value!);
-      this.entries.set(key, entry);
-    }
-    return entry;
-  }
+function clientAuthenticator(deps: OAuthDeps, ttlMs = 60_000) {
+  const cache = deps.authCache && new FeedCache<identity.AuthenticateOAuthClientResponse>(deps.authCache, { ttlMs, maxEntries: 10_000, changedBy: (id, c) => c.clientId === id });
+  return (req: Request, creds: ClientCredentials): Promise<identity.AuthenticateOAuthClientResponse> => {
+    const fetch = () => deps.clients.identity.authenticateOAuthClient(creds, callOptions(deps, req));
+    if (!cache) return fetch();
+    // Refusals are not kept: the next attempt asks identity again.
+    return cache.get(tokenDigest(`${creds.clientAuthMethod}\n${creds.clientId}\n${creds.clientSecret}`), fetch, (r) => (failed(r) ? false : Infinity));
+  };
 }
 
 /**
@@ -125,7 +104,7 @@ class ClientAuthCache {
  * every other credential (refresh tokens, session tokens, API keys), identity answers.
  */
 export function introspectEndpoint(deps: OAuthDeps) {
-  const clientCache = new ClientAuthCache(deps);
+  const authenticateClient = clientAuthenticator(deps);
   return async (req: Request, res: Response, next: NextFunction): Promise<void> => {
     const parsed = readRequest(req, res);
     if (!parsed) return;
@@ -135,8 +114,8 @@ export function introspectEndpoint(deps: OAuthDeps) {
     try {
       res.setHeader('Cache-Control', 'no-store');
       if (deps.jwt && deps.authCache?.isLive && JWT.test(token)) {
-        const client = await clientCache.authenticate(req, creds);
-        if ('error' in client) return sendOAuthError(res, client, basic);
+        const client = await authenticateClient(req, creds);
+        if (failed(client)) return sendOAuthError(res, client, basic);
         res.json(await localIntrospection(deps, token, client.environment));
         return;
       }

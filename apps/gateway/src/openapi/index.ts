@@ -1,7 +1,6 @@
 import { OAUTH_SCOPES, errorCodes, type ErrorCode } from '@secsvc/shared';
-import { requiredScope } from '../oauth/scopes';
 import { routes as allRoutes } from '../routes';
-import type { Route } from '../routes/route';
+import { DEFAULT_KEY_TYPES, type Route } from '../routes/route';
 import { COMPONENTS, registerComponents } from './components';
 import { boundedJson, refuseNul, SchemaSet, type Json } from './schemas';
 import { surfacePaths, type Surface } from './surface';
@@ -121,8 +120,8 @@ function operation(route: Route, set: SchemaSet, c: Common): Json {
   if (route.params) errors.push('not_found');
   if (route.body) errors.push('payload_too_large', 'unsupported_media_type');
   for (const code of errors) responses[String(errorCodes[code].http)] ??= c.errorResponse(code);
-  const scope = requiredScope(route);
-  const keyTypes = route.keyTypes ?? ['secret', 'test'];
+  const scope = route.scope;
+  const keyTypes = route.keyTypes ?? DEFAULT_KEY_TYPES;
   return {
     operationId: route.operationId,
     summary: route.summary,

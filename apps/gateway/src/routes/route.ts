@@ -1,6 +1,13 @@
 import { z } from 'zod';
 import type { Request } from 'express';
+import type { OAUTH_SCOPES } from '@secsvc/shared';
 import type { Principal, RouteContext } from '../context';
+
+/** The scopes of API areas (read:users, write:policies, export:logs, ...): what an OAuth token needs for a route. */
+export type ApiScope = Extract<(typeof OAUTH_SCOPES)[number], `${string}:${string}`>;
+
+/** The key types a route allows unless it names its own: secret and test keys. */
+export const DEFAULT_KEY_TYPES: readonly ('secret' | 'test' | 'public')[] = ['secret', 'test'];
 
 export interface RouteResponse {
   status: number;
@@ -17,6 +24,12 @@ export interface Route<P extends z.ZodType = z.ZodType, Q extends z.ZodType = z.
   method: 'get' | 'post' | 'put' | 'patch' | 'delete';
   /** Express path relative to /v1, e.g. /users/:id */
   path: string;
+  /**
+   * The scope an OAuth access token needs to call it: read:<area> for calls that change nothing (GET, and
+   * read-only POSTs such as /policies/simulate), write:<area> for changes, export:logs for exports. Absent:
+   * closed to OAuth access tokens (API keys, OAuth clients, token exchange, login pages).
+   */
+  scope?: ApiScope;
   operationId: string;
   summary: string;
   tags: string[];

@@ -1,6 +1,6 @@
 import { createCipheriv, createDecipheriv, createHash, createPrivateKey, hkdfSync, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { Request } from 'express';
-import { readCookie } from '../oauth/http';
+import { readCookie } from '../http/cookies';
 
 // Binding an SP-initiated login to the browser that started it (no login CSRF: a SAML response obtained in one
 // browser cannot sign in another). `/login` gives the browser a random nonce in an HttpOnly cookie and stores

@@ -2,7 +2,7 @@ import express, { type Request, type Response } from 'express';
 import { AppError } from '@secsvc/shared';
 import { formBody } from '../middleware/input';
 import { SAML_FORM_FIELDS } from '../openapi/surface';
-import { SESSION_COOKIE, setCookie } from '../oauth/http';
+import { SESSION_COOKIE, setCookie } from '../http/cookies';
 import { assertionFacts, checkResponseRoot, decodeResponse, firstString, SamlRefusal } from './assertion';
 import { bindingCookie, bindingOf, browserNonce, openState, sameBrowser, sealState, stateKey, STATE_TTL_MS, type PendingLogin } from './binding';
 import { callOptions, connectionOf, handler, keysOf, RELAY_STATE_MAX, store, type SsoDeps } from './context';

@@ -1,5 +1,5 @@
 import type { identity } from '@secsvc/proto';
-import type { ServiceClients } from '../context';
+import type { PromiseClient } from '@secsvc/shared';
 import { SAML, ValidateInResponseTo, type CacheProvider, type Profile } from '@node-saml/node-saml';
 import { XMLSerializer } from '@xmldom/xmldom';
 import { descendantsNS, NS, parseXml } from './xml';
@@ -54,7 +54,7 @@ export interface RequestIdStore {
 
 /** The request-id store over identity's SaveSamlRequest / TakeSamlRequest (every replica sees the same ids). */
 export function identityRequestStore(
-  identityClient: Pick<ServiceClients['identity'], 'saveSamlRequest' | 'takeSamlRequest'>,
+  identityClient: Pick<PromiseClient<identity.IdentityServiceClient>, 'saveSamlRequest' | 'takeSamlRequest'>,
   call: { requestId: string; deadlineMs: number; headers: Record<string, string> },
 ): RequestIdStore {
   return {

@@ -1,6 +1,6 @@
 import { EventEmitter } from 'node:events';
 import { createLogger } from '@secsvc/shared';
-import { AuthCache, type ChangeStream } from '../../src/auth-cache';
+import { AuthCache, type ChangeStream } from '../../src/auth/auth-cache';
 
 /** identity's credential change stream, driven by the test. */
 export class FakeStream extends EventEmitter implements ChangeStream {

@@ -6,6 +6,7 @@ import { eventKindsSchema, timeParam, withTimeOrder } from './schemas';
 export const createExportRoute = defineRoute({
   method: 'post',
   path: '/logs/export',
+  scope: 'export:logs',
   operationId: 'createLogExport',
   summary: 'Start an asynchronous export of audit log entries to a JSON, CSV or NDJSON file',
   tags: ['logs'],

@@ -6,6 +6,7 @@ import { logExport, stateForm } from './export-schemas';
 export const getExportRoute = defineRoute({
   method: 'get',
   path: '/logs/export/:id',
+  scope: 'export:logs',
   operationId: 'getLogExport',
   summary: 'The current state of a log export (completed: the download link, its expiry, the file size and SHA-256)',
   tags: ['logs'],

@@ -6,6 +6,7 @@ import { logForms, logFull } from './schemas';
 export const getLogRoute = defineRoute({
   method: 'get',
   path: '/logs/:id',
+  scope: 'read:logs',
   operationId: 'getLog',
   summary: 'Get one audit log entry (full form: traceId, metadata, region and coordinates)',
   tags: ['logs'],

@@ -5,6 +5,7 @@ import { eventsParam, logForms, logListItem, timeParam, withTimeOrder } from './
 export const listLogsRoute = defineRoute({
   method: 'get',
   path: '/logs',
+  scope: 'read:logs',
   operationId: 'listLogs',
   summary: 'List audit log entries, newest first, with cursor pagination and filters',
   tags: ['logs'],

@@ -6,6 +6,7 @@ import { logForms, logSearchHit, timeParam, withTimeOrder } from './schemas';
 export const searchLogsRoute = defineRoute({
   method: 'post',
   path: '/logs/search',
+  scope: 'read:logs',
   operationId: 'searchLogs',
   summary: 'Full-text search over the audit log, newest first, with highlights',
   tags: ['logs'],

@@ -35,6 +35,7 @@ const verdictForm = z.object({
 export const verifyLogsRoute = defineRoute({
   method: 'get',
   path: '/logs/verify',
+  scope: 'read:logs',
   operationId: 'verifyLogs',
   summary: "Recompute the environment's audit log hash chain over a range of positions: intact, or where it first breaks",
   tags: ['logs'],
@@ -71,6 +72,7 @@ const jwk = z.object({ kty: z.string(), crv: z.string(), x: z.string(), kid: z.s
 export const chainKeysRoute = defineRoute({
   method: 'get',
   path: '/logs/keys',
+  scope: 'read:logs',
   operationId: 'getLogKeys',
   summary: 'The public keys (JWKS, Ed25519) that verify audit log checkpoints and export manifests offline',
   tags: ['logs'],

@@ -13,6 +13,7 @@ const requireId = (id: string) => {
 export const createPolicyRoute = defineRoute({
   method: 'post',
   path: '/policies',
+  scope: 'write:policies',
   operationId: 'createPolicy',
   summary: 'Create a policy',
   tags: ['policies'],
@@ -42,6 +43,7 @@ export const createPolicyRoute = defineRoute({
 export const listPoliciesRoute = defineRoute({
   method: 'get',
   path: '/policies',
+  scope: 'read:policies',
   operationId: 'listPolicies',
   summary: 'List policies, newest first',
   tags: ['policies'],
@@ -56,6 +58,7 @@ export const listPoliciesRoute = defineRoute({
 export const getPolicyRoute = defineRoute({
   method: 'get',
   path: '/policies/:id',
+  scope: 'read:policies',
   operationId: 'getPolicy',
   summary: 'Get a policy (full form)',
   tags: ['policies'],
@@ -71,6 +74,7 @@ export const getPolicyRoute = defineRoute({
 export const updatePolicyRoute = defineRoute({
   method: 'patch',
   path: '/policies/:id',
+  scope: 'write:policies',
   operationId: 'updatePolicy',
   summary: 'Update any subset of a policy; arrays and conditions replace the stored value',
   tags: ['policies'],
@@ -111,6 +115,7 @@ export const updatePolicyRoute = defineRoute({
 export const deletePolicyRoute = defineRoute({
   method: 'delete',
   path: '/policies/:id',
+  scope: 'write:policies',
   operationId: 'deletePolicy',
   summary: 'Delete a policy',
   tags: ['policies'],

@@ -6,6 +6,7 @@ import { simulateBody, simulationResult, toProtoConditions } from './schemas';
 export const simulateRoute = defineRoute({
   method: 'post',
   path: '/policies/simulate',
+  scope: 'read:policies',
   operationId: 'simulatePolicies',
   summary:
     'Evaluate a request against the stored policies (who: user:<id>, what action, which resource, from which ip), optionally with draft policies (merge or replace) and an explanation of every policy that did not match',

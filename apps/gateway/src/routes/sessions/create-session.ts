@@ -6,6 +6,7 @@ export const DEFAULT_SESSION_SECONDS = 24 * 3600;
 export const createSessionRoute = defineRoute({
   method: 'post',
   path: '/sessions',
+  scope: 'write:users',
   operationId: 'createSession',
   summary: 'Create a session for a user (the token is in this response only)',
   tags: ['sessions'],

@@ -7,6 +7,7 @@ const digest = (s: string) => createHash('sha256').update(s).digest();
 export const revokeSessionRoute = defineRoute({
   method: 'post',
   path: '/sessions/revoke',
+  scope: 'write:users',
   operationId: 'revokeSession',
   summary: 'End the session of a token (idempotent); a session token may always end itself (no policy needed)',
   tags: ['sessions'],

@@ -6,6 +6,7 @@ import { sessionForm, sessionOf } from './schemas';
 export const listUserSessionsRoute = defineRoute({
   method: 'get',
   path: '/users/:id/sessions',
+  scope: 'read:users',
   operationId: 'listUserSessions',
   summary: "A user's active sessions, newest first",
   tags: ['sessions'],
@@ -24,6 +25,7 @@ export const listUserSessionsRoute = defineRoute({
 export const revokeUserSessionsRoute = defineRoute({
   method: 'delete',
   path: '/users/:id/sessions',
+  scope: 'write:users',
   operationId: 'revokeUserSessions',
   summary: "End all of a user's sessions",
   tags: ['sessions'],

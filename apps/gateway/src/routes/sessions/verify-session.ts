@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { VerifyAnswer } from '../../verify-cache';
+import type { VerifyAnswer } from '../../auth/verify-cache';
 import { userForms, userFull } from '../users/schemas';
 import { dataOf, defineRoute, errorSchema } from '../route';
 import { tokenBody } from './schemas';
@@ -7,6 +7,7 @@ import { tokenBody } from './schemas';
 export const verifySessionRoute = defineRoute({
   method: 'post',
   path: '/sessions/verify',
+  scope: 'read:users',
   operationId: 'verifySession',
   summary: 'Verify a session token (valid: false for unknown, malformed, expired or revoked tokens)',
   tags: ['sessions'],

@@ -4,6 +4,7 @@ import { createUserBody, userCreated, userForms } from './schemas';
 export const createUserRoute = defineRoute({
   method: 'post',
   path: '/users',
+  scope: 'write:users',
   operationId: 'createUser',
   summary: 'Create a user',
   tags: ['users'],

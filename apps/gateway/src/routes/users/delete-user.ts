@@ -5,6 +5,7 @@ import { userIdParams } from './schemas';
 export const deleteUserRoute = defineRoute({
   method: 'delete',
   path: '/users/:id',
+  scope: 'write:users',
   operationId: 'deleteUser',
   summary: 'Delete a user and their data',
   tags: ['users'],

@@ -5,6 +5,7 @@ import { userFull, userForms, userIdParams } from './schemas';
 export const getUserRoute = defineRoute({
   method: 'get',
   path: '/users/:id',
+  scope: 'read:users',
   operationId: 'getUser',
   summary: 'Get a user (full form)',
   tags: ['users'],

@@ -5,6 +5,7 @@ import { userForms, userListItem } from './schemas';
 export const listUsersRoute = defineRoute({
   method: 'get',
   path: '/users',
+  scope: 'read:users',
   operationId: 'listUsers',
   summary: 'List users, newest first, with cursor pagination',
   tags: ['users'],

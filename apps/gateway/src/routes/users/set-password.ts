@@ -6,6 +6,7 @@ import { userIdParams } from './schemas';
 export const setPasswordRoute = defineRoute({
   method: 'put',
   path: '/users/:id/password',
+  scope: 'write:users',
   operationId: 'setPassword',
   summary: "Set a user's password (administrators)",
   tags: ['users'],

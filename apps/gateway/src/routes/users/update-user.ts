@@ -5,6 +5,7 @@ import { updateUserBody, userForms, userIdParams, userUpdated } from './schemas'
 export const updateUserRoute = defineRoute({
   method: 'patch',
   path: '/users/:id',
+  scope: 'write:users',
   operationId: 'updateUser',
   summary: 'Update name and/or metadata (metadata is replaced as a whole)',
   tags: ['users'],

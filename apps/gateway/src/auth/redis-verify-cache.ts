@@ -1,7 +1,11 @@
 import type Redis from 'ioredis';
-import type { AuthCache } from './auth-cache';
-import { RedisScript, type RedisHealth } from './redis';
-import { tokenDigest, type VerifyAnswer, type VerifyCache } from './verify-cache';
+import { RedisScript, type RedisHealth } from '../redis';
+import type { CredentialChanges } from './changes';
+import { tokenDigest } from './feed-cache';
+import type { VerifyAnswer, VerifyCache } from './verify-cache';
+
+// RedisVerifyCache: the verify cache every gateway replica shares when REDIS_URL is set (Lua scripts keep
+// an invalidation from being overwritten by an answer fetched before it).
 
 /*
  * Keys (prefix secsvc:vc:):
@@ -97,7 +101,7 @@ export class RedisVerifyCache implements VerifyCache {
 
   constructor(
     redis: Redis,
-    private readonly changes: AuthCache,
+    private readonly changes: CredentialChanges,
     private readonly ttlMs: number,
     /** A verification that took longer than this is not stored (the tombstones outlive it). */
     private readonly maxLookupMs: number,

@@ -1,6 +1,10 @@
-import { createHash } from 'node:crypto';
 import type { Logger } from '@secsvc/shared';
-import type { Principal } from './context';
+import type { Principal } from '../context';
+import type { CredentialChanges } from './changes';
+import { FeedCache, tokenDigest } from './feed-cache';
+
+// AuthCache: follows identity's credential change stream (the CredentialChanges every other cache listens
+// to), caches API key and session authentications, and remembers recently revoked sessions for JWTs.
 
 /** The part of a gRPC readable stream the cache uses (identity's WatchCredentialChanges). */
 export interface ChangeStream {
@@ -9,38 +13,36 @@ export interface ChangeStream {
   cancel(): void;
 }
 
-interface Entry {
-  principal: Principal;
-  until: number;
-}
-
-const digest = (key: string) => createHash('sha256').update(key).digest('base64url');
-
 /**
  * Caches authentications (API keys, session tokens) so most requests make one gRPC call instead of two,
  * without ever serving a revoked credential: entries are used only while identity's change stream is live, a change drops that key's
  * entries at once, and a lost stream drops everything until a new stream is ready. Keys are held only as
  * SHA-256 digests. A lookup that raced a change is not cached (generation check).
  */
-export class AuthCache {
-  private readonly entries = new Map<string, Entry>();
+export class AuthCache implements CredentialChanges {
   private readonly revokedSessions = new Map<string, number>();
   private readonly listeners = new Set<(id: string | undefined) => void>();
   private stream: ChangeStream | undefined;
   private live = false;
   private stopped = false;
   private retryMs = 250;
-  /** Bumped on every change or reset; a lookup started before the bump is not cached. */
-  generation = 0;
+  private readonly principals: FeedCache<Principal>;
 
   constructor(
     private readonly open: () => ChangeStream,
     private readonly logger: Logger,
-    private readonly ttlMs = 60_000,
-    private readonly maxEntries = 10_000,
+    ttlMs = 60_000,
+    maxEntries = 10_000,
     /** How long a revoked session id is remembered: the access-token lifetime plus leeway. */
     private readonly revokedRetentionMs = 17 * 60_000,
-  ) {}
+  ) {
+    this.principals = new FeedCache(this, { ttlMs, maxEntries, changedBy: (id, principal) => principal.credentialId === id });
+  }
+
+  /** Taken before a lookup and handed to `set`: a lookup that raced a change (or the stream's loss) is not cached. */
+  get generation(): number {
+    return this.principals.ticket;
+  }
 
   /** True when the session was revoked (or ended) recently enough for its access tokens to still be unexpired. */
   isSessionRevoked(sessionId: string): boolean {
@@ -56,7 +58,7 @@ export class AuthCache {
   }
 
   get size(): number {
-    return this.entries.size;
+    return this.principals.size;
   }
 
   start(): void {
@@ -79,8 +81,6 @@ export class AuthCache {
     if (stream !== this.stream) return;
     this.stream = undefined;
     this.live = false;
-    this.generation++;
-    this.entries.clear();
     // The next stream replays the recent revocations before it is ready.
     this.revokedSessions.clear();
     for (const l of this.listeners) l(undefined);
@@ -101,36 +101,25 @@ export class AuthCache {
   }
 
   private invalidate(credentialId: string): void {
-    this.generation++;
+    // The listeners include this cache's own principals (dropped when their credential changed).
     for (const l of this.listeners) l(credentialId);
     // Access tokens (JWTs) of a changed session or OAuth grant are refused while they could still be unexpired.
     if (credentialId.startsWith('ses_') || credentialId.startsWith('grt_')) this.revokedSessions.set(credentialId, Date.now() + this.revokedRetentionMs);
-    for (const [k, e] of this.entries) if (e.principal.credentialId === credentialId) this.entries.delete(k);
   }
 
   get(key: string): Principal | undefined {
-    if (!this.live) return undefined;
-    const k = digest(key);
-    const entry = this.entries.get(k);
-    if (!entry) return undefined;
-    if (entry.until <= Date.now()) {
-      this.entries.delete(k);
-      return undefined;
-    }
-    return entry.principal;
+    return this.principals.peek(tokenDigest(key));
   }
 
   /** Caches a lookup that started at `generation`, for the TTL or until the key expires, whichever is first. */
   set(key: string, principal: Principal, keyExpiresAt: number | undefined, generation: number): void {
-    if (!this.live || generation !== this.generation || this.ttlMs <= 0) return;
-    if (this.entries.size >= this.maxEntries) this.entries.delete(this.entries.keys().next().value!);
-    this.entries.set(digest(key), { principal, until: Math.min(Date.now() + this.ttlMs, keyExpiresAt ?? Infinity) });
+    this.principals.store(tokenDigest(key), principal, generation, keyExpiresAt);
   }
 
   stop(): void {
     this.stopped = true;
     this.live = false;
-    this.entries.clear();
+    this.principals.clear();
     this.stream?.cancel();
   }
 }

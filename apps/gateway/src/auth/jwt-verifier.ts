@@ -1,6 +1,9 @@
-import { createHash } from 'node:crypto';
 import { createLocalJWKSet, errors, jwtVerify, type JWTPayload, type JWTVerifyGetKey } from 'jose';
 import { AppError, type Logger } from '@secsvc/shared';
+import { tokenDigest } from './feed-cache';
+
+// JwtVerifier: checks access tokens (ES256 JWTs) locally against identity's published key set; revocation
+// is AuthCache's part (recently revoked sessions and grants).
 
 /** A short reason code for auth.failed events (never the token). */
 export function reasonCode(why: string): string {
@@ -39,7 +42,7 @@ export class JwtVerifier {
   }
 
   async verify(token: string): Promise<JWTPayload & { sid: string; env: string; sub: string }> {
-    const key = createHash('sha256').update(token).digest('base64url');
+    const key = tokenDigest(token);
     const hit = this.verified.get(key);
     // exp is re-checked on every use (60 s leeway, as jwtVerify applies it)
     if (hit && hit.exp + 60 > Date.now() / 1000) return hit.claims;

@@ -1,0 +1,120 @@
+import type { Request, Response } from 'express';
+import { AppError, fieldErrors, type FieldError } from '@secsvc/shared';
+import type { UserCache } from '../auth/user-cache';
+import type { Principal, ServiceClients } from '../context';
+import { DEFAULT_KEY_TYPES, type Route, type RouteResponse } from './route';
+
+// The steps that serve one /v1 route after authentication, in the order app.ts runs them: the caller's
+// email, the OAuth scope, a credential at all, the policies (users), the key type (API keys), the input and
+// the answer. Each step throws the AppError the caller gets.
+
+/** The policy action of a call: from its method, unless the route names one (simulate). */
+const ACTIONS: Record<Route['method'], string> = { get: 'read', post: 'create', put: 'update', patch: 'update', delete: 'delete' };
+
+/** Who calls, from where and how they authenticated: the gRPC metadata services build events from. */
+export function callHeaders(req: Request, principal: Principal): Record<string, string> {
+  return {
+    'x-actor-id': principal.id,
+    'x-actor-type': principal.type,
+    ...(principal.email && { 'x-actor-email': principal.email }),
+    ...(principal.name && { 'x-actor-name': principal.name }),
+    'x-auth-method': principal.clientId ? 'oauth' : principal.type === 'api_key' ? 'api_key' : principal.keyType === 'none' ? 'none' : principal.keyType,
+    'x-client-ip': req.ip ?? '',
+    'x-user-agent': (req.get('user-agent') ?? '').slice(0, 512),
+  };
+}
+
+/**
+ * A user principal whose credential does not say its email (an OAuth access token without the email scope)
+ * gets it from the user cache: every event names a user actor by its email.
+ */
+export async function withEmail(
+  principal: Principal,
+  req: Request,
+  identity: Pick<ServiceClients['identity'], 'getUser'>,
+  deadlineMs: number,
+  userCache: UserCache | undefined,
+): Promise<Principal> {
+  if (principal.type !== 'user' || principal.email || !userCache) return principal;
+  const fetch = async () => {
+    const user = await identity.getUser({ environment: principal.environment, id: principal.id }, { requestId: req.requestId, deadlineMs, headers: {} });
+    return { roles: user.roles, email: user.email };
+  };
+  // A user deleted since its token was issued has no email to give; the call goes on and identity refuses it where it must.
+  const facts = await userCache.get(principal.environment, principal.id, fetch).catch(() => undefined);
+  return facts ? { ...principal, email: facts.email } : principal;
+}
+
+/** OAuth access tokens need the route's scope (RFC 6750 insufficient_scope otherwise); other credentials pass. */
+export function authorizeScope(route: Pick<Route, 'scope'>, principal: Principal, res: Response): void {
+  if (!principal.scopes) return;
+  const needed = route.scope;
+  if (needed && principal.scopes.includes(needed)) return;
+  const why = needed ? `the scope ${needed} is required` : 'OAuth access tokens cannot call this endpoint';
+  res.setHeader('WWW-Authenticate', `Bearer realm="secsvc", error="insufficient_scope"${needed ? `, scope="${needed}"` : ''}`);
+  throw new AppError('forbidden', `Insufficient scope: ${why}`, [{ field: 'scope', message: needed ? `${needed} is required` : 'no scope grants this endpoint' }]);
+}
+
+/** Callers without a credential reach only the routes open to them (login pages). */
+export function requireCredential(route: Pick<Route, 'anonymous'>, principal: Principal): void {
+  if (principal.type === 'anonymous' && !route.anonymous) throw new AppError('unauthorized', 'Missing Authorization header (Bearer API key or session token)');
+}
+
+/**
+ * Users are authorized by the policies on every call (API keys act as administrators), unless the route lets
+ * them act on the very credential they presented (their own session).
+ */
+export async function authorizePolicy(
+  route: Pick<Route, 'method' | 'action' | 'ownCredential'>,
+  req: Request,
+  principal: Principal,
+  policy: Pick<ServiceClients['policy'], 'authorize'>,
+  deadlineMs: number,
+): Promise<void> {
+  if (principal.type !== 'user' || route.ownCredential?.(req, principal)) return;
+  const decision = await policy.authorize(
+    { environment: principal.environment, userId: principal.id, roles: principal.roles ?? [], action: route.action ?? ACTIONS[route.method], resource: req.path, ip: req.ip ?? '' },
+    {
+      requestId: req.requestId,
+      deadlineMs,
+      headers: {
+        'x-client-ip': req.ip ?? '',
+        'x-user-agent': (req.get('user-agent') ?? '').slice(0, 512),
+        'x-auth-method': principal.keyType,
+        ...(principal.email && { 'x-actor-email': principal.email }),
+      },
+    },
+  );
+  if (!decision.allowed) throw new AppError('forbidden', 'Denied by policy');
+}
+
+/** API keys call only the routes that allow their type (secret and test keys unless the route says otherwise). */
+export function checkKeyType(route: Pick<Route, 'keyTypes' | 'method' | 'path'>, principal: Principal): void {
+  if (principal.type === 'api_key' && !(route.keyTypes ?? DEFAULT_KEY_TYPES).includes(principal.keyType as 'secret')) {
+    throw new AppError('forbidden', `A ${principal.keyType} key cannot call ${route.method.toUpperCase()} ${route.path}`);
+  }
+}
+
+/**
+ * Path, query and body validated together: every fault of the request is named in one answer. No body at
+ * all is validated as an empty object, so each missing field is named.
+ */
+export function validate(route: Pick<Route, 'params' | 'query' | 'body'>, req: Pick<Request, 'params' | 'query' | 'body'>): Parameters<Route['handle']>[0] {
+  const faults: FieldError[] = [];
+  const parse = (schema: Route['body'], value: unknown) => {
+    if (!schema) return undefined;
+    const result = schema.safeParse(value);
+    if (result.success) return result.data as unknown;
+    faults.push(...fieldErrors(result.error));
+    return undefined;
+  };
+  const input = { params: parse(route.params, req.params) ?? {}, query: parse(route.query, req.query ?? {}) ?? {}, body: parse(route.body, req.body ?? {}) };
+  if (faults.length) throw AppError.invalid(faults);
+  return input as Parameters<Route['handle']>[0];
+}
+
+/** The handler's answer: JSON, or no body at all. */
+export function respond(res: Response, out: RouteResponse): void {
+  if (out.body === undefined) res.status(out.status).end();
+  else res.status(out.status).json(out.body);
+}
