@@ -1,8 +1,5 @@
-import type { audit } from '@secsvc/proto';
-import { eventFromRow, type AuditChain, type LogRow, type LogStore } from '@secsvc/audit-store';
+import { LogQueries, type AuditChain, type LogStore } from '@secsvc/audit-store';
 import type { Logger } from '@secsvc/shared';
-
-export { environmentOf } from '@secsvc/shared';
 
 export interface AuditContext {
   store: LogStore;
@@ -13,7 +10,5 @@ export interface AuditContext {
   logger: Logger;
 }
 
-export function toLogEntry(row: LogRow, highlights: Record<string, string> = {}): audit.LogEntry {
-  const { event, location } = eventFromRow(row);
-  return { event, location, highlights };
-}
+/** The log reads (list, search, get) over the context's store. */
+export const logQueries = (ctx: AuditContext): LogQueries => new LogQueries(ctx.store, ctx.secret);

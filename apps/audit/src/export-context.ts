@@ -1,4 +1,4 @@
-import type { ClickHouseClient, ExportJobs } from '@secsvc/audit-store';
+import { ExportService, exportPages, type ClickHouseClient, type ExportJobs } from '@secsvc/audit-store';
 import type { ObjectStore } from '@secsvc/shared';
 import type { AuditContext } from './context';
 
@@ -14,3 +14,16 @@ export interface ExportContext extends AuditContext {
     pageSize: number;
   };
 }
+
+/** The export use cases over the context's store, jobs, files and ClickHouse. */
+export const exportService = (ctx: ExportContext): ExportService =>
+  new ExportService({
+    store: ctx.store,
+    jobs: ctx.exports.jobs,
+    objects: ctx.exports.objects,
+    chain: ctx.chain,
+    pages: (spec, pageSize) => exportPages(ctx.ch, spec, pageSize),
+    secret: ctx.secret,
+    maxRangeDays: ctx.exports.maxRangeDays,
+    pageSize: ctx.exports.pageSize,
+  });

@@ -45,8 +45,7 @@ export async function* exportPages(ch: ClickHouseClient, spec: ExportSpec, pageS
     if (text.length === 0) return;
     const lastStart = text.lastIndexOf('\n', text.length - 2) + 1;
     const last = text.slice(lastStart, text.length - 1).split('\t');
-    let count = 0;
-    for (let i = text.indexOf('\n'); i !== -1; i = text.indexOf('\n', i + 1)) count++;
+    const count = countLines(text);
     yield { text, count };
     if (count < pageSize) return;
     after = { timestamp: isoTime(unescapeTsv(last[2]!)), id: unescapeTsv(last[0]!) };
@@ -108,6 +107,13 @@ export function* decodeRows(text: string | Buffer): Generator<LogRow> {
     if (position > 0) row.chain_seq = position;
     yield row;
   }
+}
+
+/** How many lines (rows) a run of whole TabSeparated lines holds: its line ends. */
+export function countLines(text: string): number {
+  let count = 0;
+  for (let i = text.indexOf('\n'); i !== -1; i = text.indexOf('\n', i + 1)) count++;
+  return count;
 }
 
 /** Splits page text into pieces of at most ~maxBytes at line ends (for messages of bounded size). */

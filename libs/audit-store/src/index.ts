@@ -8,3 +8,4 @@ export * from './search';
 export * from './export-jobs';
 export * from './export-token';
 export * from './export-source';
+export * from './use-cases';

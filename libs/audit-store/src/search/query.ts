@@ -76,7 +76,7 @@ function patternOf(text: string, prefix: boolean, what: string): TokenPattern {
 }
 
 /**
- * Parses a search query (see docs/api.md, "Audit log search"). Every clause must match; a clause preceded by `-`
+ * Parses a search query (see docs/api/search.md). Every clause must match; a clause preceded by `-`
  * must not. Throws AppError invalid_request naming `query` when the query cannot be parsed.
  */
 export function parseSearchQuery(input: unknown): ParsedQuery {

@@ -1,0 +1,282 @@
+import { verify } from 'node:crypto';
+import { Readable } from 'node:stream';
+import { newId, type AppError, type ByteRange } from '@secsvc/shared';
+import { ChainKey, manifestSignedText, type Checkpoint } from '../chain';
+import type { ExportJob, NewExport, Requester } from '../export-jobs';
+import type { RowPage } from '../export-source';
+import { signDownloadToken } from '../export-token';
+import type { Clause, LogFilters } from '../store';
+import { ExportService, type ExportPorts } from './exports';
+
+const SECRET = 'test-secret-test-secret-test-secret-0123';
+const requester: Requester = { actor: { id: 'key_1', type: 'api_key' }, context: { ip: '10.9.9.9', userAgent: 'jest' }, authMethod: 'api_key' };
+const request = { environment: 'live', from: '2026-11-01T00:00:00Z', to: '2026-11-02T00:00:00Z', format: 'csv', events: [] as string[], query: '' };
+
+function job(over: Partial<ExportJob> = {}): ExportJob {
+  return {
+    id: newId('exp'),
+    environment: 'live',
+    from: '2026-11-01T00:00:00.000Z',
+    to: '2026-11-02T00:00:00.000Z',
+    events: [],
+    query: '',
+    status: 'processing',
+    format: 'csv',
+    estimatedRecords: 10,
+    processedRecords: 0,
+    attempts: 0,
+    requestedBy: requester,
+    traceId: 'req_1',
+    createdAt: '2026-11-03T00:00:00.000Z',
+    ...over,
+  };
+}
+
+function completed(over: Partial<ExportJob> = {}): ExportJob {
+  return job({
+    status: 'completed',
+    objectKey: 'live/exp/1.csv',
+    totalRecords: 10,
+    fileSizeBytes: 100,
+    sha256: 'ab'.repeat(32),
+    firstPosition: 3,
+    lastPosition: 12,
+    completedAt: '2026-11-03T00:01:00.000Z',
+    expiresAt: new Date(Date.now() + 60_000).toISOString(),
+    ...over,
+  });
+}
+
+/** Fake ports recording what the use cases asked of them. */
+function ports(over: Partial<ExportPorts> = {}, state: { jobs?: ExportJob[]; files?: Record<string, string>; pages?: string[] } = {}) {
+  const jobs = state.jobs ?? [];
+  const files = state.files ?? {};
+  const calls = {
+    count: [] as [LogFilters, Clause | undefined][],
+    created: [] as NewExport[],
+    downloads: [] as [ExportJob, Requester, string, { start: number; end: number; size: number }][],
+    reads: [] as [string, ByteRange | undefined][],
+    pages: [] as number[],
+    pagesRead: 0,
+    pagesClosed: false,
+  };
+  const checkpoint: Checkpoint = { environment: 'live', position: 12, hash: 'cd'.repeat(32), signedAt: '2026-11-03T00:00:30.000Z', kid: 'ck_1', signature: 'sig' };
+  const p: ExportPorts = {
+    store: {
+      count: async (filters, clause) => {
+        calls.count.push([filters, clause]);
+        return 42;
+      },
+    },
+    jobs: {
+      create: async (input) => {
+        calls.created.push(input);
+        return job({ ...input, status: 'processing', processedRecords: 0, attempts: 0, createdAt: '2026-11-03T00:00:00.000Z' });
+      },
+      get: async (environment, id) => jobs.find((j) => j.environment === environment && j.id === id),
+      byId: async (id) => jobs.find((j) => j.id === id),
+      recordDownload: async (j, by, traceId, bytes) => {
+        calls.downloads.push([j, by, traceId, bytes]);
+      },
+    },
+    objects: {
+      stat: async (key) => (key in files ? { size: Buffer.byteLength(files[key]!) } : undefined),
+      read: async (key, range) => {
+        calls.reads.push([key, range]);
+        const bytes = Buffer.from(files[key]!);
+        return Readable.from([range ? bytes.subarray(range.start, range.end + 1) : bytes]);
+      },
+    },
+    chain: { key: ChainKey.fromSecret(SECRET), checkpointAt: async (environment, at) => (environment === 'live' && at >= new Date(checkpoint.signedAt) ? checkpoint : undefined) },
+    pages: async function* (_spec, pageSize): AsyncGenerator<RowPage> {
+      calls.pages.push(pageSize);
+      try {
+        for (const text of state.pages ?? []) {
+          calls.pagesRead++;
+          yield { text, count: text.split('\n').length - 1 };
+        }
+      } finally {
+        calls.pagesClosed = true;
+      }
+    },
+    secret: SECRET,
+    maxRangeDays: 31,
+    pageSize: 300,
+    ...over,
+  };
+  return { ports: p, calls, checkpoint };
+}
+
+const rejection = (p: Promise<unknown>) => p.then(() => undefined, (e: unknown) => e as AppError);
+
+describe('create', () => {
+  test('counts the matching entries as the estimate and stores the job with who asked', async () => {
+    const { ports: p, calls } = ports();
+    const created = await new ExportService(p).create({ ...request, events: ['user.login'], query: 'alice' }, { requestedBy: requester, traceId: 'req_9' });
+    expect(calls.count).toHaveLength(1);
+    expect(calls.count[0]![0]).toEqual({ environment: 'live', from: '2026-11-01T00:00:00.000Z', to: '2026-11-02T00:00:00.000Z', events: ['user.login'] });
+    expect(calls.count[0]![1]).toMatchObject({ where: expect.any(String) });
+    expect(calls.created).toEqual([
+      {
+        environment: 'live',
+        from: '2026-11-01T00:00:00.000Z',
+        to: '2026-11-02T00:00:00.000Z',
+        events: ['user.login'],
+        query: 'alice',
+        id: expect.stringMatching(/^exp_[0-9a-z]{26}$/),
+        format: 'csv',
+        estimatedRecords: 42,
+        requestedBy: requester,
+        traceId: 'req_9',
+      },
+    ]);
+    expect(created.id).toBe(calls.created[0]!.id);
+  });
+
+  test('refuses bad input naming every faulty field at once, before counting', async () => {
+    const { ports: p, calls } = ports();
+    const exports = new ExportService(p);
+    const by = { requestedBy: requester, traceId: 'req_1' };
+    const all = await rejection(exports.create({ ...request, format: 'xml', from: '2026-11-02T00:00:00Z', to: '2026-11-01T00:00:00Z', events: ['user.login', 'user.nonsense'], query: '"unclosed' }, by));
+    expect(all!.details.map((d) => d.field)).toEqual(['format', 'events[1]', 'to', 'query']);
+    expect((await rejection(exports.create({ ...request, to: '2026-12-15T00:00:00Z' }, by)))!.details).toMatchObject([{ field: 'to', message: 'the range from..to must be at most 31 days' }]);
+    expect((await rejection(exports.create({ ...request, from: undefined }, by)))!.details).toMatchObject([{ field: 'from' }]);
+    expect((await rejection(exports.create({ ...request, environment: 'prod' }, by)))!.details).toMatchObject([{ field: 'environment' }]);
+    expect(calls.count).toHaveLength(0);
+    expect(calls.created).toHaveLength(0);
+  });
+});
+
+describe('status', () => {
+  test('a job of the caller environment only; unknown and malformed ids are 404', async () => {
+    const running = job();
+    const exports = new ExportService(ports({}, { jobs: [running] }).ports);
+    expect(await exports.status({ environment: 'live', id: running.id })).toEqual({ job: running });
+    for (const [environment, id] of [['test', running.id], ['live', newId('exp')], ['live', 'exp_nope']] as const) {
+      expect(await rejection(exports.status({ environment, id }))).toMatchObject({ code: 'not_found', message: 'Export not found' });
+    }
+  });
+
+  test('a completed job comes with its manifest, signed with the chain key, naming the checkpoint of its completion', async () => {
+    const done = completed();
+    const { ports: p, checkpoint } = ports({}, { jobs: [done] });
+    const { manifest } = await new ExportService(p).status({ environment: 'live', id: done.id });
+    expect(manifest).toMatchObject({
+      version: 1,
+      exportId: done.id,
+      file: { sha256: done.sha256, sizeBytes: 100, records: 10 },
+      positions: { first: 3, last: 12 },
+      completedAt: done.completedAt,
+      checkpoint,
+      kid: p.chain!.key.kid,
+    });
+    const { signature, ...unsigned } = manifest!;
+    expect(verify(null, Buffer.from(manifestSignedText(unsigned)), p.chain!.key.publicKey, Buffer.from(signature, 'base64url'))).toBe(true);
+    // without a chain, or chained positions, or a checkpoint before completion
+    expect((await new ExportService({ ...p, chain: undefined }).status({ environment: 'live', id: done.id })).manifest).toBeUndefined();
+    const early = completed({ firstPosition: undefined, lastPosition: undefined, completedAt: '2026-11-03T00:00:00.000Z' });
+    expect((await new ExportService(ports({}, { jobs: [early] }).ports).status({ environment: 'live', id: early.id })).manifest).toMatchObject({ positions: null, checkpoint: null });
+  });
+});
+
+describe('rowChunks', () => {
+  const lines = (from: number, n: number) => Array.from({ length: n }, (_, i) => `row ${from + i}\n`).join('');
+
+  test('each page as pieces of at most maxChars cut at line ends, with their row counts', async () => {
+    const { ports: p, calls } = ports({}, { pages: [lines(0, 3), lines(3, 1)] });
+    const got = [];
+    for await (const chunks of new ExportService(p).rowChunks({ ...request, pageSize: 0 }, 12)) got.push(chunks);
+    expect(got).toEqual([
+      [
+        { text: 'row 0\nrow 1\n', count: 2 },
+        { text: 'row 2\n', count: 1 },
+      ],
+      [{ text: 'row 3\n', count: 1 }],
+    ]);
+    expect(calls.pages).toEqual([300]);
+  });
+
+  test('the page size a request names, at most 100,000', async () => {
+    const { ports: p, calls } = ports();
+    const exports = new ExportService(p);
+    for (const pageSize of [50, 1_000_000]) {
+      for await (const _ of exports.rowChunks({ ...request, pageSize }, 100)) {
+        // no pages: only the size asked of the source counts
+      }
+    }
+    expect(calls.pages).toEqual([50, 100_000]);
+  });
+
+  test('a taker that stops ends the reading of pages; a bad request fails before any', async () => {
+    const { ports: p, calls } = ports({}, { pages: [lines(0, 1), lines(1, 1), lines(2, 1)] });
+    const exports = new ExportService(p);
+    for await (const _ of exports.rowChunks({ ...request, pageSize: 0 }, 100)) break;
+    expect(calls.pagesRead).toBe(1);
+    expect(calls.pagesClosed).toBe(true);
+    const it = exports.rowChunks({ ...request, query: 'a*b', pageSize: 0 }, 100);
+    expect(await rejection(it.next())).toMatchObject({ details: [{ field: 'query' }] });
+    expect(calls.pages).toEqual([300]);
+  });
+});
+
+describe('downloads', () => {
+  const content = 'id,event\n' + 'log_1,user.login\n'.repeat(5);
+  const tokenOf = (j: ExportJob, format = j.format) => signDownloadToken({ exportId: j.id, format, environment: j.environment, expiresAt: new Date(j.expiresAt!) }, SECRET);
+  const setup = (j: ExportJob) => ports({}, { jobs: [j], files: { [j.objectKey ?? 'none']: content } });
+  const ask = (j: ExportJob, over: Partial<{ id: string; format: string; token: string; range: string }> = {}) => ({ id: j.id, format: j.format, token: tokenOf(j), range: '', ...over });
+
+  test('the whole file, one byte range, or an unsatisfiable one; read serves what was opened', async () => {
+    const done = completed();
+    const { ports: p, calls } = setup(done);
+    const exports = new ExportService(p);
+    const size = content.length;
+    const whole = await exports.openDownload(ask(done));
+    expect(whole).toEqual({ job: done, size, start: 0, end: size - 1, partial: false, unsatisfiable: false });
+    const part = await exports.openDownload(ask(done, { range: 'bytes=9-29' }));
+    expect(part).toMatchObject({ start: 9, end: 29, partial: true, unsatisfiable: false });
+    expect(await exports.openDownload(ask(done, { range: `bytes=${size}-` }))).toMatchObject({ start: 0, end: size - 1, partial: false, unsatisfiable: true });
+    expect((await (await exports.read(part)).toArray()).join('')).toBe(content.slice(9, 30));
+    await exports.read(whole);
+    expect(calls.reads).toEqual([
+      [done.objectKey, { start: 9, end: 29 }],
+      [done.objectKey, undefined],
+    ]);
+  });
+
+  test('refuses links that are not genuine, of another format, expired, or of an unfinished or vanished export', async () => {
+    const done = completed();
+    const exports = new ExportService(setup(done).ports);
+    const invalid = { code: 'forbidden', message: 'The download link is invalid' };
+    const expired = { code: 'forbidden', message: 'The download link has expired' };
+    const t = tokenOf(done);
+    expect(await rejection(exports.openDownload(ask(done, { token: t.slice(0, -2) + (t.endsWith('A') ? 'BB' : 'AA') })))).toMatchObject(invalid);
+    expect(await rejection(exports.openDownload(ask(done, { token: '' })))).toMatchObject(invalid);
+    expect(await rejection(exports.openDownload(ask(done, { format: 'json', token: tokenOf(done, 'json') })))).toMatchObject(invalid);
+    expect(await rejection(exports.openDownload(ask(done, { id: newId('exp') })))).toMatchObject(invalid);
+    expect(await rejection(exports.openDownload(ask(done, { id: 'nope' })))).toMatchObject(invalid);
+    const lapsed = completed({ expiresAt: new Date(Date.now() - 1000).toISOString() });
+    expect(await rejection(new ExportService(setup(lapsed).ports).openDownload(ask(lapsed)))).toMatchObject(expired);
+    const removed = completed({ status: 'expired' });
+    expect(await rejection(new ExportService(setup(removed).ports).openDownload(ask(removed)))).toMatchObject(expired);
+    const running = job({ expiresAt: new Date(Date.now() + 60_000).toISOString() });
+    expect(await rejection(new ExportService(setup(running).ports).openDownload(ask(running)))).toMatchObject({ code: 'not_found', message: 'Export file not found' });
+    const vanished = completed();
+    const noFile = new ExportService(ports({}, { jobs: [vanished] }).ports);
+    expect(await rejection(noFile.openDownload(ask(vanished)))).toMatchObject({ code: 'not_found', message: 'Export file not found' });
+    expect(await rejection(exports.openDownload(ask(done)))).toBeUndefined();
+  });
+
+  test('a download from the first byte is recorded, by the anonymous holder of the link; a later range is not', async () => {
+    const done = completed();
+    const { ports: p, calls } = setup(done);
+    const exports = new ExportService(p);
+    await exports.recordDownload(await exports.openDownload(ask(done)), { ip: '10.1.1.1', userAgent: 'curl' }, 'req_7');
+    await exports.recordDownload(await exports.openDownload(ask(done, { range: 'bytes=0-9' })), { ip: '10.1.1.1', userAgent: 'curl' }, 'req_8');
+    await exports.recordDownload(await exports.openDownload(ask(done, { range: 'bytes=9-' })), { ip: '10.1.1.1', userAgent: 'curl' }, 'req_9');
+    const holder: Requester = { actor: { type: 'anonymous' }, context: { ip: '10.1.1.1', userAgent: 'curl' }, authMethod: 'download_token' };
+    expect(calls.downloads).toEqual([
+      [done, holder, 'req_7', { start: 0, end: content.length - 1, size: content.length }],
+      [done, holder, 'req_8', { start: 0, end: 9, size: content.length }],
+    ]);
+  });
+});
