@@ -1,6 +1,8 @@
 import { events } from '@secsvc/proto';
 import type { Pool, PoolClient } from './db';
 import { newId } from './ids';
+import { callerOf } from './grpc/caller';
+import type { CallContext } from './grpc/server';
 
 export interface EventInput {
   environment: string;
@@ -13,6 +15,21 @@ export interface EventInput {
   metadata?: Record<string, unknown>;
   /** How the caller authenticated (metadata.authMethod unless the metadata says otherwise). */
   authMethod?: string;
+}
+
+/** What an event says of itself; its caller and trace id come from the call (see eventOfCall). */
+export type CallEvent = Omit<EventInput, 'actor' | 'context' | 'traceId' | 'authMethod'> & {
+  /** Who acted, when not the caller the gateway named (a user logging in, an anonymous attempt). */
+  actor?: events.Actor;
+};
+
+/**
+ * The event a call caused: the caller the gateway named in its metadata (actor, ip, user agent, how it
+ * authenticated) and the call's request id as the trace id, with what `event` says over them.
+ */
+export function eventOfCall(call: CallContext, event: CallEvent): EventInput {
+  const caller = callerOf(call);
+  return { ...caller, ...event, actor: event.actor ?? caller.actor, traceId: call.requestId };
 }
 
 /**

@@ -1,4 +1,4 @@
-import { appendEvent, callerOf, type CallContext, type PoolClient } from '@secsvc/shared';
+import { appendEvent, eventOfCall, type CallContext, type PoolClient } from '@secsvc/shared';
 
 export type PolicyEventType = 'policy.created' | 'policy.updated' | 'policy.deleted';
 
@@ -14,13 +14,5 @@ export function appendPolicyEvent(
   policyId: string,
   metadata?: Record<string, unknown>,
 ): Promise<string> {
-  return appendEvent(client, {
-    ...callerOf(call),
-    environment,
-    type,
-    target: { id: policyId, type: 'policy' },
-    result: 'success',
-    traceId: call.requestId,
-    metadata,
-  });
+  return appendEvent(client, eventOfCall(call, { environment, type, target: { id: policyId, type: 'policy' }, result: 'success', metadata }));
 }

@@ -1,5 +1,5 @@
 import type { policy } from '@secsvc/proto';
-import { appendEvent, callerOf, newId, type CallContext } from '@secsvc/shared';
+import { appendEvent, callerOf, eventOfCall, newId, type CallContext } from '@secsvc/shared';
 import { environmentOf, type PolicyContext } from '../context';
 import { validateSimulation } from '../domain/policies';
 
@@ -20,18 +20,18 @@ export const authorize =
     });
     const decisionId = newId('dec');
     if (!decision.allowed) {
-      const caller = callerOf(call);
-      await appendEvent(ctx.pool, {
-        ...caller,
-        // The gateway says the user's email when its credential does (x-actor-email).
-        actor: { id: input.userId, email: caller.actor.email, type: 'user' },
-        environment,
-        type: 'authz.denied',
-        target: { id: input.resource, type: 'resource' },
-        result: 'failure',
-        traceId: call.requestId,
-        metadata: { action: input.action, decisionId, matchedPolicies: decision.matchedPolicies.map((m) => m.id) },
-      });
+      await appendEvent(
+        ctx.pool,
+        eventOfCall(call, {
+          // The gateway says the user's email when its credential does (x-actor-email).
+          actor: { id: input.userId, email: callerOf(call).actor.email, type: 'user' },
+          environment,
+          type: 'authz.denied',
+          target: { id: input.resource, type: 'resource' },
+          result: 'failure',
+          metadata: { action: input.action, decisionId, matchedPolicies: decision.matchedPolicies.map((m) => m.id) },
+        }),
+      );
     }
     return { allowed: decision.allowed, matchedPolicies: decision.matchedPolicies, decisionId };
   };
