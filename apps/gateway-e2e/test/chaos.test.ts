@@ -30,6 +30,9 @@ const keepProblems = (name: string, line: string) => {
   if (/"level":"(warn|error|fatal)"/.test(line)) problems.push(`${name}: ${line}`);
 };
 
+/** Every restart the launcher made, by name, in order. */
+const restarts: string[] = [];
+
 interface Run {
   baseUrl: string;
   /** Where the stack's mail goes (MAIL_DIR: the data directory's mail/). */
@@ -42,7 +45,7 @@ interface Run {
 
 async function localRun(): Promise<Run> {
   const key = 'svc_sk_' + 'chaosLocalTests0'.repeat(3);
-  const { stack, api, stop, dataDir } = await startTestStack('chaos', key, {}, { onOutput: keepProblems });
+  const { stack, api, stop, dataDir } = await startTestStack('chaos', key, {}, { onOutput: keepProblems, onRestart: (app) => void restarts.push(app) });
   const names = ['identity', 'gateway', 'policy', 'audit', 'export-worker', 'postgres'] as const;
   return {
     baseUrl: stack.baseUrl,
@@ -66,6 +69,7 @@ async function distributedRun(): Promise<Run> {
       // A killed worker's export is taken over after 3 s.
       env: { LOG_LEVEL: 'warn', EXPORT_LEASE_SECONDS: '3', EXPORT_POLL_MS: '200' },
       onOutput: keepProblems,
+      onRestart: (name) => void restarts.push(name),
     });
   } catch (err) {
     await rm(tmp, { recursive: true, force: true });
@@ -128,9 +132,9 @@ describe.each(PROFILES.map((p) => [p]))('chaos under load: %s profile', (profile
   maybe('each process killed in turn comes back by itself within 15 s, the load running throughout', async () => {
     for (const victim of run!.victims) {
       await sleep(1500);
-      const kill = await killAndRecover(run!.api, victim, load);
+      const kill = await killAndRecover(run!.api, victim, load, restarts);
       kills.push(kill);
-      expect({ victim: kill.victim, recoveredInTime: kill.recoveryMs < RECOVERY_LIMIT_MS }).toEqual({ victim: victim.name, recoveredInTime: true });
+      expect({ victim: kill.victim, recoveredInTime: kill.recoveryMs < RECOVERY_LIMIT_MS, collateral: kill.collateral }).toEqual({ victim: victim.name, recoveredInTime: true, collateral: [] });
     }
     // The load ran through every kill: something of each kind was acknowledged.
     for (const kind of ['user', 'session', 'policy', 'export', 'reset'] as const) expect(load.acknowledged[kind].length).toBeGreaterThan(0);
@@ -141,9 +145,9 @@ describe.each(PROFILES.map((p) => [p]))('chaos under load: %s profile', (profile
     while (Date.now() < end) {
       const started = Date.now();
       const victim = run!.victims[Math.floor(Math.random() * run!.victims.length)]!;
-      const kill = await killAndRecover(run!.api, victim, load);
+      const kill = await killAndRecover(run!.api, victim, load, restarts);
       kills.push(kill);
-      expect({ victim: kill.victim, recoveredInTime: kill.recoveryMs < RECOVERY_LIMIT_MS }).toEqual({ victim: victim.name, recoveredInTime: true });
+      expect({ victim: kill.victim, recoveredInTime: kill.recoveryMs < RECOVERY_LIMIT_MS, collateral: kill.collateral }).toEqual({ victim: victim.name, recoveredInTime: true, collateral: [] });
       await sleep(Math.max(0, 10_000 - (Date.now() - started)));
     }
   });

@@ -22,6 +22,8 @@ export interface Kill {
   recoveryMs: number;
   /** When it happened, in ms since the load started. */
   atMs: number;
+  /** Other processes that died (and were restarted) meanwhile: a dependency's crash must not take others along. */
+  collateral: string[];
 }
 
 type Kind = 'user' | 'session' | 'policy' | 'export' | 'reset';
@@ -129,8 +131,12 @@ export async function apiAnswers(api: Api): Promise<boolean> {
   return answers.every((a) => a.status === 200);
 }
 
-/** SIGKILL of `victim`, then the time until its launcher has it answering again and the API reads work. */
-export async function killAndRecover(api: Api, victim: Victim, load: MixedLoad): Promise<Kill> {
+/**
+ * SIGKILL of `victim`, then the time until its launcher has it answering again and the API reads work.
+ * `restarts` is the launcher's list of restarted names (appended as they happen).
+ */
+export async function killAndRecover(api: Api, victim: Victim, load: MixedLoad, restarts: string[]): Promise<Kill> {
+  const before = restarts.length;
   const pid = victim.pid();
   if (!pid) throw new Error(`${victim.name} has no process to kill`);
   const atMs = load.elapsedMs;
@@ -139,7 +145,8 @@ export async function killAndRecover(api: Api, victim: Victim, load: MixedLoad):
   await eventually(async () => victim.pid() !== undefined && victim.pid() !== pid, (v) => v, 60_000);
   await victim.healthy(60_000);
   await eventually(() => apiAnswers(api), (ok) => ok, 60_000);
-  return { victim: victim.name, recoveryMs: Date.now() - killedAt, atMs };
+  const collateral = restarts.slice(before).filter((name) => name !== victim.name);
+  return { victim: victim.name, recoveryMs: Date.now() - killedAt, atMs, collateral };
 }
 
 /** Every page of the log entries of `events`, counted by target id. */

@@ -1,4 +1,6 @@
 import pg from 'pg';
+import { Backoff } from './backoff';
+import { isBackendUnavailable } from './errors';
 import type { Logger } from './logger';
 
 export type Pool = pg.Pool;
@@ -18,7 +20,30 @@ export function createPool(url: string, max: number, logger?: Logger, schema?: s
     ...(schema ? { options: `-c search_path=${schema}` } : {}),
   });
   pool.on('error', (err) => logger?.error({ err: { message: err.message } }, 'postgres idle client error'));
+  // A connection PostgreSQL drops while it is checked out (a transaction waiting on other work, a LISTEN-free
+  // gap between queries) emits 'error' on its client: without a listener that ends the process. The next
+  // query on it fails instead (503 unavailable), and the pool discards it on release.
+  pool.on('connect', (client) => client.on('error', (err) => logger?.warn({ err: { message: err.message } }, 'postgres connection lost')));
   return pool;
+}
+
+/**
+ * A connection once PostgreSQL accepts one: at start-up the database may be restarting (a supervised
+ * restart, a rolling upgrade), so "unavailable" errors are retried with backoff for up to `timeoutMs`, with one
+ * log line while waiting. Any other error (a wrong password, a missing database) is thrown at once.
+ */
+export async function connectWhenUp(pool: pg.Pool, logger?: Logger, timeoutMs = 120_000): Promise<pg.PoolClient> {
+  const deadline = Date.now() + timeoutMs;
+  const backoff = new Backoff({ baseMs: 250, maxMs: 5000 });
+  for (;;) {
+    try {
+      return await pool.connect();
+    } catch (err) {
+      if (!isBackendUnavailable(err) || Date.now() > deadline) throw err;
+      if (backoff.attempts === 0) logger?.warn({ err: { message: (err as Error).message } }, 'waiting for PostgreSQL');
+      await new Promise((r) => setTimeout(r, backoff.next()));
+    }
+  }
 }
 
 /** Runs `fn` in one transaction: committed when it resolves, rolled back when it throws. */

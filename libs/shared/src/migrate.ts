@@ -3,6 +3,7 @@ import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import type pg from 'pg';
 import type { Logger } from './logger';
+import { connectWhenUp } from './db';
 
 export interface Migration {
   version: number;
@@ -34,7 +35,7 @@ const checksum = (sql: string) => createHash('sha256').update(sql).digest('hex')
  */
 export async function migrate(pool: pg.Pool, schema: string, migrations: Migration[], logger?: Logger): Promise<number> {
   if (!/^[a-z_][a-z0-9_]*$/.test(schema)) throw new Error(`invalid schema name ${schema}`);
-  const client = await pool.connect();
+  const client = await connectWhenUp(pool, logger);
   try {
     await client.query('SELECT pg_advisory_lock(hashtext($1))', [`secsvc:migrate:${schema}`]);
     await client.query(`CREATE SCHEMA IF NOT EXISTS ${schema}`);

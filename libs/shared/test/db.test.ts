@@ -1,5 +1,13 @@
-import { createPool, isUniqueViolation, pingDatabase, withTransaction, type Pool } from '../src/db';
+import net from 'node:net';
+import { connectWhenUp, createPool, isUniqueViolation, pingDatabase, withTransaction, type Pool } from '../src/db';
+import { isBackendUnavailable } from '../src/errors';
+import { createLogger } from '../src/logger';
+import { freePort } from '../src/stack/ports';
 import { stopTestPostgres, testDatabase, type TestDatabase } from '../src/testing';
+
+/** The JSON lines of `logger`, for the tests that check what was logged. */
+const lines: { msg?: string }[] = [];
+const logger = createLogger('db-test', 'debug', { write: (line: string) => void lines.push(JSON.parse(line)) });
 
 let db: TestDatabase;
 let pool: Pool;
@@ -135,6 +143,81 @@ describe('pingDatabase', () => {
       expect(await pingDatabase(broken)).toBe(false);
     } finally {
       await broken.end();
+    }
+  });
+});
+
+describe('a connection PostgreSQL drops', () => {
+  it('while checked out between queries: the process lives on, the next query fails as unavailable, the pool recovers', async () => {
+    const own = createPool(db.url, 2, logger);
+    try {
+      const client = await own.connect();
+      const { rows } = await client.query<{ pid: number }>('SELECT pg_backend_pid() AS pid');
+      await pool.query('SELECT pg_terminate_backend($1)', [rows[0]!.pid]);
+      // Without a listener on the client the 'error' event would end this process here.
+      await new Promise((r) => setTimeout(r, 200));
+      const failed = await client.query('SELECT 1').then(
+        () => undefined,
+        (err: unknown) => err,
+      );
+      expect(isBackendUnavailable(failed)).toBe(true);
+      client.release(failed as Error);
+      expect((await own.query('SELECT 1 AS one')).rows[0].one).toBe(1);
+      expect(lines.some((l) => l.msg === 'postgres connection lost')).toBe(true);
+    } finally {
+      await own.end();
+    }
+  });
+});
+
+describe('connectWhenUp (start-up while PostgreSQL restarts)', () => {
+  /** A TCP relay to the test database that starts listening only when told. */
+  async function lateRelay() {
+    const target = new URL(db.url);
+    const port = await freePort();
+    const server = net.createServer((socket) => {
+      const upstream = net.connect(Number(target.port), target.hostname);
+      socket.pipe(upstream).pipe(socket);
+      socket.on('error', () => upstream.destroy());
+      upstream.on('error', () => socket.destroy());
+    });
+    const url = new URL(db.url);
+    url.port = String(port);
+    return { url: url.toString(), listen: () => new Promise<void>((r) => server.listen(port, '127.0.0.1', r)), close: () => new Promise((r) => server.close(r)) };
+  }
+
+  it('waits, with one log line, until the database accepts connections', async () => {
+    const relay = await lateRelay();
+    const own = createPool(relay.url, 1, logger);
+    lines.length = 0;
+    try {
+      setTimeout(() => void relay.listen(), 700);
+      const client = await connectWhenUp(own, logger, 10_000);
+      expect((await client.query('SELECT 1 AS one')).rows[0].one).toBe(1);
+      client.release();
+      expect(lines.filter((l) => l.msg === 'waiting for PostgreSQL')).toHaveLength(1);
+    } finally {
+      await own.end();
+      await relay.close();
+    }
+  });
+
+  it('gives up after its time limit, and throws other errors at once', async () => {
+    const relay = await lateRelay(); // never listens
+    const down = createPool(relay.url, 1);
+    const url = new URL(db.url);
+    url.pathname = '/no_such_database_here';
+    const missing = createPool(url.toString(), 1);
+    try {
+      const started = Date.now();
+      await expect(connectWhenUp(down, undefined, 600)).rejects.toMatchObject({ code: 'ECONNREFUSED' });
+      expect(Date.now() - started).toBeGreaterThanOrEqual(600);
+      const quick = Date.now();
+      await expect(connectWhenUp(missing, undefined, 10_000)).rejects.toMatchObject({ code: '3D000' });
+      expect(Date.now() - quick).toBeLessThan(2000);
+    } finally {
+      await down.end();
+      await missing.end();
     }
   });
 });
