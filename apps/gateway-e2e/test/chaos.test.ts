@@ -75,7 +75,7 @@ async function distributedRun(): Promise<Run> {
     await rm(tmp, { recursive: true, force: true });
     throw err;
   }
-  const names = ['identity-1', 'policy-2', 'audit-1', 'export-worker-1', 'gateway-1', 'identity-2', 'kafka', 'redis', 'postgres'];
+  const names = ['identity-1', 'policy-2', 'audit-1', 'export-worker-1', 'gateway-1', 'identity-2', 'kafka', 'redis', 's3', 'postgres'];
   return {
     baseUrl: stack.baseUrl,
     mailDir: path.join(tmp, 'data', 'mail'),

@@ -2,6 +2,7 @@ import { Metadata, type ClientReadableStream } from '@grpc/grpc-js';
 import express, { type NextFunction, type Request, type Response } from 'express';
 import type { audit } from '@secsvc/proto';
 import { AppError, fromGrpcError } from '@secsvc/shared';
+import { requestOrigin } from './http/origin';
 
 /** The audit service's DownloadExport stream (a port, so tests can hand in their own). */
 export type DownloadSource = (req: audit.DownloadExportRequest, requestId: string) => ClientReadableStream<audit.DownloadChunk>;
@@ -37,7 +38,7 @@ export function downloadRouter(open: DownloadSource): express.Router {
     const token = typeof req.query.token === 'string' ? req.query.token : '';
     if (!token || token.length > 200) return next(new AppError('forbidden', 'The download link is invalid'));
     const call = open(
-      { id: m[1]!, format: m[2]!, token, range: req.get('range') ?? '', headOnly: req.method === 'HEAD', clientIp: req.ip ?? '', userAgent: (req.get('user-agent') ?? '').slice(0, 512) },
+      { id: m[1]!, format: m[2]!, token, range: req.get('range') ?? '', headOnly: req.method === 'HEAD', clientIp: req.ip ?? '', userAgent: requestOrigin(req).userAgent },
       req.requestId,
     );
     res.once('close', () => call.cancel());

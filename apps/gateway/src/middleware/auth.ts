@@ -3,6 +3,7 @@ import { AppError } from '@secsvc/shared';
 import type { AuthCache } from '../auth/auth-cache';
 import type { JwtVerifier } from '../auth/jwt-verifier';
 import type { Principal, ServiceClients } from '../context';
+import { originHeaders } from '../http/origin';
 
 declare module 'express-serve-static-core' {
   interface Request {
@@ -44,7 +45,7 @@ async function resolve(clients: ServiceClients, token: string, req: Request, dea
   const opts = {
     requestId: req.requestId,
     deadlineMs,
-    headers: { 'x-client-ip': req.ip ?? '', 'x-user-agent': (req.get('user-agent') ?? '').slice(0, 512) },
+    headers: originHeaders(req),
   };
   if (API_KEY.test(token)) {
     const p = await clients.identity.authenticateApiKey({ key: token }, opts);
@@ -110,7 +111,7 @@ export function authenticate(
           void clients.identity
             .reportAuthFailure(
               { credential: 'jwt', reason },
-              { requestId: req.requestId, deadlineMs, headers: { 'x-client-ip': req.ip ?? '', 'x-user-agent': (req.get('user-agent') ?? '').slice(0, 512) } },
+              { requestId: req.requestId, deadlineMs, headers: originHeaders(req) },
             )
             .catch(() => undefined);
         }

@@ -5,6 +5,7 @@ import { readCookie, SESSION_COOKIE, setCookie } from '../http/cookies';
 import { AUTHORIZATION_PARAMS, authorizationRequest, CSRF_COOKIE, csrfValid, newCsrfToken, paramsOf } from './http';
 import { consentPage, continuePage, errorPage, loginPage, sendPage } from './pages';
 import { callOptions, type OAuthDeps } from './deps';
+import { requestOrigin } from '../http/origin';
 
 /** The login session at the authorization server lasts as long as a session from POST /v1/auth/login. */
 const LOGIN_SESSION_SECONDS = 24 * 3600;
@@ -114,8 +115,7 @@ export function authorizePost(deps: OAuthDeps) {
             environment: before.environment,
             email,
             password,
-            ip: req.ip ?? '',
-            userAgent: (req.get('user-agent') ?? '').slice(0, 512),
+            ...requestOrigin(req),
             expiresInSeconds: LOGIN_SESSION_SECONDS,
             oauthClientId: p.get('client_id'),
           },

@@ -3,6 +3,7 @@ import type { Logger } from '@secsvc/shared';
 import type { AuthCache } from '../auth/auth-cache';
 import type { JwtVerifier } from '../auth/jwt-verifier';
 import type { ServiceClients } from '../context';
+import { originHeaders } from '../http/origin';
 
 /** What the OAuth endpoints need from the gateway. */
 export interface OAuthDeps {
@@ -23,6 +24,6 @@ export function callOptions(deps: OAuthDeps, req: Request) {
   return {
     requestId: req.requestId,
     deadlineMs: deps.deadlineMs,
-    headers: { 'x-client-ip': req.ip ?? '', 'x-user-agent': (req.get('user-agent') ?? '').slice(0, 512), 'x-auth-method': 'oauth' },
+    headers: { ...originHeaders(req), 'x-auth-method': 'oauth' },
   };
 }

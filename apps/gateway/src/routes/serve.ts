@@ -3,6 +3,7 @@ import { AppError, fieldErrors, type FieldError } from '@secsvc/shared';
 import type { UserCache } from '../auth/user-cache';
 import type { Principal, ServiceClients } from '../context';
 import { DEFAULT_KEY_TYPES, type Route, type RouteResponse } from './route';
+import { originHeaders } from '../http/origin';
 
 // The steps that serve one /v1 route after authentication, in the order app.ts runs them: the caller's
 // email, the OAuth scope, a credential at all, the policies (users), the key type (API keys), the input and
@@ -19,8 +20,7 @@ export function callHeaders(req: Request, principal: Principal): Record<string, 
     ...(principal.email && { 'x-actor-email': principal.email }),
     ...(principal.name && { 'x-actor-name': principal.name }),
     'x-auth-method': principal.clientId ? 'oauth' : principal.type === 'api_key' ? 'api_key' : principal.keyType === 'none' ? 'none' : principal.keyType,
-    'x-client-ip': req.ip ?? '',
-    'x-user-agent': (req.get('user-agent') ?? '').slice(0, 512),
+    ...originHeaders(req),
   };
 }
 
@@ -78,8 +78,7 @@ export async function authorizePolicy(
       requestId: req.requestId,
       deadlineMs,
       headers: {
-        'x-client-ip': req.ip ?? '',
-        'x-user-agent': (req.get('user-agent') ?? '').slice(0, 512),
+        ...originHeaders(req),
         'x-auth-method': principal.keyType,
         ...(principal.email && { 'x-actor-email': principal.email }),
       },

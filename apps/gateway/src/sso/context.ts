@@ -3,6 +3,7 @@ import { AppError, isId, type Logger } from '@secsvc/shared';
 import type { identity } from '@secsvc/proto';
 import type { ServiceClients } from '../context';
 import { identityRequestStore, type RequestIdStore, type SpKeys, type SpSettings } from './sp';
+import { originHeaders } from '../http/origin';
 
 // What every SAML SP endpoint needs: its dependencies, the call options of a request, the SP keys, the
 // connection of the path and the request-id store.
@@ -20,7 +21,7 @@ export function callOptions(deps: SsoDeps, req: Request) {
   return {
     requestId: req.requestId,
     deadlineMs: deps.deadlineMs,
-    headers: { 'x-client-ip': req.ip ?? '', 'x-user-agent': (req.get('user-agent') ?? '').slice(0, 512), 'x-auth-method': 'saml' },
+    headers: { ...originHeaders(req), 'x-auth-method': 'saml' },
   };
 }
 

@@ -9,6 +9,7 @@ import { callOptions, connectionOf, handler, keysOf, RELAY_STATE_MAX, store, typ
 import { sha1Policy } from './signatures';
 import { sloHandler } from './slo';
 import { ANY_REQUEST, requestIdCache, samlFor, spMetadataXml, spUrls, validateResponse } from './sp';
+import { requestOrigin } from '../http/origin';
 
 export type { SsoDeps } from './context';
 
@@ -22,7 +23,7 @@ const OAUTH_SESSION_SECONDS = 24 * 3600;
 /** A refused response or continuation: user.login failure with the reason, then 401 naming SAMLResponse. */
 async function refuse(deps: SsoDeps, req: Request, connectionId: string, reason: string): Promise<never> {
   await deps.clients.identity.reportSamlLoginFailure(
-    { connectionId, reason, email: '', ip: req.ip ?? '', userAgent: (req.get('user-agent') ?? '').slice(0, 512) },
+    { connectionId, reason, email: '', ...requestOrigin(req) },
     callOptions(deps, req),
   );
   throw new AppError('unauthorized', 'The SAML response was refused', [{ field: 'SAMLResponse', message: reason }]);
@@ -42,8 +43,7 @@ async function completeLogin(deps: SsoDeps, req: Request, res: Response, login: 
       nameId: login.nameId,
       email: login.email,
       name: login.name,
-      ip: req.ip ?? '',
-      userAgent: (req.get('user-agent') ?? '').slice(0, 512),
+      ...requestOrigin(req),
       expiresInSeconds: 0,
       sessionIndex: login.sessionIndex,
       nameIdFormat: login.nameIdFormat,

@@ -8,6 +8,7 @@ import { idpLogoutService } from './metadata';
 import { sha1Policy, signatureAlgorithms, type Sha1Policy } from './signatures';
 import { ANY_REQUEST, NO_REQUESTS, requestIdCache, samlFor, spUrls, type SpKeys } from './sp';
 import { parseXml } from './xml';
+import { requestOrigin } from '../http/origin';
 
 /** The XML of a logout message, refused when one of its signatures rests on SHA-1 (unless allowed). */
 function checkedXml(message: string, redirect: boolean, sha1: Sha1Policy, kind: string): string {
@@ -98,8 +99,7 @@ export const sloHandler = (deps: SsoDeps) =>
       sessionIndexes: request.sessionIndexes,
       requestId: request.id,
       requestExpiresAt: request.expiresAt.toISOString(),
-      ip: req.ip ?? '',
-      userAgent: (req.get('user-agent') ?? '').slice(0, 512),
+      ...requestOrigin(req),
     },
     callOptions(deps, req),
   );

@@ -18,7 +18,7 @@ import { Supervisor, type ExitStatus, type RestartDecision, type RestartPolicy }
 type Replicated = 'gateway' | 'identity' | 'policy' | 'export-worker';
 
 /** What the distributed launcher runs besides the app instances, supervised like them. */
-export type Dependency = 'postgres' | 'kafka' | 'redis';
+export type Dependency = 'postgres' | 'kafka' | 'redis' | 's3';
 
 export interface DistributedStackOptions {
   /** Repository root: apps are started from apps/<name>/dist/main.js. */
@@ -73,7 +73,7 @@ export interface DistributedStack {
   admin: Record<string, string>;
   /** Instances by name: gateway-1, gateway-2, identity-1, ..., audit-1. */
   instances: string[];
-  /** The process id of an instance or a dependency (PostgreSQL's postmaster, the broker, redis-server). */
+  /** The process id of an instance or a dependency (PostgreSQL's postmaster, the broker, redis-server, versitygw). */
   pid: (name: string) => number | undefined;
   /** Resolves once an instance or a dependency answers its health check (after a crash and its automatic restart). */
   healthy: (name: string, timeoutMs?: number) => Promise<void>;
@@ -139,8 +139,8 @@ export async function startDistributedStack(opts: DistributedStackOptions): Prom
     const pick = async (port: number, i = 0) => (port === 0 ? freePort() : port + i);
     // One SP key pair for all gateway replicas: an IdP pins one certificate for the service, whichever replica answers.
     const samlSp = await launcherSamlSpKeys(opts.dataDir, opts.host, opts.env);
-    // PostgreSQL, the broker and Redis are supervised like the instances: started again on the same ports (and
-    // PostgreSQL's and the broker's data); the services reconnect by themselves.
+    // PostgreSQL, the broker, Redis and the S3 store are supervised like the instances: started again on the same
+    // ports (and with PostgreSQL's, the broker's and the store's data); the services reconnect by themselves.
     const pgPort = await pick(fixed.postgres);
     const startPostgres = (): Promise<EmbeddedPostgresServer> =>
       startEmbeddedPostgres({
@@ -157,7 +157,7 @@ export async function startDistributedStack(opts: DistributedStackOptions): Prom
       startPostgres(),
       startKafka({ onUnexpectedExit: (code, signal) => supervisor.crashed('kafka', { code, signal }, () => kafka!.restart()) }),
       startTestRedis({ onUnexpectedExit: (code, signal) => supervisor.crashed('redis', { code, signal }, () => redis!.restart()) }),
-      startTestS3(),
+      startTestS3({ onUnexpectedExit: (code, signal) => supervisor.crashed('s3', { code, signal }, () => s3!.restart()) }),
     ]);
     const databaseUrl = await pg.ensureDatabase('secsvc');
     const bucket = await s3.createBucket('secsvc-exports');
@@ -241,8 +241,9 @@ export async function startDistributedStack(opts: DistributedStackOptions): Prom
       postgres: () => postgresAnswers(databaseUrl),
       kafka: brokerUp,
       redis: () => pingRedis(redis!.port),
+      s3: () => fetch(s3!.endpoint, { signal: AbortSignal.timeout(1000) }).then(() => true),
     };
-    const dependencyPid: Record<Dependency, () => number | undefined> = { postgres: () => pg?.pid, kafka: () => kafka?.pid, redis: () => redis?.pid };
+    const dependencyPid: Record<Dependency, () => number | undefined> = { postgres: () => pg?.pid, kafka: () => kafka?.pid, redis: () => redis?.pid, s3: () => s3?.pid };
     const isDependency = (name: string): name is Dependency => name in dependencyHealth;
     started = true;
 

@@ -36,6 +36,10 @@ export interface TestS3 {
   env: (bucket: string) => Record<string, string>;
   /** Stops the server (SIGTERM, then SIGKILL after 5 s) and deletes its directories. */
   stop: () => Promise<void>;
+  /** Stops the server and starts it again on the same port and directories (its buckets and objects stay). */
+  restart: () => Promise<void>;
+  /** The server's process id (while it runs). */
+  readonly pid: number | undefined;
 }
 
 /**
@@ -43,7 +47,14 @@ export interface TestS3 {
  * in a fresh temp directory (buckets are folders, object metadata in a sidecar folder). Resolves once it
  * answers HTTP.
  */
-export async function startTestS3(options: { binary?: string; startTimeoutMs?: number } = {}): Promise<TestS3> {
+export async function startTestS3(
+  options: {
+    binary?: string;
+    startTimeoutMs?: number;
+    /** The server exited after start-up without stop() or restart() asking it to (a launcher restarts it). */
+    onUnexpectedExit?: (code: number | null, signal: NodeJS.Signals | null) => void;
+  } = {},
+): Promise<TestS3> {
   const binary = options.binary ?? findVersitygw();
   if (!binary) throw new Error('versitygw not found (bash scripts/install-tools.sh, or set VERSITYGW)');
   const dir = await mkdtemp(path.join(os.tmpdir(), 'secsvc-s3-'));
@@ -53,44 +64,62 @@ export async function startTestS3(options: { binary?: string; startTimeoutMs?: n
   const secretAccessKey = randomBytes(24).toString('hex');
   const endpoint = `http://127.0.0.1:${port}`;
   const region = 'us-east-1';
-  const tail: string[] = [];
-  const child: ChildProcess = spawn(
-    binary,
-    ['--port', `127.0.0.1:${port}`, '--iam-dir', path.join(dir, 'iam'), 'posix', '--sidecar', path.join(dir, 'meta'), path.join(dir, 'data')],
-    { env: { PATH: process.env.PATH, HOME: process.env.HOME, ROOT_ACCESS_KEY: accessKeyId, ROOT_SECRET_KEY: secretAccessKey }, stdio: ['ignore', 'pipe', 'pipe'] },
-  );
-  for (const stream of [child.stdout!, child.stderr!]) {
-    stream.on('data', (chunk: Buffer) => {
-      tail.push(chunk.toString());
-      if (tail.length > 20) tail.shift();
-    });
-  }
+  let child: ChildProcess | undefined;
+
+  /** Ends the running server (asked: not a crash). */
+  const halt = async () => {
+    const proc = child;
+    child = undefined;
+    if (!proc || proc.exitCode !== null || proc.signalCode !== null) return;
+    const exited = new Promise<void>((r) => proc.once('exit', () => r()));
+    proc.kill('SIGTERM');
+    const timer = setTimeout(() => proc.kill('SIGKILL'), 5_000);
+    await exited;
+    clearTimeout(timer);
+  };
   const stop = async () => {
-    if (child.exitCode === null && child.signalCode === null) {
-      const exited = new Promise<void>((r) => child.once('exit', () => r()));
-      child.kill('SIGTERM');
-      const timer = setTimeout(() => child.kill('SIGKILL'), 5_000);
-      await exited;
-      clearTimeout(timer);
-    }
+    await halt();
     await rm(dir, { recursive: true, force: true });
   };
-  const deadline = Date.now() + (options.startTimeoutMs ?? 15_000);
-  for (;;) {
-    if (child.exitCode !== null || child.signalCode !== null) {
-      await stop();
-      throw new Error(`versitygw exited during start-up (${child.signalCode ?? `code ${child.exitCode}`}):\n${tail.join('')}`);
-    }
-    const answered = await fetch(endpoint, { signal: AbortSignal.timeout(500) }).then(
-      () => true,
-      () => false,
+  const launch = async () => {
+    const tail: string[] = [];
+    const proc = spawn(
+      binary,
+      ['--port', `127.0.0.1:${port}`, '--iam-dir', path.join(dir, 'iam'), 'posix', '--sidecar', path.join(dir, 'meta'), path.join(dir, 'data')],
+      { env: { PATH: process.env.PATH, HOME: process.env.HOME, ROOT_ACCESS_KEY: accessKeyId, ROOT_SECRET_KEY: secretAccessKey }, stdio: ['ignore', 'pipe', 'pipe'] },
     );
-    if (answered) break;
-    if (Date.now() > deadline) {
-      await stop();
-      throw new Error(`versitygw did not answer on ${endpoint} in time:\n${tail.join('')}`);
+    child = proc;
+    for (const stream of [proc.stdout!, proc.stderr!]) {
+      stream.on('data', (chunk: Buffer) => {
+        tail.push(chunk.toString());
+        if (tail.length > 20) tail.shift();
+      });
     }
-    await new Promise((r) => setTimeout(r, 50));
+    const deadline = Date.now() + (options.startTimeoutMs ?? 15_000);
+    for (;;) {
+      if (proc.exitCode !== null || proc.signalCode !== null) {
+        throw new Error(`versitygw exited during start-up (${proc.signalCode ?? `code ${proc.exitCode}`}):\n${tail.join('')}`);
+      }
+      const answered = await fetch(endpoint, { signal: AbortSignal.timeout(500) }).then(
+        () => true,
+        () => false,
+      );
+      if (answered) break;
+      if (Date.now() > deadline) {
+        await halt();
+        throw new Error(`versitygw did not answer on ${endpoint} in time:\n${tail.join('')}`);
+      }
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    proc.once('exit', (code, signal) => {
+      if (child === proc) options.onUnexpectedExit?.(code, signal);
+    });
+  };
+  try {
+    await launch();
+  } catch (err) {
+    await stop();
+    throw err;
   }
   const client = new S3Client({ region, endpoint, forcePathStyle: true, credentials: { accessKeyId, secretAccessKey } });
   return {
@@ -114,6 +143,13 @@ export async function startTestS3(options: { binary?: string; startTimeoutMs?: n
     stop: async () => {
       client.destroy();
       await stop();
+    },
+    restart: async () => {
+      await halt();
+      await launch();
+    },
+    get pid() {
+      return child?.pid;
     },
   };
 }
