@@ -1,6 +1,6 @@
-import { audit, descriptorSets, serviceNames } from '@secsvc/proto';
+import { audit, serviceNames } from '@secsvc/proto';
 import { applyRetention, AuditChain, ChainKey, ExportJobs, GeoIp, LogStore, migrateAuditSchema, migrateClickHouse, openClickHouse } from '@secsvc/audit-store';
-import { createEventBus, createObjectStore, createPool, migratedOnly, pingDatabase, runProcess, startGrpcServer, startServiceOutboxRelay } from '@secsvc/shared';
+import { createEventBus, createObjectStore, runGrpcService } from '@secsvc/shared';
 import { loadAuditConfig } from './config';
 import { startConsumer } from './consumer';
 import type { AuditContext } from './context';
@@ -14,78 +14,70 @@ import { downloadExport } from './rpc/download-export';
 import { getExport } from './rpc/get-export';
 import { streamLogs } from './rpc/stream-logs';
 
-void runProcess('audit', () => loadAuditConfig(), async ({ config, logger, metrics }) => {
-  const pool = createPool(config.DATABASE_URL, config.DATABASE_POOL_MAX, logger, 'audit');
-  await migrateAuditSchema(pool, logger);
-  const ch = await openClickHouse(
-    config.CLICKHOUSE_URL
-      ? { url: config.CLICKHOUSE_URL, username: config.CLICKHOUSE_USER, password: config.CLICKHOUSE_PASSWORD, database: config.CLICKHOUSE_DATABASE }
-      : { path: config.CLICKHOUSE_PATH },
-  );
-  const applied = await migrateClickHouse(ch);
-  if (applied > 0) logger.info({ applied }, 'ClickHouse migrations applied');
-  await applyRetention(ch, config.AUDIT_RETENTION_DAYS);
-  // Every migration of this process comes before this line: the migrations Job runs exactly these.
-  if (config.MIGRATE_ONLY) {
-    return migratedOnly({ name: 'clickhouse', close: () => ch.close() }, { name: 'postgres', close: () => pool.end() });
-  }
-  // Every stored entry is chained (tamper evidence); the checkpoint key derives from SERVER_SECRET.
-  const chain = new AuditChain(pool, ch, ChainKey.fromSecret(config.SERVER_SECRET));
-  chain.onMismatch = (environment, position) =>
-    logger.error({ environment, position }, 'audit chain: rows a dead writer left past the head do not hash as stored (GET /v1/logs/verify reports it)');
-  const store = new LogStore(ch, chain);
-  const bus = await createEventBus(config, logger, 'audit');
-  const consumer = config.AUDIT_CONSUMER
-    ? await startConsumer({ bus, store, geo: await GeoIp.open(), logger, metrics, maxBatchSize: config.AUDIT_BATCH_SIZE, maxWaitMs: config.AUDIT_BATCH_WAIT_MS })
-    : undefined;
-  const ctx: AuditContext = { store, chain, secret: config.SERVER_SECRET, logger };
-  const objects = createObjectStore(config);
-  const exportCtx: ExportContext = {
-    ...ctx,
-    ch,
-    exports: { jobs: new ExportJobs(pool), objects, maxRangeDays: config.EXPORT_MAX_RANGE_DAYS, pageSize: config.EXPORT_PAGE_SIZE },
-  };
-  // log.export.* events go out through the audit schema's own outbox, like every producing service's.
-  const relay = await startServiceOutboxRelay({ config, pool, schema: 'audit', logger, metrics });
-  const grpcServer = await startGrpcServer({
-    host: config.GRPC_HOST,
-    port: config.GRPC_PORT,
-    logger,
-    metrics,
-    descriptorSets,
-    services: [
-      {
-        name: serviceNames.audit,
-        definition: audit.AuditServiceService,
-        implementation: {
-          listLogs: listLogs(ctx),
-          getLog: getLog(ctx),
-          searchLogs: searchLogs(ctx),
-          createExport: createExport(exportCtx),
-          getExport: getExport(exportCtx),
-          streamLogs: streamLogs(exportCtx),
-          downloadExport: downloadExport(exportCtx),
-          verifyLogs: verifyLogs(ctx),
-          getChainKeys: getChainKeys(ctx),
+/** ClickHouse, opened (and migrated) before MIGRATE_ONLY stops, then used by the service. */
+let ch: Awaited<ReturnType<typeof openClickHouse>>;
+
+void runGrpcService({
+  name: 'audit',
+  loadConfig: loadAuditConfig,
+  migrations: (pool, { logger }) => migrateAuditSchema(pool, logger).then(() => undefined),
+  async migrateMore({ config, logger }) {
+    ch = await openClickHouse(
+      config.CLICKHOUSE_URL
+        ? { url: config.CLICKHOUSE_URL, username: config.CLICKHOUSE_USER, password: config.CLICKHOUSE_PASSWORD, database: config.CLICKHOUSE_DATABASE }
+        : { path: config.CLICKHOUSE_PATH },
+    );
+    const applied = await migrateClickHouse(ch);
+    if (applied > 0) logger.info({ applied }, 'ClickHouse migrations applied');
+    await applyRetention(ch, config.AUDIT_RETENTION_DAYS);
+    // Every migration of this process comes before this point: the migrations Job runs exactly these.
+    return [{ name: 'clickhouse', close: () => ch.close() }];
+  },
+  async start({ config, logger, metrics, pool }) {
+    // Every stored entry is chained (tamper evidence); the checkpoint key derives from SERVER_SECRET.
+    const chain = new AuditChain(pool, ch, ChainKey.fromSecret(config.SERVER_SECRET));
+    chain.onMismatch = (environment, position) =>
+      logger.error({ environment, position }, 'audit chain: rows a dead writer left past the head do not hash as stored (GET /v1/logs/verify reports it)');
+    const store = new LogStore(ch, chain);
+    const bus = await createEventBus(config, logger, 'audit');
+    const consumer = config.AUDIT_CONSUMER
+      ? await startConsumer({ bus, store, geo: await GeoIp.open(), logger, metrics, maxBatchSize: config.AUDIT_BATCH_SIZE, maxWaitMs: config.AUDIT_BATCH_WAIT_MS })
+      : undefined;
+    const ctx: AuditContext = { store, chain, secret: config.SERVER_SECRET, logger };
+    const objects = createObjectStore(config);
+    const exportCtx: ExportContext = {
+      ...ctx,
+      ch,
+      exports: { jobs: new ExportJobs(pool), objects, maxRangeDays: config.EXPORT_MAX_RANGE_DAYS, pageSize: config.EXPORT_PAGE_SIZE },
+    };
+    // log.export.* events go out through the audit schema's own outbox (runGrpcService relays it).
+    return {
+      services: [
+        {
+          name: serviceNames.audit,
+          definition: audit.AuditServiceService,
+          implementation: {
+            listLogs: listLogs(ctx),
+            getLog: getLog(ctx),
+            searchLogs: searchLogs(ctx),
+            createExport: createExport(exportCtx),
+            getExport: getExport(exportCtx),
+            streamLogs: streamLogs(exportCtx),
+            downloadExport: downloadExport(exportCtx),
+            verifyLogs: verifyLogs(ctx),
+            getChainKeys: getChainKeys(ctx),
+          },
         },
-      },
-    ],
-  });
-  logger.info({ grpcPort: grpcServer.port, eventBus: bus.kind, clickhouse: config.CLICKHOUSE_URL ? 'server' : 'embedded' }, 'audit gRPC listening');
-  return {
-    closers: [
-      { name: 'grpc', close: () => grpcServer.close() },
-      // The consumer finishes its batch (and moves its position) before the store closes.
-      { name: 'consumer', close: async () => consumer?.stop() },
-      { name: 'outbox relay', close: () => relay.close() },
-      { name: 'object store', close: () => objects.close() },
-      { name: 'event bus', close: () => bus.close() },
-      { name: 'clickhouse', close: () => ch.close() },
-      { name: 'postgres', close: () => pool.end() },
-    ],
-    ready: async () => {
-      const [postgres, clickhouse] = await Promise.all([pingDatabase(pool), ch.ping().then((p) => p.success, () => false)]);
-      return { postgres, clickhouse };
-    },
-  };
+      ],
+      closers: [
+        // The consumer finishes its batch (and moves its position) before the store closes.
+        { name: 'consumer', close: async () => consumer?.stop() },
+        { name: 'object store', close: () => objects.close() },
+        { name: 'event bus', close: () => bus.close() },
+        { name: 'clickhouse', close: () => ch.close() },
+      ],
+      ready: async () => ({ clickhouse: await ch.ping().then((p) => p.success, () => false) }),
+      describe: { eventBus: bus.kind, clickhouse: config.CLICKHOUSE_URL ? 'server' : 'embedded' },
+    };
+  },
 });

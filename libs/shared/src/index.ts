@@ -1,3 +1,4 @@
+export * from './grpc-service';
 export * from './backoff';
 export * from './admin';
 export * from './config';
