@@ -155,7 +155,7 @@ describe.each(PROFILES.map((p) => [p]))('chaos under load: %s profile', (profile
   maybe('nothing acknowledged was lost, each change logged once, every export completed, no error answer', async () => {
     await load.stop();
     findings = await checkNothingLost(run!.api, load, run!.mailDir, sessionUser.email);
-    process.stdout.write(`chaos (${profile}): ${JSON.stringify({ kills: kills.length, acknowledged: findings.acknowledged, resets: findings.resets, statuses: findings.statuses })}\n`);
+    process.stdout.write(`chaos (${profile}): ${JSON.stringify({ kills: kills.length, acknowledged: findings.acknowledged, resets: findings.resets, policyDeletes: findings.policyDeletes, statuses: findings.statuses })}\n`);
     for (const bad of findings.badAnswers) {
       const id = /req_[0-9a-z]+/.exec(bad.body)?.[0];
       process.stdout.write(`bad answer ${bad.status} (${bad.kind}): ${bad.body}\n${problems.filter((l) => id && l.includes(id)).join('\n')}\n`);

@@ -78,6 +78,8 @@ export class MixedLoad {
         201,
         (i) => ['/policies', { name: `chaos ${this.tag} ${i}`, effect: 'allow', principals: ['role:chaos'], actions: ['read'], resources: [`/chaos/${this.tag}/${i}`] }],
         (data) => data.id,
+        this.pauseMs,
+        () => this.deleteOldPolicy(),
       ),
       // Password reset mail: acknowledged once queued durably (identity.mail_jobs); the mail must follow.
       this.loop('reset', 202, () => ['/auth/password-reset', { email: this.sessionUser.email }], (_data) => `reset-${Date.now()}`, 500),
@@ -101,18 +103,49 @@ export class MixedLoad {
     request: (i: number) => [string, unknown],
     idOf: (data: Record<string, string>) => string,
     pauseMs = this.pauseMs,
+    /** More work of the loop after each request (the policy loop's deletes). */
+    then?: () => Promise<void>,
   ): Promise<void> {
     for (let i = 0; this.running; i++) {
       const [path, body] = request(i);
-      const res = await this.api('POST', path, body).catch(() => ({ status: 0, headers: new Headers(), body: undefined }));
-      this.statuses.set(res.status, (this.statuses.get(res.status) ?? 0) + 1);
+      const res = await this.send(kind, 'POST', path, body, [success]);
       if (res.status === success) this.acknowledged[kind].push(idOf(res.body.data));
-      else if (!(res.status === 0 || (res.status === 503 && res.headers.get('retry-after')) || diedMidRequest(res))) {
-        this.bad.push({ kind, status: res.status, body: JSON.stringify(res.body ?? null).slice(0, 300) });
-      }
+      await then?.();
       const wait = res.status === success ? pauseMs : 100;
       if (wait) await new Promise((r) => setTimeout(r, wait));
     }
+  }
+
+  /** One request, counted; an answer that is neither `fine` nor a "later" is a bad answer. */
+  private async send(kind: Kind, method: string, path: string, body: unknown, fine: number[]) {
+    const res = await this.api(method, path, body).catch(() => ({ status: 0, headers: new Headers(), body: undefined }));
+    this.statuses.set(res.status, (this.statuses.get(res.status) ?? 0) + 1);
+    if (!(fine.includes(res.status) || res.status === 0 || (res.status === 503 && res.headers.get('retry-after')) || diedMidRequest(res))) {
+      this.bad.push({ kind, status: res.status, body: JSON.stringify(res.body ?? null).slice(0, 300) });
+    }
+    return res;
+  }
+
+  /** Policies deleted with an acknowledgement (204): gone afterwards, each with its policy.deleted entry once. */
+  readonly deletedPolicies: string[] = [];
+  /** Policies whose delete was answered 404 after an attempt without answer: that attempt deleted it. */
+  readonly goneUnacknowledged: string[] = [];
+  private oldest = 0;
+  private deleteTried = false;
+
+  /**
+   * Keeps the environment well under the policy limit (10,000): past 500 live policies, the oldest is deleted.
+   * A delete without an answer is tried again; its 404 then means the first attempt had deleted it.
+   */
+  private async deleteOldPolicy(): Promise<void> {
+    if (this.acknowledged.policy.length - this.oldest <= 500) return;
+    const id = this.acknowledged.policy[this.oldest]!;
+    const res = await this.send('policy', 'DELETE', `/policies/${id}`, undefined, this.deleteTried ? [204, 404] : [204]);
+    if (res.status === 204 || res.status === 404) {
+      (res.status === 204 ? this.deletedPolicies : this.goneUnacknowledged).push(id);
+      this.oldest++;
+      this.deleteTried = false;
+    } else this.deleteTried = true;
   }
 }
 
@@ -149,14 +182,16 @@ export async function killAndRecover(api: Api, victim: Victim, load: MixedLoad, 
   return { victim: victim.name, recoveryMs: Date.now() - killedAt, atMs, collateral };
 }
 
-/** Every page of the log entries of `events`, counted by target id. */
+/** Every page of the log entries of `events`, counted by event and target id (`policy.created:pol_…`). */
 async function loggedTargets(api: Api, events: string[]): Promise<Map<string, number>> {
   const counts = new Map<string, number>();
   let cursor = '';
   for (;;) {
     const res = await api('GET', `/logs?events=${events.join(',')}&limit=100${cursor ? `&cursor=${cursor}` : ''}`);
     if (res.status !== 200) throw new Error(`GET /logs answered ${res.status}`);
-    for (const e of res.body.data as { target?: { id: string } }[]) if (e.target) counts.set(e.target.id, (counts.get(e.target.id) ?? 0) + 1);
+    for (const e of res.body.data as { event: string; target?: { id: string } }[]) {
+      if (e.target) counts.set(`${e.event}:${e.target.id}`, (counts.get(`${e.event}:${e.target.id}`) ?? 0) + 1);
+    }
     if (!res.body.pagination.hasMore) return counts;
     cursor = res.body.pagination.nextCursor;
   }
@@ -181,6 +216,8 @@ export interface Findings {
   /** Acknowledged changes whose audit entry is missing (after waiting) or there more than once. */
   auditMissing: string[];
   auditDuplicated: string[];
+  /** Policies deleted with an acknowledgement, and deletes whose first attempt went unanswered. */
+  policyDeletes: { acknowledged: number; unanswered: number };
   /** Reset requests acknowledged, composed (their requested events) and mailed (distinct tokens). */
   resets: { acknowledged: number; requestedEvents: number; mailed: number };
   /** Exports that did not complete (id: status). */
@@ -196,14 +233,20 @@ export interface Findings {
 export async function checkNothingLost(api: Api, load: MixedLoad, mailDir: string, resetEmail: string, waitMs = 90_000): Promise<Findings> {
   const lost: string[] = [];
   for (const id of load.acknowledged.user) if ((await api('GET', `/users/${id}`)).status !== 200) lost.push(id);
-  for (const id of load.acknowledged.policy) if ((await api('GET', `/policies/${id}`)).status !== 200) lost.push(id);
+  const gone = new Set([...load.deletedPolicies, ...load.goneUnacknowledged]);
+  for (const id of load.acknowledged.policy) if ((await api('GET', `/policies/${id}`)).status !== (gone.has(id) ? 404 : 200)) lost.push(id);
   for (const id of load.acknowledged.session) {
     const res = await api('POST', '/sessions/verify', { token: load.tokens.get(id) });
     if (res.body?.data?.valid !== true) lost.push(id);
   }
   // user.created for users, policy.created for policies, user.login (target: the session) for sessions.
-  const changes = [...load.acknowledged.user, ...load.acknowledged.policy, ...load.acknowledged.session];
-  const events = ['user.created', 'policy.created', 'user.login'];
+  const changes = [
+    ...load.acknowledged.user.map((id) => `user.created:${id}`),
+    ...load.acknowledged.policy.map((id) => `policy.created:${id}`),
+    ...load.deletedPolicies.map((id) => `policy.deleted:${id}`),
+    ...load.acknowledged.session.map((id) => `user.login:${id}`),
+  ];
+  const events = ['user.created', 'policy.created', 'policy.deleted', 'user.login'];
   let logged = new Map<string, number>();
   const deadline = Date.now() + waitMs;
   do {
@@ -241,6 +284,7 @@ export async function checkNothingLost(api: Api, load: MixedLoad, mailDir: strin
   }
   return {
     acknowledged: Object.fromEntries(Object.entries(load.acknowledged).map(([kind, ids]) => [kind, ids.length])) as Record<Kind, number>,
+    policyDeletes: { acknowledged: load.deletedPolicies.length, unanswered: load.goneUnacknowledged.length },
     lost,
     auditMissing: changes.filter((id) => !logged.has(id)),
     auditDuplicated: changes.filter((id) => (logged.get(id) ?? 0) > 1),
