@@ -3,12 +3,13 @@ import { AppError, type CallContext, type Pool } from '@secsvc/shared';
 import type { IdentityContext } from '../src/context';
 import { closeIdentityTestDb, identityTestDb, type IdentityTestDb } from './support/db';
 import { generateKey, looksLikeKey } from '../src/domain/api-keys';
-import { createApiKey, getApiKey, listApiKeys, revokeApiKey, rotateApiKey } from '../src/rpc/api-keys';
-import { authenticateApiKey } from '../src/rpc/authenticate-api-key';
+import { identityRpc } from './support/rpc';
+import type { IdentityRpc } from '../src/rpc';
 
 let t: IdentityTestDb;
 let pool: Pool;
 let ctx: IdentityContext;
+let rpc: IdentityRpc;
 
 const call = (): CallContext => {
   const metadata = new Metadata();
@@ -22,13 +23,14 @@ async function rejected(p: Promise<unknown>): Promise<AppError> {
   return err as AppError;
 }
 
-const create = (over: Partial<Parameters<ReturnType<typeof createApiKey>>[0]> = {}, environment = 'live') =>
-  createApiKey(ctx)({ environment, name: 'k', type: 'secret', plan: '', ...over }, call());
-const auth = (key: string) => authenticateApiKey(ctx)({ key }, call());
+const create = (over: Partial<Parameters<IdentityRpc['createApiKey']>[0]> = {}, environment = 'live') =>
+  rpc.createApiKey({ environment, name: 'k', type: 'secret', plan: '', ...over }, call());
+const auth = (key: string) => rpc.authenticateApiKey({ key }, call());
 
 beforeAll(async () => {
   t = await identityTestDb({ SERVER_SECRET: 'k'.repeat(40) });
   ({ pool, ctx } = t);
+  rpc = identityRpc(ctx);
 });
 
 afterAll(() => closeIdentityTestDb(t));
@@ -84,36 +86,36 @@ describe('API keys', () => {
     expect((await rejected(create({ type: 'secret' }, 'test'))).code).toBe('forbidden');
     const testKey = await create({ type: 'test' }, 'test');
     const liveKey = await create({ type: 'secret' });
-    const seenByTest = await listApiKeys(ctx)({ environment: 'test', limit: 100, cursor: '' });
+    const seenByTest = await rpc.listApiKeys({ environment: 'test', limit: 100, cursor: '' });
     expect(seenByTest.apiKeys.every((k) => k.environment === 'test')).toBe(true);
     expect(seenByTest.apiKeys.map((k) => k.id)).toContain(testKey.apiKey!.id);
-    expect((await rejected(getApiKey(ctx)({ environment: 'test', id: liveKey.apiKey!.id }))).code).toBe('not_found');
-    const seenByLive = await listApiKeys(ctx)({ environment: 'live', limit: 100, cursor: '' });
+    expect((await rejected(rpc.getApiKey({ environment: 'test', id: liveKey.apiKey!.id }))).code).toBe('not_found');
+    const seenByLive = await rpc.listApiKeys({ environment: 'live', limit: 100, cursor: '' });
     expect(seenByLive.apiKeys.map((k) => k.id)).toEqual(expect.arrayContaining([testKey.apiKey!.id, liveKey.apiKey!.id]));
   });
 
   it('pages through keys with cursors', async () => {
-    const first = await listApiKeys(ctx)({ environment: 'live', limit: 2, cursor: '' });
+    const first = await rpc.listApiKeys({ environment: 'live', limit: 2, cursor: '' });
     expect(first.hasMore).toBe(true);
-    const second = await listApiKeys(ctx)({ environment: 'live', limit: 2, cursor: first.nextCursor });
+    const second = await rpc.listApiKeys({ environment: 'live', limit: 2, cursor: first.nextCursor });
     expect(second.apiKeys[0]!.id < first.apiKeys[1]!.id).toBe(true);
   });
 
   it('revokes at once, once (one event), and idempotently', async () => {
     const { apiKey, key } = await create();
-    await revokeApiKey(ctx)({ environment: 'live', id: apiKey!.id }, call());
-    await revokeApiKey(ctx)({ environment: 'live', id: apiKey!.id }, call());
+    await rpc.revokeApiKey({ environment: 'live', id: apiKey!.id }, call());
+    await rpc.revokeApiKey({ environment: 'live', id: apiKey!.id }, call());
     expect((await rejected(auth(key))).message).toBe('API key has been revoked');
-    expect((await getApiKey(ctx)({ environment: 'live', id: apiKey!.id })).revokedAt).toBeDefined();
+    expect((await rpc.getApiKey({ environment: 'live', id: apiKey!.id })).revokedAt).toBeDefined();
     const { rows } = await pool.query(`SELECT event_type FROM outbox WHERE payload->'target'->>'id' = $1 ORDER BY seq`, [apiKey!.id]);
     expect(rows.map((r) => r.event_type)).toEqual(['api_key.created', 'api_key.revoked']);
-    expect((await rejected(revokeApiKey(ctx)({ environment: 'live', id: 'key_nope' }, call()))).code).toBe('not_found');
-    expect((await rejected(rotateApiKey(ctx)({ environment: 'live', id: apiKey!.id, gracePeriodSeconds: 0 }, call()))).code).toBe('conflict');
+    expect((await rejected(rpc.revokeApiKey({ environment: 'live', id: 'key_nope' }, call()))).code).toBe('not_found');
+    expect((await rejected(rpc.rotateApiKey({ environment: 'live', id: apiKey!.id, gracePeriodSeconds: 0 }, call()))).code).toBe('conflict');
   });
 
   it('rotates: the new secret works now, the previous one until the grace period ends', async () => {
     const { apiKey, key: old } = await create({ type: 'public' });
-    const rotated = await rotateApiKey(ctx)({ environment: 'live', id: apiKey!.id, gracePeriodSeconds: 3600 }, call());
+    const rotated = await rpc.rotateApiKey({ environment: 'live', id: apiKey!.id, gracePeriodSeconds: 3600 }, call());
     expect(rotated.key).not.toBe(old);
     expect(rotated.key.startsWith('svc_pk_')).toBe(true);
     expect(rotated.apiKey!.id).toBe(apiKey!.id);
@@ -130,12 +132,12 @@ describe('API keys', () => {
 
   it('rotates without grace: the previous secret stops at once', async () => {
     const { apiKey, key: old } = await create();
-    const rotated = await rotateApiKey(ctx)({ environment: 'live', id: apiKey!.id, gracePeriodSeconds: 0 }, call());
+    const rotated = await rpc.rotateApiKey({ environment: 'live', id: apiKey!.id, gracePeriodSeconds: 0 }, call());
     expect((await rejected(auth(old))).code).toBe('unauthorized');
     expect((await auth(rotated.key)).keyId).toBe(apiKey!.id);
     expect(rotated.apiKey!.previousExpiresAt).toBeUndefined();
     for (const grace of [-1, 8 * 86_400]) {
-      expect((await rejected(rotateApiKey(ctx)({ environment: 'live', id: apiKey!.id, gracePeriodSeconds: grace }, call()))).details[0]!.field).toBe(
+      expect((await rejected(rpc.rotateApiKey({ environment: 'live', id: apiKey!.id, gracePeriodSeconds: grace }, call()))).details[0]!.field).toBe(
         'gracePeriod',
       );
     }
@@ -151,7 +153,7 @@ describe('API keys', () => {
       await auth(key);
       let lastUsedAt: string | undefined;
       for (let i = 0; i < 50 && !lastUsedAt; i++) {
-        lastUsedAt = (await getApiKey(ctx)({ environment: 'live', id: apiKey!.id })).lastUsedAt;
+        lastUsedAt = (await rpc.getApiKey({ environment: 'live', id: apiKey!.id })).lastUsedAt;
         if (!lastUsedAt) await new Promise((r) => setTimeout(r, 20));
       }
       expect(lastUsedAt).toBeDefined();
@@ -166,7 +168,7 @@ describe('API keys', () => {
 
   it('never writes a secret into the outbox', async () => {
     const { key } = await create({ name: 'secret-scan' });
-    const rotated = await rotateApiKey(ctx)({ environment: 'live', id: (await create()).apiKey!.id, gracePeriodSeconds: 60 }, call());
+    const rotated = await rpc.rotateApiKey({ environment: 'live', id: (await create()).apiKey!.id, gracePeriodSeconds: 60 }, call());
     const { rows } = await pool.query(`SELECT payload::text AS p FROM outbox`);
     const all = rows.map((r) => r.p).join('\n');
     for (const secret of [key, rotated.key]) expect(all).not.toContain(secret.slice(10, 40));

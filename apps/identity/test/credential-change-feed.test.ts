@@ -2,8 +2,8 @@ import type { Pool } from '@secsvc/shared';
 import type { TestDatabase } from '@secsvc/shared/testing';
 import { Metadata } from '@grpc/grpc-js';
 import { CredentialChangeFeed } from '../src/domain/credential-change-feed';
-import { watchCredentialChanges } from '../src/rpc/watch-credential-changes';
 import { closeIdentityTestDb, identityTestDb, logger, type IdentityTestDb } from './support/db';
+import { identityRpc } from './support/rpc';
 
 let t: IdentityTestDb;
 let db: TestDatabase;
@@ -74,7 +74,8 @@ describe('WatchCredentialChanges', () => {
       await pool.query(`DELETE FROM users WHERE id = 'user_watch'`); // the user's sessions go with it
       const written: { kind: string; id: string }[] = [];
       let closed = false;
-      watchCredentialChanges(feed, pool, 900)({}, { requestId: 'req_watchtest0000000000', metadata: new Metadata() }, {
+      const ctx = { ...t.ctx, config: { ...t.ctx.config, ACCESS_TOKEN_TTL_SECONDS: 900 } };
+      identityRpc(ctx, { feed }).watchCredentialChanges({}, { requestId: 'req_watchtest0000000000', metadata: new Metadata() }, {
         write: (m) => void written.push(m),
         end: () => void (closed = true),
         onClose: () => undefined,

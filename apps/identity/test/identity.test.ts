@@ -8,12 +8,7 @@ import { generateKey } from '../src/domain/api-keys';
 import { ensureBootstrapKey } from '../src/domain/bootstrap';
 import { migrationsDir } from '../src/migrations';
 import { closeIdentityTestDb, identityTestDb, type IdentityTestDb } from './support/db';
-import { authenticateApiKey } from '../src/rpc/authenticate-api-key';
-import { createUser } from '../src/rpc/create-user';
-import { deleteUser } from '../src/rpc/delete-user';
-import { getUser } from '../src/rpc/get-user';
-import { listUsers } from '../src/rpc/list-users';
-import { updateUser } from '../src/rpc/update-user';
+import { identityRpc } from './support/rpc';
 
 const SECRET = 's'.repeat(40);
 const logger = createLogger('test', 'silent');
@@ -23,14 +18,8 @@ let pool: Pool;
 let rpc: ReturnType<typeof makeRpc>;
 
 function makeRpc(ctx: IdentityContext) {
-  return {
-    create: createUser(ctx),
-    get: getUser(ctx),
-    update: updateUser(ctx),
-    delete: deleteUser(ctx),
-    list: listUsers(ctx),
-    auth: authenticateApiKey(ctx),
-  };
+  const r = identityRpc(ctx);
+  return { create: r.createUser, get: r.getUser, update: r.updateUser, delete: r.deleteUser, list: r.listUsers, auth: r.authenticateApiKey };
 }
 
 function call(actor = 'key_test'): CallContext {
@@ -239,7 +228,7 @@ describe('API key bootstrap and authentication', () => {
       const lines: string[] = [];
       expect(await ensureBootstrapKey(p, SECRET, configured, logger, (l) => lines.push(l))).toBe('created');
       expect(lines).toEqual([]);
-      const auth = authenticateApiKey({ pool: p, logger, config: { SERVER_SECRET: SECRET } as IdentityConfig });
+      const auth = identityRpc({ pool: p, logger, config: { SERVER_SECRET: SECRET } as IdentityConfig }).authenticateApiKey;
       expect((await auth({ key: configured }, call())).keyType).toBe('secret');
     } finally {
       await p.end();

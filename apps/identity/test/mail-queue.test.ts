@@ -9,15 +9,16 @@ import type { IdentityContext } from '../src/context';
 import type { MailMessage, Mailer } from '../src/domain/mailer';
 import { seal } from '../src/domain/sealing';
 import { describeMailError, mailLeaseMs, mailQueueKey, type MailComposer, type MailQueue } from '../src/mail/queue';
-import { createUser } from '../src/rpc/create-user';
-import { confirmPasswordReset, requestPasswordReset } from '../src/rpc/passwords';
 import { closeIdentityTestDb, identityTestDb, type IdentityTestDb } from './support/db';
 import { capturingTransport, enqueueTest, mailJobs, sleep, testComposer, testQueue, TEST_TOKEN, until } from './support/mail';
+import { identityRpc } from './support/rpc';
+import type { IdentityRpc } from '../src/rpc';
 
 const SECRET = 'q'.repeat(40);
 let t: IdentityTestDb;
 let pool: Pool;
 let ctx: IdentityContext;
+let rpc: IdentityRpc;
 const queues: MailQueue[] = [];
 let n = 0;
 
@@ -73,7 +74,7 @@ function scriptedTransport(outcomes: ('ok' | 'transient' | 'permanent')[], extra
 }
 
 async function user() {
-  return createUser(ctx)({ environment: 'live', email: `queue${n++}@example.com`, name: 'Q', roles: [], metadataJson: '' }, call());
+  return rpc.createUser({ environment: 'live', email: `queue${n++}@example.com`, name: 'Q', roles: [], metadataJson: '' }, call());
 }
 
 const resetEvents = async (email: string) =>
@@ -84,6 +85,7 @@ const resetEvents = async (email: string) =>
 beforeAll(async () => {
   t = await identityTestDb({ SERVER_SECRET: SECRET });
   ({ pool, ctx } = t);
+  rpc = identityRpc(ctx);
 });
 
 afterEach(async () => {
@@ -291,7 +293,7 @@ describe('MailQueue', () => {
     const a = setup(hung.transport, { leaseMs: 600 });
     const ctxA: IdentityContext = { ...ctx, mail: a.queue };
     const u = await user();
-    await requestPasswordReset(ctxA)({ environment: 'live', email: u.email }, call());
+    await identityRpc(ctxA).requestPasswordReset({ environment: 'live', email: u.email }, call());
     a.queue.start();
     await until(() => hung.calls.length === 1);
     // "Killed": stops claiming without the send ever finishing (its socket would just be gone).
@@ -305,12 +307,12 @@ describe('MailQueue', () => {
     expect(delivered.sent[0]).toEqual(hung.calls[0]!.message);
     await until(async () => (await mailJobs(pool)).length === 0);
     expect(await resetEvents(u.email)).toHaveLength(1);
-    expect(await confirmPasswordReset(ctx)({ environment: 'live', token: delivered.sent[0]!.data.token!, password: 'a brand new passphrase' }, call())).toEqual({});
+    expect(await rpc.confirmPasswordReset({ environment: 'live', token: delivered.sent[0]!.data.token!, password: 'a brand new passphrase' }, call())).toEqual({});
   });
 
   it('a request acknowledged while no worker runs (the process was killed) is delivered when a worker starts', async () => {
     const u = await user();
-    expect(await requestPasswordReset(ctx)({ environment: 'live', email: u.email }, call())).toEqual({});
+    expect(await rpc.requestPasswordReset({ environment: 'live', email: u.email }, call())).toEqual({});
     await sleep(100);
     const [job] = await mailJobs(pool);
     expect(job).toMatchObject({ kind: 'password-reset', attempts: 0, message_enc: null });
@@ -334,7 +336,7 @@ describe('MailQueue', () => {
     const fake = scriptedTransport(['transient', 'ok']);
     const { queue } = setup(fake.transport, { baseDelayMs: 3_600_000, maxDelayMs: 3_600_000 });
     const u = await user();
-    await requestPasswordReset({ ...ctx, mail: queue })({ environment: 'live', email: u.email }, call());
+    await identityRpc({ ...ctx, mail: queue }).requestPasswordReset({ environment: 'live', email: u.email }, call());
     queue.start();
     await until(() => fake.tried.length === 1);
     await until(async () => (await mailJobs(pool))[0]?.last_error !== null);
@@ -353,7 +355,7 @@ describe('MailQueue', () => {
     await until(async () => (await mailJobs(pool)).length === 0);
     expect(await resetEvents(u.email)).toHaveLength(1);
     expect((await pool.query('SELECT 1 FROM password_reset_tokens WHERE user_id = $1', [u.id])).rowCount).toBe(1);
-    expect(await confirmPasswordReset(ctx)({ environment: 'live', token, password: 'a brand new passphrase' }, call())).toEqual({});
+    expect(await rpc.confirmPasswordReset({ environment: 'live', token, password: 'a brand new passphrase' }, call())).toEqual({});
   });
 
   it('an unknown email: no mail, the failure event as before, the job deleted', async () => {
@@ -361,7 +363,7 @@ describe('MailQueue', () => {
     const { queue, count } = setup(fake.transport);
     queue.start();
     const email = `ghost${n++}@example.com`;
-    expect(await requestPasswordReset({ ...ctx, mail: queue })({ environment: 'live', email }, call())).toEqual({});
+    expect(await identityRpc({ ...ctx, mail: queue }).requestPasswordReset({ environment: 'live', email }, call())).toEqual({});
     await until(async () => (await resetEvents(email)).length === 1);
     await until(async () => (await mailJobs(pool)).length === 0);
     const [event] = await resetEvents(email);

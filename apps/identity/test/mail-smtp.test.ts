@@ -10,11 +10,10 @@ import { parseSmtpUrl, type Mailbox } from '../src/config';
 import type { IdentityContext } from '../src/context';
 import type { MailQueue, MailQueueOptions } from '../src/mail/queue';
 import { smtpMailer } from '../src/mail/smtp';
-import { createUser } from '../src/rpc/create-user';
-import { confirmPasswordReset, login, requestPasswordReset, setPassword } from '../src/rpc/passwords';
 import { closeIdentityTestDb, identityTestDb, type IdentityTestDb } from './support/db';
 import { enqueueTest, mailJobs, testQueue, until } from './support/mail';
 import { smtpdSkipReason, startTestSmtp, type SmtpEvent, type TestSmtp } from './support/smtp';
+import { identityRpc } from './support/rpc';
 
 // Without python3's smtpd (Python <= 3.11): under CI=true smtpdSkipReason throws (CI must not skip);
 // elsewhere the suite is skipped and says why on stderr.
@@ -47,8 +46,8 @@ describeSmtp('password reset mail over SMTP', () => {
     return q;
   };
   const user = async (ctx: IdentityContext) => {
-    const u = await createUser(ctx)({ environment: 'live', email: `smtp${n++}@example.com`, name: 'Mail', roles: [], metadataJson: '' }, call());
-    await setPassword(ctx)({ environment: 'live', userId: u.id, password: 'correct horse battery' }, call());
+    const u = await identityRpc(ctx).createUser({ environment: 'live', email: `smtp${n++}@example.com`, name: 'Mail', roles: [], metadataJson: '' }, call());
+    await identityRpc(ctx).setPassword({ environment: 'live', userId: u.id, password: 'correct horse battery' }, call());
     return u;
   };
   const queueEmpty = async () => (await mailJobs(t.pool)).length === 0;
@@ -72,7 +71,7 @@ describeSmtp('password reset mail over SMTP', () => {
     const { queue: mail, logText, count } = queue(smtp.url);
     const ctx: IdentityContext = { ...t.ctx, mail };
     const u = await user(ctx);
-    expect(await requestPasswordReset(ctx)({ environment: 'live', email: u.email }, call())).toEqual({});
+    expect(await identityRpc(ctx).requestPasswordReset({ environment: 'live', email: u.email }, call())).toEqual({});
     const got = await smtp.waitFor((e) => e.event === 'message' && e.rcpttos?.[0] === u.email);
     expect(got.mailfrom).toBe('no-reply@secsvc.test');
     expect(got.from).toBe('Security Service <no-reply@secsvc.test>');
@@ -80,8 +79,8 @@ describeSmtp('password reset mail over SMTP', () => {
     expect(got.subject).toBe('Reset your password');
     const token = /prt_[A-Za-z0-9_-]{49}/.exec(got.body!)?.[0];
     expect(token).toBeDefined();
-    expect(await confirmPasswordReset(ctx)({ environment: 'live', token: token!, password: 'a brand new passphrase' }, call())).toEqual({});
-    const session = await login(ctx)({ environment: 'live', email: u.email, password: 'a brand new passphrase', ip: '203.0.113.9', userAgent: 'jest', expiresInSeconds: 0, oauthClientId: '' }, call());
+    expect(await identityRpc(ctx).confirmPasswordReset({ environment: 'live', token: token!, password: 'a brand new passphrase' }, call())).toEqual({});
+    const session = await identityRpc(ctx).login({ environment: 'live', email: u.email, password: 'a brand new passphrase', ip: '203.0.113.9', userAgent: 'jest', expiresInSeconds: 0, oauthClientId: '' }, call());
     expect(session.token).toMatch(/^sst_/);
     await until(queueEmpty);
     expect(await count('identity_mail_sent_total', { transport: 'smtp' })).toBe(1);
@@ -119,8 +118,8 @@ describeSmtp('password reset mail over SMTP', () => {
     const ctx: IdentityContext = { ...t.ctx, mail };
     const u = await user(ctx);
     const answers = [
-      await requestPasswordReset(ctx)({ environment: 'live', email: u.email }, call()),
-      await requestPasswordReset(ctx)({ environment: 'live', email: 'nobody.here@example.com' }, call()),
+      await identityRpc(ctx).requestPasswordReset({ environment: 'live', email: u.email }, call()),
+      await identityRpc(ctx).requestPasswordReset({ environment: 'live', email: 'nobody.here@example.com' }, call()),
     ];
     expect(answers).toEqual([{}, {}]);
     // The work went on (the token is stored) while delivery failed, three times.
@@ -185,7 +184,7 @@ describeSmtp('password reset mail over SMTP', () => {
     smtp.onEvent = (e: SmtpEvent) => {
       if (e.event === 'connect' || e.event === 'greeting' || e.event === 'message') order.push(e.event);
     };
-    await requestPasswordReset(ctx)({ environment: 'live', email: u.email }, call());
+    await identityRpc(ctx).requestPasswordReset({ environment: 'live', email: u.email }, call());
     order.push('rpc answered');
     await smtp.waitFor((e) => e.event === 'connect');
     // The server holds the connection without a greeting; the job was composed (the token is stored) and is

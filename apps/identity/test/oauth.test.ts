@@ -6,19 +6,11 @@ import { createLocalJWKSet, decodeJwt, jwtVerify } from 'jose';
 import type { IdentityConfig } from '../src/config';
 import type { IdentityContext } from '../src/context';
 import { masterKey, SigningKeyStore } from '../src/domain/signing-keys';
-import { createUser } from '../src/rpc/create-user';
-import { deleteUser } from '../src/rpc/delete-user';
-import { authorize } from '../src/rpc/oauth-authorize';
-import { createOAuthClient, deleteOAuthClient, getOAuthClient, listOAuthClients, updateOAuthClient } from '../src/rpc/oauth-clients';
-import { introspectToken } from '../src/rpc/oauth-introspect';
-import { authenticateOAuthClient, revokeToken } from '../src/rpc/oauth-revoke';
-import { token } from '../src/rpc/oauth-token';
-import { confirmPasswordReset, login, requestPasswordReset, setPassword } from '../src/rpc/passwords';
-import { createSession } from '../src/rpc/sessions';
-import { getJwks } from '../src/rpc/tokens';
 import type { MailQueue } from '../src/mail/queue';
 import { closeIdentityTestDb, identityTestDb, type IdentityTestDb } from './support/db';
 import { capturingTransport, testQueue } from './support/mail';
+import { identityRpc } from './support/rpc';
+import type { IdentityRpc } from '../src/rpc';
 
 const config = {
   SERVER_SECRET: 'o'.repeat(40),
@@ -33,6 +25,7 @@ const REDIRECT = 'https://app.example.com/callback';
 let t: IdentityTestDb;
 let pool: Pool;
 let ctx: IdentityContext;
+let rpc: IdentityRpc;
 let keys: SigningKeyStore;
 const { transport, sent: mails } = capturingTransport();
 let mail: MailQueue;
@@ -52,6 +45,7 @@ beforeAll(async () => {
   ({ pool } = t);
   ctx = { ...t.ctx, mail };
   keys = new SigningKeyStore(pool, masterKey(undefined, config.SERVER_SECRET));
+  rpc = identityRpc(ctx, { signingKeys: keys });
 });
 
 afterAll(async () => {
@@ -61,13 +55,13 @@ afterAll(async () => {
 
 let n = 0;
 async function userWithSession(environment = 'live') {
-  const u = await createUser(ctx)({ environment, email: `o${n++}@example.com`, name: 'Ada O', roles: ['role_reader'], metadataJson: '' }, call());
-  const s = await createSession(ctx)({ environment, userId: u.id, expiresInSeconds: 3600, metadataJson: '' }, call());
+  const u = await rpc.createUser({ environment, email: `o${n++}@example.com`, name: 'Ada O', roles: ['role_reader'], metadataJson: '' }, call());
+  const s = await rpc.createSession({ environment, userId: u.id, expiresInSeconds: 3600, metadataJson: '' }, call());
   return { user: u, sessionToken: s.token, sessionId: s.session!.id };
 }
 
 async function newClient(over: Partial<{ type: string; scopes: string[]; firstParty: boolean; redirectUris: string[]; environment: string }> = {}) {
-  const created = await createOAuthClient(ctx)(
+  const created = await rpc.createOAuthClient(
     {
       environment: over.environment ?? 'live',
       name: 'Example app',
@@ -86,7 +80,7 @@ const pkce = () => {
   return { verifier, challenge: createHash('sha256').update(verifier).digest('base64url') };
 };
 
-const authParams = (clientId: string, over: Partial<Parameters<ReturnType<typeof authorize>>[0]> = {}) => ({
+const authParams = (clientId: string, over: Partial<Parameters<IdentityRpc['authorize']>[0]> = {}) => ({
   clientId,
   redirectUri: REDIRECT,
   responseType: 'code',
@@ -105,15 +99,15 @@ const authParams = (clientId: string, over: Partial<Parameters<ReturnType<typeof
 });
 
 /** A code for a logged-in user (first-party client: no consent step). */
-async function codeFor(client: { id: string }, sessionToken: string, over: Partial<Parameters<ReturnType<typeof authorize>>[0]> = {}) {
-  const res = await authorize(ctx)(authParams(client.id, { sessionToken, ...over }), call());
+async function codeFor(client: { id: string }, sessionToken: string, over: Partial<Parameters<IdentityRpc['authorize']>[0]> = {}) {
+  const res = await rpc.authorize(authParams(client.id, { sessionToken, ...over }), call());
   expect(res.outcome).toBe('redirect');
   const url = new URL(res.redirectTo);
   expect(url.searchParams.get('error')).toBeNull();
   return url.searchParams.get('code')!;
 }
 
-const tokenReq = (over: Partial<Parameters<ReturnType<typeof token>>[0]>) => ({
+const tokenReq = (over: Partial<Parameters<IdentityRpc['token']>[0]>) => ({
   grantType: '',
   code: '',
   redirectUri: '',
@@ -126,17 +120,17 @@ const tokenReq = (over: Partial<Parameters<ReturnType<typeof token>>[0]>) => ({
   repeatedParams: [],
   ...over,
 });
-const exchange = (client: { id: string; secret: string }, code: string, over: Partial<Parameters<ReturnType<typeof token>>[0]> = {}) =>
-  token(ctx, keys)(tokenReq({ grantType: 'authorization_code', code, redirectUri: REDIRECT, clientId: client.id, clientSecret: client.secret, ...over }), call());
+const exchange = (client: { id: string; secret: string }, code: string, over: Partial<Parameters<IdentityRpc['token']>[0]> = {}) =>
+  rpc.token(tokenReq({ grantType: 'authorization_code', code, redirectUri: REDIRECT, clientId: client.id, clientSecret: client.secret, ...over }), call());
 const refreshWith = (client: { id: string; secret: string }, refreshToken: string, scope = '') =>
-  token(ctx, keys)(tokenReq({ grantType: 'refresh_token', refreshToken, scope, clientId: client.id, clientSecret: client.secret }), call());
+  rpc.token(tokenReq({ grantType: 'refresh_token', refreshToken, scope, clientId: client.id, clientSecret: client.secret }), call());
 const introspect = async (client: { id: string; secret: string }, tok: string) =>
   JSON.parse(
-    (await introspectToken(ctx, keys)({ token: tok, tokenTypeHint: '', clientId: client.id, clientSecret: client.secret, clientAuthMethod: 'client_secret_basic' }, call()))
+    (await rpc.introspectToken({ token: tok, tokenTypeHint: '', clientId: client.id, clientSecret: client.secret, clientAuthMethod: 'client_secret_basic' }, call()))
       .resultJson,
   );
 const revoke = (client: { id: string; secret: string }, tok: string) =>
-  revokeToken(ctx, keys)({ token: tok, tokenTypeHint: '', clientId: client.id, clientSecret: client.secret, clientAuthMethod: 'client_secret_post' }, call());
+  rpc.revokeToken({ token: tok, tokenTypeHint: '', clientId: client.id, clientSecret: client.secret, clientAuthMethod: 'client_secret_post' }, call());
 const grantRevoked = async (grantId: string) => (await pool.query('SELECT revoked_at FROM oauth_grants WHERE id = $1', [grantId])).rows[0]?.revoked_at !== null;
 const events = async (type: string) => (await pool.query(`SELECT payload FROM outbox WHERE event_type = $1 ORDER BY seq`, [type])).rows.map((r) => r.payload);
 
@@ -161,7 +155,7 @@ describe('client registration', () => {
 
   it('names every faulty field: redirect URIs (exact, https or loopback http), scopes, type', async () => {
     const err = await rejected(
-      createOAuthClient(ctx)(
+      rpc.createOAuthClient(
         {
           environment: 'live',
           name: ' ',
@@ -184,17 +178,17 @@ describe('client registration', () => {
   it('lists with cursors, reads, updates and scopes everything to the environment', async () => {
     const a = await newClient({ environment: 'test' });
     const b = await newClient({ environment: 'test' });
-    const first = await listOAuthClients(ctx)({ environment: 'test', limit: 1, cursor: '' });
+    const first = await rpc.listOAuthClients({ environment: 'test', limit: 1, cursor: '' });
     expect(first.clients.map((c) => c.id)).toEqual([b.id]);
-    const second = await listOAuthClients(ctx)({ environment: 'test', limit: 1, cursor: first.nextCursor });
+    const second = await rpc.listOAuthClients({ environment: 'test', limit: 1, cursor: first.nextCursor });
     expect(second.clients.map((c) => c.id)).toEqual([a.id]);
-    await expect(getOAuthClient(ctx)({ environment: 'live', id: a.id })).rejects.toMatchObject({ code: 'not_found' });
-    const updated = await updateOAuthClient(ctx)(
+    await expect(rpc.getOAuthClient({ environment: 'live', id: a.id })).rejects.toMatchObject({ code: 'not_found' });
+    const updated = await rpc.updateOAuthClient(
       { environment: 'test', id: a.id, name: 'Renamed', redirectUris: { values: ['https://new.example.com/cb'] }, scopes: undefined, firstParty: false },
       call(),
     );
     expect(updated).toMatchObject({ name: 'Renamed', redirectUris: ['https://new.example.com/cb'], firstParty: false, scopes: a.client.scopes });
-    const bad = await rejected(updateOAuthClient(ctx)({ environment: 'test', id: a.id, redirectUris: { values: ['ftp://x'] }, scopes: { values: [] } }, call()));
+    const bad = await rejected(rpc.updateOAuthClient({ environment: 'test', id: a.id, redirectUris: { values: ['ftp://x'] }, scopes: { values: [] } }, call()));
     expect(bad.details.map((d) => d.field)).toEqual(['redirectUris[0]', 'scopes']);
   });
 
@@ -202,8 +196,8 @@ describe('client registration', () => {
     for (let i = 0; i < 20; i++) {
       const c = await newClient();
       const [updated] = await Promise.allSettled([
-        updateOAuthClient(ctx)({ environment: 'live', id: c.id, firstParty: false, redirectUris: undefined, scopes: undefined }, call()),
-        deleteOAuthClient(ctx)({ environment: 'live', id: c.id }, call()),
+        rpc.updateOAuthClient({ environment: 'live', id: c.id, firstParty: false, redirectUris: undefined, scopes: undefined }, call()),
+        rpc.deleteOAuthClient({ environment: 'live', id: c.id }, call()),
       ]);
       if (updated.status === 'rejected') expect(updated.reason).toMatchObject({ code: 'not_found' });
       else expect(updated.value.firstParty).toBe(false);
@@ -214,8 +208,8 @@ describe('client registration', () => {
 describe('authorization endpoint', () => {
   it('shows errors on a page while the redirect URI is not trusted (unknown client, mismatch, open redirects)', async () => {
     const c = await newClient();
-    expect((await authorize(ctx)(authParams(''), call())).outcome).toBe('error_page');
-    const unknown = await authorize(ctx)(authParams('cli_00000000000000000000000000'), call());
+    expect((await rpc.authorize(authParams(''), call())).outcome).toBe('error_page');
+    const unknown = await rpc.authorize(authParams('cli_00000000000000000000000000'), call());
     expect(unknown).toMatchObject({ outcome: 'error_page', error: 'invalid_client', redirectTo: '' });
     for (const evil of [
       'https://evil.example.com/callback',
@@ -228,16 +222,16 @@ describe('authorization endpoint', () => {
       '//evil.example/callback',
       '',
     ]) {
-      const res = await authorize(ctx)(authParams(c.id, { redirectUri: evil }), call());
+      const res = await rpc.authorize(authParams(c.id, { redirectUri: evil }), call());
       expect(res).toMatchObject({ outcome: 'error_page', redirectTo: '' });
     }
-    expect((await authorize(ctx)(authParams(c.id, { repeatedParams: ['redirect_uri'] }), call())).outcome).toBe('error_page');
+    expect((await rpc.authorize(authParams(c.id, { repeatedParams: ['redirect_uri'] }), call())).outcome).toBe('error_page');
   });
 
   it('sends later errors back to the client with state and iss', async () => {
     const c = await newClient({ type: 'public' });
     const s256 = { codeChallenge: pkce().challenge, codeChallengeMethod: 'S256' };
-    const cases: [Partial<Parameters<ReturnType<typeof authorize>>[0]>, string][] = [
+    const cases: [Partial<Parameters<IdentityRpc['authorize']>[0]>, string][] = [
       [{ responseType: 'token' }, 'unsupported_response_type'],
       [{ ...s256, scope: 'openid admin:all' }, 'invalid_scope'],
       [{ ...s256, scope: 'openid write:policies' }, 'invalid_scope'],
@@ -248,7 +242,7 @@ describe('authorization endpoint', () => {
       [{ codeChallenge: pkce().challenge, codeChallengeMethod: 'S256', repeatedParams: ['scope'] }, 'invalid_request'],
     ];
     for (const [over, error] of cases) {
-      const res = await authorize(ctx)(authParams(c.id, over), call());
+      const res = await rpc.authorize(authParams(c.id, over), call());
       expect(res.outcome).toBe('redirect');
       const url = new URL(res.redirectTo);
       expect(`${url.origin}${url.pathname}`).toBe(REDIRECT);
@@ -259,36 +253,36 @@ describe('authorization endpoint', () => {
   it('asks for login, then consent (remembered per user, client and scopes), then issues a code', async () => {
     const c = await newClient({ firstParty: false });
     const { user, sessionToken } = await userWithSession();
-    expect((await authorize(ctx)(authParams(c.id), call())).outcome).toBe('login');
-    expect((await authorize(ctx)(authParams(c.id, { prompt: 'none' }), call())).redirectTo).toContain('error=login_required');
-    const consent = await authorize(ctx)(authParams(c.id, { sessionToken, scope: 'openid email' }), call());
+    expect((await rpc.authorize(authParams(c.id), call())).outcome).toBe('login');
+    expect((await rpc.authorize(authParams(c.id, { prompt: 'none' }), call())).redirectTo).toContain('error=login_required');
+    const consent = await rpc.authorize(authParams(c.id, { sessionToken, scope: 'openid email' }), call());
     expect(consent).toMatchObject({ outcome: 'consent', scopes: ['openid', 'email'], userEmail: user.email, clientName: 'Example app' });
-    expect((await authorize(ctx)(authParams(c.id, { sessionToken, prompt: 'none' }), call())).redirectTo).toContain('error=consent_required');
-    const denied = await authorize(ctx)(authParams(c.id, { sessionToken, scope: 'openid email', consent: 'deny' }), call());
+    expect((await rpc.authorize(authParams(c.id, { sessionToken, prompt: 'none' }), call())).redirectTo).toContain('error=consent_required');
+    const denied = await rpc.authorize(authParams(c.id, { sessionToken, scope: 'openid email', consent: 'deny' }), call());
     expect(denied.redirectTo).toContain('error=access_denied');
-    const allowed = await authorize(ctx)(authParams(c.id, { sessionToken, scope: 'openid email', consent: 'allow' }), call());
+    const allowed = await rpc.authorize(authParams(c.id, { sessionToken, scope: 'openid email', consent: 'allow' }), call());
     expect(new URL(allowed.redirectTo).searchParams.get('code')).toMatch(/^ocd_/);
     expect((await events('oauth.consent.granted')).at(-1)).toMatchObject({ actor: { id: user.id }, target: { id: c.id } });
     // remembered for those scopes, asked again for more
-    expect((await authorize(ctx)(authParams(c.id, { sessionToken, scope: 'openid' }), call())).outcome).toBe('redirect');
-    expect((await authorize(ctx)(authParams(c.id, { sessionToken, scope: 'openid profile' }), call())).outcome).toBe('consent');
-    expect((await authorize(ctx)(authParams(c.id, { sessionToken, scope: 'openid', prompt: 'consent' }), call())).outcome).toBe('consent');
+    expect((await rpc.authorize(authParams(c.id, { sessionToken, scope: 'openid' }), call())).outcome).toBe('redirect');
+    expect((await rpc.authorize(authParams(c.id, { sessionToken, scope: 'openid profile' }), call())).outcome).toBe('consent');
+    expect((await rpc.authorize(authParams(c.id, { sessionToken, scope: 'openid', prompt: 'consent' }), call())).outcome).toBe('consent');
     // prompt=login and max_age ask for the password again unless the login just happened
-    expect((await authorize(ctx)(authParams(c.id, { sessionToken, scope: 'openid', prompt: 'login' }), call())).outcome).toBe('login');
-    expect((await authorize(ctx)(authParams(c.id, { sessionToken, scope: 'openid', prompt: 'login', freshLogin: true }), call())).outcome).toBe('redirect');
+    expect((await rpc.authorize(authParams(c.id, { sessionToken, scope: 'openid', prompt: 'login' }), call())).outcome).toBe('login');
+    expect((await rpc.authorize(authParams(c.id, { sessionToken, scope: 'openid', prompt: 'login', freshLogin: true }), call())).outcome).toBe('redirect');
   });
 
   it('does not accept a login session of the other environment', async () => {
     const c = await newClient({ environment: 'test' });
     const { sessionToken } = await userWithSession('live');
-    expect((await authorize(ctx)(authParams(c.id, { sessionToken }), call())).outcome).toBe('login');
+    expect((await rpc.authorize(authParams(c.id, { sessionToken }), call())).outcome).toBe('login');
   });
 
   it('records user.login with authMethod oauth and the client for logins on the OAuth page', async () => {
     const c = await newClient();
-    const u = await createUser(ctx)({ environment: 'live', email: `login${n++}@example.com`, name: 'L', roles: [], metadataJson: '' }, call());
-    await setPassword(ctx)({ environment: 'live', userId: u.id, password: PASSWORD }, call());
-    await login(ctx)({ environment: 'live', email: u.email, password: PASSWORD, ip: '203.0.113.9', userAgent: 'jest', expiresInSeconds: 0, oauthClientId: c.id }, call());
+    const u = await rpc.createUser({ environment: 'live', email: `login${n++}@example.com`, name: 'L', roles: [], metadataJson: '' }, call());
+    await rpc.setPassword({ environment: 'live', userId: u.id, password: PASSWORD }, call());
+    await rpc.login({ environment: 'live', email: u.email, password: PASSWORD, ip: '203.0.113.9', userAgent: 'jest', expiresInSeconds: 0, oauthClientId: c.id }, call());
     const last = (await events('user.login')).at(-1);
     expect(JSON.parse(last.metadataJson)).toMatchObject({ authMethod: 'oauth', clientId: c.id });
   });
@@ -300,13 +294,13 @@ describe('token endpoint: authorization code', () => {
     const { user, sessionToken } = await userWithSession();
     const { verifier, challenge } = pkce();
     const code = await codeFor(c, sessionToken, { codeChallenge: challenge, codeChallengeMethod: 'S256' });
-    const res = await token(ctx, keys)(
+    const res = await rpc.token(
       tokenReq({ grantType: 'authorization_code', code, redirectUri: REDIRECT, codeVerifier: verifier, clientId: c.id, clientAuthMethod: 'none' }),
       call(),
     );
     expect(res).toMatchObject({ error: '', status: 200, tokenType: 'Bearer', expiresIn: 900, scope: 'openid profile email offline_access read:users' });
     expect(res.refreshToken).toMatch(/^ort_/);
-    const jwks = createLocalJWKSet(JSON.parse((await getJwks(keys)()).jwksJson));
+    const jwks = createLocalJWKSet(JSON.parse((await rpc.getJwks()).jwksJson));
     const at = await jwtVerify(res.accessToken, jwks, { issuer: config.ISSUER, audience: 'secsvc', typ: 'at+jwt' });
     expect(at.payload).toMatchObject({ sub: user.id, client_id: c.id, env: 'live', scope: res.scope, roles: ['role_reader'] });
     expect(at.payload.sid).toMatch(/^grt_/);
@@ -414,8 +408,8 @@ describe('token endpoint: authorization code', () => {
 
   it('refuses repeated parameters and unknown grant types', async () => {
     const c = await newClient();
-    expect((await token(ctx, keys)(tokenReq({ grantType: 'password', clientId: c.id, clientSecret: c.secret }), call())).error).toBe('unsupported_grant_type');
-    expect((await token(ctx, keys)(tokenReq({ grantType: 'authorization_code', repeatedParams: ['code'], clientId: c.id, clientSecret: c.secret }), call())).error).toBe(
+    expect((await rpc.token(tokenReq({ grantType: 'password', clientId: c.id, clientSecret: c.secret }), call())).error).toBe('unsupported_grant_type');
+    expect((await rpc.token(tokenReq({ grantType: 'authorization_code', repeatedParams: ['code'], clientId: c.id, clientSecret: c.secret }), call())).error).toBe(
       'invalid_request',
     );
   });
@@ -472,14 +466,14 @@ describe('token endpoint: refresh and client credentials', () => {
 
   it('client_credentials: confidential clients only, API scopes only; the token acts as the client', async () => {
     const c = await newClient({ scopes: ['openid', 'read:users', 'read:logs'] });
-    const res = await token(ctx, keys)(tokenReq({ grantType: 'client_credentials', clientId: c.id, clientSecret: c.secret }), call());
+    const res = await rpc.token(tokenReq({ grantType: 'client_credentials', clientId: c.id, clientSecret: c.secret }), call());
     expect(res).toMatchObject({ error: '', scope: 'read:users read:logs', refreshToken: '', idToken: '' });
     const claims = decodeJwt(res.accessToken);
     expect(claims).toMatchObject({ sub: c.id, client_id: c.id, scope: 'read:users read:logs' });
     expect(claims.roles).toBeUndefined();
-    expect((await token(ctx, keys)(tokenReq({ grantType: 'client_credentials', scope: 'openid', clientId: c.id, clientSecret: c.secret }), call())).error).toBe('invalid_scope');
+    expect((await rpc.token(tokenReq({ grantType: 'client_credentials', scope: 'openid', clientId: c.id, clientSecret: c.secret }), call())).error).toBe('invalid_scope');
     const pub = await newClient({ type: 'public' });
-    expect((await token(ctx, keys)(tokenReq({ grantType: 'client_credentials', clientId: pub.id, clientAuthMethod: 'none' }), call())).error).toBe('unauthorized_client');
+    expect((await rpc.token(tokenReq({ grantType: 'client_credentials', clientId: pub.id, clientAuthMethod: 'none' }), call())).error).toBe('unauthorized_client');
   });
 });
 
@@ -500,7 +494,7 @@ describe('revocation and introspection', () => {
     const other = await newClient();
     expect((await introspect(other, tokens.accessToken)).active).toBe(true);
     expect(await introspect(other, tokens.refreshToken)).toEqual({ active: false });
-    const badAuth = await introspectToken(ctx, keys)({ token: tokens.accessToken, tokenTypeHint: '', clientId: c.id, clientSecret: 'nope', clientAuthMethod: 'client_secret_basic' }, call());
+    const badAuth = await rpc.introspectToken({ token: tokens.accessToken, tokenTypeHint: '', clientId: c.id, clientSecret: 'nope', clientAuthMethod: 'client_secret_basic' }, call());
     expect(badAuth).toMatchObject({ error: 'invalid_client', status: 401, resultJson: '' });
   });
 
@@ -526,26 +520,26 @@ describe('revocation and introspection', () => {
     const viaClient = await exchange(c, await codeFor(c, sessionToken));
     const other = await newClient();
     const viaUser = await exchange(other, await codeFor(other, sessionToken));
-    expect((await deleteOAuthClient(ctx)({ environment: 'live', id: c.id }, call())).grantsRevoked).toBe(1);
+    expect((await rpc.deleteOAuthClient({ environment: 'live', id: c.id }, call())).grantsRevoked).toBe(1);
     const tomb = await pool.query('SELECT 1 FROM ended_sessions WHERE id = $1', [decodeJwt(viaClient.accessToken).sid]);
     expect(tomb.rowCount).toBe(1);
-    expect((await authenticateOAuthClient(ctx)({ clientId: c.id, clientSecret: c.secret, clientAuthMethod: 'client_secret_basic' }, call())).error).toBe('invalid_client');
+    expect((await rpc.authenticateOAuthClient({ clientId: c.id, clientSecret: c.secret, clientAuthMethod: 'client_secret_basic' }, call())).error).toBe('invalid_client');
 
-    await setPassword(ctx)({ environment: 'live', userId: user.id, password: PASSWORD }, call());
-    await requestPasswordReset(ctx)({ environment: 'live', email: user.email }, call());
+    await rpc.setPassword({ environment: 'live', userId: user.id, password: PASSWORD }, call());
+    await rpc.requestPasswordReset({ environment: 'live', email: user.email }, call());
     let resetToken: string | undefined;
     for (let i = 0; i < 100 && !resetToken; i++) {
       resetToken = mails.find((m) => m.to === user.email)?.data.token;
       if (!resetToken) await new Promise((r) => setTimeout(r, 20));
     }
-    await confirmPasswordReset(ctx)({ environment: 'live', token: resetToken!, password: PASSWORD + '!' }, call());
+    await rpc.confirmPasswordReset({ environment: 'live', token: resetToken!, password: PASSWORD + '!' }, call());
     expect((await introspect(other, viaUser.accessToken)).active).toBe(false);
     expect((await refreshWith(other, viaUser.refreshToken)).error).toBe('invalid_grant');
 
     const { sessionToken: s2, user: u2 } = await userWithSession();
     const beforeDelete = await exchange(other, await codeFor(other, s2));
-    await deleteUser(ctx)({ environment: 'live', id: u2.id }, call());
+    await rpc.deleteUser({ environment: 'live', id: u2.id }, call());
     expect((await pool.query('SELECT 1 FROM ended_sessions WHERE id = $1', [decodeJwt(beforeDelete.accessToken).sid])).rowCount).toBe(1);
-    expect(await rejected(getOAuthClient(ctx)({ environment: 'live', id: c.id }))).toMatchObject({ code: 'not_found' });
+    expect(await rejected(rpc.getOAuthClient({ environment: 'live', id: c.id }))).toMatchObject({ code: 'not_found' });
   });
 });

@@ -1,17 +1,18 @@
+import crypto from 'node:crypto';
 import { Metadata } from '@grpc/grpc-js';
 import { AppError, toAppError, type CallContext, type Pool } from '@secsvc/shared';
 import type { IdentityContext } from '../src/context';
-import { hashPassword, verifyPassword } from '../src/domain/passwords';
+import { hashPassword, needsRehash, SCRYPT, verifyPassword } from '../src/domain/passwords';
 import type { MailQueue } from '../src/mail/queue';
 import { closeIdentityTestDb, identityTestDb, type IdentityTestDb } from './support/db';
 import { capturingTransport, mailJobs, testQueue, until } from './support/mail';
-import { createUser } from '../src/rpc/create-user';
-import { confirmPasswordReset, login, requestPasswordReset, setPassword } from '../src/rpc/passwords';
-import { createSession, verifySession } from '../src/rpc/sessions';
+import { identityRpc } from './support/rpc';
+import type { IdentityRpc } from '../src/rpc';
 
 let t: IdentityTestDb;
 let pool: Pool;
 let ctx: IdentityContext;
+let rpc: IdentityRpc;
 const { transport, sent: mails } = capturingTransport();
 let mail: MailQueue;
 const GOOD = 'correct horse battery';
@@ -26,12 +27,12 @@ async function rejected(p: Promise<unknown>): Promise<AppError> {
 
 let n = 0;
 async function userWithPassword(password = GOOD) {
-  const u = await createUser(ctx)({ environment: 'live', email: `pw${n++}@example.com`, name: 'P', roles: [], metadataJson: '' }, call());
-  await setPassword(ctx)({ environment: 'live', userId: u.id, password }, call());
+  const u = await rpc.createUser({ environment: 'live', email: `pw${n++}@example.com`, name: 'P', roles: [], metadataJson: '' }, call());
+  await rpc.setPassword({ environment: 'live', userId: u.id, password }, call());
   return u;
 }
 const logIn = (email: string, password: string, ip = '203.0.113.1') =>
-  login(ctx)({ environment: 'live', email, password, ip, userAgent: 'jest', expiresInSeconds: 0, oauthClientId: '' }, call());
+  rpc.login({ environment: 'live', email, password, ip, userAgent: 'jest', expiresInSeconds: 0, oauthClientId: '' }, call());
 
 async function resetMailFor(email: string): Promise<string> {
   for (let i = 0; i < 100; i++) {
@@ -48,6 +49,7 @@ beforeAll(async () => {
   // The real mail queue over the test database, delivering to a transport that keeps the messages.
   mail = testQueue(pool, transport, { serverSecret: 'p'.repeat(40) }).queue.start();
   ctx = { ...t.ctx, mail };
+  rpc = identityRpc(ctx);
 });
 
 afterAll(async () => {
@@ -58,11 +60,60 @@ afterAll(async () => {
 describe('password hashing', () => {
   it('stores scrypt with its parameters and a salt, and verifies', async () => {
     const hash = await hashPassword(GOOD);
-    expect(hash).toMatch(/^scrypt\$32768\$8\$1\$[A-Za-z0-9_-]{22}\$[A-Za-z0-9_-]{43}$/);
+    expect(hash).toMatch(/^scrypt\$16384\$8\$5\$[A-Za-z0-9_-]{22}\$[A-Za-z0-9_-]{43}$/);
     expect(await hashPassword(GOOD)).not.toBe(hash);
     expect(await verifyPassword(GOOD, hash)).toBe(true);
     expect(await verifyPassword(GOOD + '!', hash)).toBe(false);
     expect(await verifyPassword(GOOD, 'bcrypt$whatever')).toBe(false);
+  });
+});
+
+describe('hashes made with older parameters', () => {
+  /** The parameters of hashes stored before OWASP's minimum was adopted (N = 2^15, r = 8, p = 1). */
+  const OLD = { N: 32_768, r: 8, p: 1 };
+  const storedHash = async (userId: string) => (await pool.query('SELECT password_hash FROM users WHERE id = $1', [userId])).rows[0].password_hash as string;
+
+  async function userWithOldHash() {
+    const u = await userWithPassword();
+    await pool.query('UPDATE users SET password_hash = $2 WHERE id = $1', [u.id, await hashPassword(GOOD, OLD)]);
+    return u;
+  }
+
+  it('still verify, and the next successful login replaces them with a hash under the current parameters', async () => {
+    const u = await userWithOldHash();
+    const old = await storedHash(u.id);
+    expect(old).toMatch(/^scrypt\$32768\$8\$1\$/);
+    expect(needsRehash(old)).toBe(true);
+    const before = await pool.query('SELECT updated_at FROM users WHERE id = $1', [u.id]);
+    expect((await logIn(u.email, GOOD)).token).toMatch(/^sst_/);
+    const upgraded = await storedHash(u.id);
+    expect(upgraded).toMatch(new RegExp(`^scrypt\\$${SCRYPT.N}\\$${SCRYPT.r}\\$${SCRYPT.p}\\$`));
+    expect(needsRehash(upgraded)).toBe(false);
+    expect(await verifyPassword(GOOD, upgraded)).toBe(true);
+    // a rehash is no change of the user
+    expect((await pool.query('SELECT updated_at FROM users WHERE id = $1', [u.id])).rows[0].updated_at).toEqual(before.rows[0].updated_at);
+    // a second login does not rehash
+    await logIn(u.email, GOOD);
+    expect(await storedHash(u.id)).toBe(upgraded);
+  });
+
+  it('are not replaced by a failed login', async () => {
+    const u = await userWithOldHash();
+    const old = await storedHash(u.id);
+    expect((await rejected(logIn(u.email, 'wrong password!'))).code).toBe('unauthorized');
+    expect(await storedHash(u.id)).toBe(old);
+  });
+
+  it('are compared in constant time like every hash (crypto.timingSafeEqual)', async () => {
+    const spy = jest.spyOn(crypto, 'timingSafeEqual');
+    try {
+      const old = await hashPassword(GOOD, OLD);
+      expect(await verifyPassword(GOOD, old)).toBe(true);
+      expect(await verifyPassword(GOOD + '!', old)).toBe(false);
+      expect(spy).toHaveBeenCalledTimes(2);
+    } finally {
+      spy.mockRestore();
+    }
   });
 });
 
@@ -73,15 +124,15 @@ describe('setting a password', () => {
     ['Password1234', 'is too common'],
     ['x'.repeat(257), 'must be at most 256 characters'],
   ])('refuses %p', async (password, message) => {
-    const u = await createUser(ctx)({ environment: 'live', email: `rule${n++}@example.com`, name: 'R', roles: [], metadataJson: '' }, call());
-    const err = await rejected(setPassword(ctx)({ environment: 'live', userId: u.id, password }, call()));
+    const u = await rpc.createUser({ environment: 'live', email: `rule${n++}@example.com`, name: 'R', roles: [], metadataJson: '' }, call());
+    const err = await rejected(rpc.setPassword({ environment: 'live', userId: u.id, password }, call()));
     expect(err.details).toEqual([{ field: 'password', message }]);
   });
 
   it("refuses the user's own email", async () => {
-    const u = await createUser(ctx)({ environment: 'live', email: 'own.address@example.com', name: 'R', roles: [], metadataJson: '' }, call());
+    const u = await rpc.createUser({ environment: 'live', email: 'own.address@example.com', name: 'R', roles: [], metadataJson: '' }, call());
     for (const password of ['own.address@example.com', 'OWN.ADDRESS@example.com']) {
-      expect((await rejected(setPassword(ctx)({ environment: 'live', userId: u.id, password }, call()))).details[0]!.message).toBe(
+      expect((await rejected(rpc.setPassword({ environment: 'live', userId: u.id, password }, call()))).details[0]!.message).toBe(
         'must not be your email address',
       );
     }
@@ -102,7 +153,7 @@ describe('login', () => {
     const u = await userWithPassword();
     const { session, token } = await logIn(u.email.toUpperCase(), GOOD);
     expect(session!.userId).toBe(u.id);
-    expect((await verifySession(ctx)({ environment: 'live', token })).valid).toBe(true);
+    expect((await rpc.verifySession({ environment: 'live', token })).valid).toBe(true);
     const { rows } = await pool.query(`SELECT payload FROM outbox WHERE event_type = 'user.login' AND payload->'target'->>'id' = $1`, [session!.id]);
     expect(rows[0].payload).toMatchObject({ result: 'success', actor: { id: u.id, type: 'user' }, context: { ip: '203.0.113.1', userAgent: 'jest' } });
     expect(JSON.parse(rows[0].payload.metadataJson)).toEqual({ authMethod: 'password', mfaUsed: false });
@@ -110,7 +161,7 @@ describe('login', () => {
 
   it('answers the same for a wrong password, an unknown email and a user without password', async () => {
     const u = await userWithPassword();
-    const noPassword = await createUser(ctx)({ environment: 'live', email: `nopw${n++}@example.com`, name: 'N', roles: [], metadataJson: '' }, call());
+    const noPassword = await rpc.createUser({ environment: 'live', email: `nopw${n++}@example.com`, name: 'N', roles: [], metadataJson: '' }, call());
     const errors = [await rejected(logIn(u.email, 'wrong password!')), await rejected(logIn('nobody@example.com', GOOD)), await rejected(logIn(noPassword.email, GOOD))];
     for (const e of errors) {
       expect(e.code).toBe('unauthorized');
@@ -143,15 +194,15 @@ describe('login', () => {
 describe('password reset', () => {
   it('mails a single-use token that sets the password and ends every session', async () => {
     const u = await userWithPassword();
-    const before = await createSession(ctx)({ environment: 'live', userId: u.id, expiresInSeconds: 3600, metadataJson: '' }, call());
-    expect(await requestPasswordReset(ctx)({ environment: 'live', email: u.email }, call())).toEqual({});
+    const before = await rpc.createSession({ environment: 'live', userId: u.id, expiresInSeconds: 3600, metadataJson: '' }, call());
+    expect(await rpc.requestPasswordReset({ environment: 'live', email: u.email }, call())).toEqual({});
     const token = await resetMailFor(u.email);
     expect(token).toMatch(/^prt_/);
-    await confirmPasswordReset(ctx)({ environment: 'live', token, password: 'a brand new passphrase' }, call());
-    expect((await verifySession(ctx)({ environment: 'live', token: before.token })).valid).toBe(false);
+    await rpc.confirmPasswordReset({ environment: 'live', token, password: 'a brand new passphrase' }, call());
+    expect((await rpc.verifySession({ environment: 'live', token: before.token })).valid).toBe(false);
     expect((await logIn(u.email, 'a brand new passphrase')).token).toMatch(/^sst_/);
     expect((await rejected(logIn(u.email, GOOD))).code).toBe('unauthorized');
-    const reuse = await rejected(confirmPasswordReset(ctx)({ environment: 'live', token, password: 'another new passphrase' }, call()));
+    const reuse = await rejected(rpc.confirmPasswordReset({ environment: 'live', token, password: 'another new passphrase' }, call()));
     expect(reuse.details).toEqual([{ field: 'token', message: 'invalid, used or expired token' }]);
     const { rows } = await pool.query(`SELECT event_type, payload::text AS p FROM outbox WHERE event_type LIKE 'user.password_reset.%' AND payload->'target'->>'id' = $1 ORDER BY seq`, [u.id]);
     expect(rows.map((r) => r.event_type)).toEqual(['user.password_reset.requested', 'user.password_reset.completed', 'user.password_reset.failed']);
@@ -160,7 +211,7 @@ describe('password reset', () => {
 
   it('says nothing about unknown emails and mails nothing', async () => {
     const before = mails.length;
-    expect(await requestPasswordReset(ctx)({ environment: 'live', email: 'ghost@example.com' }, call())).toEqual({});
+    expect(await rpc.requestPasswordReset({ environment: 'live', email: 'ghost@example.com' }, call())).toEqual({});
     await until(async () => (await pool.query(`SELECT 1 FROM outbox WHERE event_type = 'user.password_reset.requested' AND payload->'actor'->>'email' = 'ghost@example.com'`)).rowCount === 1);
     await until(async () => (await mailJobs(pool)).length === 0);
     expect(mails.length).toBe(before);
@@ -169,7 +220,7 @@ describe('password reset', () => {
   it('answers only once the request is stored: with PostgreSQL down the call fails as unavailable', async () => {
     const refused = Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' });
     const down = { ...ctx, pool: { query: () => Promise.reject(refused) } as unknown as Pool };
-    const err = await requestPasswordReset(down)({ environment: 'live', email: 'someone@example.com' }, call()).then(() => undefined, (e: unknown) => e);
+    const err = await identityRpc(down).requestPasswordReset({ environment: 'live', email: 'someone@example.com' }, call()).then(() => undefined, (e: unknown) => e);
     expect(err).toBe(refused);
     expect(toAppError(err).code).toBe('unavailable');
     expect(await mailJobs(pool)).toEqual([]);
@@ -177,11 +228,11 @@ describe('password reset', () => {
 
   it('refuses expired, garbage and unknown tokens, naming no one', async () => {
     const u = await userWithPassword();
-    await requestPasswordReset(ctx)({ environment: 'live', email: u.email }, call());
+    await rpc.requestPasswordReset({ environment: 'live', email: u.email }, call());
     const token = await resetMailFor(u.email);
     await pool.query(`UPDATE password_reset_tokens SET expires_at = now() - interval '1 second' WHERE user_id = $1`, [u.id]);
     for (const t of [token, 'garbage', 'prt_' + 'A'.repeat(49)]) {
-      expect((await rejected(confirmPasswordReset(ctx)({ environment: 'live', token: t, password: 'a brand new passphrase' }, call()))).details[0]!.field).toBe('token');
+      expect((await rejected(rpc.confirmPasswordReset({ environment: 'live', token: t, password: 'a brand new passphrase' }, call()))).details[0]!.field).toBe('token');
     }
     const anon = await pool.query(`SELECT payload FROM outbox WHERE event_type = 'user.password_reset.failed' AND payload->'actor'->>'type' = 'anonymous'`);
     expect(anon.rows.length).toBeGreaterThanOrEqual(2);
@@ -189,10 +240,10 @@ describe('password reset', () => {
 
   it('checks the new password against the rules', async () => {
     const u = await userWithPassword();
-    await requestPasswordReset(ctx)({ environment: 'live', email: u.email }, call());
+    await rpc.requestPasswordReset({ environment: 'live', email: u.email }, call());
     const token = await resetMailFor(u.email);
-    expect((await rejected(confirmPasswordReset(ctx)({ environment: 'live', token, password: 'short' }, call()))).details[0]!.field).toBe('password');
+    expect((await rejected(rpc.confirmPasswordReset({ environment: 'live', token, password: 'short' }, call()))).details[0]!.field).toBe('password');
     // the token was not used up by the refused attempt
-    await confirmPasswordReset(ctx)({ environment: 'live', token, password: 'a long enough passphrase' }, call());
+    await rpc.confirmPasswordReset({ environment: 'live', token, password: 'a long enough passphrase' }, call());
   });
 });

@@ -1,14 +1,14 @@
 import { Metadata } from '@grpc/grpc-js';
 import { AppError, newId, type CallContext, type Pool } from '@secsvc/shared';
 import type { IdentityContext } from '../src/context';
-import { createApiKey } from '../src/rpc/api-keys';
-import { authenticateApiKey } from '../src/rpc/authenticate-api-key';
-import { reportRateLimitExceeded } from '../src/rpc/report-rate-limit-exceeded';
 import { closeIdentityTestDb, identityTestDb, type IdentityTestDb } from './support/db';
+import { identityRpc } from './support/rpc';
+import type { IdentityRpc } from '../src/rpc';
 
 let t: IdentityTestDb;
 let pool: Pool;
 let ctx: IdentityContext;
+let rpc: IdentityRpc;
 
 /** The metadata a gateway sends with a report: who was refused, from where, how they authenticated. */
 const call = (actor: Record<string, string> = {}): CallContext => {
@@ -20,6 +20,7 @@ const call = (actor: Record<string, string> = {}): CallContext => {
 beforeAll(async () => {
   t = await identityTestDb({ SERVER_SECRET: 'r'.repeat(40) });
   ({ pool, ctx } = t);
+  rpc = identityRpc(ctx);
 });
 
 afterAll(() => closeIdentityTestDb(t));
@@ -29,16 +30,16 @@ const eventsOf = async (traceId: string) =>
 
 describe('rate limits', () => {
   it("hands the gateway an enterprise key's custom limit with its principal", async () => {
-    const custom = await createApiKey(ctx)({ environment: 'live', name: 'big', type: 'secret', plan: 'enterprise', rateLimit: 50_000 }, call());
-    const plain = await createApiKey(ctx)({ environment: 'live', name: 'small', type: 'secret', plan: 'pro' }, call());
-    expect(await authenticateApiKey(ctx)({ key: custom.key }, call())).toMatchObject({ plan: 'enterprise', rateLimit: 50_000 });
-    expect((await authenticateApiKey(ctx)({ key: plain.key }, call())).rateLimit).toBeUndefined();
+    const custom = await rpc.createApiKey({ environment: 'live', name: 'big', type: 'secret', plan: 'enterprise', rateLimit: 50_000 }, call());
+    const plain = await rpc.createApiKey({ environment: 'live', name: 'small', type: 'secret', plan: 'pro' }, call());
+    expect(await rpc.authenticateApiKey({ key: custom.key }, call())).toMatchObject({ plan: 'enterprise', rateLimit: 50_000 });
+    expect((await rpc.authenticateApiKey({ key: plain.key }, call())).rateLimit).toBeUndefined();
   });
 
   it('records rate_limit.exceeded with the refused caller as actor and the ip and user agent as context', async () => {
     const keyId = newId('key');
     const c = call({ 'x-actor-id': keyId, 'x-actor-type': 'api_key', 'x-auth-method': 'api_key' });
-    await reportRateLimitExceeded(ctx)({ environment: 'test', subjectType: 'api_key', subjectId: keyId, limit: 100, windowSeconds: 60 }, c);
+    await rpc.reportRateLimitExceeded({ environment: 'test', subjectType: 'api_key', subjectId: keyId, limit: 100, windowSeconds: 60 }, c);
     const [row, ...more] = await eventsOf(c.requestId);
     expect(more).toHaveLength(0);
     expect(row.environment).toBe('test');
@@ -54,19 +55,19 @@ describe('rate limits', () => {
 
   it('records an anonymous caller by its ip', async () => {
     const c = call();
-    await reportRateLimitExceeded(ctx)({ environment: 'live', subjectType: 'ip', subjectId: '', limit: 100, windowSeconds: 60 }, c);
+    await rpc.reportRateLimitExceeded({ environment: 'live', subjectType: 'ip', subjectId: '', limit: 100, windowSeconds: 60 }, c);
     const [row] = await eventsOf(c.requestId);
     expect(row.payload).toMatchObject({ actor: { type: 'anonymous' }, target: { id: '203.0.113.9', type: 'ip' } });
   });
 
   it('names every bad field and records nothing', async () => {
     const c = call();
-    const err = await reportRateLimitExceeded(ctx)({ environment: 'live', subjectType: 'robot', subjectId: 'x', limit: 0, windowSeconds: -1 }, c).catch((e: unknown) => e);
+    const err = await rpc.reportRateLimitExceeded({ environment: 'live', subjectType: 'robot', subjectId: 'x', limit: 0, windowSeconds: -1 }, c).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(AppError);
     expect((err as AppError).details.map((d) => d.field)).toEqual(['subjectType', 'subjectId', 'limit', 'windowSeconds']);
-    const wrongId = await reportRateLimitExceeded(ctx)({ environment: 'live', subjectType: 'user', subjectId: newId('key'), limit: 5, windowSeconds: 60 }, c).catch((e: unknown) => e);
+    const wrongId = await rpc.reportRateLimitExceeded({ environment: 'live', subjectType: 'user', subjectId: newId('key'), limit: 5, windowSeconds: 60 }, c).catch((e: unknown) => e);
     expect((wrongId as AppError).details).toEqual([{ field: 'subjectId', message: 'must be a user_ id' }]);
-    const badEnv = await reportRateLimitExceeded(ctx)({ environment: 'prod', subjectType: 'ip', subjectId: '', limit: 5, windowSeconds: 60 }, c).catch((e: unknown) => e);
+    const badEnv = await rpc.reportRateLimitExceeded({ environment: 'prod', subjectType: 'ip', subjectId: '', limit: 5, windowSeconds: 60 }, c).catch((e: unknown) => e);
     expect((badEnv as AppError).details[0]!.field).toBe('environment');
     expect(await eventsOf(c.requestId)).toHaveLength(0);
   });

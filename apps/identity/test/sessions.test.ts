@@ -3,13 +3,13 @@ import { AppError, type CallContext, type Pool } from '@secsvc/shared';
 import type { IdentityContext } from '../src/context';
 import { closeIdentityTestDb, identityTestDb, type IdentityTestDb } from './support/db';
 import { generateSessionToken, looksLikeSessionToken } from '../src/domain/sessions';
-import { createSession, listUserSessions, revokeSession, revokeUserSessions, verifySession } from '../src/rpc/sessions';
-import { createUser } from '../src/rpc/create-user';
-import { deleteUser } from '../src/rpc/delete-user';
+import { identityRpc } from './support/rpc';
+import type { IdentityRpc } from '../src/rpc';
 
 let t: IdentityTestDb;
 let pool: Pool;
 let ctx: IdentityContext;
+let rpc: IdentityRpc;
 
 const call = (actor: { id: string; type: string; authMethod?: string } = { id: 'key_admin', type: 'api_key' }): CallContext => {
   const metadata = new Metadata();
@@ -27,15 +27,16 @@ async function rejected(p: Promise<unknown>): Promise<AppError> {
 
 let n = 0;
 async function user(environment = 'live') {
-  return createUser(ctx)({ environment, email: `s${n++}@example.com`, name: 'S', roles: [], metadataJson: '' }, call());
+  return rpc.createUser({ environment, email: `s${n++}@example.com`, name: 'S', roles: [], metadataJson: '' }, call());
 }
 const open = (userId: string, environment = 'live', expiresInSeconds = 3600, metadataJson = '') =>
-  createSession(ctx)({ environment, userId, expiresInSeconds, metadataJson }, call());
-const verify = (token: string, environment = 'live') => verifySession(ctx)({ environment, token });
+  rpc.createSession({ environment, userId, expiresInSeconds, metadataJson }, call());
+const verify = (token: string, environment = 'live') => rpc.verifySession({ environment, token });
 
 beforeAll(async () => {
   t = await identityTestDb({ SERVER_SECRET: 's'.repeat(40) });
   ({ pool, ctx } = t);
+  rpc = identityRpc(ctx);
 });
 
 afterAll(() => closeIdentityTestDb(t));
@@ -75,9 +76,9 @@ describe('sessions', () => {
     await pool.query(`UPDATE sessions SET expires_at = now() - interval '1 second' WHERE id = $1`, [session!.id]);
     expect((await verify(token)).valid).toBe(false);
     const second = await open(u.id);
-    expect((await revokeSession(ctx)({ environment: 'live', token: second.token }, call())).revoked).toBe(true);
+    expect((await rpc.revokeSession({ environment: 'live', token: second.token }, call())).revoked).toBe(true);
     expect((await verify(second.token)).valid).toBe(false);
-    expect((await revokeSession(ctx)({ environment: 'live', token: second.token }, call())).revoked).toBe(false);
+    expect((await rpc.revokeSession({ environment: 'live', token: second.token }, call())).revoked).toBe(false);
     const events = await pool.query(`SELECT event_type, payload FROM outbox WHERE payload->'target'->>'id' = $1 ORDER BY seq`, [second.session!.id]);
     // The application logs the user in and out with its key: the user is the actor, the key in metadata.
     expect(events.rows.map((r) => r.event_type)).toEqual(['user.login', 'user.logout']);
@@ -90,9 +91,9 @@ describe('sessions', () => {
   it('records who ended a session: its holder (user.logout) or another user (session.revoked, that user the actor)', async () => {
     const [owner, admin] = [await user(), await user()];
     const own = await open(owner.id);
-    expect((await revokeSession(ctx)({ environment: 'live', token: own.token }, call({ id: owner.id, type: 'user', authMethod: 'session' }))).revoked).toBe(true);
+    expect((await rpc.revokeSession({ environment: 'live', token: own.token }, call({ id: owner.id, type: 'user', authMethod: 'session' }))).revoked).toBe(true);
     const other = await open(owner.id);
-    expect((await revokeSession(ctx)({ environment: 'live', token: other.token }, call({ id: admin.id, type: 'user', authMethod: 'session' }))).revoked).toBe(true);
+    expect((await rpc.revokeSession({ environment: 'live', token: other.token }, call({ id: admin.id, type: 'user', authMethod: 'session' }))).revoked).toBe(true);
     const kinds = await pool.query(`SELECT payload->'target'->>'id' AS session, event_type, payload FROM outbox WHERE payload->'target'->>'id' = ANY($1) AND event_type <> 'user.login' ORDER BY seq`, [
       [own.session!.id, other.session!.id],
     ]);
@@ -119,21 +120,21 @@ describe('sessions', () => {
     const u = await user();
     const a = await open(u.id);
     const b = await open(u.id);
-    await revokeSession(ctx)({ environment: 'live', token: a.token }, call());
-    const listed = await listUserSessions(ctx)({ environment: 'live', userId: u.id });
+    await rpc.revokeSession({ environment: 'live', token: a.token }, call());
+    const listed = await rpc.listUserSessions({ environment: 'live', userId: u.id });
     expect(listed.sessions.map((s) => s.id)).toEqual([b.session!.id]);
     const c = await open(u.id);
-    expect((await revokeUserSessions(ctx)({ environment: 'live', userId: u.id }, call())).revoked).toBe(2);
+    expect((await rpc.revokeUserSessions({ environment: 'live', userId: u.id }, call())).revoked).toBe(2);
     expect((await verify(b.token)).valid).toBe(false);
     expect((await verify(c.token)).valid).toBe(false);
-    expect((await listUserSessions(ctx)({ environment: 'live', userId: u.id })).sessions).toEqual([]);
-    expect((await rejected(listUserSessions(ctx)({ environment: 'live', userId: 'user_missing' }))).code).toBe('not_found');
+    expect((await rpc.listUserSessions({ environment: 'live', userId: u.id })).sessions).toEqual([]);
+    expect((await rejected(rpc.listUserSessions({ environment: 'live', userId: 'user_missing' }))).code).toBe('not_found');
   });
 
   it("deleting a user ends their sessions", async () => {
     const u = await user();
     const { token } = await open(u.id);
-    await deleteUser(ctx)({ environment: 'live', id: u.id }, call());
+    await rpc.deleteUser({ environment: 'live', id: u.id }, call());
     expect((await verify(token)).valid).toBe(false);
     const { rows } = await pool.query('SELECT count(*)::int AS n FROM sessions WHERE user_id = $1', [u.id]);
     expect(rows[0].n).toBe(0);

@@ -3,17 +3,16 @@ import { Metadata } from '@grpc/grpc-js';
 import { AppError, type CallContext, type Pool } from '@secsvc/shared';
 import type { IdentityConfig } from '../src/config';
 import type { IdentityContext } from '../src/context';
-import { createUser } from '../src/rpc/create-user';
-import { completeSamlLogin, endSamlSessions, reportSamlLoginFailure, saveSamlRequest, takeSamlRequest } from '../src/rpc/saml-login';
-import { createSession, revokeSession, verifySession } from '../src/rpc/sessions';
-import { createSsoConnection, deleteSsoConnection, findSsoConnection, getSsoConnection, listSsoConnections, updateSsoConnection } from '../src/rpc/sso-connections';
 import { closeIdentityTestDb, identityTestDb, type IdentityTestDb } from './support/db';
+import { identityRpc } from './support/rpc';
+import type { IdentityRpc } from '../src/rpc';
 
 const config = { SERVER_SECRET: 'q'.repeat(40) } as IdentityConfig;
 
 let t: IdentityTestDb;
 let pool: Pool;
 let ctx: IdentityContext;
+let rpc: IdentityRpc;
 
 const call = (): CallContext => {
   const metadata = new Metadata();
@@ -25,6 +24,7 @@ const call = (): CallContext => {
 beforeAll(async () => {
   t = await identityTestDb(config);
   ({ pool, ctx } = t);
+  rpc = identityRpc(ctx);
 });
 
 afterAll(() => closeIdentityTestDb(t));
@@ -63,60 +63,60 @@ async function rejects(p: Promise<unknown>, code: string, field?: string): Promi
 
 describe('SSO connections', () => {
   it('creates, reads, lists, updates and deletes a connection, with an event each', async () => {
-    const created = await createSsoConnection(ctx)({ environment: 'live', fields: fields() }, call());
+    const created = await rpc.createSsoConnection({ environment: 'live', fields: fields() }, call());
     expect(created.id).toMatch(/^sso_/);
     expect(JSON.parse(created.attributeMappingJson)).toEqual({ email: 'mail' });
-    expect(await getSsoConnection(ctx)({ environment: 'live', id: created.id, anyEnvironment: false })).toEqual(created);
+    expect(await rpc.getSsoConnection({ environment: 'live', id: created.id, anyEnvironment: false })).toEqual(created);
     // The SP endpoints find it by id alone; the other environment does not see it.
-    expect((await getSsoConnection(ctx)({ environment: '', id: created.id, anyEnvironment: true })).id).toBe(created.id);
-    await rejects(getSsoConnection(ctx)({ environment: 'test', id: created.id, anyEnvironment: false }), 'not_found');
+    expect((await rpc.getSsoConnection({ environment: '', id: created.id, anyEnvironment: true })).id).toBe(created.id);
+    await rejects(rpc.getSsoConnection({ environment: 'test', id: created.id, anyEnvironment: false }), 'not_found');
 
-    const page = await listSsoConnections(ctx)({ environment: 'live', limit: 100, cursor: '' });
+    const page = await rpc.listSsoConnections({ environment: 'live', limit: 100, cursor: '' });
     expect(page.connections.map((c) => c.id)).toContain(created.id);
 
-    const updated = await updateSsoConnection(ctx)(
+    const updated = await rpc.updateSsoConnection(
       { environment: 'live', id: created.id, name: 'Renamed', allowIdpInitiated: true, initiateLoginUrl: 'https://app.example.com/login', domains: { values: ['renamed.example.com'] }, idpCertificates: undefined, defaultRoles: undefined },
       call(),
     );
     expect(updated).toMatchObject({ name: 'Renamed', allowIdpInitiated: true, initiateLoginUrl: 'https://app.example.com/login', domains: ['renamed.example.com'], idpEntityId: created.idpEntityId });
     // An empty string clears it; absent leaves it.
-    expect((await updateSsoConnection(ctx)({ environment: 'live', id: created.id, name: 'Again', idpCertificates: undefined, domains: undefined, defaultRoles: undefined }, call())).initiateLoginUrl).toBe('https://app.example.com/login');
-    expect((await updateSsoConnection(ctx)({ environment: 'live', id: created.id, initiateLoginUrl: '', idpCertificates: undefined, domains: undefined, defaultRoles: undefined }, call())).initiateLoginUrl).toBe('');
+    expect((await rpc.updateSsoConnection({ environment: 'live', id: created.id, name: 'Again', idpCertificates: undefined, domains: undefined, defaultRoles: undefined }, call())).initiateLoginUrl).toBe('https://app.example.com/login');
+    expect((await rpc.updateSsoConnection({ environment: 'live', id: created.id, initiateLoginUrl: '', idpCertificates: undefined, domains: undefined, defaultRoles: undefined }, call())).initiateLoginUrl).toBe('');
     // SHA-1 signatures: off unless opted in, kept by updates that do not name it.
     expect(created.allowSha1Signatures).toBe(false);
-    expect((await updateSsoConnection(ctx)({ environment: 'live', id: created.id, allowSha1Signatures: true, idpCertificates: undefined, domains: undefined, defaultRoles: undefined }, call())).allowSha1Signatures).toBe(true);
-    expect((await updateSsoConnection(ctx)({ environment: 'live', id: created.id, name: 'Kept', idpCertificates: undefined, domains: undefined, defaultRoles: undefined }, call())).allowSha1Signatures).toBe(true);
-    expect((await getSsoConnection(ctx)({ environment: 'live', id: created.id, anyEnvironment: false })).allowSha1Signatures).toBe(true);
+    expect((await rpc.updateSsoConnection({ environment: 'live', id: created.id, allowSha1Signatures: true, idpCertificates: undefined, domains: undefined, defaultRoles: undefined }, call())).allowSha1Signatures).toBe(true);
+    expect((await rpc.updateSsoConnection({ environment: 'live', id: created.id, name: 'Kept', idpCertificates: undefined, domains: undefined, defaultRoles: undefined }, call())).allowSha1Signatures).toBe(true);
+    expect((await rpc.getSsoConnection({ environment: 'live', id: created.id, anyEnvironment: false })).allowSha1Signatures).toBe(true);
 
-    await deleteSsoConnection(ctx)({ environment: 'live', id: created.id }, call());
-    await rejects(getSsoConnection(ctx)({ environment: 'live', id: created.id, anyEnvironment: false }), 'not_found');
+    await rpc.deleteSsoConnection({ environment: 'live', id: created.id }, call());
+    await rejects(rpc.getSsoConnection({ environment: 'live', id: created.id, anyEnvironment: false }), 'not_found');
     for (const type of ['sso_connection.created', 'sso_connection.updated', 'sso_connection.deleted']) {
       expect((await events(type)).at(-1)).toMatchObject({ target: { id: created.id, type: 'sso_connection' }, result: 'success' });
     }
   });
 
   it('names the faulty field: domains, defaultRoles, attributeMapping, name', async () => {
-    await rejects(createSsoConnection(ctx)({ environment: 'live', fields: fields({ domains: ['Not A Domain'] }) }, call()), 'invalid_request', 'domains[0]');
-    await rejects(createSsoConnection(ctx)({ environment: 'live', fields: fields({ domains: [] }) }, call()), 'invalid_request', 'domains');
-    await rejects(createSsoConnection(ctx)({ environment: 'live', fields: fields({ defaultRoles: ['admin'] }) }, call()), 'invalid_request', 'defaultRoles[0]');
-    await rejects(createSsoConnection(ctx)({ environment: 'live', fields: fields({ attributeMappingJson: '{"email":1}' }) }, call()), 'invalid_request', 'attributeMapping.email');
-    await rejects(createSsoConnection(ctx)({ environment: 'live', fields: fields({ name: '  ' }) }, call()), 'invalid_request', 'name');
-    await rejects(createSsoConnection(ctx)({ environment: 'live', fields: fields({ initiateLoginUrl: 'javascript:alert(1)' }) }, call()), 'invalid_request', 'initiateLoginUrl');
+    await rejects(rpc.createSsoConnection({ environment: 'live', fields: fields({ domains: ['Not A Domain'] }) }, call()), 'invalid_request', 'domains[0]');
+    await rejects(rpc.createSsoConnection({ environment: 'live', fields: fields({ domains: [] }) }, call()), 'invalid_request', 'domains');
+    await rejects(rpc.createSsoConnection({ environment: 'live', fields: fields({ defaultRoles: ['admin'] }) }, call()), 'invalid_request', 'defaultRoles[0]');
+    await rejects(rpc.createSsoConnection({ environment: 'live', fields: fields({ attributeMappingJson: '{"email":1}' }) }, call()), 'invalid_request', 'attributeMapping.email');
+    await rejects(rpc.createSsoConnection({ environment: 'live', fields: fields({ name: '  ' }) }, call()), 'invalid_request', 'name');
+    await rejects(rpc.createSsoConnection({ environment: 'live', fields: fields({ initiateLoginUrl: 'javascript:alert(1)' }) }, call()), 'invalid_request', 'initiateLoginUrl');
   });
 
   it('finds the connection of an email domain in the environment', async () => {
-    const c = await createSsoConnection(ctx)({ environment: 'live', fields: fields({ domains: ['found.example.com', 'also.example.com'] }) }, call());
-    expect((await findSsoConnection(ctx)({ environment: 'live', domain: 'ALSO.example.com' })).id).toBe(c.id);
-    await rejects(findSsoConnection(ctx)({ environment: 'test', domain: 'found.example.com' }), 'not_found');
-    await rejects(findSsoConnection(ctx)({ environment: 'live', domain: 'example.com' }), 'not_found');
+    const c = await rpc.createSsoConnection({ environment: 'live', fields: fields({ domains: ['found.example.com', 'also.example.com'] }) }, call());
+    expect((await rpc.findSsoConnection({ environment: 'live', domain: 'ALSO.example.com' })).id).toBe(c.id);
+    await rejects(rpc.findSsoConnection({ environment: 'test', domain: 'found.example.com' }), 'not_found');
+    await rejects(rpc.findSsoConnection({ environment: 'live', domain: 'example.com' }), 'not_found');
   });
 
   it('refuses a domain that another connection of the environment already has (409 naming domains)', async () => {
-    const a = await createSsoConnection(ctx)({ environment: 'live', fields: fields({ domains: ['shared.example.com'] }) }, call());
-    await rejects(createSsoConnection(ctx)({ environment: 'live', fields: fields({ domains: ['shared.example.com'] }) }, call()), 'conflict', 'domains');
+    const a = await rpc.createSsoConnection({ environment: 'live', fields: fields({ domains: ['shared.example.com'] }) }, call());
+    await rejects(rpc.createSsoConnection({ environment: 'live', fields: fields({ domains: ['shared.example.com'] }) }, call()), 'conflict', 'domains');
     // Another environment may route the same domain; the connection itself may keep it.
-    await createSsoConnection(ctx)({ environment: 'test', fields: fields({ domains: ['shared.example.com'] }) }, call());
-    await updateSsoConnection(ctx)({ environment: 'live', id: a.id, domains: { values: ['shared.example.com', 'more.example.com'] }, idpCertificates: undefined, defaultRoles: undefined }, call());
+    await rpc.createSsoConnection({ environment: 'test', fields: fields({ domains: ['shared.example.com'] }) }, call());
+    await rpc.updateSsoConnection({ environment: 'live', id: a.id, domains: { values: ['shared.example.com', 'more.example.com'] }, idpCertificates: undefined, defaultRoles: undefined }, call());
   });
 });
 
@@ -124,14 +124,14 @@ describe('SAML logins (identity side)', () => {
   const expiry = () => new Date(Date.now() + 5 * 60_000).toISOString();
 
   it('creates the user just in time (emailVerified, defaultRoles), opens a session and records user.login with the connection', async () => {
-    const c = await createSsoConnection(ctx)({ environment: 'live', fields: fields({ defaultRoles: ['role_engineer'] }) }, call());
+    const c = await rpc.createSsoConnection({ environment: 'live', fields: fields({ defaultRoles: ['role_engineer'] }) }, call());
     const email = `jit@${c.domains[0]}`;
-    const out = await completeSamlLogin(ctx)(
+    const out = await rpc.completeSamlLogin(
       { connectionId: c.id, assertionId: '_a1', assertionExpiresAt: expiry(), nameId: email, email, name: 'Jit User', ip: '203.0.113.9', userAgent: 'jest', expiresInSeconds: 0, sessionIndex: '', nameIdFormat: '' },
       call(),
     );
     expect(out.provisioned).toBe(true);
-    const verified = await verifySession(ctx)({ environment: 'live', token: out.session!.token });
+    const verified = await rpc.verifySession({ environment: 'live', token: out.session!.token });
     expect(verified.valid).toBe(true);
     expect(verified.user).toMatchObject({ id: out.userId, email, emailVerified: true, roles: ['role_engineer'], name: 'Jit User' });
     const login = (await events('user.login')).at(-1);
@@ -140,7 +140,7 @@ describe('SAML logins (identity side)', () => {
     expect((await events('user.created')).at(-1)).toMatchObject({ target: { id: out.userId } });
 
     // Second login of the same person (another assertion): the same user, not provisioned again.
-    const again = await completeSamlLogin(ctx)(
+    const again = await rpc.completeSamlLogin(
       { connectionId: c.id, assertionId: '_a2', assertionExpiresAt: expiry(), nameId: email, email: email.toUpperCase(), name: '', ip: '', userAgent: '', expiresInSeconds: 3600, sessionIndex: '', nameIdFormat: '' },
       call(),
     );
@@ -148,9 +148,9 @@ describe('SAML logins (identity side)', () => {
   });
 
   it('logs an existing user in by email', async () => {
-    const c = await createSsoConnection(ctx)({ environment: 'live', fields: fields() }, call());
-    const u = await createUser(ctx)({ environment: 'live', email: `ada@${c.domains[0]}`, name: 'Ada', roles: ['role_admin'], metadataJson: '' }, call());
-    const out = await completeSamlLogin(ctx)(
+    const c = await rpc.createSsoConnection({ environment: 'live', fields: fields() }, call());
+    const u = await rpc.createUser({ environment: 'live', email: `ada@${c.domains[0]}`, name: 'Ada', roles: ['role_admin'], metadataJson: '' }, call());
+    const out = await rpc.completeSamlLogin(
       { connectionId: c.id, assertionId: '_b1', assertionExpiresAt: expiry(), nameId: u.email, email: u.email, name: 'Other Name', ip: '', userAgent: '', expiresInSeconds: 0, sessionIndex: '', nameIdFormat: '' },
       call(),
     );
@@ -158,34 +158,34 @@ describe('SAML logins (identity side)', () => {
   });
 
   it('refuses a replayed assertion id and records the failure', async () => {
-    const c = await createSsoConnection(ctx)({ environment: 'live', fields: fields() }, call());
+    const c = await rpc.createSsoConnection({ environment: 'live', fields: fields() }, call());
     const email = `replay@${c.domains[0]}`;
     const req = { connectionId: c.id, assertionId: '_replayed', assertionExpiresAt: expiry(), nameId: email, email, name: '', ip: '', userAgent: '', expiresInSeconds: 0, sessionIndex: '', nameIdFormat: '' };
-    await completeSamlLogin(ctx)(req, call());
-    await rejects(completeSamlLogin(ctx)(req, call()), 'unauthorized', 'SAMLResponse');
+    await rpc.completeSamlLogin(req, call());
+    await rejects(rpc.completeSamlLogin(req, call()), 'unauthorized', 'SAMLResponse');
     const failure = (await events('user.login')).at(-1);
     expect(failure).toMatchObject({ result: 'failure' });
     expect(JSON.parse(failure.metadataJson)).toMatchObject({ authMethod: 'saml', connectionId: c.id, reason: 'replayed_assertion' });
   });
 
   it('refuses an email outside the connection domains (an IdP cannot speak for another organisation)', async () => {
-    const c = await createSsoConnection(ctx)({ environment: 'live', fields: fields() }, call());
+    const c = await rpc.createSsoConnection({ environment: 'live', fields: fields() }, call());
     const req = { connectionId: c.id, assertionId: '_other', assertionExpiresAt: expiry(), nameId: 'x', email: 'admin@elsewhere.example.org', name: '', ip: '', userAgent: '', expiresInSeconds: 0, sessionIndex: '', nameIdFormat: '' };
-    await rejects(completeSamlLogin(ctx)(req, call()), 'unauthorized');
+    await rejects(rpc.completeSamlLogin(req, call()), 'unauthorized');
     expect(JSON.parse((await events('user.login')).at(-1).metadataJson)).toMatchObject({ reason: 'domain_not_allowed' });
   });
 
   it('remembers AuthnRequest ids once, and records refused responses', async () => {
-    const c = await createSsoConnection(ctx)({ environment: 'live', fields: fields() }, call());
+    const c = await rpc.createSsoConnection({ environment: 'live', fields: fields() }, call());
     const binding = 'b'.repeat(43);
-    await saveSamlRequest(ctx)({ connectionId: c.id, requestId: '_req1', ttlSeconds: 300, returnTo: 'client_id=cli_x&state=s', binding });
-    expect(await takeSamlRequest(ctx)({ requestId: '_req1' })).toEqual({ found: true, connectionId: c.id, returnTo: 'client_id=cli_x&state=s', binding });
-    expect(await takeSamlRequest(ctx)({ requestId: '_req1' })).toEqual({ found: false, connectionId: '', returnTo: '', binding: '' });
-    await rejects(saveSamlRequest(ctx)({ connectionId: c.id, requestId: '_req2', ttlSeconds: 0, returnTo: '', binding: '' }), 'invalid_request', 'ttlSeconds');
-    await rejects(saveSamlRequest(ctx)({ connectionId: c.id, requestId: '_req3', ttlSeconds: 60, returnTo: 'x'.repeat(4097), binding: '' }), 'invalid_request', 'returnTo');
-    await rejects(saveSamlRequest(ctx)({ connectionId: c.id, requestId: '_req4', ttlSeconds: 60, returnTo: '', binding: 'not a digest' }), 'invalid_request', 'binding');
+    await rpc.saveSamlRequest({ connectionId: c.id, requestId: '_req1', ttlSeconds: 300, returnTo: 'client_id=cli_x&state=s', binding });
+    expect(await rpc.takeSamlRequest({ requestId: '_req1' })).toEqual({ found: true, connectionId: c.id, returnTo: 'client_id=cli_x&state=s', binding });
+    expect(await rpc.takeSamlRequest({ requestId: '_req1' })).toEqual({ found: false, connectionId: '', returnTo: '', binding: '' });
+    await rejects(rpc.saveSamlRequest({ connectionId: c.id, requestId: '_req2', ttlSeconds: 0, returnTo: '', binding: '' }), 'invalid_request', 'ttlSeconds');
+    await rejects(rpc.saveSamlRequest({ connectionId: c.id, requestId: '_req3', ttlSeconds: 60, returnTo: 'x'.repeat(4097), binding: '' }), 'invalid_request', 'returnTo');
+    await rejects(rpc.saveSamlRequest({ connectionId: c.id, requestId: '_req4', ttlSeconds: 60, returnTo: '', binding: 'not a digest' }), 'invalid_request', 'binding');
 
-    await reportSamlLoginFailure(ctx)({ connectionId: c.id, reason: 'invalid_signature', email: 'not an email', ip: '203.0.113.9', userAgent: 'jest' }, call());
+    await rpc.reportSamlLoginFailure({ connectionId: c.id, reason: 'invalid_signature', email: 'not an email', ip: '203.0.113.9', userAgent: 'jest' }, call());
     const failure = (await events('user.login')).at(-1);
     expect(failure).toMatchObject({ result: 'failure', actor: { type: 'anonymous' } });
     expect(JSON.parse(failure.metadataJson)).toMatchObject({ authMethod: 'saml', connectionId: c.id, reason: 'invalid_signature' });
@@ -198,15 +198,15 @@ describe('single logout (identity side)', () => {
   async function samlLogin(connectionId: string, email: string, sessionIndex: string) {
     k++;
     const req = { connectionId, assertionId: `_slo${k}`, assertionExpiresAt: soon(), nameId: email, email, name: '', ip: '', userAgent: '', expiresInSeconds: 0, sessionIndex, nameIdFormat: 'urn:oasis:names:tc:SAML:1.1:nameid-format:emailAddress' };
-    return completeSamlLogin(ctx)(req, call());
+    return rpc.completeSamlLogin(req, call());
   }
   const end = (connectionId: string, nameId: string, sessionIndexes: string[], requestId = `_lr${++k}`) =>
-    endSamlSessions(ctx)({ connectionId, nameId, sessionIndexes, requestId, requestExpiresAt: soon(), ip: '203.0.113.9', userAgent: 'idp' }, call());
-  const valid = async (token: string) => (await verifySession(ctx)({ environment: 'live', token })).valid;
+    rpc.endSamlSessions({ connectionId, nameId, sessionIndexes, requestId, requestExpiresAt: soon(), ip: '203.0.113.9', userAgent: 'idp' }, call());
+  const valid = async (token: string) => (await rpc.verifySession({ environment: 'live', token })).valid;
 
   it('ends the sessions of one SessionIndex, then every session of the NameID, with user.logout each', async () => {
-    const c = await createSsoConnection(ctx)({ environment: 'live', fields: fields() }, call());
-    const other = await createSsoConnection(ctx)({ environment: 'live', fields: fields() }, call());
+    const c = await rpc.createSsoConnection({ environment: 'live', fields: fields() }, call());
+    const other = await rpc.createSsoConnection({ environment: 'live', fields: fields() }, call());
     const email = `slo@${c.domains[0]}`;
     const a = await samlLogin(c.id, email, 'idx-a');
     const b = await samlLogin(c.id, email, 'idx-b');
@@ -214,7 +214,7 @@ describe('single logout (identity side)', () => {
     // The same NameID through another connection is another IdP's subject: untouched.
     const elsewhere = await samlLogin(other.id, `slo@${other.domains[0]}`, 'idx-a');
     // A session of the same user opened otherwise (API, password) is not the IdP's to end either.
-    const local = await createSession(ctx)({ environment: 'live', userId: a.userId, expiresInSeconds: 3600, metadataJson: '' }, call());
+    const local = await rpc.createSession({ environment: 'live', userId: a.userId, expiresInSeconds: 3600, metadataJson: '' }, call());
 
     expect(await end(c.id, email, ['idx-a'])).toEqual({ revoked: 1 });
     expect([await valid(a.session!.token), await valid(b.session!.token), await valid(bystander.session!.token), await valid(elsewhere.session!.token)]).toEqual([false, true, true, true]);
@@ -229,20 +229,20 @@ describe('single logout (identity side)', () => {
   });
 
   it('tells who a revoked session belonged to at the IdP (SP-initiated single logout), and nothing for other sessions', async () => {
-    const c = await createSsoConnection(ctx)({ environment: 'live', fields: fields() }, call());
+    const c = await rpc.createSsoConnection({ environment: 'live', fields: fields() }, call());
     const email = `sp-slo@${c.domains[0]}`;
     const a = await samlLogin(c.id, email, 'idx-sp');
-    expect(await revokeSession(ctx)({ environment: 'live', token: a.session!.token }, call())).toEqual({
+    expect(await rpc.revokeSession({ environment: 'live', token: a.session!.token }, call())).toEqual({
       revoked: true,
       saml: { connectionId: c.id, nameId: email, nameIdFormat: 'urn:oasis:names:tc:SAML:1.1:nameid-format:emailAddress', sessionIndex: 'idx-sp' },
     });
-    expect(await revokeSession(ctx)({ environment: 'live', token: a.session!.token }, call())).toEqual({ revoked: false, saml: undefined });
-    const local = await createSession(ctx)({ environment: 'live', userId: a.userId, expiresInSeconds: 3600, metadataJson: '' }, call());
-    expect(await revokeSession(ctx)({ environment: 'live', token: local.token }, call())).toEqual({ revoked: true, saml: undefined });
+    expect(await rpc.revokeSession({ environment: 'live', token: a.session!.token }, call())).toEqual({ revoked: false, saml: undefined });
+    const local = await rpc.createSession({ environment: 'live', userId: a.userId, expiresInSeconds: 3600, metadataJson: '' }, call());
+    expect(await rpc.revokeSession({ environment: 'live', token: local.token }, call())).toEqual({ revoked: true, saml: undefined });
   });
 
   it('refuses a replayed LogoutRequest id and bad fields', async () => {
-    const c = await createSsoConnection(ctx)({ environment: 'live', fields: fields() }, call());
+    const c = await rpc.createSsoConnection({ environment: 'live', fields: fields() }, call());
     await end(c.id, 'x@y', [], '_once');
     await rejects(end(c.id, 'x@y', [], '_once'), 'unauthorized', 'SAMLRequest');
     await rejects(end(c.id, '', []), 'invalid_request', 'nameId');

@@ -5,9 +5,7 @@ import type { IdentityConfig } from '../src/config';
 import type { IdentityContext } from '../src/context';
 import { masterKey, SigningKeyStore } from '../src/domain/signing-keys';
 import { closeIdentityTestDb, identityTestDb, type IdentityTestDb } from './support/db';
-import { createUser } from '../src/rpc/create-user';
-import { createSession } from '../src/rpc/sessions';
-import { getJwks, issueAccessToken } from '../src/rpc/tokens';
+import { identityRpc } from './support/rpc';
 
 const config = { SERVER_SECRET: 't'.repeat(40), ISSUER: 'https://auth.example.com', JWT_AUDIENCE: 'secsvc', ACCESS_TOKEN_TTL_SECONDS: 900 } as IdentityConfig;
 let t: IdentityTestDb;
@@ -24,8 +22,8 @@ afterAll(() => closeIdentityTestDb(t));
 
 async function sessionFor(expiresInSeconds = 3600) {
   const call = { requestId: 'req_tokentests000000000', metadata: new Metadata() };
-  const u = await createUser(ctx)({ environment: 'test', email: `t${Math.random()}@example.com`, name: 'T', roles: [], metadataJson: '' }, call);
-  return { user: u, ...(await createSession(ctx)({ environment: 'test', userId: u.id, expiresInSeconds, metadataJson: '' }, call)) };
+  const u = await identityRpc(ctx).createUser({ environment: 'test', email: `t${Math.random()}@example.com`, name: 'T', roles: [], metadataJson: '' }, call);
+  return { user: u, ...(await identityRpc(ctx).createSession({ environment: 'test', userId: u.id, expiresInSeconds, metadataJson: '' }, call)) };
 }
 
 describe('signing keys', () => {
@@ -58,9 +56,9 @@ describe('access tokens', () => {
   it('signs the documented claims, verifiable with the JWKS', async () => {
     const keys = new SigningKeyStore(pool, masterKey(undefined, config.SERVER_SECRET));
     const { user, session, token } = await sessionFor();
-    const issued = await issueAccessToken(ctx, keys)({ sessionToken: token });
+    const issued = await identityRpc(ctx, { signingKeys: keys }).issueAccessToken({ sessionToken: token });
     expect(issued.expiresIn).toBe(900);
-    const jwks = JSON.parse((await getJwks(keys)()).jwksJson);
+    const jwks = JSON.parse((await identityRpc(ctx, { signingKeys: keys }).getJwks()).jwksJson);
     const { payload } = await jwtVerify(issued.accessToken, createLocalJWKSet(jwks), { issuer: config.ISSUER, audience: 'secsvc' });
     expect(payload).toMatchObject({ sub: user.id, sid: session!.id, env: 'test' });
     expect(decodeProtectedHeader(issued.accessToken)).toMatchObject({ alg: 'ES256', typ: 'at+jwt' });
@@ -69,9 +67,9 @@ describe('access tokens', () => {
   it('never outlives its session, and refuses ended sessions', async () => {
     const keys = new SigningKeyStore(pool, masterKey(undefined, config.SERVER_SECRET));
     const short = await sessionFor(120);
-    expect((await issueAccessToken(ctx, keys)({ sessionToken: short.token })).expiresIn).toBeLessThanOrEqual(120);
+    expect((await identityRpc(ctx, { signingKeys: keys }).issueAccessToken({ sessionToken: short.token })).expiresIn).toBeLessThanOrEqual(120);
     await pool.query('UPDATE sessions SET revoked_at = now() WHERE id = $1', [short.session!.id]);
-    const err = await issueAccessToken(ctx, keys)({ sessionToken: short.token }).catch((e: unknown) => e);
+    const err = await identityRpc(ctx, { signingKeys: keys }).issueAccessToken({ sessionToken: short.token }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(AppError);
     expect((err as AppError).code).toBe('unauthorized');
     expect((err as AppError).details[0]!.field).toBe('sessionToken');

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { OAUTH_SCOPES, type FieldError } from '@secsvc/shared';
-import { sameHash } from './opaque-tokens';
+import { hashOpaqueToken, sameHash } from './opaque-tokens';
 
 // The rules of the OAuth 2.0 authorization server that need no I/O: scopes, redirect URIs, PKCE and the
 // validation of authorization requests and client registrations.
@@ -156,3 +156,65 @@ export function redirectWith(redirectUri: string, params: Record<string, string 
   for (const [k, v] of Object.entries(params)) if (v) url.searchParams.append(k, v);
   return url.href;
 }
+
+// Secrets of the authorization server, handed out once and stored as keyed hashes (opaque-tokens.ts).
+export const CLIENT_SECRET_PREFIX = 'ocs_';
+export const CODE_PREFIX = 'ocd_';
+export const REFRESH_TOKEN_PREFIX = 'ort_';
+
+export const hashClientSecret = (secret: string, serverSecret: string) => hashOpaqueToken('oauth-client-secret', secret, serverSecret);
+export const hashCode = (code: string, serverSecret: string) => hashOpaqueToken('oauth-code', code, serverSecret);
+export const hashRefreshToken = (token: string, serverSecret: string) => hashOpaqueToken('oauth-refresh', token, serverSecret);
+
+/** An OAuth error answer: RFC 6749 error code, description and the HTTP status to send. */
+export interface Failure {
+  error: string;
+  errorDescription: string;
+  status: number;
+  retryAfterSeconds: number;
+}
+
+export const failure = (error: string, errorDescription: string, status = 400, retryAfterSeconds = 0): Failure => ({
+  error,
+  errorDescription,
+  status,
+  retryAfterSeconds,
+});
+
+export const isFailure = (x: unknown): x is Failure => typeof x === 'object' && x !== null && 'error' in x && 'status' in x;
+
+/** The tokens of one grant as the token endpoint answers them. */
+export interface IssuedTokens {
+  accessToken: string;
+  tokenType: 'Bearer';
+  expiresIn: number;
+  scope: string;
+  refreshToken: string;
+  idToken: string;
+}
+
+/** The claims of one of our access tokens. */
+export type AccessClaims = { sub: string; sid: string; env: string; scope?: string; client_id?: string; [claim: string]: unknown };
+
+export const grantTarget = (grantId: string) => ({ id: grantId, type: 'oauth_grant' });
+
+/** Who acts through a grant: its user, or the client itself (client_credentials). */
+export const actorOf = (grant: { user_id: string | null; client_id: string }) =>
+  grant.user_id ? { id: grant.user_id, type: 'user' } : { id: grant.client_id, type: 'oauth_client' };
+
+/** The OpenID Connect claims `scopes` release about a user (profile: name, updated_at; email: email, email_verified). */
+export function userClaims(user: { name: string; email: string; email_verified: boolean; updated_at: Date }, scopes: string[]): Record<string, unknown> {
+  return {
+    ...(scopes.includes('profile') ? { name: user.name, updated_at: Math.floor(user.updated_at.getTime() / 1000) } : {}),
+    ...(scopes.includes('email') ? { email: user.email, email_verified: user.email_verified } : {}),
+  };
+}
+
+/** Scopes of a client_credentials token must be API scopes: the user ones have no user to speak of. */
+export const apiScopesOf = (scopes: string[]) => scopes.filter((s) => !USER_SCOPES.has(s));
+
+/** The key failed client authentications are counted under, per client (as failed logins are per account). */
+export const clientThrottleKey = (clientId: string) => `oauth-client:${clientId.slice(0, 64)}`;
+
+/** The shape of a client id: anything else is not looked up. */
+export const looksLikeClientId = (id: string) => /^cli_[0-9a-z]{26}$/.test(id);

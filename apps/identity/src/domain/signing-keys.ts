@@ -76,7 +76,7 @@ export class SigningKeyStore {
  * at+jwt for access tokens (RFC 9068) and JWT for ID tokens.
  */
 export async function signJwt(
-  keys: SigningKeyStore,
+  keys: Pick<SigningKeyStore, 'get'>,
   typ: 'at+jwt' | 'JWT',
   claims: JWTPayload,
   std: { issuer: string; subject: string; audience: string; issuedAt: number; expiresAt: number },

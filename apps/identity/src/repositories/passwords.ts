@@ -22,6 +22,20 @@ export const passwordsRepository = {
     return (rowCount ?? 0) > 0;
   },
 
+  /**
+   * Replaces the hash with the same password's hash under newer parameters, unless it changed since it was read
+   * (a password set meanwhile stays). Not a change of the user: updated_at stays.
+   */
+  async rehash(db: Db, environment: string, userId: string, previous: string, hash: string): Promise<boolean> {
+    const { rowCount } = await db.query(`UPDATE users SET password_hash = $4 WHERE environment = $1 AND id = $2 AND password_hash = $3`, [
+      environment,
+      userId,
+      previous,
+      hash,
+    ]);
+    return (rowCount ?? 0) > 0;
+  },
+
   async findByEmail(db: Db, environment: string, email: string): Promise<{ id: string; email: string; password_hash: string | null } | undefined> {
     const { rows } = await db.query(`SELECT id, email, password_hash FROM users WHERE environment = $1 AND lower(email) = lower($2)`, [
       environment,

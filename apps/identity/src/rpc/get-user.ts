@@ -1,12 +1,9 @@
 import type { identity } from '@secsvc/proto';
-import { AppError } from '@secsvc/shared';
-import { environmentOf, toUserMessage, type IdentityContext } from '../context';
-import { usersRepository } from '../repositories/users';
+import { environmentOf } from '@secsvc/shared';
+import type { UsersService } from '../services/users';
+import { toUserMessage } from './messages';
 
 export const getUser =
-  (ctx: IdentityContext) =>
-  async (req: identity.GetUserRequest): Promise<identity.User> => {
-    const row = await usersRepository.get(ctx.pool, environmentOf(req.environment), req.id);
-    if (!row) throw AppError.notFound('User');
-    return toUserMessage(row);
-  };
+  (users: UsersService) =>
+  async (req: identity.GetUserRequest): Promise<identity.User> =>
+    toUserMessage(await users.get(environmentOf(req.environment), req.id));

@@ -1,17 +1,11 @@
 import type { identity } from '@secsvc/proto';
-import { keysetPage, pageRequest } from '@secsvc/shared';
-import { environmentOf, toUserMessage, type IdentityContext } from '../context';
-import { usersRepository } from '../repositories/users';
-
-export const MAX_PAGE = 100;
+import { environmentOf } from '@secsvc/shared';
+import type { UsersService } from '../services/users';
+import { toUserMessage } from './messages';
 
 export const listUsers =
-  (ctx: IdentityContext) =>
+  (users: UsersService) =>
   async (req: identity.ListUsersRequest): Promise<identity.ListUsersResponse> => {
-    const environment = environmentOf(req.environment);
-    const scope = { kind: 'users', environment };
-    const { limit, after } = pageRequest(req, scope, ctx.config.SERVER_SECRET, MAX_PAGE);
-    const rows = await usersRepository.list(ctx.pool, environment, limit, after);
-    const { page, hasMore, nextCursor } = keysetPage(rows, limit, scope, ctx.config.SERVER_SECRET);
+    const { page, hasMore, nextCursor } = await users.list(environmentOf(req.environment), req);
     return { users: page.map(toUserMessage), hasMore, nextCursor };
   };

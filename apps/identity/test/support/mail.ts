@@ -2,7 +2,7 @@ import { createLogger, Metrics, type Logger, type Pool } from '@secsvc/shared';
 import type { MailMessage, Mailer } from '../../src/domain/mailer';
 import { MailQueue, mailQueueKey, type MailComposer, type MailQueueOptions } from '../../src/mail/queue';
 import { mailRepository } from '../../src/repositories/mail';
-import { PASSWORD_RESET_MAIL, passwordResetComposer } from '../../src/rpc/passwords';
+import { identityMailComposers } from '../../src/services';
 
 /** A token-shaped secret the `test` kind puts into every message (logs and the table must never show it). */
 export const TEST_TOKEN = 'prt_' + 'T'.repeat(43) + 'abcdef';
@@ -68,7 +68,7 @@ export function testQueue(pool: Pool, transport: Mailer, options: Partial<MailQu
     pool,
     key: mailQueueKey(serverSecret),
     transport,
-    composers: { test: testComposer, [PASSWORD_RESET_MAIL]: passwordResetComposer({ SERVER_SECRET: serverSecret }) },
+    composers: { test: testComposer, ...identityMailComposers({ SERVER_SECRET: serverSecret }) },
     logger,
     metrics,
     baseDelayMs: 1,
