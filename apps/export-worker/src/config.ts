@@ -16,7 +16,7 @@ export const workerConfigShape = {
   /** How long a finished export stays downloadable (the link's expiresAt); the file is deleted after. */
   EXPORT_LINK_TTL_SECONDS: env.int(3600, 60, 30 * 86_400),
   /** Attempts before a job ends as failed. */
-  EXPORT_MAX_ATTEMPTS: env.int(3, 1, 100),
+  EXPORT_MAX_ATTEMPTS: env.int(5, 1, 100),
   /** A claim's lease; renewed every third of it (at most every second). A killed worker's job is retried after it. */
   EXPORT_LEASE_SECONDS: env.int(30, 2, 3600),
   /** Wait before a failed attempt is retried. */

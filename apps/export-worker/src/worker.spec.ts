@@ -45,9 +45,10 @@ class FakeQueue implements JobQueue {
     this.completed.push(job.id);
     return true;
   }
-  async attemptFailed(job: ClaimedJob, error: { code: string; message: string }, max: number) {
+  async attemptFailed(job: ClaimedJob, error: { code: string; message: string }, max: number, _retryInMs: number, notCounted = false) {
     const j = this.jobs.get(job.id)!;
     if (j.lease !== job.leaseToken) return undefined;
+    if (notCounted) j.attempts--;
     Object.assign(j, { errorCode: error.code, errorMessage: error.message, lease: undefined, leaseUntil: undefined, status: j.attempts >= max ? 'failed' : 'processing' });
     return j.status;
   }
@@ -132,6 +133,18 @@ test('a failing source is retried; after maxAttempts the job is failed with a pu
   expect(await worker.runOnce()).toBe(false);
   expect(q.jobs.get(id)).toMatchObject({ status: 'failed', attempts: 3, errorCode: 'export_failed', errorMessage: 'The export could not be written' });
   expect(await objects.sweep(-60_000)).toBe(0); // every partial file was dropped
+});
+
+test('a log store that is unavailable uses no attempt: the job waits for it however often it is down, then completes', async () => {
+  const q = new FakeQueue();
+  const id = q.add();
+  let outages = 5;
+  const flaky = source(300, async (b) => {
+    if (b === 1 && outages-- > 0) throw new AppError('unavailable', 'A backing service is unavailable');
+  });
+  const worker = new ExportWorker(q, flaky, objects, settings, logger);
+  for (let i = 0; i < 6; i++) expect(await worker.runOnce()).toBe(true);
+  expect(q.jobs.get(id)).toMatchObject({ status: 'completed', attempts: 1, totalRecords: 300 });
 });
 
 test('a query the log store refuses fails the job at once (no retries)', async () => {

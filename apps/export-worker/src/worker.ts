@@ -9,7 +9,7 @@ export interface JobQueue {
   claim: (workerId: string, leaseMs: number, maxAttempts: number) => Promise<ClaimedJob | undefined>;
   heartbeat: (job: ClaimedJob, processed: number, leaseMs: number) => Promise<boolean>;
   complete: (job: ClaimedJob, file: CompletedFile) => Promise<boolean>;
-  attemptFailed: (job: ClaimedJob, error: { code: string; message: string }, maxAttempts: number, retryInMs: number) => Promise<ExportStatus | undefined>;
+  attemptFailed: (job: ClaimedJob, error: { code: string; message: string }, maxAttempts: number, retryInMs: number, notCounted?: boolean) => Promise<ExportStatus | undefined>;
   release: (job: ClaimedJob) => Promise<void>;
   failExhausted: (maxAttempts: number) => Promise<number>;
   expireDue: (remove: (objectKey: string) => Promise<void>) => Promise<number>;
@@ -193,7 +193,14 @@ export class ExportWorker {
         log.info('export interrupted by shutdown; job released');
       } else {
         const e = publicError(reason);
-        const status = await this.queue.attemptFailed(job, { code: e.code, message: e.message }, e.permanent ? job.attempts : this.s.maxAttempts, this.s.retryDelayMs);
+        // The log store being down says nothing about the job: that attempt is given back (for an hour).
+        const status = await this.queue.attemptFailed(
+          job,
+          { code: e.code, message: e.message },
+          e.permanent ? job.attempts : this.s.maxAttempts,
+          this.s.retryDelayMs,
+          e.code === 'source_unavailable',
+        );
         this.jobsTotal?.inc({ outcome: status === 'failed' ? 'failed' : 'retry' });
         log.warn({ err: { message: (reason as Error)?.message }, status }, 'export attempt failed');
       }

@@ -275,12 +275,12 @@ export async function checkNothingLost(api: Api, load: MixedLoad, mailDir: strin
   } while (Date.now() < deadline);
   const exportsNotCompleted: string[] = [];
   for (const id of load.acknowledged.export) {
-    const status = await eventually(
-      async () => (await api('GET', `/logs/export/${id}`)).body?.data?.status as string | undefined,
-      (s) => s !== 'processing' && s !== undefined,
+    const job = await eventually(
+      async () => (await api('GET', `/logs/export/${id}`)).body?.data as { status?: string; error?: unknown } | undefined,
+      (d) => d?.status !== 'processing' && d?.status !== undefined,
       Math.max(10_000, deadline - Date.now()),
-    ).catch(() => 'processing');
-    if (status !== 'completed') exportsNotCompleted.push(`${id}: ${status}`);
+    ).catch(() => ({ status: 'processing', error: undefined }));
+    if (job?.status !== 'completed') exportsNotCompleted.push(`${id}: ${job?.status} ${JSON.stringify(job?.error ?? null)}`);
   }
   return {
     acknowledged: Object.fromEntries(Object.entries(load.acknowledged).map(([kind, ids]) => [kind, ids.length])) as Record<Kind, number>,

@@ -262,19 +262,31 @@ export class ExportJobs {
 
   /**
    * An attempt failed: the job is released for another attempt after `retryInMs`, or, when this was attempt
-   * `maxAttempts`, ends as failed (with its log.export.failed event). Returns the job's status afterwards, or
-   * undefined when the lease was not this worker's any more.
+   * `maxAttempts`, ends as failed (with its log.export.failed event). An attempt `notCounted` (the log store was
+   * unavailable: nothing about the job) is given back, while the job is younger than an hour. Returns the job's
+   * status afterwards, or undefined when the lease was not this worker's any more.
    */
-  async attemptFailed(job: ClaimedJob, error: { code: string; message: string }, maxAttempts: number, retryInMs: number): Promise<ExportStatus | undefined> {
+  async attemptFailed(
+    job: ClaimedJob,
+    error: { code: string; message: string },
+    maxAttempts: number,
+    retryInMs: number,
+    notCounted = false,
+  ): Promise<ExportStatus | undefined> {
     return withTransaction(this.pool, async (db) => {
       const { rows } = await db.query<JobRow>(
-        `UPDATE export_jobs
-            SET status = CASE WHEN attempts >= $5 THEN 'failed' ELSE status END,
-                completed_at = CASE WHEN attempts >= $5 THEN now() ELSE completed_at END,
+        `WITH given AS (
+           SELECT id, attempts - CASE WHEN $7 AND created_at > now() - interval '1 hour' THEN 1 ELSE 0 END AS attempts
+             FROM export_jobs WHERE id = $1)
+         UPDATE export_jobs j
+            SET attempts = given.attempts,
+                status = CASE WHEN given.attempts >= $5 THEN 'failed' ELSE j.status END,
+                completed_at = CASE WHEN given.attempts >= $5 THEN now() ELSE j.completed_at END,
                 error_code = $3, error_message = $4, lease_token = NULL, lease_expires_at = NULL,
                 run_after = now() + make_interval(secs => $6::double precision / 1000)
-          WHERE id = $1 AND lease_token = $2 AND status = 'processing' RETURNING *`,
-        [job.id, job.leaseToken, error.code, error.message, maxAttempts, retryInMs],
+           FROM given
+          WHERE j.id = given.id AND j.lease_token = $2 AND j.status = 'processing' RETURNING j.*`,
+        [job.id, job.leaseToken, error.code, error.message, maxAttempts, retryInMs, notCounted],
       );
       if (!rows[0]) return undefined;
       const after = toJob(rows[0]);

@@ -98,6 +98,22 @@ test('a failing attempt is retried later; the last allowed attempt ends the job 
   expect((await outbox()).map((e) => e.event_type)).toEqual(['log.export.created', 'log.export.failed']);
 });
 
+test('an attempt not counted (the log store was unavailable) is given back, while the job is younger than an hour', async () => {
+  const job = await jobs.create(newExport());
+  for (let i = 0; i < 3; i++) {
+    const claimed = (await jobs.claim('a', 60_000, 2))!;
+    expect(claimed.attempts).toBe(1);
+    expect(await jobs.attemptFailed(claimed, { code: 'source_unavailable', message: 'audit is down' }, 2, 0, true)).toBe('processing');
+  }
+  expect((await jobs.get('live', job.id))!.attempts).toBe(0);
+  // An hour on, the log store's outages count like any failure.
+  await pool.query(`UPDATE audit.export_jobs SET created_at = now() - interval '61 minutes' WHERE id = $1`, [job.id]);
+  const late = (await jobs.claim('a', 60_000, 2))!;
+  expect(await jobs.attemptFailed(late, { code: 'source_unavailable', message: 'audit is down' }, 2, 0, true)).toBe('processing');
+  const last = (await jobs.claim('a', 60_000, 2))!;
+  expect(await jobs.attemptFailed(last, { code: 'source_unavailable', message: 'audit is down' }, 2, 0, true)).toBe('failed');
+});
+
 test('a retry waits for its backoff', async () => {
   await jobs.create(newExport());
   const first = (await jobs.claim('a', 60_000, 3))!;
