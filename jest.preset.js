@@ -6,7 +6,13 @@ module.exports = (projectDir, overrides = {}) => ({
   rootDir: projectDir,
   testEnvironment: 'node',
   testMatch: ['<rootDir>/src/**/*.spec.ts', '<rootDir>/test/**/*.test.ts'],
-  transform: { '^.+\\.ts$': ['@swc/jest', { jsc: { target: 'es2022', parser: { syntax: 'typescript' } } }] },
+  transform: {
+    '^.+\\.ts$': ['@swc/jest', { jsc: { target: 'es2022', parser: { syntax: 'typescript' } } }],
+    // Packages published as ES modules only (Node runs them through require(esm); Jest's loader cannot): SWC
+    // turns them into CommonJS.
+    '^.+\\.js$': ['@swc/jest', { jsc: { target: 'es2022' }, module: { type: 'commonjs' } }],
+  },
+  transformIgnorePatterns: ['/node_modules/(?!(jose|openid-client|oauth4webapi)/)'],
   moduleNameMapper: {
     '^@secsvc/shared$': path.join(__dirname, 'libs/shared/src/index.ts'),
     '^@secsvc/shared/(.*)$': path.join(__dirname, 'libs/shared/src/$1/index.ts'),

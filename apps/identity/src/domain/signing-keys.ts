@@ -1,5 +1,5 @@
 import { randomBytes, randomUUID } from 'node:crypto';
-import { exportJWK, generateKeyPair, importJWK, SignJWT, type JWK, type JWTPayload, type KeyLike } from 'jose';
+import { exportJWK, generateKeyPair, importJWK, SignJWT, type JWK, type JWTPayload } from 'jose';
 import { withTransaction, type Pool } from '@secsvc/shared';
 import { deriveKey, open, seal } from './sealing';
 
@@ -12,7 +12,7 @@ export function masterKey(configured: string | undefined, serverSecret: string):
 
 export interface SigningKeys {
   /** The newest key: signs new tokens. */
-  current: { kid: string; key: KeyLike | Uint8Array };
+  current: { kid: string; key: Awaited<ReturnType<typeof importJWK>> };
   /** Public keys of every key still published (current + the overlap of the previous ones). */
   jwks: { keys: JWK[] };
 }
