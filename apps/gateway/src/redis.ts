@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import Redis from 'ioredis';
 import { Counter } from 'prom-client';
-import type { Logger, Metrics } from '@secsvc/shared';
+import { backoffDelay, type Logger, type Metrics } from '@secsvc/shared';
 
 /** What the gateway uses Redis for; the label of redis_errors_total. */
 export type RedisUse = 'rate_limit' | 'verify_cache' | 'connection';
@@ -67,7 +67,8 @@ export function createRedis(url: string, health: RedisHealth, commandTimeoutMs: 
     maxRetriesPerRequest: 0,
     commandTimeout: commandTimeoutMs,
     connectTimeout: Math.max(1000, commandTimeoutMs),
-    retryStrategy: (times) => Math.min(50 * 2 ** Math.min(times, 6), 2000),
+    // Reconnects with the shared backoff (jitter keeps gateways that lost Redis together from reconnecting together).
+    retryStrategy: (times) => backoffDelay(times, { baseMs: 100, maxMs: 2000 }),
     // Many concurrent requests share one round trip per event-loop tick.
     enableAutoPipelining: true,
     lazyConnect: false,

@@ -1,4 +1,4 @@
-import type { Logger } from '@secsvc/shared';
+import { Backoff, type Logger } from '@secsvc/shared';
 import type { Principal } from '../context';
 import type { CredentialChanges } from './changes';
 import { FeedCache, tokenDigest } from './feed-cache';
@@ -25,7 +25,7 @@ export class AuthCache implements CredentialChanges {
   private stream: ChangeStream | undefined;
   private live = false;
   private stopped = false;
-  private retryMs = 250;
+  private readonly backoff = new Backoff({ baseMs: 250, maxMs: 5_000 });
   private readonly principals: FeedCache<Principal>;
 
   constructor(
@@ -68,7 +68,7 @@ export class AuthCache implements CredentialChanges {
     stream.on('data', (msg) => {
       if (msg.kind === 'ready') {
         this.live = true;
-        this.retryMs = 250;
+        this.backoff.reset();
       } else {
         this.invalidate(msg.id);
       }
@@ -85,10 +85,10 @@ export class AuthCache implements CredentialChanges {
     this.revokedSessions.clear();
     for (const l of this.listeners) l(undefined);
     if (this.stopped) return;
-    this.logger.warn({ retryMs: this.retryMs }, 'API key change stream lost; authenticating every request until it is back');
-    const timer = setTimeout(() => this.start(), this.retryMs);
+    const retryMs = this.backoff.next();
+    this.logger.warn({ retryMs }, 'API key change stream lost; authenticating every request until it is back');
+    const timer = setTimeout(() => this.start(), retryMs);
     timer.unref();
-    this.retryMs = Math.min(this.retryMs * 2, 5_000);
   }
 
   /**
