@@ -25,6 +25,7 @@ COPY apps/gateway-e2e/package.json apps/gateway-e2e/
 COPY apps/identity/package.json apps/identity/
 COPY apps/policy/package.json apps/policy/
 COPY libs/audit-store/package.json libs/audit-store/
+COPY libs/dev/package.json libs/dev/
 COPY libs/client/package.json libs/client/
 COPY libs/proto/package.json libs/proto/
 COPY libs/shared/package.json libs/shared/

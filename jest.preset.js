@@ -16,6 +16,8 @@ module.exports = (projectDir, overrides = {}) => ({
   moduleNameMapper: {
     '^@secsvc/shared$': path.join(__dirname, 'libs/shared/src/index.ts'),
     '^@secsvc/shared/(.*)$': path.join(__dirname, 'libs/shared/src/$1/index.ts'),
+    '^@secsvc/dev$': path.join(__dirname, 'libs/dev/src/index.ts'),
+    '^@secsvc/dev/(.*)$': path.join(__dirname, 'libs/dev/src/$1/index.ts'),
     '^@secsvc/proto$': path.join(__dirname, 'libs/proto/src/index.ts'),
     '^@secsvc/client$': path.join(__dirname, 'libs/client/src/index.ts'),
   },

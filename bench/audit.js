@@ -26,7 +26,7 @@ const pg = require('pg');
 const { events } = require('@secsvc/proto');
 const { AuditChain, ChainKey, GeoIp, LOG_COLUMNS, LogStore, migrateAuditSchema, migrateClickHouse, openClickHouse, rowFromEvent, compileSearchQuery, parseSearchQuery } = require('@secsvc/audit-store');
 const { createKafkaBus, createLogger, createPool, createPostgresBus, newId, OutboxRelay, outboxDdl, AUDIT_CONSUMER_GROUP } = require('@secsvc/shared');
-const { kafkaUnavailable, startKafka, testDatabase, stopTestPostgres } = require('@secsvc/shared/testing');
+const { kafkaUnavailable, startKafka, testDatabase, stopTestPostgres } = require('@secsvc/dev/testing');
 const { machine } = require('./support');
 
 const EVENTS = Number(process.env.BENCH_EVENTS ?? 1_000_000);

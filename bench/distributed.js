@@ -12,7 +12,7 @@ const { performance } = require('node:perf_hooks');
 const pg = require('pg');
 const { events } = require('@secsvc/proto');
 const { newId } = require('@secsvc/shared');
-const { startDistributedStack } = require('@secsvc/shared/stack');
+const { startDistributedStack } = require('@secsvc/dev/stack');
 const { BENCH_LIMITS, KEY, load, machine } = require('./support');
 
 const duration = Number(process.env.BENCH_DURATION ?? 20);

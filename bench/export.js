@@ -12,8 +12,8 @@ const path = require('node:path');
 const { performance } = require('node:perf_hooks');
 const { setTimeout } = require('node:timers');
 const grpc = require('@grpc/grpc-js');
-const { startLocalStack } = require('@secsvc/shared/stack');
-const { s3SkipReason, startTestS3 } = require('@secsvc/shared/testing');
+const { startLocalStack } = require('@secsvc/dev/stack');
+const { s3SkipReason, startTestS3 } = require('@secsvc/dev/testing');
 const { KEY, BENCH_LIMITS, machine } = require('./support');
 
 const ROWS = Number(process.env.BENCH_ROWS ?? 1_000_000);

@@ -15,8 +15,8 @@
 const http = require('node:http');
 const path = require('node:path');
 const { KEY, BENCH_LIMITS, load, machine, startBenchStack } = require('./support');
-const { startGatewayProcess } = require('@secsvc/shared/stack');
-const { startTestRedis } = require('@secsvc/shared/testing');
+const { startGatewayProcess } = require('@secsvc/dev/stack');
+const { startTestRedis } = require('@secsvc/dev/testing');
 
 const duration = Number(process.env.BENCH_DURATION ?? 8);
 const rounds = Number(process.env.BENCH_ROUNDS ?? 3);

@@ -3,7 +3,7 @@ const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
 const autocannon = require('autocannon');
-const { startLocalStack } = require('@secsvc/shared/stack');
+const { startLocalStack } = require('@secsvc/dev/stack');
 
 const KEY = 'svc_sk_' + 'benchmarkKey'.repeat(4);
 /**

@@ -14,7 +14,7 @@ const { randomInt } = require('node:crypto');
 const fs = require('node:fs');
 const path = require('node:path');
 const { BENCH_LIMITS, KEY, startBenchStack } = require('../bench/support');
-const { findSchemathesis, fuzzSummary, runSchemathesis } = require('@secsvc/shared/testing');
+const { findSchemathesis, fuzzSummary, runSchemathesis } = require('@secsvc/dev/testing');
 
 const ROOT = path.resolve(__dirname, '..');
 

@@ -44,7 +44,7 @@ echo "kubeconform $KUBECONFORM_VERSION: $BIN/kubeconform"
 
 VERSITYGW_VERSION=v1.8.0
 # versitygw: an S3-compatible server over a posix directory, for the S3 object-store tests and the export
-# benchmark (libs/shared/src/testing/s3.ts starts it; keep VERSITYGW_VERSION there in step).
+# benchmark (libs/dev/src/testing/s3.ts starts it; keep VERSITYGW_VERSION there in step).
 if [ ! -x "$BIN/versitygw" ] || [ "$(cat "$BIN/versitygw.version" 2>/dev/null)" != "$VERSITYGW_VERSION" ]; then
   echo "installing versitygw $VERSITYGW_VERSION into $BIN"
   GOBIN="$BIN" CGO_ENABLED=0 go install "github.com/versity/versitygw/cmd/versitygw@$VERSITYGW_VERSION"
@@ -54,7 +54,7 @@ echo "versitygw $VERSITYGW_VERSION: $BIN/versitygw"
 
 # The Apache Kafka broker (KRaft mode, Java 17) for the Kafka event-bus tests: jars resolved by Maven from
 # scripts/kafka/pom.xml into ${SECSVC_KAFKA_LIBS:-$HOME/.cache/secsvc/kafka-<version>/libs}, where the test
-# harness (libs/shared/src/testing/kafka.ts) looks too. Maven's own cache (~/.m2) makes a reinstall take
+# harness (libs/dev/src/testing/kafka.ts) looks too. Maven's own cache (~/.m2) makes a reinstall take
 # seconds. The stamp is the pom's hash, so any change of the pom (versions, logging backend) installs again.
 KAFKA_POM="$(cd "$(dirname "$0")" && pwd)/kafka/pom.xml"
 KAFKA_VERSION="$(sed -n 's:.*<kafka.version>\(.*\)</kafka.version>.*:\1:p' "$KAFKA_POM")"
@@ -72,7 +72,7 @@ fi
 echo "kafka $KAFKA_VERSION: $KAFKA_LIBS"
 
 # redis-server (the Debian package) for the rate-limit and verify-cache tests and the distributed profile; the
-# test harness (libs/shared/src/testing/redis.ts) starts its own instances on free ports. Installed only when
+# test harness (libs/dev/src/testing/redis.ts) starts its own instances on free ports. Installed only when
 # missing (needs root or sudo).
 if ! command -v redis-server >/dev/null 2>&1; then
   echo "installing redis-server (Debian package)"
@@ -102,7 +102,7 @@ echo "schemathesis $SCHEMATHESIS_VERSION: $BIN/schemathesis ($("$BIN/schemathesi
 
 # Keycloak (the Quarkus distribution) for the SAML and OpenID Connect interop tests against a real peer
 # (apps/gateway-e2e/test/keycloak.test.ts): the zip resolved by Maven into ${SECSVC_KEYCLOAK_DIR:-$HOME/.cache/secsvc/keycloak},
-# unpacked once beside it as keycloak-<version> (libs/shared/src/testing/keycloak.ts looks there; keep
+# unpacked once beside it as keycloak-<version> (libs/dev/src/testing/keycloak.ts looks there; keep
 # KEYCLOAK_VERSION there in step). Keycloak needs Java 21 or later: the test harness finds a JDK under
 # /usr/lib/jvm (or takes JAVA_HOME when it is recent enough), the same way as here.
 KEYCLOAK_VERSION=26.5.6

@@ -9,7 +9,7 @@ const os = require('node:os');
 const path = require('node:path');
 const { URL } = require('node:url');
 const { loadConfig, env, ConfigError } = require('@secsvc/shared');
-const { describeRestart, startDistributedStack } = require('@secsvc/shared/stack');
+const { describeRestart, startDistributedStack } = require('@secsvc/dev/stack');
 const { z } = require('zod');
 const stopOnSignal = require('./stop-on-signal');
 

@@ -3,7 +3,7 @@
 const path = require('node:path');
 const { URL } = require('node:url');
 const { loadConfig, env, ConfigError } = require('@secsvc/shared');
-const { describeRestart, startLocalStack } = require('@secsvc/shared/stack');
+const { describeRestart, startLocalStack } = require('@secsvc/dev/stack');
 const { z } = require('zod');
 const stopOnSignal = require('./stop-on-signal');
 

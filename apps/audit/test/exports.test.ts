@@ -10,7 +10,7 @@ import path from 'node:path';
 import { audit, descriptorSets, serviceNames } from '@secsvc/proto';
 import { decodeRowPage, ExportJobs, LogStore, migrateAuditSchema, migrateClickHouse, openClickHouse, rowFromEvent, type ClickHouseClient, type LogRow } from '@secsvc/audit-store';
 import { AppError, createLocalObjectStore, createLogger, createPool, fromGrpcError, Metrics, startGrpcServer, type ObjectStore, type Pool, type RunningGrpcServer } from '@secsvc/shared';
-import { stopTestPostgres, testDatabase, type TestDatabase } from '@secsvc/shared/testing';
+import { stopTestPostgres, testDatabase, type TestDatabase } from '@secsvc/dev/testing';
 import type { ExportContext } from '../src/export-context';
 import { createExport } from '../src/rpc/create-export';
 import { downloadExport } from '../src/rpc/download-export';

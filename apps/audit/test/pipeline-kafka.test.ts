@@ -5,7 +5,7 @@
 import type pg from 'pg';
 import type { ClickHouseClient, GeoIp, LogStore } from '@secsvc/audit-store';
 import { appendEvent, createKafkaBus, createLogger, type EventBus, type Logger, type Subscription } from '@secsvc/shared';
-import { kafkaUnavailable, startKafka, type KafkaTestBroker } from '@secsvc/shared/testing';
+import { kafkaUnavailable, startKafka, type KafkaTestBroker } from '@secsvc/dev/testing';
 import { startConsumer } from '../src/consumer';
 import { eventInput, startPipeline, storeDyingAfterInsert, until } from './support';
 

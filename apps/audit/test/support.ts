@@ -4,7 +4,7 @@ import path from 'node:path';
 import pg from 'pg';
 import { GeoIp, LogStore, migrateClickHouse, openClickHouse } from '@secsvc/audit-store';
 import { createLogger, createPool, OutboxRelay, outboxDdl, type appendEvent, type EventBus } from '@secsvc/shared';
-import { stopTestPostgres, testDatabase } from '@secsvc/shared/testing';
+import { stopTestPostgres, testDatabase } from '@secsvc/dev/testing';
 
 /** Waits until `cond` holds (polling every 50 ms), or fails after `ms`. */
 export async function until(cond: () => Promise<boolean>, ms = 30_000, state?: () => Promise<unknown>): Promise<void> {

@@ -9,7 +9,7 @@ import path from 'node:path';
 import type { Readable } from 'node:stream';
 import { ExportJobs, LogStore, migrateAuditSchema, migrateClickHouse, openClickHouse, rowFromEvent, type ClickHouseClient, type ExportFormat, type LogRow } from '@secsvc/audit-store';
 import { createLocalObjectStore, createLogger, createPool, createS3ObjectStore, type ObjectStore, type Pool } from '@secsvc/shared';
-import { s3SkipReason, startTestS3, stopTestPostgres, testDatabase, type TestDatabase, type TestS3 } from '@secsvc/shared/testing';
+import { s3SkipReason, startTestS3, stopTestPostgres, testDatabase, type TestDatabase, type TestS3 } from '@secsvc/dev/testing';
 import { CSV_COLUMNS, fullForm } from '../src/formats';
 import { clickHouseLogSource } from '../src/log-source';
 import { ExportWorker, type WorkerSettings } from '../src/worker';

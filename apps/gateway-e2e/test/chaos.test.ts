@@ -9,8 +9,8 @@
  * `npm run chaos -- --minutes 10 [--profile local|distributed]` is the same run with a longer random phase; it
  * writes its result to .cache/chaos/ (see docs/operations.md, "Chaos").
  */
-import { startDistributedStack, type DistributedStack } from '@secsvc/shared/stack';
-import { kafkaUnavailable, redisSkipReason, s3SkipReason } from '@secsvc/shared/testing';
+import { startDistributedStack, type DistributedStack } from '@secsvc/dev/stack';
+import { kafkaUnavailable, redisSkipReason, s3SkipReason } from '@secsvc/dev/testing';
 import { chmod, mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';

@@ -4,7 +4,7 @@
  * no longer describes what the gateway answers fails here as well as in the client's drift check.
  */
 import { createClient, type Schemas, type SecsvcClient } from '@secsvc/client';
-import type { LocalStack } from '@secsvc/shared/stack';
+import type { LocalStack } from '@secsvc/dev/stack';
 import { eventually, startTestStack } from './support';
 
 jest.setTimeout(180_000);

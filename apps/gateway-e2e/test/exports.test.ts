@@ -12,7 +12,7 @@ import path from 'node:path';
 import pg from 'pg';
 import { events } from '@secsvc/proto';
 import { AUTH_EVENTS_TOPIC, createLogger, createPostgresBus } from '@secsvc/shared';
-import type { LocalStack } from '@secsvc/shared/stack';
+import type { LocalStack } from '@secsvc/dev/stack';
 import { eventually, startTestStack, type Api } from './support';
 
 jest.setTimeout(300_000);

@@ -1,4 +1,4 @@
-import { findSchemathesis, fuzzSummary, runSchemathesis } from '@secsvc/shared/testing';
+import { findSchemathesis, fuzzSummary, runSchemathesis } from '@secsvc/dev/testing';
 import { startTestStack } from './support';
 
 // schemathesis (an independent fuzzer, PyPI) reads the served OpenAPI document and runs every operation with

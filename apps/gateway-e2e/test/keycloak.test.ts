@@ -16,7 +16,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
-import { KEYCLOAK_VERSION, keycloakSkipReason, startKeycloak, type KeycloakJson, type TestKeycloak } from '@secsvc/shared/testing';
+import { KEYCLOAK_VERSION, keycloakSkipReason, startKeycloak, type KeycloakJson, type TestKeycloak } from '@secsvc/dev/testing';
 import { browserSuite, launchChromium } from './chromium';
 import { authorizationRequest, exchangeCode, PASSWORD, registerClient, startOAuthStack, userWithPassword, type Json, type OAuthStack } from './oauth-support';
 import { eventually } from './support';

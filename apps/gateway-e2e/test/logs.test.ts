@@ -3,7 +3,7 @@
  * consumer → embedded ClickHouse, and are read back through GET /logs, GET /logs/{id} and POST /logs/search.
  */
 import { createPublicKey, verify } from 'node:crypto';
-import type { LocalStack } from '@secsvc/shared/stack';
+import type { LocalStack } from '@secsvc/dev/stack';
 import { apiClient, eventually, startTestStack, type Api } from './support';
 
 jest.setTimeout(180_000);

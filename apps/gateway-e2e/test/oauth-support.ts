@@ -1,5 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto';
-import type { LocalStack } from '@secsvc/shared/stack';
+import type { LocalStack } from '@secsvc/dev/stack';
 import { startTestStack, type Api } from './support';
 
 export const PASSWORD = 'correct horse battery staple';

@@ -1,5 +1,5 @@
 /** Policies end to end: CRUD and the simulator through the gateway, the policy service and the wasm engine. */
-import type { LocalStack } from '@secsvc/shared/stack';
+import type { LocalStack } from '@secsvc/dev/stack';
 import { apiClient, startTestStack, type Api } from './support';
 
 jest.setTimeout(120_000);

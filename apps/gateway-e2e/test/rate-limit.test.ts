@@ -2,8 +2,8 @@
  * Rate limits and the shared verify cache end to end: the local stack with REDIS_URL set (a real
  * redis-server), plus a second gateway process on the same Redis and services.
  */
-import { startGatewayProcess, startLocalStack, type GatewayProcess, type LocalStack } from '@secsvc/shared/stack';
-import { redisSkipReason, startTestRedis, type TestRedis } from '@secsvc/shared/testing';
+import { startGatewayProcess, startLocalStack, type GatewayProcess, type LocalStack } from '@secsvc/dev/stack';
+import { redisSkipReason, startTestRedis, type TestRedis } from '@secsvc/dev/testing';
 import { chmod, mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';

@@ -5,7 +5,7 @@
 import * as grpc from '@grpc/grpc-js';
 import { identity, serviceNames } from '@secsvc/proto';
 import { checkHealth, createClient, promiseClient, AppError } from '@secsvc/shared';
-import { startGatewayProcess, startLocalStack, type LocalStack, type LocalStackOptions } from '@secsvc/shared/stack';
+import { startGatewayProcess, startLocalStack, type LocalStack, type LocalStackOptions } from '@secsvc/dev/stack';
 import { chmod, mkdtemp, rm } from 'node:fs/promises';
 import pg from 'pg';
 import { createLocalJWKSet, jwtVerify } from 'jose';

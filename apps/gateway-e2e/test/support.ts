@@ -3,8 +3,8 @@ import * as protoLoader from '@grpc/proto-loader';
 import { chmod, mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { startLocalStack, type LocalStackOptions } from '@secsvc/shared/stack';
-import { findTool } from '@secsvc/shared/testing';
+import { startLocalStack, type LocalStackOptions } from '@secsvc/dev/stack';
+import { findTool } from '@secsvc/dev/testing';
 
 const reflectionProto = path.join(
   path.dirname(require.resolve('@grpc/reflection/package.json')),

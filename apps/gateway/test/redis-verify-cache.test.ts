@@ -1,6 +1,6 @@
 import type Redis from 'ioredis';
 import { createLogger } from '@secsvc/shared';
-import { redisSkipReason, startTestRedis, type TestRedis } from '@secsvc/shared/testing';
+import { redisSkipReason, startTestRedis, type TestRedis } from '@secsvc/dev/testing';
 import type { AuthCache } from '../src/auth/auth-cache';
 import { RedisVerifyCache } from '../src/auth/redis-verify-cache';
 import type { VerifyAnswer } from '../src/auth/verify-cache';

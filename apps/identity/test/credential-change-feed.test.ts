@@ -1,5 +1,5 @@
 import type { Pool } from '@secsvc/shared';
-import type { TestDatabase } from '@secsvc/shared/testing';
+import type { TestDatabase } from '@secsvc/dev/testing';
 import { Metadata } from '@grpc/grpc-js';
 import { CredentialChangeFeed } from '../src/domain/credential-change-feed';
 import { closeIdentityTestDb, identityTestDb, logger, type IdentityTestDb } from './support/db';

@@ -1,7 +1,7 @@
 import { Metadata } from '@grpc/grpc-js';
 import type { identity } from '@secsvc/proto';
 import { AppError, createLogger, createPool, migrate, readMigrations, type CallContext, type Pool } from '@secsvc/shared';
-import { testDatabase } from '@secsvc/shared/testing';
+import { testDatabase } from '@secsvc/dev/testing';
 import type { IdentityConfig } from '../src/config';
 import type { IdentityContext } from '../src/context';
 import { generateKey } from '../src/domain/api-keys';

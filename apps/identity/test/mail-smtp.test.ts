@@ -5,7 +5,7 @@
  */
 import { Metadata } from '@grpc/grpc-js';
 import type { CallContext } from '@secsvc/shared';
-import { freePort } from '@secsvc/shared/stack';
+import { freePort } from '@secsvc/dev/stack';
 import { parseSmtpUrl, type Mailbox } from '../src/config';
 import type { IdentityContext } from '../src/context';
 import type { MailQueue, MailQueueOptions } from '../src/mail/queue';

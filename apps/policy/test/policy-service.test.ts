@@ -4,7 +4,7 @@
 import { Metadata } from '@grpc/grpc-js';
 import type { policy } from '@secsvc/proto';
 import { AppError, createLogger, createPool, migrate, newId, readMigrations, type CallContext, type Pool } from '@secsvc/shared';
-import { stopTestPostgres, testDatabase, type TestDatabase } from '@secsvc/shared/testing';
+import { stopTestPostgres, testDatabase, type TestDatabase } from '@secsvc/dev/testing';
 import type { PolicyContext } from '../src/context';
 import { startDecisionRuntime, type DecisionRuntime } from '../src/decision-runtime';
 import { policyLimits } from '../src/domain/policies';

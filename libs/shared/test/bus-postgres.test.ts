@@ -1,7 +1,7 @@
 import { createLogger } from '../src/logger';
 import { createPostgresBus } from '../src/bus/postgres';
 import type { EventBus } from '../src/bus/port';
-import { stopTestPostgres, testDatabase, type TestDatabase } from '../src/testing';
+import { stopTestPostgres, testDatabase, type TestDatabase } from '@secsvc/dev/testing';
 import { describeBusContract } from './bus-contract';
 
 const logger = createLogger('bus-test', 'silent');

@@ -2,8 +2,8 @@ import net from 'node:net';
 import { connectWhenUp, createPool, isUniqueViolation, pingDatabase, withTransaction, type Pool } from '../src/db';
 import { isBackendUnavailable } from '../src/errors';
 import { createLogger } from '../src/logger';
-import { freePort } from '../src/stack/ports';
-import { stopTestPostgres, testDatabase, type TestDatabase } from '../src/testing';
+import { freePort } from '@secsvc/dev/stack';
+import { stopTestPostgres, testDatabase, type TestDatabase } from '@secsvc/dev/testing';
 
 /** The JSON lines of `logger`, for the tests that check what was logged. */
 const lines: { msg?: string }[] = [];

@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { createPool, type Pool } from '../src/db';
 import { migrate, readMigrations, type Migration } from '../src/migrate';
-import { stopTestPostgres, testDatabase, type TestDatabase } from '../src/testing';
+import { stopTestPostgres, testDatabase, type TestDatabase } from '@secsvc/dev/testing';
 
 let db: TestDatabase;
 let pool: Pool;

@@ -10,7 +10,7 @@ import type { Readable } from 'node:stream';
 import { createLocalObjectStore, createObjectStore, createS3ObjectStore, parseByteRange, type ObjectStore } from '../src/object-store';
 import { loadConfig } from '../src/config';
 import { objectStoreConfig } from '../src/object-store/config';
-import { s3SkipReason, startTestS3, type TestS3 } from '../src/testing/s3';
+import { s3SkipReason, startTestS3, type TestS3 } from '@secsvc/dev/testing';
 
 async function bytes(stream: Readable): Promise<Buffer> {
   const chunks: Buffer[] = [];

@@ -5,7 +5,7 @@ import { appendEvent, outboxDdl } from '../src/outbox';
 import { INDEX_ORDER_ONLY, OutboxRelay, unpublishedQuery } from '../src/outbox-relay';
 import { createPostgresBus } from '../src/bus/postgres';
 import type { BusRecord, EventBus } from '../src/bus/port';
-import { stopTestPostgres, testDatabase, type TestDatabase } from '../src/testing';
+import { stopTestPostgres, testDatabase, type TestDatabase } from '@secsvc/dev/testing';
 
 const logger = createLogger('relay-test', 'silent');
 let db: TestDatabase;

@@ -1,5 +1,5 @@
 import net from 'node:net';
-import { pingRedis, redisSkipReason, startTestRedis } from '../src/testing';
+import { pingRedis, redisSkipReason, startTestRedis } from '@secsvc/dev/testing';
 
 const skip = redisSkipReason();
 if (skip) process.stderr.write(`SKIPPED "test Redis harness": ${skip}\n`);

@@ -1,6 +1,6 @@
 import type Redis from 'ioredis';
 import { createLogger } from '@secsvc/shared';
-import { redisSkipReason, startTestRedis, type TestRedis } from '@secsvc/shared/testing';
+import { redisSkipReason, startTestRedis, type TestRedis } from '@secsvc/dev/testing';
 import { RateLimiter, RateLimitUnavailable } from '../../src/rate-limit/limiter';
 import { RedisRateLimitStore } from '../../src/rate-limit/redis-store';
 import { createRedis, RedisHealth } from '../../src/redis';

@@ -1,5 +1,5 @@
 import { createLogger, createPool, migrate, readMigrations, type Pool } from '@secsvc/shared';
-import { stopTestPostgres, testDatabase, type TestDatabase } from '@secsvc/shared/testing';
+import { stopTestPostgres, testDatabase, type TestDatabase } from '@secsvc/dev/testing';
 import type { IdentityConfig } from '../../src/config';
 import type { IdentityContext } from '../../src/context';
 import { migrationsDir } from '../../src/migrations';

@@ -1,4 +1,4 @@
-import { backoffDelay } from '../backoff';
+import { backoffDelay } from '@secsvc/shared';
 /** How a launcher restarts a child that died on its own. */
 export interface RestartPolicy {
   /** Wait before the first restart; doubled for each crash still inside the window, up to maxDelayMs. */

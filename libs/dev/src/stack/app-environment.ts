@@ -1,7 +1,5 @@
+import { busConfig, commonConfig, databaseConfig, migrationConfig, objectStoreConfig } from '@secsvc/shared';
 import path from 'node:path';
-import { busConfig } from '../bus/config';
-import { commonConfig, databaseConfig, migrationConfig } from '../config';
-import { objectStoreConfig } from '../object-store/config';
 
 export const APP_NAMES = ['gateway', 'identity', 'policy', 'audit', 'export-worker'] as const;
 export type AppName = (typeof APP_NAMES)[number];

@@ -1,16 +1,15 @@
+import { checkHealth } from '@secsvc/shared';
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { chmod, mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { checkHealth } from '../grpc/client';
 import { appEnvironment, launcherEnvironment, type AppName } from './app-environment';
 import { Supervisor, type ExitStatus, type RestartDecision, type RestartPolicy } from './supervisor';
-import { AppProcess, httpOk, waitUntil } from './app-process';
+import { httpOk, supervisedApp, waitUntil, type AppProcess } from './app-process';
 import { freePort } from './ports';
 import { postgresAnswers, startEmbeddedPostgres, type EmbeddedPostgresServer } from './postgres';
 import { launcherSamlSpKeys, samlSpEnv, type SamlSpKeyFiles } from './saml-sp-keys';
 
-import { BOOTSTRAP_MARKER } from '../constants';
 
 export interface LocalStackOptions {
   /** Repository root: apps are started from apps/<name>/dist/main.js. */
@@ -159,30 +158,16 @@ export async function startLocalStack(opts: LocalStackOptions): Promise<LocalSta
           samlSp: samlSpEnv(samlSp),
         }),
       );
-      const proc: AppProcess = new AppProcess(name, {
+      const proc = supervisedApp(name, {
         rootDir: opts.rootDir,
         app: name,
         env,
         nodeArgs: opts.nodeArgs,
-        onLine: (line) => {
-          if (line.startsWith(BOOTSTRAP_MARKER + ' ')) {
-            bootstrapKey = line.slice(BOOTSTRAP_MARKER.length + 1).trim();
-            return true;
-          }
-          out(name, line);
-          return false;
-        },
-        onUnexpectedExit: (code, signal) => {
-          if (supervisor.stopping) return;
-          if (!started) {
-            startupFailure ??= `${name} exited (${signal ?? `code ${code}`}) during start-up:\n${proc.lastLines.join('\n')}`;
-            return;
-          }
-          // Supervised: started again after a backoff; a crash loop is reported, the others keep running.
-          supervisor.crashed(name, { code, signal }, () => {
-            if (!proc.running) proc.start();
-          });
-        },
+        supervisor,
+        started: () => started,
+        startupFailed: (reason) => void (startupFailure ??= reason),
+        bootstrapKey: (key) => void (bootstrapKey = key),
+        out,
       });
       procs.set(name, proc);
       proc.start();

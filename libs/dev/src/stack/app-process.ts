@@ -1,6 +1,8 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
+import { BOOTSTRAP_MARKER } from '@secsvc/shared';
+import type { Supervisor } from './supervisor';
 
 /**
  * One app of the stack as a child process (`node apps/<app>/dist/main.js`), in its own process group (a
@@ -87,4 +89,47 @@ export async function waitUntil(what: string, check: () => Promise<boolean>, dea
 export async function httpOk(url: string): Promise<boolean> {
   const res = await fetch(url, { signal: AbortSignal.timeout(1000) });
   return res.ok;
+}
+
+/**
+ * An app started by a launcher: the bootstrap key line it prints goes to `bootstrapKey` (never to the output),
+ * an exit during start-up is the start's failure, and an exit after it is the supervisor's to restart.
+ */
+export function supervisedApp<N extends string>(
+  name: N,
+  o: {
+    rootDir: string;
+    app: string;
+    env: Record<string, string | undefined>;
+    nodeArgs?: string[];
+    supervisor: Pick<Supervisor<N>, 'stopping' | 'crashed'>;
+    started: () => boolean;
+    startupFailed: (reason: string) => void;
+    bootstrapKey: (key: string) => void;
+    out: (name: N, line: string) => void;
+  },
+): AppProcess {
+  const proc: AppProcess = new AppProcess(name, {
+    rootDir: o.rootDir,
+    app: o.app,
+    env: o.env,
+    nodeArgs: o.nodeArgs,
+    onLine: (line) => {
+      if (line.startsWith(BOOTSTRAP_MARKER + ' ')) {
+        o.bootstrapKey(line.slice(BOOTSTRAP_MARKER.length + 1).trim());
+        return true;
+      }
+      o.out(name, line);
+      return false;
+    },
+    onUnexpectedExit: (code, signal) => {
+      if (o.supervisor.stopping) return;
+      if (!o.started()) return o.startupFailed(`${name} exited (${signal ?? `code ${code}`}) during start-up:\n${proc.lastLines.join('\n')}`);
+      // Supervised: started again after a backoff; a crash loop is reported, the others keep running.
+      o.supervisor.crashed(name, { code, signal }, () => {
+        if (!proc.running) proc.start();
+      });
+    },
+  });
+  return proc;
 }

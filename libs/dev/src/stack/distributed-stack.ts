@@ -1,13 +1,12 @@
+import { checkHealth } from '@secsvc/shared';
 import { chmod, mkdir } from 'node:fs/promises';
 import path from 'node:path';
-import { BOOTSTRAP_MARKER } from '../constants';
-import { checkHealth } from '../grpc/client';
 import { Kafka, logLevel } from 'kafkajs';
 import { startKafka, type KafkaTestBroker } from '../testing/kafka';
 import { pingRedis, startTestRedis, type TestRedis } from '../testing/redis';
 import { startTestS3, type TestS3 } from '../testing/s3';
 import { APP_NAMES, appEnvironment, launcherEnvironment, type AppName } from './app-environment';
-import { AppProcess, httpOk, waitUntil } from './app-process';
+import { httpOk, supervisedApp, waitUntil, type AppProcess } from './app-process';
 import { startLoadBalancer, type LoadBalancer } from './load-balancer';
 import { loadStackSecrets } from './local-stack';
 import { freePort } from './ports';
@@ -184,29 +183,15 @@ export async function startDistributedStack(opts: DistributedStackOptions): Prom
       const name = `${app}-${index + 1}`;
       const adminPort = await pick(fixed.adminBase, adminOffset[app] + 5 * index);
       admin[name] = `http://127.0.0.1:${adminPort}`;
-      const proc = new AppProcess(name, {
+      const proc = supervisedApp(name, {
         rootDir: opts.rootDir,
         app,
         env: appEnvironment(app, userEnv, launcherEnvironment({ ...wiring, ...ports, adminPort, ...(app === 'gateway' && { gatewayHost: '127.0.0.1' }) })),
-        onLine: (line) => {
-          if (line.startsWith(BOOTSTRAP_MARKER + ' ')) {
-            bootstrapKey = line.slice(BOOTSTRAP_MARKER.length + 1).trim();
-            return true;
-          }
-          out(name, line);
-          return false;
-        },
-        onUnexpectedExit: (code, signal) => {
-          if (supervisor.stopping) return;
-          if (!started) {
-            failure ??= `${name} exited (${signal ?? `code ${code}`}) during start-up:\n${proc.lastLines.join('\n')}`;
-            return;
-          }
-          // Supervised: started again after a backoff; a crash loop is reported, the others keep running.
-          supervisor.crashed(name, { code, signal }, () => {
-            if (!proc.running) proc.start();
-          });
-        },
+        supervisor,
+        started: () => started,
+        startupFailed: (reason) => void (failure ??= reason),
+        bootstrapKey: (key) => void (bootstrapKey = key),
+        out,
       });
       instances.set(name, { proc, healthy });
       proc.start();
