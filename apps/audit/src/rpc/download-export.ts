@@ -15,10 +15,10 @@ export const CONTENT_TYPES: Record<string, string> = {
  * is recorded as log.export.downloaded.
  */
 export const downloadExport = (ctx: ExportContext) => {
-  const exports = exportService(ctx);
+  const service = exportService(ctx);
   return (req: audit.DownloadExportRequest, call: CallContext, stream: BulkServerStream<audit.DownloadChunk>): void => {
     void (async () => {
-      const download = await exports.openDownload(req);
+      const download = await service.openDownload(req);
       const { job, size } = download;
       const head: audit.DownloadHead = {
         size,
@@ -32,9 +32,9 @@ export const downloadExport = (ctx: ExportContext) => {
       };
       await stream.send({ head });
       if (req.headOnly || head.unsatisfiable || size === 0) return stream.end();
-      const body = await exports.read(download);
+      const body = await service.read(download);
       stream.onClose(() => body.destroy());
-      await exports.recordDownload(download, { ip: req.clientIp, userAgent: req.userAgent }, call.requestId);
+      await service.recordDownload(download, { ip: req.clientIp, userAgent: req.userAgent }, call.requestId);
       for await (const chunk of body) {
         if (stream.isClosed()) return;
         await stream.send({ data: chunk as Buffer });

@@ -12,10 +12,10 @@ const CHUNK_CHARS = 1024 * 1024;
  * page in memory. A client that goes away ends the stream.
  */
 export const streamLogs = (ctx: ExportContext) => {
-  const exports = exportService(ctx);
+  const service = exportService(ctx);
   return (req: audit.StreamLogsRequest, _call: CallContext, stream: BulkServerStream<audit.LogRowsChunk>): void => {
     void (async () => {
-      for await (const chunks of exports.rowChunks(req, CHUNK_CHARS)) {
+      for await (const chunks of service.rowChunks(req, CHUNK_CHARS)) {
         if (stream.isClosed()) return;
         for (const chunk of chunks) await stream.send({ rows: Buffer.from(chunk.text), count: chunk.count });
       }

@@ -135,13 +135,13 @@ describe('create', () => {
 
   test('refuses bad input naming every faulty field at once, before counting', async () => {
     const { ports: p, calls } = ports();
-    const exports = new ExportService(p);
+    const service = new ExportService(p);
     const by = { requestedBy: requester, traceId: 'req_1' };
-    const all = await rejection(exports.create({ ...request, format: 'xml', from: '2026-11-02T00:00:00Z', to: '2026-11-01T00:00:00Z', events: ['user.login', 'user.nonsense'], query: '"unclosed' }, by));
+    const all = await rejection(service.create({ ...request, format: 'xml', from: '2026-11-02T00:00:00Z', to: '2026-11-01T00:00:00Z', events: ['user.login', 'user.nonsense'], query: '"unclosed' }, by));
     expect(all!.details.map((d) => d.field)).toEqual(['format', 'events[1]', 'to', 'query']);
-    expect((await rejection(exports.create({ ...request, to: '2026-12-15T00:00:00Z' }, by)))!.details).toMatchObject([{ field: 'to', message: 'the range from..to must be at most 31 days' }]);
-    expect((await rejection(exports.create({ ...request, from: undefined }, by)))!.details).toMatchObject([{ field: 'from' }]);
-    expect((await rejection(exports.create({ ...request, environment: 'prod' }, by)))!.details).toMatchObject([{ field: 'environment' }]);
+    expect((await rejection(service.create({ ...request, to: '2026-12-15T00:00:00Z' }, by)))!.details).toMatchObject([{ field: 'to', message: 'the range from..to must be at most 31 days' }]);
+    expect((await rejection(service.create({ ...request, from: undefined }, by)))!.details).toMatchObject([{ field: 'from' }]);
+    expect((await rejection(service.create({ ...request, environment: 'prod' }, by)))!.details).toMatchObject([{ field: 'environment' }]);
     expect(calls.count).toHaveLength(0);
     expect(calls.created).toHaveLength(0);
   });
@@ -150,10 +150,10 @@ describe('create', () => {
 describe('status', () => {
   test('a job of the caller environment only; unknown and malformed ids are 404', async () => {
     const running = job();
-    const exports = new ExportService(ports({}, { jobs: [running] }).ports);
-    expect(await exports.status({ environment: 'live', id: running.id })).toEqual({ job: running });
+    const service = new ExportService(ports({}, { jobs: [running] }).ports);
+    expect(await service.status({ environment: 'live', id: running.id })).toEqual({ job: running });
     for (const [environment, id] of [['test', running.id], ['live', newId('exp')], ['live', 'exp_nope']] as const) {
-      expect(await rejection(exports.status({ environment, id }))).toMatchObject({ code: 'not_found', message: 'Export not found' });
+      expect(await rejection(service.status({ environment, id }))).toMatchObject({ code: 'not_found', message: 'Export not found' });
     }
   });
 
@@ -198,9 +198,9 @@ describe('rowChunks', () => {
 
   test('the page size a request names, at most 100,000', async () => {
     const { ports: p, calls } = ports();
-    const exports = new ExportService(p);
+    const service = new ExportService(p);
     for (const pageSize of [50, 1_000_000]) {
-      for await (const _ of exports.rowChunks({ ...request, pageSize }, 100)) {
+      for await (const _ of service.rowChunks({ ...request, pageSize }, 100)) {
         // no pages: only the size asked of the source counts
       }
     }
@@ -209,11 +209,11 @@ describe('rowChunks', () => {
 
   test('a taker that stops ends the reading of pages; a bad request fails before any', async () => {
     const { ports: p, calls } = ports({}, { pages: [lines(0, 1), lines(1, 1), lines(2, 1)] });
-    const exports = new ExportService(p);
-    for await (const _ of exports.rowChunks({ ...request, pageSize: 0 }, 100)) break;
+    const service = new ExportService(p);
+    for await (const _ of service.rowChunks({ ...request, pageSize: 0 }, 100)) break;
     expect(calls.pagesRead).toBe(1);
     expect(calls.pagesClosed).toBe(true);
-    const it = exports.rowChunks({ ...request, query: 'a*b', pageSize: 0 }, 100);
+    const it = service.rowChunks({ ...request, query: 'a*b', pageSize: 0 }, 100);
     expect(await rejection(it.next())).toMatchObject({ details: [{ field: 'query' }] });
     expect(calls.pages).toEqual([300]);
   });
@@ -228,15 +228,15 @@ describe('downloads', () => {
   test('the whole file, one byte range, or an unsatisfiable one; read serves what was opened', async () => {
     const done = completed();
     const { ports: p, calls } = setup(done);
-    const exports = new ExportService(p);
+    const service = new ExportService(p);
     const size = content.length;
-    const whole = await exports.openDownload(ask(done));
+    const whole = await service.openDownload(ask(done));
     expect(whole).toEqual({ job: done, size, start: 0, end: size - 1, partial: false, unsatisfiable: false });
-    const part = await exports.openDownload(ask(done, { range: 'bytes=9-29' }));
+    const part = await service.openDownload(ask(done, { range: 'bytes=9-29' }));
     expect(part).toMatchObject({ start: 9, end: 29, partial: true, unsatisfiable: false });
-    expect(await exports.openDownload(ask(done, { range: `bytes=${size}-` }))).toMatchObject({ start: 0, end: size - 1, partial: false, unsatisfiable: true });
-    expect((await (await exports.read(part)).toArray()).join('')).toBe(content.slice(9, 30));
-    await exports.read(whole);
+    expect(await service.openDownload(ask(done, { range: `bytes=${size}-` }))).toMatchObject({ start: 0, end: size - 1, partial: false, unsatisfiable: true });
+    expect((await (await service.read(part)).toArray()).join('')).toBe(content.slice(9, 30));
+    await service.read(whole);
     expect(calls.reads).toEqual([
       [done.objectKey, { start: 9, end: 29 }],
       [done.objectKey, undefined],
@@ -245,15 +245,15 @@ describe('downloads', () => {
 
   test('refuses links that are not genuine, of another format, expired, or of an unfinished or vanished export', async () => {
     const done = completed();
-    const exports = new ExportService(setup(done).ports);
+    const service = new ExportService(setup(done).ports);
     const invalid = { code: 'forbidden', message: 'The download link is invalid' };
     const expired = { code: 'forbidden', message: 'The download link has expired' };
     const t = tokenOf(done);
-    expect(await rejection(exports.openDownload(ask(done, { token: t.slice(0, -2) + (t.endsWith('A') ? 'BB' : 'AA') })))).toMatchObject(invalid);
-    expect(await rejection(exports.openDownload(ask(done, { token: '' })))).toMatchObject(invalid);
-    expect(await rejection(exports.openDownload(ask(done, { format: 'json', token: tokenOf(done, 'json') })))).toMatchObject(invalid);
-    expect(await rejection(exports.openDownload(ask(done, { id: newId('exp') })))).toMatchObject(invalid);
-    expect(await rejection(exports.openDownload(ask(done, { id: 'nope' })))).toMatchObject(invalid);
+    expect(await rejection(service.openDownload(ask(done, { token: t.slice(0, -2) + (t.endsWith('A') ? 'BB' : 'AA') })))).toMatchObject(invalid);
+    expect(await rejection(service.openDownload(ask(done, { token: '' })))).toMatchObject(invalid);
+    expect(await rejection(service.openDownload(ask(done, { format: 'json', token: tokenOf(done, 'json') })))).toMatchObject(invalid);
+    expect(await rejection(service.openDownload(ask(done, { id: newId('exp') })))).toMatchObject(invalid);
+    expect(await rejection(service.openDownload(ask(done, { id: 'nope' })))).toMatchObject(invalid);
     const lapsed = completed({ expiresAt: new Date(Date.now() - 1000).toISOString() });
     expect(await rejection(new ExportService(setup(lapsed).ports).openDownload(ask(lapsed)))).toMatchObject(expired);
     const removed = completed({ status: 'expired' });
@@ -263,16 +263,16 @@ describe('downloads', () => {
     const vanished = completed();
     const noFile = new ExportService(ports({}, { jobs: [vanished] }).ports);
     expect(await rejection(noFile.openDownload(ask(vanished)))).toMatchObject({ code: 'not_found', message: 'Export file not found' });
-    expect(await rejection(exports.openDownload(ask(done)))).toBeUndefined();
+    expect(await rejection(service.openDownload(ask(done)))).toBeUndefined();
   });
 
   test('a download from the first byte is recorded, by the anonymous holder of the link; a later range is not', async () => {
     const done = completed();
     const { ports: p, calls } = setup(done);
-    const exports = new ExportService(p);
-    await exports.recordDownload(await exports.openDownload(ask(done)), { ip: '10.1.1.1', userAgent: 'curl' }, 'req_7');
-    await exports.recordDownload(await exports.openDownload(ask(done, { range: 'bytes=0-9' })), { ip: '10.1.1.1', userAgent: 'curl' }, 'req_8');
-    await exports.recordDownload(await exports.openDownload(ask(done, { range: 'bytes=9-' })), { ip: '10.1.1.1', userAgent: 'curl' }, 'req_9');
+    const service = new ExportService(p);
+    await service.recordDownload(await service.openDownload(ask(done)), { ip: '10.1.1.1', userAgent: 'curl' }, 'req_7');
+    await service.recordDownload(await service.openDownload(ask(done, { range: 'bytes=0-9' })), { ip: '10.1.1.1', userAgent: 'curl' }, 'req_8');
+    await service.recordDownload(await service.openDownload(ask(done, { range: 'bytes=9-' })), { ip: '10.1.1.1', userAgent: 'curl' }, 'req_9');
     const holder: Requester = { actor: { type: 'anonymous' }, context: { ip: '10.1.1.1', userAgent: 'curl' }, authMethod: 'download_token' };
     expect(calls.downloads).toEqual([
       [done, holder, 'req_7', { start: 0, end: content.length - 1, size: content.length }],
