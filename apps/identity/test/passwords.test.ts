@@ -217,6 +217,19 @@ describe('password reset', () => {
     expect(mails.length).toBe(before);
   });
 
+  it('mails one account at most 5 tokens an hour: the 6th request answers the same, mails nothing and is logged as throttled', async () => {
+    const u = await userWithPassword();
+    for (let i = 0; i < 6; i++) expect(await rpc.requestPasswordReset({ environment: 'live', email: u.email }, call())).toEqual({});
+    const events = async () =>
+      (await pool.query(`SELECT payload FROM outbox WHERE event_type = 'user.password_reset.requested' AND payload->'target'->>'id' = $1`, [u.id])).rows.map(
+        (r) => [r.payload.result, JSON.parse(r.payload.metadataJson).reason ?? null],
+      );
+    await until(async () => (await events()).length === 6 && (await mailJobs(pool)).length === 0);
+    expect((await events()).filter(([result]) => result === 'failure')).toEqual([['failure', 'throttled']]);
+    expect(mails.filter((m) => m.to === u.email)).toHaveLength(5);
+    expect((await pool.query('SELECT 1 FROM password_reset_tokens WHERE user_id = $1', [u.id])).rowCount).toBe(5);
+  });
+
   it('answers only once the request is stored: with PostgreSQL down the call fails as unavailable', async () => {
     const refused = Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' });
     const down = { ...ctx, pool: { query: () => Promise.reject(refused) } as unknown as Pool };

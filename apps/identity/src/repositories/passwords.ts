@@ -79,6 +79,15 @@ export const passwordsRepository = {
     );
   },
 
+  /** How many reset tokens the user was sent within the last `seconds` (the mail throttle). */
+  async countRecentResetTokens(db: Db, environment: string, userId: string, seconds: number): Promise<number> {
+    const { rows } = await db.query<{ n: number }>(
+      `SELECT count(*)::int AS n FROM password_reset_tokens WHERE environment = $1 AND user_id = $2 AND created_at > now() - make_interval(secs => $3)`,
+      [environment, userId, seconds],
+    );
+    return rows[0]!.n;
+  },
+
   /** The token row (any state), locked for this transaction. */
   async lockResetToken(db: Db, environment: string, hash: Buffer): Promise<ResetTokenRow | undefined> {
     const { rows } = await db.query<ResetTokenRow>(

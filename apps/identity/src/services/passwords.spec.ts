@@ -1,6 +1,6 @@
 import { AppError } from '@secsvc/shared';
 import type { MailJob } from '../mail/queue';
-import { PASSWORD_RESET_MAIL, passwordResetComposer, PasswordsService } from './passwords';
+import { PASSWORD_RESET_MAIL, passwordResetComposer, PasswordsService, RESET_MAILS_PER_HOUR } from './passwords';
 import { SessionsService } from './sessions';
 import { fakeAuthFailures, fakeCall, FakeDatabase, fakeHasher, FakePasswords, fakeSamlSubjects, FakeSessions, FakeUsers, keyCall } from './testing/fakes';
 
@@ -190,6 +190,22 @@ describe('PasswordsService: setting and resetting passwords', () => {
       ['user.password_reset.requested', 'failure', { email: 'ghost@example.com', type: 'anonymous' }, undefined, { reason: 'unknown_email' }, 'req_fakecall00000000000000'],
     ]);
     expect(JSON.stringify(db.events)).not.toContain(message!.data.token!.slice(4, 30));
+  });
+
+  it(`sends one account at most ${RESET_MAILS_PER_HOUR} tokens an hour: past that no token, no mail, a throttled failure event`, async () => {
+    const { db, users, passwords, queued, service, composer } = setup();
+    users.add({ id: 'user_ada', email: 'ada@example.com' });
+    for (let i = 0; i <= RESET_MAILS_PER_HOUR; i++) await service.requestReset('live', 'ada@example.com', keyCall('key_pub'));
+    const messages = [];
+    for (const [i, q] of queued.entries()) messages.push(await db.transaction((tx) => composer(tx, { id: String(i), ...q })));
+    expect(messages.filter(Boolean)).toHaveLength(RESET_MAILS_PER_HOUR);
+    expect(messages.at(-1)).toBeUndefined();
+    expect(passwords.resetTokens.size).toBe(RESET_MAILS_PER_HOUR);
+    expect(db.events.at(-1)).toMatchObject({ type: 'user.password_reset.requested', result: 'failure', actor: { id: 'user_ada' }, metadata: { reason: 'throttled', limitPerHour: RESET_MAILS_PER_HOUR } });
+    // An hour on, the account gets mail again.
+    for (const t of passwords.resetTokens.values()) t.created_at = new Date(Date.now() - 3_601_000);
+    await service.requestReset('live', 'ada@example.com', keyCall('key_pub'));
+    expect(await db.transaction((tx) => composer(tx, { id: 'later', ...queued.at(-1)! }))).toMatchObject({ to: 'ada@example.com' });
   });
 
   it('confirms a reset once: new password, every session and grant ended; then the token is refused', async () => {

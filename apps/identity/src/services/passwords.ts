@@ -12,7 +12,7 @@ import type { UsersRepository } from './users';
 
 export type PasswordsRepository = Pick<
   typeof passwordsRepository,
-  'setHash' | 'rehash' | 'findByEmail' | 'failures' | 'recordFailure' | 'clearFailures' | 'insertResetToken' | 'lockResetToken' | 'useResetToken'
+  'setHash' | 'rehash' | 'findByEmail' | 'failures' | 'recordFailure' | 'clearFailures' | 'insertResetToken' | 'countRecentResetTokens' | 'lockResetToken' | 'useResetToken'
 >;
 
 export interface PasswordsDeps {
@@ -187,8 +187,11 @@ export class PasswordsService {
 
 const originOf = (call: CallContext): Origin => ({ caller: callerOf(call), traceId: call.requestId });
 
+/** Reset tokens (and so mails) one account is sent per hour at most. */
+export const RESET_MAILS_PER_HOUR = 5;
+
 export interface ResetComposerDeps {
-  passwords: Pick<PasswordsRepository, 'findByEmail' | 'insertResetToken'>;
+  passwords: Pick<PasswordsRepository, 'findByEmail' | 'insertResetToken' | 'countRecentResetTokens'>;
   outbox: Outbox;
   serverSecret: string;
 }
@@ -205,19 +208,22 @@ export function passwordResetComposer({ passwords, outbox, serverSecret }: Reset
     if (typeof email !== 'string' || typeof origin.traceId !== 'string' || !origin.caller) throw new Error('malformed password reset request');
     const { environment } = job;
     const user = await passwords.findByEmail(client, environment, email);
+    // A mailbox is sent at most RESET_MAILS_PER_HOUR tokens an hour, whoever asks (no mail bombing through the
+    // reset form); the requester's answer was the same either way.
+    const throttled = !!user && (await passwords.countRecentResetTokens(client, environment, user.id, 3600)) >= RESET_MAILS_PER_HOUR;
     const token = generateResetToken();
-    if (user) await passwords.insertResetToken(client, { id: newId('prt'), environment, userId: user.id, hash: hashResetToken(token, serverSecret) });
+    if (user && !throttled) await passwords.insertResetToken(client, { id: newId('prt'), environment, userId: user.id, hash: hashResetToken(token, serverSecret) });
     await outbox.append(client, {
       ...origin.caller,
       actor: user ? userActor(user) : { email, type: 'anonymous' },
       environment,
       type: 'user.password_reset.requested',
       target: user ? userTarget(user.id) : undefined,
-      result: user ? 'success' : 'failure',
+      result: user && !throttled ? 'success' : 'failure',
       traceId: origin.traceId,
-      metadata: user ? {} : { reason: 'unknown_email' },
+      metadata: !user ? { reason: 'unknown_email' } : throttled ? { reason: 'throttled', limitPerHour: RESET_MAILS_PER_HOUR } : {},
     });
-    if (!user) return undefined;
+    if (!user || throttled) return undefined;
     return {
       to: user.email,
       subject: 'Reset your password',

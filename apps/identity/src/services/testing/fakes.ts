@@ -275,7 +275,7 @@ export function fakeSamlSubjects(subjects: Record<string, NonNullable<SamlSubjec
  */
 export class FakePasswords implements PasswordsRepository {
   readonly failed: { environment: string; email: string; ip: string }[] = [];
-  readonly resetTokens = new Map<string, ResetTokenRow & { hash: Buffer }>();
+  readonly resetTokens = new Map<string, ResetTokenRow & { hash: Buffer; created_at: Date }>();
 
   constructor(private readonly users: FakeUsers) {}
 
@@ -316,7 +316,12 @@ export class FakePasswords implements PasswordsRepository {
   }
 
   async insertResetToken(_db: Db, t: { id: string; environment: string; userId: string; hash: Buffer }): Promise<void> {
-    this.resetTokens.set(t.id, { id: t.id, environment: t.environment, user_id: t.userId, hash: t.hash, expires_at: new Date(Date.now() + 3600_000), used_at: null });
+    this.resetTokens.set(t.id, { id: t.id, environment: t.environment, user_id: t.userId, hash: t.hash, expires_at: new Date(Date.now() + 3600_000), used_at: null, created_at: new Date() });
+  }
+
+  async countRecentResetTokens(_db: Db, environment: string, userId: string, seconds: number): Promise<number> {
+    const since = Date.now() - seconds * 1000;
+    return [...this.resetTokens.values()].filter((t) => t.environment === environment && t.user_id === userId && t.created_at.getTime() > since).length;
   }
 
   async lockResetToken(_db: Db, environment: string, hash: Buffer): Promise<ResetTokenRow | undefined> {
