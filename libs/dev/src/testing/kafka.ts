@@ -6,6 +6,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { Kafka, logLevel } from 'kafkajs';
 import { freePort } from '../stack/ports';
+import type { HarnessServerOptions } from './tools';
 
 /**
  * A real Apache Kafka broker for tests: one JVM in KRaft mode (broker and controller in one process) on free
@@ -67,8 +68,7 @@ export interface StartKafkaOptions {
   fastStart?: boolean;
   /** Extra server.properties lines (key → value), e.g. `num.partitions`. */
   properties?: Record<string, string>;
-  /** The broker exited after start-up without stop() or restart() asking it to (a launcher restarts it). */
-  onUnexpectedExit?: (code: number | null, signal: NodeJS.Signals | null) => void;
+  onUnexpectedExit?: HarnessServerOptions['onUnexpectedExit'];
 }
 
 /** A KRaft cluster id: 16 random bytes in URL-safe base64 without padding, as `StorageTool random-uuid` makes. */

@@ -1,7 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import net from 'node:net';
 import { freePort } from '../stack/ports';
-import { findTool } from './tools';
+import { findTool, type HarnessServerOptions } from './tools';
 
 /**
  * The redis-server binary for tests: $REDIS_SERVER, else the first on PATH (the Debian package installs
@@ -54,14 +54,7 @@ export function pingRedis(port: number, timeoutMs = 500): Promise<boolean> {
  * A real redis-server on a free port of 127.0.0.1, as a child process of the test (not daemonized, so the
  * test owns it and stop() really ends it), with persistence off. Resolves once it answers PING.
  */
-export async function startTestRedis(
-  options: {
-    binary?: string;
-    startTimeoutMs?: number;
-    /** The server exited after start-up without stop() or restart() asking it to (a launcher restarts it). */
-    onUnexpectedExit?: (code: number | null, signal: NodeJS.Signals | null) => void;
-  } = {},
-): Promise<TestRedis> {
+export async function startTestRedis(options: HarnessServerOptions = {}): Promise<TestRedis> {
   const binary = options.binary ?? findRedisServer();
   if (!binary) throw new Error('redis-server not found (apt-get install redis-server, or set REDIS_SERVER)');
   const port = await freePort();

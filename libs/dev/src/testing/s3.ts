@@ -5,7 +5,7 @@ import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { freePort } from '../stack/ports';
-import { findTool } from './tools';
+import { findTool, type HarnessServerOptions } from './tools';
 
 /** The versitygw version scripts/install-tools.sh installs (with `go install`). */
 export const VERSITYGW_VERSION = 'v1.8.0';
@@ -47,14 +47,7 @@ export interface TestS3 {
  * in a fresh temp directory (buckets are folders, object metadata in a sidecar folder). Resolves once it
  * answers HTTP.
  */
-export async function startTestS3(
-  options: {
-    binary?: string;
-    startTimeoutMs?: number;
-    /** The server exited after start-up without stop() or restart() asking it to (a launcher restarts it). */
-    onUnexpectedExit?: (code: number | null, signal: NodeJS.Signals | null) => void;
-  } = {},
-): Promise<TestS3> {
+export async function startTestS3(options: HarnessServerOptions = {}): Promise<TestS3> {
   const binary = options.binary ?? findVersitygw();
   if (!binary) throw new Error('versitygw not found (bash scripts/install-tools.sh, or set VERSITYGW)');
   const dir = await mkdtemp(path.join(os.tmpdir(), 'secsvc-s3-'));

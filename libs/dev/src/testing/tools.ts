@@ -20,3 +20,12 @@ export function findTool(name: string, envVar: string, hint: string, extra: stri
   if (!found && process.env.CI === 'true') throw new Error(`${name} is missing: ${hint}`);
   return found;
 }
+
+/** How a test or a launcher starts one of the harness's servers (redis-server, versitygw). */
+export interface HarnessServerOptions {
+  /** The server's binary (default: the one scripts/install-tools.sh installs, else on PATH). */
+  binary?: string;
+  startTimeoutMs?: number;
+  /** The server exited after start-up without stop() or restart() asking it to (a launcher restarts it). */
+  onUnexpectedExit?: (code: number | null, signal: NodeJS.Signals | null) => void;
+}
