@@ -197,19 +197,33 @@ export async function killAndRecover(api: Api, victim: Victim, load: MixedLoad, 
   return { victim: victim.name, recoveryMs: Date.now() - killedAt, atMs, collateral };
 }
 
-/** Every page of the log entries of `events`, counted by event and target id (`policy.created:pol_…`). */
-async function loggedTargets(api: Api, events: string[]): Promise<Map<string, number>> {
-  const counts = new Map<string, number>();
+interface LoggedEntry {
+  event: string;
+  result: string;
+  actor?: { email?: string };
+  target?: { id: string };
+}
+
+/** Every log entry of `events`, all pages. */
+async function loggedEntries(api: Api, events: string[]): Promise<LoggedEntry[]> {
+  const entries: LoggedEntry[] = [];
   let cursor = '';
   for (;;) {
     const res = await api('GET', `/logs?events=${events.join(',')}&limit=100${cursor ? `&cursor=${cursor}` : ''}`);
     if (res.status !== 200) throw new Error(`GET /logs answered ${res.status}`);
-    for (const e of res.body.data as { event: string; target?: { id: string } }[]) {
-      if (e.target) counts.set(`${e.event}:${e.target.id}`, (counts.get(`${e.event}:${e.target.id}`) ?? 0) + 1);
-    }
-    if (!res.body.pagination.hasMore) return counts;
+    entries.push(...(res.body.data as LoggedEntry[]));
+    if (!res.body.pagination.hasMore) return entries;
     cursor = res.body.pagination.nextCursor;
   }
+}
+
+/** The log entries of `events`, counted by event and target id (`policy.created:pol_…`). */
+async function loggedTargets(api: Api, events: string[]): Promise<Map<string, number>> {
+  const counts = new Map<string, number>();
+  for (const e of await loggedEntries(api, events)) {
+    if (e.target) counts.set(`${e.event}:${e.target.id}`, (counts.get(`${e.event}:${e.target.id}`) ?? 0) + 1);
+  }
+  return counts;
 }
 
 /** The distinct reset tokens mailed to `emails` (MAIL_DIR: one JSON file per message, a message may come twice). */
@@ -271,18 +285,9 @@ export async function checkNothingLost(api: Api, load: MixedLoad, mailDir: strin
   } while (Date.now() < deadline);
   // Every composed reset (one requested event each, whoever asked) is mailed, at least once; and there is one for
   // every acknowledged request (a request cut off after it was queued may add one more).
-  const requestedEvents = async () => {
-    let total = 0;
-    let cursor = '';
-    for (;;) {
-      const res = await api('GET', `/logs?events=user.password_reset.requested&limit=100${cursor ? `&cursor=${cursor}` : ''}`);
-      if (res.status !== 200) throw new Error(`GET /logs answered ${res.status}`);
-      // Composed resets: a token each (a throttled or unknown-email request is a failure and mails nothing).
-      total += (res.body.data as { actor?: { email?: string }; result: string }[]).filter((e) => e.result === 'success' && load.resetEmails.has(e.actor?.email ?? '')).length;
-      if (!res.body.pagination.hasMore) return total;
-      cursor = res.body.pagination.nextCursor;
-    }
-  };
+  // Composed resets: a token each (a throttled or unknown-email request is a failure and mails nothing).
+  const requestedEvents = async () =>
+    (await loggedEntries(api, ['user.password_reset.requested'])).filter((e) => e.result === 'success' && load.resetEmails.has(e.actor?.email ?? '')).length;
   let resets = { acknowledged: load.acknowledged.reset.length, requestedEvents: 0, mailed: 0 };
   do {
     resets = { ...resets, requestedEvents: await requestedEvents(), mailed: mailedTokens(mailDir, load.resetEmails).size };

@@ -1,8 +1,7 @@
 import { checkHealth } from '@secsvc/shared';
 import { chmod, mkdir } from 'node:fs/promises';
 import path from 'node:path';
-import { Kafka, logLevel } from 'kafkajs';
-import { startKafka, type KafkaTestBroker } from '../testing/kafka';
+import { kafkaAnswers, startKafka, type KafkaTestBroker } from '../testing/kafka';
 import { pingRedis, startTestRedis, type TestRedis } from '../testing/redis';
 import { startTestS3, type TestS3 } from '../testing/s3';
 import { APP_NAMES, appEnvironment, launcherEnvironment, type AppName } from './app-environment';
@@ -213,18 +212,9 @@ export async function startDistributedStack(opts: DistributedStackOptions): Prom
     }
     lb = await startLoadBalancer({ host: opts.host, port: lbPort, upstreams: gateways.map((g) => g.replace(/\/v1$/, '')) });
 
-    const brokerUp = async () => {
-      const admin = new Kafka({ clientId: 'secsvc-launcher', brokers: kafka!.brokers, logLevel: logLevel.NOTHING, connectionTimeout: 1000, retry: { retries: 0 } }).admin();
-      try {
-        await admin.connect();
-        return (await admin.describeCluster()).brokers.length > 0;
-      } finally {
-        await admin.disconnect().catch(() => undefined);
-      }
-    };
     const dependencyHealth: Record<Dependency, () => Promise<boolean>> = {
       postgres: () => postgresAnswers(databaseUrl),
-      kafka: brokerUp,
+      kafka: () => kafkaAnswers(kafka!.brokers),
       redis: () => pingRedis(redis!.port),
       s3: () => fetch(s3!.endpoint, { signal: AbortSignal.timeout(1000) }).then(() => true),
     };

@@ -41,6 +41,19 @@ export function kafkaUnavailable(libsDir = kafkaLibsDir()): string | undefined {
   return undefined;
 }
 
+/** True when a broker at `brokers` accepts a client and is registered in its cluster (within about a second). */
+export async function kafkaAnswers(brokers: string[]): Promise<boolean> {
+  const admin = new Kafka({ clientId: 'secsvc-test-harness', brokers, logLevel: logLevel.NOTHING, connectionTimeout: 1000, retry: { retries: 0 } }).admin();
+  try {
+    await admin.connect();
+    return (await admin.describeCluster()).brokers.length > 0;
+  } catch {
+    return false; // not listening or not registered yet
+  } finally {
+    await admin.disconnect().catch(() => undefined);
+  }
+}
+
 export interface KafkaTestBroker {
   /** Bootstrap addresses for clients: the broker listener only, never the controller's. */
   brokers: string[];
@@ -174,21 +187,11 @@ export async function startKafka(options: StartKafkaOptions = {}): Promise<Kafka
     );
     process.once('exit', killOnExit);
     const deadline = Date.now() + timeoutMs;
-    const probe = new Kafka({ clientId: 'secsvc-test-harness', brokers, logLevel: logLevel.NOTHING, connectionTimeout: 1000, retry: { retries: 0 } });
     for (;;) {
       if (gone) throw new Error(`the Kafka broker exited during start-up:\n  ${tail(logFile)}`);
-      const admin = probe.admin();
-      try {
-        await admin.connect();
-        const cluster = await admin.describeCluster();
-        if (cluster.brokers.length > 0) {
-          up = true;
-          return;
-        }
-      } catch {
-        // not listening or not registered yet
-      } finally {
-        await admin.disconnect().catch(() => undefined);
+      if (await kafkaAnswers(brokers)) {
+        up = true;
+        return;
       }
       if (Date.now() > deadline) {
         await stopProcess('SIGKILL');
