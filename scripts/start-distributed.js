@@ -3,7 +3,8 @@
 // `bash scripts/install-tools.sh`): Kafka, redis-server, versitygw (S3), PostgreSQL, two replicas of gateway,
 // identity, policy and export-worker behind a load balancer, and one audit service (embedded ClickHouse unless
 // CLICKHOUSE_URL names a server). Everything listens on 127.0.0.1 (the load balancer on HOST); data lives in
-// DATA_DIR, else in a temporary directory deleted on stop.
+// DATA_DIR (default .data/distributed) and is kept across restarts; DATA_TEMPORARY=true uses a temporary
+// directory deleted on stop instead.
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
@@ -18,7 +19,8 @@ try {
   config = loadConfig({
     HOST: env.host('127.0.0.1'),
     PORT: env.port(8080),
-    DATA_DIR: z.string().min(1).optional(),
+    DATA_DIR: z.string().min(1).default(path.resolve(__dirname, '..', '.data', 'distributed')),
+    DATA_TEMPORARY: env.bool(false),
     // 0: any free port (the default here: replica i of a service listens on its port + i).
     PG_PORT: env.port(0),
     IDENTITY_GRPC_PORT: env.port(0),
@@ -37,10 +39,10 @@ try {
 }
 
 async function main() {
-  // A given DATA_DIR is the user's and is kept; a temporary one is deleted on stop.
+  // DATA_DIR is kept (a restart finds its users, keys and log again); DATA_TEMPORARY=true asks for a throw-away one.
   let tmp;
   let dataDir;
-  if (config.DATA_DIR) {
+  if (!config.DATA_TEMPORARY) {
     dataDir = path.resolve(config.DATA_DIR);
   } else {
     tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'secsvc-distributed-'));
@@ -83,7 +85,7 @@ async function main() {
     ? [`Admin API key (generated now, shown once; it is stored only as a hash): ${stack.bootstrapKey}`, `Try: curl -H "Authorization: Bearer ${stack.bootstrapKey}" ${stack.baseUrl}/users`]
     : process.env.BOOTSTRAP_API_KEY
       ? ['Admin API key: your BOOTSTRAP_API_KEY (created when the data directory had no key yet)']
-      : [];
+      : [`Admin API key: the one printed when ${dataDir} was first used (keys are stored only as hashes)`];
   console.log(
     [
       '',
@@ -92,7 +94,7 @@ async function main() {
       `  gRPC: identity ${stack.grpc.identity.join(', ')}; policy ${stack.grpc.policy.join(', ')}; audit ${stack.grpc.audit}`,
       `  admin: ${Object.entries(stack.admin).map(([name, url]) => `${name} ${port(url)}`).join(', ')}`,
       `  PostgreSQL port ${stack.postgresPort}, Kafka ${stack.kafkaBrokers.join(',')}, Redis ${stack.redisUrl}, S3 ${stack.s3.endpoint} (bucket ${stack.s3.bucket})`,
-      `  data: ${dataDir}${tmp ? ' (temporary: deleted on stop)' : ''}`,
+      `  data: ${dataDir}${tmp ? ' (temporary: deleted on stop)' : ' (kept across restarts; DATA_TEMPORARY=true for a throw-away one)'}`,
       ...(stack.samlSp ? [`  SAML SP key pair (every gateway): ${stack.samlSp.keyFile}, ${stack.samlSp.certFile}`] : []),
       '',
       ...key,

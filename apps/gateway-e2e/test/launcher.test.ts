@@ -4,9 +4,10 @@
  * everything: the launcher exits 0 and no process of its data directory is left behind.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { chmod, mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
+import { chmod, mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import { descendantsOf, stillRunning } from './processes';
 import { apiClient, eventually } from './support';
 
 jest.setTimeout(180_000);
@@ -19,41 +20,6 @@ let exited: Promise<number | null>;
 /** The launcher's descendants seen while it ran. */
 let children: { pid: number; command: string }[] = [];
 const output: string[] = [];
-
-/** The launcher's descendants (its apps, PostgreSQL and PostgreSQL's own processes), with their command lines. */
-async function descendantsOf(pid: number): Promise<{ pid: number; command: string }[]> {
-  const parents = new Map<number, number>();
-  const commands = new Map<number, string>();
-  for (const entry of await readdir('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    const stat = await readFile(`/proc/${entry}/stat`, 'utf8').catch(() => '');
-    // pid (comm) state ppid ...: the command may hold spaces and parentheses, so read after the last ')'.
-    const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
-    if (!ppid) continue;
-    parents.set(Number(entry), ppid);
-    commands.set(Number(entry), (await readFile(`/proc/${entry}/cmdline`).catch(() => Buffer.alloc(0))).toString().replace(/\0/g, ' ').trim());
-  }
-  const found: { pid: number; command: string }[] = [];
-  const visit = (parent: number) => {
-    for (const [child, ppid] of parents) {
-      if (ppid !== parent) continue;
-      found.push({ pid: child, command: commands.get(child) ?? '' });
-      visit(child);
-    }
-  };
-  visit(pid);
-  return found;
-}
-
-/** Those of `processes` still running the same command (a pid reused by another program does not count). */
-async function stillRunning(processes: { pid: number; command: string }[]) {
-  const alive: { pid: number; command: string }[] = [];
-  for (const p of processes) {
-    const command = (await readFile(`/proc/${p.pid}/cmdline`).catch(() => Buffer.alloc(0))).toString().replace(/\0/g, ' ').trim();
-    if (command && command === p.command) alive.push(p);
-  }
-  return alive;
-}
 
 const printed = (pattern: RegExp) => eventually(async () => output.join('').match(pattern), (m) => m !== null, 120_000);
 

@@ -144,7 +144,7 @@ describe('appEnvironment', () => {
 
   it('fills launcher defaults where the user set nothing; an explicit empty value replaces a default', () => {
     const gateway = appEnvironment('gateway', { SAML_SP_KEY_FILE: '', SAML_SP_CERT_FILE: '' }, launcherEnvironment(wiring('local', 'gateway')));
-    expect(gateway).toMatchObject({ SAML_SP_KEY_FILE: '', SAML_SP_CERT_FILE: '', ISSUER: 'http://launcher:1', HOST: '127.0.0.1', PORT: '6', ADMIN_PORT: '5' });
+    expect(gateway).toMatchObject({ SAML_SP_KEY_FILE: '', SAML_SP_CERT_FILE: '', ISSUER: 'http://launcher:1', DOWNLOAD_BASE_URL: 'http://launcher:1/downloads', HOST: '127.0.0.1', PORT: '6', ADMIN_PORT: '5' });
     const audit = appEnvironment('audit', {}, launcherEnvironment(wiring('local', 'audit')));
     expect(audit).toMatchObject({ CLICKHOUSE_PATH: '/launcher/data/clickhouse', EXPORT_DIR: '/launcher/data/exports', SERVER_SECRET: 'launcher-secret-launcher-secret-launcher', MIGRATE_ONLY: 'false' });
     expect(audit).not.toHaveProperty('PORT');

@@ -115,7 +115,7 @@ export interface LauncherWiring {
  * The launchers' wiring and defaults for one instance. Wired: PROFILE, DATABASE_URL, MIGRATE_ONLY=false (a
  * launcher serves), the hosts and ports it chose (HOST, PORT, GRPC_HOST, GRPC_PORT, ADMIN_HOST, ADMIN_PORT), the
  * service addresses, and in the distributed profile the event bus (EVENT_BUS, KAFKA_BROKERS), REDIS_URL and the S3
- * store. Defaults: SERVER_SECRET, ISSUER, MAIL_DIR, CLICKHOUSE_PATH, EXPORT_DIR, the SAML SP key pair, and in the
+ * store. Defaults: SERVER_SECRET, ISSUER, DOWNLOAD_BASE_URL (the issuer's /downloads), MAIL_DIR, CLICKHOUSE_PATH, EXPORT_DIR, the SAML SP key pair, and in the
  * distributed profile RATE_LIMIT_STORE=redis.
  */
 export function launcherEnvironment(w: LauncherWiring): LauncherEnvironment {
@@ -139,6 +139,8 @@ export function launcherEnvironment(w: LauncherWiring): LauncherEnvironment {
     defaults: {
       SERVER_SECRET: w.serverSecret,
       ISSUER: w.issuer,
+      // Export links name the public origin (the distributed profile's load balancer), not one gateway's port.
+      DOWNLOAD_BASE_URL: `${w.issuer}/downloads`,
       MAIL_DIR: path.join(w.dataDir, 'mail'),
       CLICKHOUSE_PATH: path.join(w.dataDir, 'clickhouse'),
       // Export files of the local store: the worker writes them, audit reads them for downloads.
