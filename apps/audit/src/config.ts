@@ -1,4 +1,5 @@
-import { busConfig, busConfigProblems, commonConfig, ConfigError, databaseConfig, env, loadConfig, migrationConfig, objectStoreConfig } from '@secsvc/shared';
+import { clickHouseTlsProblems } from '@secsvc/audit-store';
+import { busConfig, busConfigProblems, clickHouseTlsConfig, commonConfig, ConfigError, databaseConfig, env, grpcTlsConfig, grpcTlsProblems, loadConfig, migrationConfig, objectStoreConfig } from '@secsvc/shared';
 import { z } from 'zod';
 
 export const auditConfigShape = {
@@ -8,12 +9,15 @@ export const auditConfigShape = {
   ...migrationConfig,
   GRPC_HOST: env.host('127.0.0.1'),
   GRPC_PORT: env.port(50053),
+  ...grpcTlsConfig,
   ADMIN_PORT: env.port(9103),
   /** A ClickHouse server (distributed profile), e.g. http://clickhouse:8123. */
   CLICKHOUSE_URL: z.string().url('must be a URL').optional(),
   CLICKHOUSE_USER: z.string().optional(),
   CLICKHOUSE_PASSWORD: z.string().optional(),
   CLICKHOUSE_DATABASE: z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'must be a database name').optional(),
+  /** With an https CLICKHOUSE_URL: the CA bundle, and a client certificate for mutual TLS. */
+  ...clickHouseTlsConfig,
   /**
    * Embedded ClickHouse (chdb) data directory, used when CLICKHOUSE_URL is unset: the local profile's log store
    * (default .data/clickhouse); with PROFILE=distributed it must be set explicitly to choose chdb.
@@ -39,7 +43,7 @@ export type AuditConfig = ReturnType<typeof loadAuditConfig>;
 
 export function loadAuditConfig(source: Record<string, string | undefined> = process.env) {
   const config = loadConfig(auditConfigShape, source);
-  const problems = busConfigProblems(config);
+  const problems = [...busConfigProblems(config), ...grpcTlsProblems(config, 'server'), ...clickHouseTlsProblems(config)];
   if (config.PROFILE === 'distributed' && !config.CLICKHOUSE_URL && !config.CLICKHOUSE_PATH) {
     problems.push('CLICKHOUSE_URL: required with PROFILE=distributed (or set CLICKHOUSE_PATH to use embedded chdb) (not set)');
   }

@@ -1,6 +1,6 @@
 import { events } from '@secsvc/proto';
 import { rowFromEvent, type GeoIp, type LogRow, type LogStore } from '@secsvc/audit-store';
-import { AUDIT_CONSUMER_GROUP, AUTH_EVENTS_TOPIC, isId, type BusRecord, type EventBus, type Logger, type Metrics, type Subscription } from '@secsvc/shared';
+import { AUDIT_CONSUMER_GROUP, AUTH_EVENTS_TOPIC, isId, traceBatch, type BusRecord, type EventBus, type Logger, type Metrics, type Subscription } from '@secsvc/shared';
 import { Counter } from 'prom-client';
 
 export interface ConsumerOptions {
@@ -37,6 +37,13 @@ export async function startConsumer(o: ConsumerOptions): Promise<Subscription> {
   const duplicates = o.metrics
     ? new Counter({ name: 'audit_events_duplicate_total', help: 'Events received again and skipped (already stored)', registers: [o.metrics.registry] })
     : undefined;
+  const lag = o.bus.lag?.bind(o.bus);
+  if (o.metrics && lag) {
+    o.metrics.scrapedGauges(
+      { lag: { name: 'bus_consumer_lag_events', help: 'Events on the bus the consumer group has not consumed yet', labelNames: ['topic', 'group'] } },
+      async (g) => g.lag.set({ topic: AUTH_EVENTS_TOPIC, group: AUDIT_CONSUMER_GROUP }, await lag(AUTH_EVENTS_TOPIC, AUDIT_CONSUMER_GROUP)),
+    );
+  }
   return o.bus.subscribe(
     { topic: AUTH_EVENTS_TOPIC, group: AUDIT_CONSUMER_GROUP, maxBatchSize: o.maxBatchSize, maxWaitMs: o.maxWaitMs },
     async (batch) => {
@@ -45,7 +52,8 @@ export async function startConsumer(o: ConsumerOptions): Promise<Subscription> {
         const e = parse(record, o.logger);
         if (e) rows.push(rowFromEvent(e, o.geo.lookup(e.context?.ip ?? '')));
       }
-      const inserted = await o.store.insert(rows);
+      // Traced: each event's span continues the trace of the request that caused it (its traceparent).
+      const inserted = await traceBatch(AUTH_EVENTS_TOPIC, batch, () => o.store.insert(rows));
       stored?.inc(inserted);
       duplicates?.inc(rows.length - inserted);
     },

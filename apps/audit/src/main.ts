@@ -1,5 +1,5 @@
 import { audit, serviceNames } from '@secsvc/proto';
-import { applyRetention, AuditChain, ChainKey, ExportJobs, GeoIp, LogStore, migrateAuditSchema, migrateClickHouse, openClickHouse } from '@secsvc/audit-store';
+import { applyRetention, AuditChain, ChainKey, clickHouseServer, ExportJobs, GeoIp, LogStore, migrateAuditSchema, migrateClickHouse, openClickHouse } from '@secsvc/audit-store';
 import { createEventBus, createObjectStore, runGrpcService } from '@secsvc/shared';
 import { loadAuditConfig } from './config';
 import { startConsumer } from './consumer';
@@ -21,11 +21,9 @@ void runGrpcService({
   name: 'audit',
   loadConfig: loadAuditConfig,
   migrations: (pool, { logger }) => migrateAuditSchema(pool, logger).then(() => undefined),
-  async migrateMore({ config, logger }) {
+  async migrateMore({ config, logger, metrics }) {
     ch = await openClickHouse(
-      config.CLICKHOUSE_URL
-        ? { url: config.CLICKHOUSE_URL, username: config.CLICKHOUSE_USER, password: config.CLICKHOUSE_PASSWORD, database: config.CLICKHOUSE_DATABASE }
-        : { path: config.CLICKHOUSE_PATH },
+      config.CLICKHOUSE_URL ? clickHouseServer({ ...config, CLICKHOUSE_URL: config.CLICKHOUSE_URL }, { logger, metrics }) : { path: config.CLICKHOUSE_PATH },
     );
     const applied = await migrateClickHouse(ch);
     if (applied > 0) logger.info({ applied }, 'ClickHouse migrations applied');
@@ -39,7 +37,7 @@ void runGrpcService({
     chain.onMismatch = (environment, position) =>
       logger.error({ environment, position }, 'audit chain: rows a dead writer left past the head do not hash as stored (GET /v1/logs/verify reports it)');
     const store = new LogStore(ch, chain);
-    const bus = await createEventBus(config, logger, 'audit');
+    const bus = await createEventBus(config, logger, 'audit', { metrics, pool: 'bus_consume' });
     const consumer = config.AUDIT_CONSUMER
       ? await startConsumer({ bus, store, geo: await GeoIp.open(), logger, metrics, maxBatchSize: config.AUDIT_BATCH_SIZE, maxWaitMs: config.AUDIT_BATCH_WAIT_MS })
       : undefined;

@@ -28,4 +28,12 @@ describe('audit configuration', () => {
     expect(() => loadAuditConfig({ ...base, AUDIT_RETENTION_DAYS: '0' })).toThrow(/AUDIT_RETENTION_DAYS/);
     expect(() => loadAuditConfig({ ...base, CLICKHOUSE_URL: 'not a url' })).toThrow(/CLICKHOUSE_URL: must be a URL \(value hidden\)/);
   });
+
+  it('names what GRPC_TLS and the ClickHouse TLS files lack, together', () => {
+    expect(() => loadAuditConfig({ ...base, GRPC_TLS: 'mtls', CLICKHOUSE_URL: 'http://ch:8123', CLICKHOUSE_CA_FILE: '/etc/ch/ca.crt' })).toThrow(
+      /GRPC_TLS_CERT_FILE: required with GRPC_TLS=mtls[\s\S]*GRPC_TLS_CA_FILE: required[\s\S]*CLICKHOUSE_CA_FILE: only used with an https:\/\/ CLICKHOUSE_URL/,
+    );
+    // The files are read when the process starts, not by the loader.
+    expect(loadAuditConfig({ ...base, CLICKHOUSE_URL: 'https://ch:8443', CLICKHOUSE_CA_FILE: '/nonexistent/ca.crt' })).toMatchObject({ CLICKHOUSE_CA_FILE: '/nonexistent/ca.crt' });
+  });
 });

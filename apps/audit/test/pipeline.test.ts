@@ -7,6 +7,7 @@ import {
   createLogger,
   createPostgresBus,
   Metrics,
+  parseMetricsText,
   withTransaction,
   type EventBus,
   type Logger,
@@ -68,6 +69,8 @@ describe('outbox → Postgres bus → consumer → ClickHouse', () => {
     expect(london).toMatchObject({ city: 'London', country: 'GB', region: 'England', actor_email: 'person0@example.com', event: 'user.updated' });
     expect(JSON.parse(london!.metadata)).toEqual({ authMethod: 'password', mfaUsed: false });
     expect(await metrics.registry.getSingleMetricAsString('audit_events_stored_total')).toContain('audit_events_stored_total{service="audit-test"} 500');
+    // everything published was consumed: no lag
+    expect(parseMetricsText(await metrics.registry.metrics())).toContainEqual({ name: 'bus_consumer_lag_events', labels: { topic: AUTH_EVENTS_TOPIC, group: 'audit', service: 'audit-test' }, value: 0 });
   }, 60_000);
 
   test('a consumer that dies after inserting but before its position moved: the batch comes again, still once in the log', async () => {

@@ -1,4 +1,5 @@
-import { commonConfig, databaseConfig, env, loadConfig, objectStoreConfig } from '@secsvc/shared';
+import { clickHouseTlsProblems } from '@secsvc/audit-store';
+import { clickHouseTlsConfig, commonConfig, ConfigError, databaseConfig, env, grpcTlsConfig, grpcTlsProblems, loadConfig, objectStoreConfig } from '@secsvc/shared';
 import { z } from 'zod';
 
 export const workerConfigShape = {
@@ -8,11 +9,15 @@ export const workerConfigShape = {
   ADMIN_PORT: env.port(9104),
   /** The audit service, whose StreamLogs feeds the worker when it does not read ClickHouse itself. */
   AUDIT_ADDR: env.address('127.0.0.1:50053'),
+  /** TLS (or mutual TLS) to the audit service: GRPC_TLS, GRPC_TLS_CERT_FILE, _KEY_FILE, _CA_FILE, _SERVER_NAME. */
+  ...grpcTlsConfig,
   /** A ClickHouse server: when set the worker reads rows from it directly (distributed profile). */
   CLICKHOUSE_URL: z.string().url('must be a URL').optional(),
   CLICKHOUSE_USER: z.string().optional(),
   CLICKHOUSE_PASSWORD: z.string().optional(),
   CLICKHOUSE_DATABASE: z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'must be a database name').optional(),
+  /** With an https CLICKHOUSE_URL: the CA bundle, and a client certificate for mutual TLS. */
+  ...clickHouseTlsConfig,
   /** How long a finished export stays downloadable (the link's expiresAt); the file is deleted after. */
   EXPORT_LINK_TTL_SECONDS: env.int(3600, 60, 30 * 86_400),
   /** Attempts before a job ends as failed. */
@@ -36,5 +41,9 @@ export const workerConfigShape = {
 export type WorkerConfig = ReturnType<typeof loadWorkerConfig>;
 
 export function loadWorkerConfig(source: Record<string, string | undefined> = process.env) {
-  return loadConfig(workerConfigShape, source);
+  const config = loadConfig(workerConfigShape, source);
+  // The audit service is dialled only without a ClickHouse server of its own.
+  const problems = [...(config.CLICKHOUSE_URL ? [] : grpcTlsProblems(config, 'client')), ...clickHouseTlsProblems(config)];
+  if (problems.length > 0) throw new ConfigError(problems);
+  return config;
 }

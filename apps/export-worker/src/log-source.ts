@@ -1,6 +1,6 @@
-import type * as grpc from '@grpc/grpc-js';
+import { Metadata, type ClientReadableStream } from '@grpc/grpc-js';
 import { decodeRows, exportPages, type ClickHouseClient, type ExportSpec, type LogRow } from '@secsvc/audit-store';
-import { fromGrpcError } from '@secsvc/shared';
+import { fromGrpcError, withTraceparent } from '@secsvc/shared';
 import type { audit } from '@secsvc/proto';
 
 /**
@@ -37,7 +37,7 @@ export function auditLogSource(client: Pick<audit.AuditServiceClient, 'streamLog
   return {
     kind: 'audit-rpc',
     async *rows(spec, signal) {
-      const call: grpc.ClientReadableStream<audit.LogRowsChunk> = client.streamLogs({ ...spec, pageSize });
+      const call: ClientReadableStream<audit.LogRowsChunk> = client.streamLogs({ ...spec, pageSize }, withTraceparent(new Metadata()));
       const cancel = () => call.cancel();
       signal.addEventListener('abort', cancel, { once: true });
       try {

@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import os from 'node:os';
 import { audit } from '@secsvc/proto';
-import { EXPORT_JOBS_CHANNEL, ExportJobs, migrateAuditSchema, openClickHouse } from '@secsvc/audit-store';
-import { createClient, createObjectStore, createPool, PgChannelListener, pingDatabase, runProcess } from '@secsvc/shared';
+import { clickHouseServer, EXPORT_JOBS_CHANNEL, ExportJobs, migrateAuditSchema, openClickHouse } from '@secsvc/audit-store';
+import { createClient, createObjectStore, createPool, GrpcTls, observePool, PgChannelListener, pingDatabase, runProcess } from '@secsvc/shared';
 import { loadWorkerConfig } from './config';
 import { auditLogSource, clickHouseLogSource } from './log-source';
 import { ExportWorker } from './worker';
@@ -12,13 +12,15 @@ const SWEEP_AFTER_MS = 6 * 3_600_000;
 
 void runProcess('export-worker', () => loadWorkerConfig(), async ({ config, logger, metrics }) => {
   const pool = createPool(config.DATABASE_URL, config.DATABASE_POOL_MAX, logger, 'audit');
+  observePool(metrics, pool);
   await migrateAuditSchema(pool, logger);
   const objects = createObjectStore(config);
   // Rows: ClickHouse directly when a server is configured, else the audit service (which owns embedded chdb).
   const ch = config.CLICKHOUSE_URL
-    ? await openClickHouse({ url: config.CLICKHOUSE_URL, username: config.CLICKHOUSE_USER, password: config.CLICKHOUSE_PASSWORD, database: config.CLICKHOUSE_DATABASE })
+    ? await openClickHouse(clickHouseServer({ ...config, CLICKHOUSE_URL: config.CLICKHOUSE_URL }, { logger, metrics }))
     : undefined;
-  const auditClient = ch ? undefined : createClient(audit.AuditServiceClient, config.AUDIT_ADDR);
+  const grpcTls = ch ? GrpcTls.off : GrpcTls.fromConfig(config, { logger, metrics });
+  const auditClient = ch ? undefined : createClient(audit.AuditServiceClient, config.AUDIT_ADDR, metrics, grpcTls);
   const source = ch ? clickHouseLogSource(ch, config.EXPORT_PAGE_SIZE) : auditLogSource(auditClient!, config.EXPORT_PAGE_SIZE);
   const leaseMs = config.EXPORT_LEASE_SECONDS * 1000;
   const worker = new ExportWorker(
@@ -49,7 +51,7 @@ void runProcess('export-worker', () => loadWorkerConfig(), async ({ config, logg
     closers: [
       { name: 'worker', close: () => worker.stop() },
       { name: 'listener', close: () => listener.stop() },
-      { name: 'log source', close: async () => (auditClient?.close(), await ch?.close()) },
+      { name: 'log source', close: async () => (auditClient?.close(), grpcTls.close(), await ch?.close()) },
       { name: 'object store', close: () => objects.close() },
       { name: 'postgres', close: () => pool.end() },
     ],

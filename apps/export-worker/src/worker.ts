@@ -1,6 +1,6 @@
 import { Counter } from 'prom-client';
 import type { ClaimedJob, CompletedFile, ExportStatus } from '@secsvc/audit-store';
-import { Backoff, isAppError, Waker, type Logger, type Metrics, type ObjectStore } from '@secsvc/shared';
+import { Backoff, isAppError, parseTraceparent, SpanKind, Waker, withSpan, type Logger, type Metrics, type ObjectStore } from '@secsvc/shared';
 import { writeExportFile } from './export-file';
 import type { LogSource } from './log-source';
 
@@ -14,6 +14,8 @@ export interface JobQueue {
   failExhausted: (maxAttempts: number) => Promise<number>;
   expireDue: (remove: (objectKey: string) => Promise<void>) => Promise<number>;
   deleteEnded: (days: number) => Promise<number>;
+  /** For the queue gauges (read when /metrics is scraped). */
+  queueStats?: () => Promise<{ queued: number; running: number; oldestQueuedSeconds: number }>;
 }
 
 export interface WorkerSettings {
@@ -82,6 +84,21 @@ export class ExportWorker {
     if (metrics) {
       this.jobsTotal = new Counter({ name: 'export_jobs_total', help: 'Export attempts by outcome', labelNames: ['outcome'], registers: [metrics.registry] });
       this.rowsTotal = new Counter({ name: 'export_rows_total', help: 'Rows written to export files', registers: [metrics.registry] });
+      const stats = queue.queueStats?.bind(queue);
+      if (stats) {
+        metrics.scrapedGauges(
+          {
+            depth: { name: 'export_queue_depth', help: 'Export jobs by state: queued (waiting for a worker, or a retry) or running (a worker holds it)', labelNames: ['state'] },
+            oldest: { name: 'export_queue_oldest_age_seconds', help: 'Age of the oldest queued export job (0 when none)' },
+          },
+          async (g) => {
+            const s = await stats();
+            g.depth.set({ state: 'queued' }, s.queued);
+            g.depth.set({ state: 'running' }, s.running);
+            g.oldest.set(s.oldestQueuedSeconds);
+          },
+        );
+      }
     }
   }
 
@@ -145,7 +162,9 @@ export class ExportWorker {
     if (this.stopped) return false;
     const job = await this.queue.claim(this.s.workerId, this.s.leaseMs, this.s.maxAttempts);
     if (!job) return false;
-    await this.run(job);
+    // The run continues the trace of the request that created the export (its queries, reads, events).
+    const attributes = { 'secsvc.export.id': job.id, 'secsvc.export.format': job.format, 'secsvc.export.attempt': job.attempts };
+    await withSpan('export.run', parseTraceparent(job.traceparent), { kind: SpanKind.CONSUMER, attributes }, () => this.run(job));
     return true;
   }
 

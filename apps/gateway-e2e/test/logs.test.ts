@@ -64,7 +64,7 @@ describe('audit log', () => {
     expect(listed.actor).toMatchObject({ email: 'logged@example.com' });
     const full = await api('GET', `/logs/${listed.id}`);
     expect(full.status).toBe(200);
-    expect(full.body.data).toMatchObject({ id: listed.id, traceId: expect.stringMatching(/^req_/), metadata: { mfaUsed: false, authMethod: expect.any(String) } });
+    expect(full.body.data).toMatchObject({ id: listed.id, traceId: expect.stringMatching(/^[0-9a-f]{32}$/), metadata: { mfaUsed: false, authMethod: expect.any(String) } });
     expect(full.body.data.context.location).toMatchObject({ city: 'London', country: 'GB', region: 'England', coordinates: { lat: expect.any(Number), lng: expect.any(Number) } });
     expect((await api('GET', '/logs/log_01aaaaaaaaaaaaaaaaaaaaaaaa')).status).toBe(404);
     expect((await api('GET', '/logs/whatever')).status).toBe(404);

@@ -86,7 +86,7 @@ describeRedis('rate limits and verify cache in Redis, two gateway processes', ()
     if (elapsed < 6000) {
       expect(allowed.map((r) => Number(r.headers.get('x-ratelimit-remaining'))).sort((a, b) => a - b)).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
     }
-    const listUsersBefore = await counter(stack.admin.identity, 'grpc_server_handled_total', 'IdentityService/ListUsers"');
+    const listUsersBefore = await counter(stack.admin.identity, 'grpc_server_handled_total', 'grpc_method="ListUsers"');
     for (const client of [viaFirst, viaSecond, viaFirst, viaSecond]) {
       const r = await client('GET', '/users?limit=1');
       expect(r.status).toBe(429);
@@ -95,7 +95,7 @@ describeRedis('rate limits and verify cache in Redis, two gateway processes', ()
       expect(Number(r.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
       expect(limitHeaders(r.headers)).toMatchObject({ limit: '10', remaining: '0' });
     }
-    expect(await counter(stack.admin.identity, 'grpc_server_handled_total', 'IdentityService/ListUsers"')).toBe(listUsersBefore);
+    expect(await counter(stack.admin.identity, 'grpc_server_handled_total', 'grpc_method="ListUsers"')).toBe(listUsersBefore);
 
     // rate_limit.exceeded: once for this key and window, however many refusals on however many gateways.
     const db = new pg.Client({ connectionString: stack.databaseUrl });
@@ -126,7 +126,7 @@ describeRedis('rate limits and verify cache in Redis, two gateway processes', ()
     const user = (await api('POST', '/users', { email: 'rl.verify@example.com', name: 'Verify' })).body.data;
     const { token } = (await api('POST', '/sessions', { userId: user.id, expiresIn: '1h' })).body.data;
     const viaSecond = apiClient(secondUrl, KEY);
-    const verifies = () => counter(stack.admin.identity, 'grpc_server_handled_total', 'IdentityService/VerifySession"');
+    const verifies = () => counter(stack.admin.identity, 'grpc_server_handled_total', 'grpc_method="VerifySession"');
     const before = await verifies();
     expect((await viaSecond('POST', '/sessions/verify', { token })).body.data.valid).toBe(true);
     expect(await verifies()).toBe(before + 1);

@@ -183,7 +183,7 @@ describe('authentication and operational endpoints', () => {
     const gateway = await (await fetch(`${stack.admin.gateway}/metrics`)).text();
     expect(gateway).toMatch(/http_requests_total\{[^}]*route="\/v1\/users\/:id"/);
     const identityMetrics = await (await fetch(`${stack.admin.identity}/metrics`)).text();
-    expect(identityMetrics).toMatch(/grpc_server_handled_total\{[^}]*method="\/secsvc.identity.v1.IdentityService\/CreateUser"/);
+    expect(identityMetrics).toMatch(/grpc_server_handled_total\{[^}]*grpc_service="secsvc.identity.v1.IdentityService",grpc_method="CreateUser"/);
   });
 });
 
@@ -516,7 +516,7 @@ describe('sessions over HTTP', () => {
       expect(event.actor).toEqual({ id: expect.stringMatching(/^key_/), type: 'api_key', name: 'bootstrap admin key' });
       expect(event.context).toEqual({ ip: expect.stringMatching(/127\.0\.0\.1/), userAgent: 'e2e-agent/1.0' });
       expect(JSON.parse(event.metadataJson)).toEqual({ authMethod: 'api_key', mfaUsed: false });
-      expect(event.traceId).toMatch(/^req_/);
+      expect(event.traceId).toMatch(/^[0-9a-f]{32}$/);
     } finally {
       await db.end();
     }

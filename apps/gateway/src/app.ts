@@ -1,5 +1,5 @@
 import express, { type NextFunction, type Request, type Response } from 'express';
-import { AppError, readinessAnswer, type Logger, type Metrics, type Readiness } from '@secsvc/shared';
+import { AppError, observeCertificateExpiry, readinessAnswer, type Logger, type Metrics, type Readiness } from '@secsvc/shared';
 import type { AuthCache } from './auth/auth-cache';
 import type { JwtVerifier } from './auth/jwt-verifier';
 import type { UserCache } from './auth/user-cache';
@@ -15,6 +15,7 @@ import type { RateLimiter } from './rate-limit/limiter';
 import type { RateLimitPolicy, Subject } from './rate-limit/subjects';
 import { checkUrl, jsonBody } from './middleware/input';
 import { methodSemantics } from './middleware/methods';
+import { RouteTable } from './middleware/route-table';
 import { requestId } from './middleware/request-id';
 import { oauthRouter } from './oauth';
 import { openApiDocument } from './openapi';
@@ -36,6 +37,8 @@ export interface GatewayDeps {
   metrics: Metrics;
   /** Dependencies reachable (for /readyz). */
   ready: () => Promise<Readiness>;
+  /** True once the process is shutting down: /readyz answers 503 and every answer closes its connection. */
+  draining?: () => boolean;
   /** Optional cache of API key authentications (see auth/auth-cache.ts). */
   authCache?: AuthCache;
   /** Verifies JWT access tokens; without it they are refused. */
@@ -113,9 +116,14 @@ export function createApp(deps: GatewayDeps): express.Express {
   app.set('etag', false);
   app.set('trust proxy', deps.config.TRUST_PROXY);
   app.use(requestId);
-  app.use(observe(deps.metrics, deps.logger));
-  app.use(checkUrl);
-
+  const draining = deps.draining;
+  if (draining) {
+    // While draining, no connection is kept for a next request: a proxy opens its next one elsewhere.
+    app.use((_req, res, next) => {
+      if (draining()) res.setHeader('connection', 'close');
+      next();
+    });
+  }
   const openapi = openApiDocument({
     issuer: deps.oauth?.issuer ?? `http://${deps.config.HOST}:${deps.config.PORT}`,
     rateLimited: deps.rateLimit !== undefined,
@@ -123,11 +131,16 @@ export function createApp(deps: GatewayDeps): express.Express {
     sso: deps.sso !== undefined,
     downloadBaseUrl: deps.downloads?.baseUrl,
   });
+  // Every documented path: the route label of any request for it, and its methods (405, OPTIONS).
+  const knownRoutes = new RouteTable(openapi.paths);
+  app.use(observe(deps.metrics, deps.logger, knownRoutes));
+  app.use(checkUrl);
+  if (deps.sso?.keys) observeCertificateExpiry(deps.metrics, 'saml_sp', deps.sso.keys.certificate);
 
   const PROBES = new Set(['/healthz', '/readyz']);
   app.get('/healthz', (_req, res) => void res.json({ status: 'ok' }));
   app.get('/readyz', (_req, res, next) => {
-    deps.ready().then((r) => {
+    (draining?.() ? Promise.resolve(false) : deps.ready()).then((r) => {
       const answer = readinessAnswer(r);
       res.status(answer.status).json(answer.body);
     }, next);
@@ -135,11 +148,11 @@ export function createApp(deps: GatewayDeps): express.Express {
 
   // Everything below the probes is rate limited and carries the X-RateLimit headers.
   const limits = deps.rateLimit
-    ? rateLimits(deps.rateLimit.limiter, deps.rateLimit.policy, (req, who, decision) => reportExceeded(deps, req, who, decision))
+    ? rateLimits(deps.rateLimit.limiter, deps.rateLimit.policy, (req, who, decision) => reportExceeded(deps, req, who, decision), deps.metrics)
     : undefined;
   const limited = limits ? [limits.apply] : [];
   // 405 + Allow for a documented path's other methods; OPTIONS answered from the document (counted by ip).
-  app.use(methodSemantics(openapi.paths, limits ? (req, res, next) => (PROBES.has(req.path) ? next() : limits.apply(req, res, next)) : undefined));
+  app.use(methodSemantics(knownRoutes, limits ? (req, res, next) => (PROBES.has(req.path) ? next() : limits.apply(req, res, next)) : undefined));
   // Outside /v1 (the JWKS, unknown paths) callers are limited by client ip before anything runs; /v1 calls
   // after authentication, by their key or user.
   if (limits) app.use(limits.gate, limits.applyOutside('/v1'));

@@ -1,4 +1,4 @@
-import { commonConfig, ConfigError, env, loadConfig } from '@secsvc/shared';
+import { commonConfig, ConfigError, env, grpcTlsConfig, grpcTlsProblems, loadConfig } from '@secsvc/shared';
 import { z } from 'zod';
 
 export const gatewayConfigShape = {
@@ -11,6 +11,8 @@ export const gatewayConfigShape = {
   AUDIT_ADDR: env.address('127.0.0.1:50053'),
   /** Deadline of every call from the gateway to a service. */
   GRPC_DEADLINE_MS: env.int(5000, 50, 120_000),
+  /** TLS (or mutual TLS) to the services: GRPC_TLS, GRPC_TLS_CERT_FILE, _KEY_FILE, _CA_FILE, _SERVER_NAME. */
+  ...grpcTlsConfig,
   /**
    * Which proxies' X-Forwarded-For to honour for the client ip (audit context, throttling): a hop count, or a
    * comma-separated list of addresses, CIDRs and the names loopback, linklocal, uniquelocal. Default: loopback.
@@ -67,10 +69,10 @@ export type GatewayConfig = ReturnType<typeof loadGatewayConfig>;
 export function loadGatewayConfig(source: Record<string, string | undefined> = process.env) {
   const config = loadConfig(gatewayConfigShape, source);
   const store = config.RATE_LIMIT_STORE ?? (config.REDIS_URL || config.PROFILE === 'distributed' ? 'redis' : 'memory');
+  const problems = grpcTlsProblems(config, 'client');
   if (store === 'redis' && !config.REDIS_URL) {
-    throw new ConfigError([
-      `REDIS_URL: required when rate limits are kept in Redis (RATE_LIMIT_STORE=${config.RATE_LIMIT_STORE ?? 'redis, the default of PROFILE=distributed'}) (not set)`,
-    ]);
+    problems.push(`REDIS_URL: required when rate limits are kept in Redis (RATE_LIMIT_STORE=${config.RATE_LIMIT_STORE ?? 'redis, the default of PROFILE=distributed'}) (not set)`);
   }
+  if (problems.length > 0) throw new ConfigError(problems);
   return { ...config, RATE_LIMIT_STORE: store };
 }

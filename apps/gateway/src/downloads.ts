@@ -5,7 +5,7 @@ import { AppError, fromGrpcError } from '@secsvc/shared';
 import { requestOrigin } from './http/origin';
 
 /** The audit service's DownloadExport stream (a port, so tests can hand in their own). */
-export type DownloadSource = (req: audit.DownloadExportRequest, requestId: string) => ClientReadableStream<audit.DownloadChunk>;
+export type DownloadSource = (req: audit.DownloadExportRequest, requestId: string, traceparent?: string) => ClientReadableStream<audit.DownloadChunk>;
 
 const FILE = /^(exp_[0-9a-z]{26})\.(json|csv|ndjson)$/;
 
@@ -40,6 +40,7 @@ export function downloadRouter(open: DownloadSource): express.Router {
     const call = open(
       { id: m[1]!, format: m[2]!, token, range: req.get('range') ?? '', headOnly: req.method === 'HEAD', clientIp: req.ip ?? '', userAgent: requestOrigin(req).userAgent },
       req.requestId,
+      req.traceparent,
     );
     res.once('close', () => call.cancel());
     void (async () => {
@@ -80,11 +81,12 @@ export function downloadRouter(open: DownloadSource): express.Router {
   return router;
 }
 
-/** DownloadExport calls on the audit service's client, carrying the request id. No deadline: files can be large. */
+/** DownloadExport calls on the audit service's client, carrying the request id and trace context. No deadline: files can be large. */
 export function auditDownloadSource(client: Pick<audit.AuditServiceClient, 'downloadExport'>): DownloadSource {
-  return (req, requestId) => {
+  return (req, requestId, traceparent) => {
     const md = new Metadata();
     md.set('x-request-id', requestId);
+    if (traceparent) md.set('traceparent', traceparent);
     return client.downloadExport(req, md);
   };
 }

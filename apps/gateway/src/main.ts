@@ -1,5 +1,5 @@
 import { audit, identity, policy } from '@secsvc/proto';
-import { checkHealth, createClient, promiseClient, runProcess } from '@secsvc/shared';
+import { checkHealth, createClient, GrpcTls, promiseClient, runProcess } from '@secsvc/shared';
 import type { AddressInfo } from 'node:net';
 import { createApp } from './app';
 import { AuthCache } from './auth/auth-cache';
@@ -7,6 +7,7 @@ import { JwtVerifier } from './auth/jwt-verifier';
 import { RedisVerifyCache } from './auth/redis-verify-cache';
 import { UserCache } from './auth/user-cache';
 import { MemoryVerifyCache } from './auth/verify-cache';
+import { countedStoreHealth } from './middleware/rate-limit';
 import { RateLimiter } from './rate-limit/limiter';
 import { MemoryRateLimitStore } from './rate-limit/memory-store';
 import { RedisRateLimitStore } from './rate-limit/redis-store';
@@ -15,10 +16,12 @@ import { loadGatewayConfig } from './config';
 import { auditDownloadSource } from './downloads';
 import { readSpKeys } from './sso/keys';
 
-void runProcess('gateway', () => loadGatewayConfig(), async ({ config, logger, metrics }) => {
-  const identityClient = createClient(identity.IdentityServiceClient, config.IDENTITY_ADDR);
-  const policyClient = createClient(policy.PolicyServiceClient, config.POLICY_ADDR);
-  const auditClient = createClient(audit.AuditServiceClient, config.AUDIT_ADDR);
+void runProcess('gateway', () => loadGatewayConfig(), async ({ config, logger, metrics, draining }) => {
+  // GRPC_TLS: plain, TLS or mutual TLS to the services, with certificate files reloaded on change.
+  const grpcTls = GrpcTls.fromConfig(config, { logger, metrics });
+  const identityClient = createClient(identity.IdentityServiceClient, config.IDENTITY_ADDR, metrics, grpcTls);
+  const policyClient = createClient(policy.PolicyServiceClient, config.POLICY_ADDR, metrics, grpcTls);
+  const auditClient = createClient(audit.AuditServiceClient, config.AUDIT_ADDR, metrics, grpcTls);
   const clients = {
     identity: promiseClient(identityClient, { deadlineMs: config.GRPC_DEADLINE_MS }),
     policy: promiseClient(policyClient, { deadlineMs: config.GRPC_DEADLINE_MS }),
@@ -26,7 +29,7 @@ void runProcess('gateway', () => loadGatewayConfig(), async ({ config, logger, m
   };
   // /readyz names the services that do not answer their health check.
   const ready = async () => {
-    const [identity, policy, audit] = await Promise.all([config.IDENTITY_ADDR, config.POLICY_ADDR, config.AUDIT_ADDR].map((a) => checkHealth(a)));
+    const [identity, policy, audit] = await Promise.all([config.IDENTITY_ADDR, config.POLICY_ADDR, config.AUDIT_ADDR].map((a) => checkHealth(a, '', 1_000, grpcTls)));
     return { identity: identity!, policy: policy!, audit: audit! };
   };
   const authCache = new AuthCache(
@@ -35,16 +38,17 @@ void runProcess('gateway', () => loadGatewayConfig(), async ({ config, logger, m
     config.AUTH_CACHE_TTL_MS,
     10_000,
     (config.ACCESS_TOKEN_TTL_SECONDS + 120) * 1000,
+    metrics,
   );
-  const jwt = new JwtVerifier(async () => (await clients.identity.getJwks({})).jwksJson, config.ISSUER, config.JWT_AUDIENCE, logger);
+  const jwt = new JwtVerifier(async () => (await clients.identity.getJwks({})).jwksJson, config.ISSUER, config.JWT_AUDIENCE, logger, metrics);
   // The change stream also carries session revocations for JWTs, so it runs even with the cache off.
   authCache.start();
   // Redis (when configured) is shared by the rate limits and the session-verify cache.
   const redisHealth = new RedisHealth(logger, metrics);
   const redis = config.REDIS_URL ? createRedis(config.REDIS_URL, redisHealth, config.REDIS_TIMEOUT_MS) : undefined;
   const verifyCache = redis
-    ? new RedisVerifyCache(redis, authCache, config.AUTH_CACHE_TTL_MS, config.GRPC_DEADLINE_MS + 1000, redisHealth)
-    : new MemoryVerifyCache(authCache, config.AUTH_CACHE_TTL_MS);
+    ? new RedisVerifyCache(redis, authCache, config.AUTH_CACHE_TTL_MS, config.GRPC_DEADLINE_MS + 1000, redisHealth, metrics)
+    : new MemoryVerifyCache(authCache, config.AUTH_CACHE_TTL_MS, 10_000, metrics);
   const rateLimit =
     config.RATE_LIMIT_STORE === 'off'
       ? undefined
@@ -52,7 +56,7 @@ void runProcess('gateway', () => loadGatewayConfig(), async ({ config, logger, m
           limiter: new RateLimiter({
             store: config.RATE_LIMIT_STORE === 'redis' ? new RedisRateLimitStore(redis!) : new MemoryRateLimitStore(),
             failMode: config.RATE_LIMIT_FAIL_MODE,
-            health: redisHealth,
+            health: countedStoreHealth(metrics, redisHealth),
           }),
           policy: {
             anonymousPerMinute: config.RATE_LIMIT_ANONYMOUS_PER_MINUTE,
@@ -60,11 +64,11 @@ void runProcess('gateway', () => loadGatewayConfig(), async ({ config, logger, m
             enterprisePerMinute: config.RATE_LIMIT_ENTERPRISE_PER_MINUTE,
           },
         };
-  const userCache = new UserCache(authCache, config.AUTH_CACHE_TTL_MS);
+  const userCache = new UserCache(authCache, config.AUTH_CACHE_TTL_MS, 10_000, metrics);
   // Export links point at DOWNLOAD_BASE_URL, else at this gateway's own port (known once it listens).
   const downloads = { baseUrl: (config.DOWNLOAD_BASE_URL ?? `http://127.0.0.1:${config.PORT}/downloads`).replace(/\/+$/, ''), open: auditDownloadSource(auditClient) };
   const sso = { baseUrl: config.ISSUER, keys: readSpKeys(config), clockSkewMs: config.SAML_CLOCK_SKEW_SECONDS * 1000, requestTtlSeconds: config.SAML_REQUEST_TTL_SECONDS };
-  const app = createApp({ config, clients, logger, metrics, ready, authCache, jwt, verifyCache, userCache, downloads, rateLimit, oauth: { issuer: config.ISSUER }, sso });
+  const app = createApp({ config, clients, logger, metrics, ready, draining, authCache, jwt, verifyCache, userCache, downloads, rateLimit, oauth: { issuer: config.ISSUER }, sso });
   const server = app.listen(config.PORT, config.HOST);
   await new Promise<void>((resolve, reject) => {
     server.once('listening', resolve);
@@ -93,6 +97,7 @@ void runProcess('gateway', () => loadGatewayConfig(), async ({ config, logger, m
           policyClient.close();
           redis?.disconnect();
           auditClient.close();
+          grpcTls.close();
         },
       },
     ],

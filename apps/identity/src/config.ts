@@ -1,4 +1,4 @@
-import { assertBusConfig, busConfig, commonConfig, ConfigError, databaseConfig, env, loadConfig, migrationConfig } from '@secsvc/shared';
+import { busConfig, busConfigProblems, commonConfig, ConfigError, databaseConfig, env, grpcTlsConfig, grpcTlsProblems, loadConfig, migrationConfig } from '@secsvc/shared';
 import { z } from 'zod';
 
 /** Where an SMTP_URL points: smtp:// (STARTTLS) or smtps:// (TLS from the first byte), credentials optional. */
@@ -62,6 +62,7 @@ export const identityConfigShape = {
   ...migrationConfig,
   GRPC_HOST: env.host('127.0.0.1'),
   GRPC_PORT: env.port(50051),
+  ...grpcTlsConfig,
   ADMIN_PORT: env.port(9101),
   /** Issuer (iss) of access tokens: the public origin of the gateway. */
   ISSUER: z.string().url('must be a URL').default('http://127.0.0.1:8080'),
@@ -105,8 +106,7 @@ export type IdentityConfig = ReturnType<typeof loadIdentityConfig>;
 
 export function loadIdentityConfig(source: Record<string, string | undefined> = process.env) {
   const config = loadConfig(identityConfigShape, source);
-  assertBusConfig(config);
-  const problems = mailConfigProblems(config);
+  const problems = [...busConfigProblems(config), ...grpcTlsProblems(config, 'server'), ...mailConfigProblems(config)];
   if (problems.length > 0) throw new ConfigError(problems);
   return config;
 }

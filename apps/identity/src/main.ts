@@ -7,7 +7,7 @@ import { ensureBootstrapKey } from './domain/bootstrap';
 import { CredentialChangeFeed } from './domain/credential-change-feed';
 import { mailLeaseMs, MailQueue, mailQueueKey } from './mail/queue';
 import { mailTransport } from './mail/transport';
-import { masterKey, SigningKeyStore } from './domain/signing-keys';
+import { masterKey, observeSigningKeyAge, SigningKeyStore } from './domain/signing-keys';
 import { startRetention } from './retention';
 import { identityService } from './rpc';
 import { identityMailComposers } from './services';
@@ -35,6 +35,7 @@ void runGrpcService({
     const ctx: IdentityContext = { pool, config, logger, mail };
     const signingKeys = new SigningKeyStore(pool, masterKey(config.JWT_MASTER_KEY, config.SERVER_SECRET));
     await signingKeys.get();
+    observeSigningKeyAge(metrics, signingKeys);
     const retention = startRetention({ pool, retentionDays: config.IDENTITY_RETENTION_DAYS, intervalMs: config.RETENTION_SWEEP_INTERVAL_SECONDS * 1000, logger, metrics });
     // Works mail_jobs with the other replicas: what this replica queues, retries, and jobs a dead replica left.
     mail.start();

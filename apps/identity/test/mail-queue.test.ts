@@ -22,10 +22,13 @@ let rpc: IdentityRpc;
 const queues: MailQueue[] = [];
 let n = 0;
 
+/** The W3C trace id of the calls (their traceparent): the trace id of their events. */
+const TRACE_ID = '4bf92f3577b34da6a3ce929d0e0e4736';
 const call = (): CallContext => {
   const metadata = new Metadata();
   metadata.set('x-client-ip', '198.51.100.7');
   metadata.set('x-user-agent', 'mail-queue-test');
+  metadata.set('traceparent', `00-${TRACE_ID}-00f067aa0ba902b7-01`);
   return { requestId: 'req_mailqueuetests00000', metadata };
 };
 
@@ -319,7 +322,7 @@ describe('MailQueue', () => {
     expect(job!.request).toEqual({
       email: u.email,
       caller: { actor: { type: 'anonymous' }, context: { ip: '198.51.100.7', userAgent: 'mail-queue-test' }, authMethod: 'none' },
-      traceId: 'req_mailqueuetests00000',
+      traceId: TRACE_ID,
     });
     expect(await resetEvents(u.email)).toHaveLength(0);
     const fake = capturingTransport();
@@ -329,7 +332,7 @@ describe('MailQueue', () => {
     expect(fake.sent[0]!.text).toContain(fake.sent[0]!.data.token!);
     await until(async () => (await mailJobs(pool)).length === 0);
     const [event] = await resetEvents(u.email);
-    expect(event).toMatchObject({ result: 'success', actor: { id: u.id, email: u.email, type: 'user' }, target: { id: u.id }, context: { ip: '198.51.100.7', userAgent: 'mail-queue-test' }, traceId: 'req_mailqueuetests00000' });
+    expect(event).toMatchObject({ result: 'success', actor: { id: u.id, email: u.email, type: 'user' }, target: { id: u.id }, context: { ip: '198.51.100.7', userAgent: 'mail-queue-test' }, traceId: TRACE_ID });
   });
 
   it('stores the message sealed (no token in clear), and composes once: one event and one token across a retry', async () => {
@@ -367,7 +370,7 @@ describe('MailQueue', () => {
     await until(async () => (await resetEvents(email)).length === 1);
     await until(async () => (await mailJobs(pool)).length === 0);
     const [event] = await resetEvents(email);
-    expect(event).toMatchObject({ result: 'failure', actor: { email, type: 'anonymous' }, context: { ip: '198.51.100.7', userAgent: 'mail-queue-test' }, traceId: 'req_mailqueuetests00000' });
+    expect(event).toMatchObject({ result: 'failure', actor: { email, type: 'anonymous' }, context: { ip: '198.51.100.7', userAgent: 'mail-queue-test' }, traceId: TRACE_ID });
     expect(event!.target).toBeUndefined();
     expect(JSON.parse(event!.metadataJson)).toEqual({ authMethod: 'none', mfaUsed: false, reason: 'unknown_email' });
     expect(fake.sent).toEqual([]);

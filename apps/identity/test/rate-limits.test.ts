@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { Metadata } from '@grpc/grpc-js';
 import { AppError, newId, type CallContext, type Pool } from '@secsvc/shared';
 import type { IdentityContext } from '../src/context';
@@ -14,7 +15,8 @@ let rpc: IdentityRpc;
 const call = (actor: Record<string, string> = {}): CallContext => {
   const metadata = new Metadata();
   for (const [k, v] of Object.entries({ 'x-client-ip': '203.0.113.9', 'x-user-agent': 'curl/8', ...actor })) metadata.set(k, v);
-  return { requestId: `req_ratelimit${newId('req').slice(-16)}`, metadata };
+  // Each call its own trace (as the gRPC server gives it), which names its events.
+  return { requestId: `req_ratelimit${newId('req').slice(-16)}`, metadata, traceId: randomBytes(16).toString('hex') };
 };
 
 beforeAll(async () => {
@@ -40,7 +42,7 @@ describe('rate limits', () => {
     const keyId = newId('key');
     const c = call({ 'x-actor-id': keyId, 'x-actor-type': 'api_key', 'x-auth-method': 'api_key' });
     await rpc.reportRateLimitExceeded({ environment: 'test', subjectType: 'api_key', subjectId: keyId, limit: 100, windowSeconds: 60 }, c);
-    const [row, ...more] = await eventsOf(c.requestId);
+    const [row, ...more] = await eventsOf(c.traceId!);
     expect(more).toHaveLength(0);
     expect(row.environment).toBe('test');
     expect(row.payload).toMatchObject({
@@ -56,7 +58,7 @@ describe('rate limits', () => {
   it('records an anonymous caller by its ip', async () => {
     const c = call();
     await rpc.reportRateLimitExceeded({ environment: 'live', subjectType: 'ip', subjectId: '', limit: 100, windowSeconds: 60 }, c);
-    const [row] = await eventsOf(c.requestId);
+    const [row] = await eventsOf(c.traceId!);
     expect(row.payload).toMatchObject({ actor: { type: 'anonymous' }, target: { id: '203.0.113.9', type: 'ip' } });
   });
 
@@ -69,6 +71,6 @@ describe('rate limits', () => {
     expect((wrongId as AppError).details).toEqual([{ field: 'subjectId', message: 'must be a user_ id' }]);
     const badEnv = await rpc.reportRateLimitExceeded({ environment: 'prod', subjectType: 'ip', subjectId: '', limit: 5, windowSeconds: 60 }, c).catch((e: unknown) => e);
     expect((badEnv as AppError).details[0]!.field).toBe('environment');
-    expect(await eventsOf(c.requestId)).toHaveLength(0);
+    expect(await eventsOf(c.traceId!)).toHaveLength(0);
   });
 });

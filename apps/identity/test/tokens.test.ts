@@ -1,9 +1,9 @@
 import { Metadata } from '@grpc/grpc-js';
-import { AppError, type Pool } from '@secsvc/shared';
+import { AppError, Metrics, parseMetricsText, type Pool } from '@secsvc/shared';
 import { createLocalJWKSet, decodeProtectedHeader, jwtVerify } from 'jose';
 import type { IdentityConfig } from '../src/config';
 import type { IdentityContext } from '../src/context';
-import { masterKey, SigningKeyStore } from '../src/domain/signing-keys';
+import { masterKey, observeSigningKeyAge, SigningKeyStore } from '../src/domain/signing-keys';
 import { closeIdentityTestDb, identityTestDb, type IdentityTestDb } from './support/db';
 import { identityRpc } from './support/rpc';
 
@@ -49,6 +49,18 @@ describe('signing keys', () => {
     await pool.query(`UPDATE signing_keys SET created_at = now() - interval '32 days' WHERE kid = $1`, [before.current.kid]);
     const later = await new SigningKeyStore(pool, masterKey(undefined, config.SERVER_SECRET)).get();
     expect(later.jwks.keys.map((k) => k.kid)).toEqual([after.current.kid]);
+  });
+
+  it('oauth_signing_key_age_seconds: the newest key’s age at scrape time; a scrape rotates a key that is due', async () => {
+    const age = async () => {
+      const metrics = new Metrics('identity');
+      observeSigningKeyAge(metrics, new SigningKeyStore(pool, masterKey(undefined, config.SERVER_SECRET)));
+      return parseMetricsText(await metrics.registry.metrics()).find((s) => s.name === 'oauth_signing_key_age_seconds')!.value;
+    };
+    await pool.query(`UPDATE signing_keys SET created_at = created_at - interval '10 days'`);
+    expect(Math.abs((await age()) - 10 * 86_400)).toBeLessThan(300);
+    await pool.query(`UPDATE signing_keys SET created_at = created_at - interval '21 days'`);
+    expect(await age()).toBeLessThan(60);
   });
 });
 

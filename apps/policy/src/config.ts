@@ -1,4 +1,4 @@
-import { assertBusConfig, busConfig, commonConfig, databaseConfig, env, loadConfig, migrationConfig } from '@secsvc/shared';
+import { busConfig, busConfigProblems, commonConfig, ConfigError, databaseConfig, env, grpcTlsConfig, grpcTlsProblems, loadConfig, migrationConfig } from '@secsvc/shared';
 
 export const policyConfigShape = {
   ...commonConfig,
@@ -9,6 +9,7 @@ export const policyConfigShape = {
   ...migrationConfig,
   GRPC_HOST: env.host('127.0.0.1'),
   GRPC_PORT: env.port(50052),
+  ...grpcTlsConfig,
   ADMIN_PORT: env.port(9102),
 };
 
@@ -16,6 +17,7 @@ export type PolicyConfig = ReturnType<typeof loadPolicyConfig>;
 
 export function loadPolicyConfig(source: Record<string, string | undefined> = process.env) {
   const config = loadConfig(policyConfigShape, source);
-  assertBusConfig(config);
+  const problems = [...busConfigProblems(config), ...grpcTlsProblems(config, 'server')];
+  if (problems.length > 0) throw new ConfigError(problems);
   return config;
 }

@@ -37,6 +37,7 @@ function call(actor = 'key_test'): CallContext {
   metadata.set('x-client-ip', '203.0.113.7');
   metadata.set('x-user-agent', 'jest');
   metadata.set('x-auth-method', 'api_key');
+  metadata.set('traceparent', '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01');
   return { requestId: 'req_0123456789abcdef', metadata };
 }
 
@@ -134,7 +135,7 @@ describe('CRUD', () => {
       target: { id: created.id, type: 'policy' },
       context: { ip: '203.0.113.7', userAgent: 'jest' },
       result: 'success',
-      traceId: 'req_0123456789abcdef',
+      traceId: '4bf92f3577b34da6a3ce929d0e0e4736',
     });
     expect(JSON.parse(events[0]!.payload.metadataJson as string)).toEqual({
       authMethod: 'api_key',

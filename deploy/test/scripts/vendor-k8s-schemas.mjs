@@ -20,6 +20,7 @@ export const KINDS = [
   ['deployment-apps-v1', 'Deployment', 'apps/v1'],
   ['statefulset-apps-v1', 'StatefulSet', 'apps/v1'],
   ['job-batch-v1', 'Job', 'batch/v1'],
+  ['cronjob-batch-v1', 'CronJob', 'batch/v1'],
   ['horizontalpodautoscaler-autoscaling-v2', 'HorizontalPodAutoscaler', 'autoscaling/v2'],
   ['poddisruptionbudget-policy-v1', 'PodDisruptionBudget', 'policy/v1'],
   ['networkpolicy-networking-v1', 'NetworkPolicy', 'networking.k8s.io/v1'],

@@ -8,10 +8,11 @@ import { loadWorkerConfig, workerConfigShape } from '../../../apps/export-worker
 import { gatewayConfigShape, loadGatewayConfig } from '../../../apps/gateway/src/config';
 import { identityConfigShape, loadIdentityConfig } from '../../../apps/identity/src/config';
 import { loadPolicyConfig, policyConfigShape } from '../../../apps/policy/src/config';
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import os from 'node:os';
 import { AUDIT_CONSUMER_GROUP, AUTH_EVENTS_TOPIC } from '@secsvc/shared';
 import path from 'node:path';
-import { describeWithTools, find, k8sDir, objects, RENDERINGS, type K8sObject } from './support/tools';
+import { describeWithTools, find, k8sDir, objects, RENDERINGS, run, type K8sObject } from './support/tools';
 
 const apps: Record<string, { shape: object; load: (env: Record<string, string>) => unknown }> = {
   gateway: { shape: gatewayConfigShape, load: loadGatewayConfig },
@@ -39,6 +40,44 @@ interface EnvVar {
   valueFrom?: { secretKeyRef?: { name: string; key: string; optional?: boolean } };
 }
 
+/**
+ * Stand-ins for the files of the cert-manager Secrets (<name>-tls: tls.crt, tls.key, ca.crt): an ECDSA CA and a
+ * certificate it signed, made with openssl, since the loaders read and check the files GRPC_TLS_* and
+ * CLICKHOUSE_CA_FILE name.
+ */
+let tlsDir = '';
+beforeAll(() => {
+  tlsDir = mkdtempSync(path.join(os.tmpdir(), 'secsvc-config-tls-'));
+  const f = (n: string) => path.join(tlsDir, n);
+  const ec = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes'];
+  for (const args of [
+    ['req', '-x509', ...ec, '-days', '2', '-subj', '/CN=test CA', '-keyout', f('ca.key'), '-out', f('ca.crt')],
+    ['req', ...ec, '-subj', '/CN=identity-headless', '-keyout', f('tls.key'), '-out', f('tls.csr')],
+    ['x509', '-req', '-in', f('tls.csr'), '-CA', f('ca.crt'), '-CAkey', f('ca.key'), '-CAcreateserial', '-days', '2', '-out', f('tls.crt')],
+  ]) {
+    const res = run('openssl', args);
+    if (res.status !== 0) throw new Error(`openssl ${args[0]}: ${res.stderr}`);
+  }
+});
+afterAll(() => rmSync(tlsDir, { recursive: true, force: true }));
+
+/* eslint-disable @typescript-eslint/no-explicit-any -- pod specs of rendered manifests are free-form */
+/**
+ * A *_FILE variable naming a file of a mounted cert-manager Secret, as the path of its stand-in; it must be an
+ * item of a Secret volume the container mounts (else the process would not find it).
+ */
+function standInFile(objs: K8sObject[], container: any, name: string, value: string): string {
+  if (!name.endsWith('_FILE')) return value;
+  const pod = objs.map((o) => o.spec?.template?.spec).find((p) => p && [...(p.containers ?? []), ...(p.initContainers ?? [])].includes(container));
+  const mount = (container.volumeMounts ?? []).find((m: any) => value.startsWith(`${m.mountPath}/`));
+  const secret = pod?.volumes?.find((v: any) => v.name === mount?.name)?.secret;
+  if (!secret?.secretName.endsWith('-tls')) return value;
+  const item = (secret.items as { key: string; path: string }[]).find((i) => `${mount.mountPath}/${i.path}` === value);
+  if (!item) throw new Error(`${name}=${value}: not a file of the mounted Secret ${secret.secretName}`);
+  return path.join(tlsDir, item.key);
+}
+/* eslint-enable @typescript-eslint/no-explicit-any */
+
 /** The environment a container starts with; optional Secret keys are left out (as when they are absent). */
 function environment(objs: K8sObject[], container: { env?: EnvVar[]; envFrom?: { configMapRef?: { name: string } }[] }) {
   const env: Record<string, string> = {};
@@ -48,7 +87,7 @@ function environment(objs: K8sObject[], container: { env?: EnvVar[]; envFrom?: {
     if (ref?.optional) continue;
     const value = ref ? SECRET_VALUES[`${ref.name}/${ref.key}`] : e.value;
     if (value === undefined) throw new Error(`no stand-in for ${e.name} (${ref ? `${ref.name}/${ref.key}` : 'no value'})`);
-    env[e.name] = value.replace(/\$\(([A-Z_]+)\)/g, (_, n: string) => env[n] ?? '');
+    env[e.name] = standInFile(objs, container, e.name, value.replace(/\$\(([A-Z_]+)\)/g, (_, n: string) => env[n] ?? ''));
   }
   return env;
 }
@@ -69,9 +108,15 @@ for (const { overlay, spec } of RENDERINGS) {
       const gateway = loadGatewayConfig(env('gateway'));
       expect([gateway.PROFILE, gateway.RATE_LIMIT_STORE, gateway.IDENTITY_ADDR]).toEqual(['distributed', 'redis', 'dns:///identity-headless:50051']);
       const audit = loadAuditConfig(env('audit'));
-      expect([audit.EVENT_BUS, audit.CLICKHOUSE_URL, audit.MIGRATE_ONLY]).toEqual(['kafka', 'http://clickhouse-secsvc:8123', false]);
+      // prod: HTTPS to ClickHouse, verified with the namespace CA; mutual TLS on gRPC.
+      const clickhouse = overlay === 'prod' ? 'https://clickhouse-secsvc:8443' : 'http://clickhouse-secsvc:8123';
+      expect([audit.EVENT_BUS, audit.CLICKHOUSE_URL, audit.MIGRATE_ONLY]).toEqual(['kafka', clickhouse, false]);
       const worker = loadWorkerConfig(env('export-worker'));
-      expect([worker.EXPORT_STORE, worker.CLICKHOUSE_URL]).toEqual(['s3', 'http://clickhouse-secsvc:8123']);
+      expect([worker.EXPORT_STORE, worker.CLICKHOUSE_URL]).toEqual(['s3', clickhouse]);
+      expect([audit.CLICKHOUSE_CA_FILE !== undefined, worker.CLICKHOUSE_CA_FILE !== undefined]).toEqual([overlay === 'prod', overlay === 'prod']);
+      for (const app of ['gateway', 'identity', 'policy', 'audit']) {
+        expect([app, (apps[app]!.load(env(app)) as { GRPC_TLS: string }).GRPC_TLS]).toEqual([app, overlay === 'prod' ? 'mtls' : 'off']);
+      }
       const identity = loadIdentityConfig(env('identity'));
       expect(identity.KAFKA_SSL).toBe(overlay === 'prod');
       // Each gRPC target has a headless Service behind it.

@@ -1,9 +1,9 @@
 /**
- * Every rendered overlay, alone and with each component (and the base and dependencies alone), validates
- * OFFLINE against the Kubernetes JSON schemas vendored in deploy/k8s/schemas (strict: unknown fields are
- * errors). Only the operators' custom resources are skipped, and exactly those.
+ * Every rendered overlay, alone and with each component (and the base, the dependencies and the monitoring
+ * alone), validates OFFLINE against the JSON schemas vendored in deploy/k8s/schemas (strict: unknown fields are
+ * errors): Kubernetes' own kinds and the operators' custom resources alike. Nothing is skipped.
  */
-import { build, describeWithTools, KUBERNETES_VERSION, OPERATOR_KINDS, RENDERINGS, run, SCHEMA_LOCATION, tools } from './support/tools';
+import { build, CRD_SCHEMA_LOCATION, describeWithTools, KUBERNETES_VERSION, RENDERINGS, run, SCHEMA_LOCATION, tools } from './support/tools';
 
 interface Result {
   filename: string;
@@ -24,8 +24,8 @@ function kubeconform(yamlText: string): { status: number | null; resources: Resu
       // Only the vendored schemas: no default (remote) location, so nothing is fetched.
       '-schema-location',
       SCHEMA_LOCATION,
-      '-skip',
-      OPERATOR_KINDS.join(','),
+      '-schema-location',
+      CRD_SCHEMA_LOCATION,
       '-output',
       'json',
       '-verbose',
@@ -38,20 +38,31 @@ function kubeconform(yamlText: string): { status: number | null; resources: Resu
 }
 
 describeWithTools('kubeconform against the vendored schemas', () => {
-  it.each([...RENDERINGS.map((r) => r.spec), 'base', 'dependencies'])('%s is valid', (dir) => {
+  it.each([...RENDERINGS.map((r) => r.spec), 'base', 'dependencies', 'monitoring'])('%s is valid', (dir) => {
     const text = build(dir);
     const { status, resources, stderr } = kubeconform(text);
     const bad = resources.filter((r) => r.status === 'statusInvalid' || r.status === 'statusError');
     expect(bad.map((r) => `${r.kind} ${r.name}: ${r.msg}`)).toEqual([]);
     expect(stderr).toBe('');
     expect(status).toBe(0);
-    const valid = resources.filter((r) => r.status === 'statusValid');
-    const skipped = resources.filter((r) => r.status === 'statusSkipped');
-    // Every object was either validated or is an operator resource; the count matches what kustomize rendered.
+    // Every object was validated; the count matches what kustomize rendered.
     const documents = text.split(/^---$/m).filter((d) => d.trim()).length;
-    expect(valid.length + skipped.length).toBe(documents);
-    expect(valid.length).toBeGreaterThan(0);
-    for (const r of skipped) expect(OPERATOR_KINDS.map((k) => k.split('/').pop())).toContain(r.kind);
+    expect(resources.filter((r) => r.status === 'statusValid').length).toBe(documents);
+  });
+
+  it('applies the custom resources\' schemas strictly: a misspelt field of an operator resource is an error', () => {
+    const text = build('overlays/prod')
+      .replace(/isWALArchiver: true/, 'isWalArchiver: true')
+      .replace(/^( {2})dnsNames:$/m, '$1dnsName:')
+      .replace(/^(\s+)for: 10m$/m, '$1for: ten minutes')
+      .replace(/^( {2})minReplicaCount: 2$/m, '$1minReplicas: 2');
+    const { status, resources } = kubeconform(text);
+    expect(status).toBe(1);
+    const bad = resources.filter((r) => r.status === 'statusInvalid').map((r) => `${r.kind}: ${r.msg}`);
+    expect(bad.some((m) => /^Cluster: .*additional properties 'isWalArchiver' not allowed/.test(m))).toBe(true);
+    expect(bad.some((m) => /^Certificate: .*additional properties 'dnsName' not allowed/.test(m))).toBe(true);
+    expect(bad.some((m) => /^PrometheusRule: .*for/.test(m))).toBe(true);
+    expect(bad.some((m) => /^ScaledObject: .*additional properties 'minReplicas' not allowed/.test(m))).toBe(true);
   });
 
   it('reports a wrong type and an unknown field (the schemas are really applied)', () => {
@@ -66,10 +77,10 @@ describeWithTools('kubeconform against the vendored schemas', () => {
   });
 
   it('fails on a kind whose schema is not vendored (nothing is fetched from the network)', () => {
-    const cronJob = 'apiVersion: batch/v1\nkind: CronJob\nmetadata:\n  name: x\nspec:\n  schedule: "* * * * *"\n';
-    const { status, resources } = kubeconform(cronJob);
+    const daemonSet = 'apiVersion: apps/v1\nkind: DaemonSet\nmetadata:\n  name: x\nspec: {}\n';
+    const { status, resources } = kubeconform(daemonSet);
     expect(status).toBe(1);
-    expect(resources[0]).toMatchObject({ kind: 'CronJob', status: 'statusError' });
+    expect(resources[0]).toMatchObject({ kind: 'DaemonSet', status: 'statusError' });
     expect(resources[0]!.msg).toMatch(/could not find schema/);
   });
 });

@@ -10,16 +10,17 @@ import { describeWithTools, find, objects, RENDERINGS, type K8sObject } from './
 const APPS = ['gateway', 'identity', 'policy', 'audit', 'export-worker'] as const;
 const GRPC: Record<string, number> = { identity: 50051, policy: 50052, audit: 50053 };
 const ADMIN: Record<string, number> = { gateway: 9100, identity: 9101, policy: 9102, audit: 9103, 'export-worker': 9104 };
-const WORKLOADS = ['Deployment', 'StatefulSet', 'Job'];
+const WORKLOADS = ['Deployment', 'StatefulSet', 'Job', 'CronJob'];
 
 /* eslint-disable @typescript-eslint/no-explicit-any -- pod specs of rendered manifests are free-form */
 type Container = { name: string; image: string; env?: any[]; envFrom?: any[]; resources?: any; securityContext?: any; volumeMounts?: any[]; [k: string]: any };
-const podSpec = (w: K8sObject): any => w.spec.template.spec;
+const podTemplate = (w: K8sObject): any => (w.kind === 'CronJob' ? w.spec.jobTemplate.spec.template : w.spec.template);
+const podSpec = (w: K8sObject): any => podTemplate(w).spec;
 /* eslint-enable @typescript-eslint/no-explicit-any */
 const containersOf = (w: K8sObject): Container[] => [...(podSpec(w).initContainers ?? []), ...podSpec(w).containers];
 const workloads = (objs: K8sObject[]) => objs.filter((o) => WORKLOADS.includes(o.kind));
 /** Our own workloads: the apps and the migrations Job (not the dependencies). */
-const ours = (objs: K8sObject[]) => workloads(objs).filter((w) => w.spec.template.metadata.labels?.['app.kubernetes.io/part-of'] === 'secsvc');
+const ours = (objs: K8sObject[]) => workloads(objs).filter((w) => podTemplate(w).metadata.labels?.['app.kubernetes.io/part-of'] === 'secsvc');
 
 /** Names whose values are credentials: never a literal in a manifest or a ConfigMap. */
 const SENSITIVE = /SECRET|PASSWORD|CREDENTIAL|(^|_)TOKEN$|_KEY$|_KEY_ID$|^DATABASE_URL$|^REDIS_URL$|^SMTP_URL$|^REDISCLI_AUTH$/;
@@ -72,7 +73,8 @@ for (const { overlay, spec } of RENDERINGS) {
     });
 
     it('gives our containers a writable /tmp; the only writable volumes are emptyDirs, other mounts are read-only Secrets', () => {
-      expect(ours(objs()).map((w) => w.metadata.name).sort()).toEqual([...APPS, 'secsvc-migrate'].sort());
+      // prod also backs ClickHouse up with a CronJob of its own.
+      expect(ours(objs()).map((w) => w.metadata.name).sort()).toEqual([...APPS, 'secsvc-migrate', ...(overlay === 'prod' ? ['clickhouse-backup'] : [])].sort());
       for (const w of ours(objs())) {
         const volumes = podSpec(w).volumes as { name: string; emptyDir?: object }[];
         for (const c of containersOf(w)) {
@@ -127,7 +129,7 @@ for (const { overlay, spec } of RENDERINGS) {
     });
 
     it('probes every long-running container: HTTP /healthz and /readyz on the admin port, gRPC health on gRPC services', () => {
-      for (const w of workloads(objs()).filter((x) => x.kind !== 'Job')) {
+      for (const w of workloads(objs()).filter((x) => x.kind !== 'Job' && x.kind !== 'CronJob')) {
         for (const c of podSpec(w).containers as Container[]) {
           for (const probe of ['startupProbe', 'livenessProbe', 'readinessProbe']) expect([w.metadata.name, probe, !!c[probe]]).toEqual([w.metadata.name, probe, true]);
         }
@@ -181,21 +183,30 @@ for (const { overlay, spec } of RENDERINGS) {
       expect(chi.spec.configuration.users['secsvc/password']).toEqual({ valueFrom: { secretKeyRef: { name: 'secsvc-secrets', key: 'CLICKHOUSE_PASSWORD' } } });
     });
 
-    it('pins every image to a tag other than latest', () => {
-      for (const w of workloads(objs())) {
-        for (const c of containersOf(w)) expect(c.image).toMatch(/^[a-z0-9./-]+:(?!latest$)[A-Za-z0-9._-]+$/);
-      }
+    it('pins every image to a tag other than latest, and in prod every third-party image by digest too', () => {
       const chi = find(objs(), 'ClickHouseInstallation', 'secsvc');
-      expect(chi.spec.templates.podTemplates[0].spec.containers[0].image).toMatch(/:(?!latest$)[0-9.]+$/);
+      const images = [...workloads(objs()).flatMap((w) => containersOf(w).map((c) => c.image)), chi.spec.templates.podTemplates[0].spec.containers[0].image as string];
+      for (const image of images) expect(image).toMatch(/^[a-z0-9./-]+:(?!latest[@]|latest$)[A-Za-z0-9._-]+(@sha256:[0-9a-f]{64})?$/);
+      // Ours are pinned by the release step (release.test.ts); the others must already be.
+      if (overlay === 'prod') for (const image of images.filter((i) => !i.startsWith('secsvc/'))) expect(image).toMatch(/@sha256:[0-9a-f]{64}$/);
     });
 
-    it('has a PodDisruptionBudget for every app and HPAs for gateway, audit and export-worker (which then set no replicas)', () => {
+    it('has a PodDisruptionBudget for every app, HPAs for gateway and audit and a KEDA ScaledObject for export-worker (which then set no replicas)', () => {
       for (const app of APPS) {
         const pdb = find(objs(), 'PodDisruptionBudget', app);
         expect(pdb.spec.selector.matchLabels).toEqual(deployment(app).spec.selector.matchLabels);
       }
       const hpas = objs().filter((o) => o.kind === 'HorizontalPodAutoscaler');
-      expect(hpas.map((h) => h.metadata.name).sort()).toEqual(['audit', 'export-worker', 'gateway']);
+      expect(hpas.map((h) => h.metadata.name).sort()).toEqual(['audit', 'gateway']);
+      // export-worker scales on its queue (KEDA makes the HPA); CPU stays a second trigger.
+      const so = find(objs(), 'ScaledObject', 'export-worker');
+      expect(so.spec.scaleTargetRef).toEqual({ apiVersion: 'apps/v1', kind: 'Deployment', name: 'export-worker' });
+      expect(so.spec.minReplicaCount).toBeGreaterThanOrEqual(1);
+      expect(so.spec.maxReplicaCount).toBeGreaterThan(so.spec.minReplicaCount);
+      expect(so.spec.triggers.map((t: { type: string }) => t.type)).toEqual(['prometheus', 'cpu']);
+      const ns = deployment('export-worker').metadata.namespace;
+      expect(so.spec.triggers[0].metadata.query).toBe(`max(export_queue_depth{namespace="${ns}", state="queued"})`);
+      expect(deployment('export-worker').spec.replicas).toBeUndefined();
       for (const hpa of hpas) {
         expect(hpa.spec.scaleTargetRef).toEqual({ apiVersion: 'apps/v1', kind: 'Deployment', name: hpa.metadata.name });
         expect(hpa.spec.minReplicas).toBeGreaterThanOrEqual(1);
@@ -232,7 +243,7 @@ for (const { overlay, spec } of RENDERINGS) {
     });
 
     describe('NetworkPolicies', () => {
-      const labelsOf = (w: K8sObject): Labels => w.spec.template.metadata.labels;
+      const labelsOf = (w: K8sObject): Labels => podTemplate(w).metadata.labels;
       const app = (name: string) => labelsOf(deployment(name));
       const migrate = () => labelsOf(find(objs(), 'Job', 'secsvc-migrate'));
       const redis = () => labelsOf(find(objs(), 'StatefulSet', 'redis'));
@@ -292,6 +303,7 @@ for (const { overlay, spec } of RENDERINGS) {
           postgres: [postgres, 5432],
           kafka: [kafka, 9092],
           clickhouse: [clickhouse, 8123],
+          clickhouses: [clickhouse, 8443],
           redis: [redis(), 6379],
           s3: [s3, 443],
           smtp: [smtpServer, 587],
@@ -301,9 +313,9 @@ for (const { overlay, spec } of RENDERINGS) {
           gateway: ['redis'],
           identity: ['postgres', 'kafka', 'smtp', 'smtps'],
           policy: ['postgres', 'kafka'],
-          audit: ['postgres', 'kafka', 'clickhouse', 's3'],
-          'export-worker': ['postgres', 'clickhouse', 's3'],
-          migrate: ['postgres', 'clickhouse'],
+          audit: ['postgres', 'kafka', 'clickhouse', 'clickhouses', 's3'],
+          'export-worker': ['postgres', 'clickhouse', 'clickhouses', 's3'],
+          migrate: ['postgres', 'clickhouse', 'clickhouses'],
         };
         for (const [name, labels] of Object.entries(callers()).filter(([n]) => n !== 'redis')) {
           for (const [dep, [target, port]] of Object.entries(deps)) {

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import type { events } from '@secsvc/proto';
-import { appendEvent, migrate, readMigrations, withTransaction, type Logger, type Pool, type PoolClient } from '@secsvc/shared';
+import { appendEvent, migrate, readMigrations, traceparentFor, withTransaction, type Logger, type Pool, type PoolClient } from '@secsvc/shared';
 
 /** The audit schema's numbered SQL migrations (outside src/, the same path from src/ and dist/). */
 export const auditMigrationsDir = path.join(__dirname, '..', 'migrations');
@@ -52,6 +52,8 @@ export interface ExportJob extends ExportSpec {
   errorMessage?: string;
   requestedBy: Requester;
   traceId: string;
+  /** The W3C traceparent of the request that created the job: each worker run continues its trace. */
+  traceparent?: string;
   createdAt: string;
   startedAt?: string;
   completedAt?: string;
@@ -98,6 +100,7 @@ interface JobRow {
   error_message: string | null;
   requested_by: Requester;
   trace_id: string;
+  traceparent: string | null;
   created_at: Date;
   started_at: Date | null;
   completed_at: Date | null;
@@ -130,6 +133,7 @@ function toJob(r: JobRow): ExportJob {
     errorMessage: r.error_message ?? undefined,
     requestedBy: r.requested_by,
     traceId: r.trace_id,
+    ...(r.traceparent && { traceparent: r.traceparent }),
     createdAt: r.created_at.toISOString(),
     startedAt: iso(r.started_at),
     completedAt: iso(r.completed_at),
@@ -173,9 +177,12 @@ export class ExportJobs {
   async create(input: NewExport): Promise<ExportJob> {
     return withTransaction(this.pool, async (db) => {
       const { rows } = await db.query<JobRow>(
-        `INSERT INTO export_jobs (id, environment, status, format, from_time, to_time, events, query, estimated_records, requested_by, trace_id)
-         VALUES ($1, $2, 'processing', $3, $4, $5, $6, $7, $8, $9, $10) RETURNING *`,
-        [input.id, input.environment, input.format, input.from, input.to, input.events, input.query, input.estimatedRecords, input.requestedBy, input.traceId],
+        `INSERT INTO export_jobs (id, environment, status, format, from_time, to_time, events, query, estimated_records, requested_by, trace_id, traceparent)
+         VALUES ($1, $2, 'processing', $3, $4, $5, $6, $7, $8, $9, $10, $11) RETURNING *`,
+        [
+          ...[input.id, input.environment, input.format, input.from, input.to, input.events, input.query, input.estimatedRecords, input.requestedBy, input.traceId],
+          traceparentFor(input.traceId) ?? null,
+        ],
       );
       const job = toJob(rows[0]!);
       await jobEvent(db, job, 'log.export.created', 'success', { from: job.from, to: job.to, events: job.events, query: job.query, estimatedRecords: job.estimatedRecords });
@@ -215,6 +222,21 @@ export class ExportJobs {
       [token, workerId, leaseMs, maxAttempts],
     );
     return rows[0] ? { ...toJob(rows[0]), leaseToken: token } : undefined;
+  }
+
+  /**
+   * The queue as export_queue_depth and export_queue_oldest_age_seconds show it: processing jobs nobody holds
+   * (queued: new, waiting for a retry, or whose worker's lease lapsed), those a worker holds (running), and the
+   * age of the oldest queued one (0 when none). One walk of the partial index `export_jobs_claimable`.
+   */
+  async queueStats(): Promise<{ queued: number; running: number; oldestQueuedSeconds: number }> {
+    const { rows } = await this.pool.query<{ queued: string; running: string; oldest: number }>(
+      `SELECT count(*) FILTER (WHERE NOT held) AS queued, count(*) FILTER (WHERE held) AS running,
+              coalesce(extract(epoch FROM now() - min(created_at) FILTER (WHERE NOT held)), 0)::float8 AS oldest
+         FROM (SELECT created_at, coalesce(lease_expires_at >= now(), false) AS held FROM export_jobs WHERE status = 'processing') j`,
+    );
+    const r = rows[0]!;
+    return { queued: Number(r.queued), running: Number(r.running), oldestQueuedSeconds: Math.max(0, r.oldest) };
   }
 
   /** Renews the lease and records progress; false when the lease is no longer this worker's. */

@@ -1,4 +1,5 @@
 export * from './clickhouse';
+export * from './clickhouse-tls';
 export * from './schema';
 export * from './rows';
 export * from './store';

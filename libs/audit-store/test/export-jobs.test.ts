@@ -1,5 +1,5 @@
 /** The export-job repository against a real PostgreSQL: claims, leases, completion once, retries, failure, expiry, events. */
-import { createLogger, createPool, type Pool } from '@secsvc/shared';
+import { createLogger, createPool, parseTraceparent, requestContext, type Pool } from '@secsvc/shared';
 import { stopTestPostgres, testDatabase, type TestDatabase } from '@secsvc/dev/testing';
 import { ExportJobs, migrateAuditSchema, type ClaimedJob, type NewExport } from '../src/export-jobs';
 
@@ -12,7 +12,7 @@ let n = 0;
 beforeAll(async () => {
   db = await testDatabase();
   pool = createPool(db.url, 8, logger, 'audit');
-  expect(await migrateAuditSchema(pool, logger)).toBe(3);
+  expect(await migrateAuditSchema(pool, logger)).toBe(4);
   expect(await migrateAuditSchema(pool, logger)).toBe(0);
   jobs = new ExportJobs(pool);
 }, 60_000);
@@ -54,6 +54,18 @@ test('create stores the job as processing and writes log.export.created in the s
   expect(ev!.payload.actor).toEqual({ id: 'key_1', type: 'api_key' });
   expect(JSON.parse(ev!.payload.metadataJson)).toMatchObject({ format: 'csv', estimatedRecords: 42, authMethod: 'api_key' });
   await expect(jobs.create(newExport({ from: '2026-11-02T00:00:00.000Z' }))).rejects.toThrow();
+});
+
+test("a job created in a request's trace keeps its traceparent (for the worker's run), as does its event; outside a trace neither has one", async () => {
+  const traceId = '4bf92f3577b34da6a3ce929d0e0e4736';
+  const traceparent = `00-${traceId}-00f067aa0ba902b7-01`;
+  const traced = await requestContext.run({ trace: parseTraceparent(traceparent) }, () => jobs.create(newExport({ traceId })));
+  expect(traced.traceparent).toBe(traceparent);
+  expect((await jobs.get('live', traced.id))?.traceparent).toBe(traceparent);
+  const plain = await jobs.create(newExport());
+  expect(plain).not.toHaveProperty('traceparent');
+  const rows = (await pool.query<{ traceparent: string | null }>('SELECT traceparent FROM outbox ORDER BY seq')).rows;
+  expect(rows.map((r) => r.traceparent)).toEqual([traceparent, null]);
 });
 
 test('concurrent claimers never get the same job (FOR UPDATE SKIP LOCKED)', async () => {
@@ -165,4 +177,23 @@ test('expired exports lose their file and become expired; downloads are recorded
   const last = (await outbox()).at(-1)!;
   expect(last.event_type).toBe('log.export.downloaded');
   expect(JSON.parse(last.payload.metadataJson)).toMatchObject({ range: 'full', requestedBy: 'key_1', format: 'csv' });
+});
+
+test('queueStats: queued (unheld, retries and lapsed leases included) and running jobs, and the oldest queued job’s age', async () => {
+  expect(await jobs.queueStats()).toEqual({ queued: 0, running: 0, oldestQueuedSeconds: 0 });
+  const first = await jobs.create(newExport());
+  await jobs.create(newExport());
+  await jobs.create(newExport());
+  await pool.query(`UPDATE export_jobs SET created_at = now() - interval '5 minutes' WHERE id = $1`, [first.id]);
+  // the oldest is held by a worker (running); a second one's lease lapsed (queued again)
+  const held = (await jobs.claim('a', 60_000, 3))!;
+  expect(held.id).toBe(first.id);
+  const lapsed = (await jobs.claim('b', 60_000, 3))!;
+  await pool.query(`UPDATE export_jobs SET lease_expires_at = now() - interval '1 second', created_at = now() - interval '2 minutes' WHERE id = $1`, [lapsed.id]);
+  const stats = await jobs.queueStats();
+  expect({ queued: stats.queued, running: stats.running }).toEqual({ queued: 2, running: 1 });
+  expect(stats.oldestQueuedSeconds).toBeGreaterThanOrEqual(120);
+  expect(stats.oldestQueuedSeconds).toBeLessThan(180);
+  await jobs.complete(held, file());
+  expect((await jobs.queueStats()).running).toBe(0);
 });

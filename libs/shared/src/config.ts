@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { tracingConfig } from './tracing/config';
 
 export class ConfigError extends Error {
   constructor(readonly problems: string[]) {
@@ -70,6 +71,41 @@ export const commonConfig = {
   LOG_LEVEL: env.logLevel(),
   PROFILE: env.profile(),
   ADMIN_HOST: env.host('127.0.0.1'),
+  /**
+   * On SIGTERM: readiness answers 503 at once, then the process keeps serving this long before it stops accepting
+   * (for a load balancer that learns from readiness; Kubernetes' preStop sleep does this job there, so 0).
+   */
+  SHUTDOWN_DELAY_MS: env.int(0, 0, 60_000),
+  /** OpenTelemetry tracing: the standard OTEL_* variables (tracing/config.ts). */
+  ...tracingConfig,
+};
+
+/**
+ * gRPC between the processes: plain, TLS, or mutual TLS, with PEM files reloaded on change (grpc/tls.ts). Every
+ * process reads them (servers: identity, policy, audit; clients: gateway, export-worker); grpcTlsProblems checks
+ * the combination and the files for the process's role.
+ */
+export const grpcTlsConfig = {
+  GRPC_TLS: z.enum(['off', 'tls', 'mtls']).default('off'),
+  /** This process's certificate chain and key: served by servers, presented by clients with mtls. */
+  GRPC_TLS_CERT_FILE: z.string().min(1).optional(),
+  GRPC_TLS_KEY_FILE: z.string().min(1).optional(),
+  /** The CA bundle clients verify servers with (and, with mtls, servers verify clients with). */
+  GRPC_TLS_CA_FILE: z.string().min(1).optional(),
+  /** The name clients check in the server's certificate (default: the host of the target address). */
+  GRPC_TLS_SERVER_NAME: z
+    .string()
+    .regex(/^[A-Za-z0-9]([A-Za-z0-9.-]{0,251}[A-Za-z0-9])?$/, 'must be a DNS name')
+    .optional(),
+};
+
+/** TLS to a ClickHouse server at an https CLICKHOUSE_URL (audit, export-worker): see audit-store's clickhouse-tls.ts. */
+export const clickHouseTlsConfig = {
+  /** The CA bundle the server's certificate is verified with (default: the system CAs). */
+  CLICKHOUSE_CA_FILE: z.string().min(1).optional(),
+  /** A client certificate chain and key presented to the server (mutual TLS; both or neither). */
+  CLICKHOUSE_CERT_FILE: z.string().min(1).optional(),
+  CLICKHOUSE_KEY_FILE: z.string().min(1).optional(),
 };
 
 /** Variables of a service that applies migrations at start (identity, policy, audit). */

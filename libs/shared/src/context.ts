@@ -1,10 +1,14 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
+import type { SpanContext } from '@opentelemetry/api';
 
 export interface RequestContext {
-  requestId: string;
+  /** The request id of a call (x-request-id); absent in background work. */
+  requestId?: string;
+  /** The span the work runs in (W3C trace context): parent of its queries, calls and outbox events. */
+  trace?: SpanContext;
 }
 
-/** Per-request context (request id) carried across awaits, read by the logger. */
+/** Per-request context (request id, trace context) carried across awaits, read by the logger and tracing. */
 export const requestContext = new AsyncLocalStorage<RequestContext>();
 
 export function currentRequestId(): string | undefined {

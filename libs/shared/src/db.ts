@@ -1,7 +1,10 @@
 import pg from 'pg';
+import { Gauge } from 'prom-client';
 import { Backoff } from './backoff';
 import { isBackendUnavailable } from './errors';
 import type { Logger } from './logger';
+import { tracePool } from './tracing/postgres';
+import type { Metrics } from './metrics';
 
 export type Pool = pg.Pool;
 export type PoolClient = pg.PoolClient;
@@ -24,7 +27,47 @@ export function createPool(url: string, max: number, logger?: Logger, schema?: s
   // gap between queries) emits 'error' on its client: without a listener that ends the process. The next
   // query on it fails instead (503 unavailable), and the pool discards it on release.
   pool.on('connect', (client) => client.on('error', (err) => logger?.warn({ err: { message: err.message } }, 'postgres connection lost')));
+  // With tracing on, queries run inside a trace are spans (tracing/postgres.ts).
+  tracePool(pool, schema);
   return pool;
+}
+
+const observedPools = new WeakMap<Metrics, Map<string, pg.Pool>>();
+
+/**
+ * Reports a pool in db_pool_connections{pool,state} (state total, idle, or waiting: callers queued for a
+ * connection) and db_pool_max_connections{pool}, read from the pool when /metrics is scraped. `name` is
+ * `main` for a process's own pool; other pools (the Postgres event bus) name themselves.
+ */
+export function observePool(metrics: Metrics, pool: pg.Pool, name = 'main'): void {
+  let pools = observedPools.get(metrics);
+  if (!pools) {
+    const observed = (pools = new Map<string, pg.Pool>());
+    observedPools.set(metrics, observed);
+    new Gauge({
+      name: 'db_pool_connections',
+      help: 'PostgreSQL pool connections by state: total (open), idle, waiting (callers queued for one)',
+      labelNames: ['pool', 'state'],
+      registers: [metrics.registry],
+      collect() {
+        for (const [p, o] of observed) {
+          this.set({ pool: p, state: 'total' }, o.totalCount);
+          this.set({ pool: p, state: 'idle' }, o.idleCount);
+          this.set({ pool: p, state: 'waiting' }, o.waitingCount);
+        }
+      },
+    });
+    new Gauge({
+      name: 'db_pool_max_connections',
+      help: 'The most connections a PostgreSQL pool opens',
+      labelNames: ['pool'],
+      registers: [metrics.registry],
+      collect() {
+        for (const [p, o] of observed) this.set({ pool: p }, o.options.max ?? 10);
+      },
+    });
+  }
+  pools.set(name, pool);
 }
 
 /**

@@ -1,14 +1,15 @@
 import { descriptorSets } from '@secsvc/proto';
 import type { BusSettings } from './bus/config';
-import { createPool, pingDatabase, type Pool } from './db';
+import { createPool, observePool, pingDatabase, type Pool } from './db';
 import { startGrpcServer, type ServiceRegistration } from './grpc/server';
+import { GrpcTls, type GrpcTlsSettings } from './grpc/tls';
 import { migrate, readMigrations } from './migrate';
 import { startServiceOutboxRelay } from './outbox-relay';
 import { migratedOnly, runProcess, type ProcessContext } from './process';
 import type { Closable } from './shutdown';
 
 /** What every gRPC service's configuration has (the process, its database, its bus and its server). */
-export interface GrpcServiceConfig extends BusSettings {
+export interface GrpcServiceConfig extends BusSettings, GrpcTlsSettings {
   LOG_LEVEL: string;
   ADMIN_HOST: string;
   ADMIN_PORT: number;
@@ -53,18 +54,21 @@ export function runGrpcService<C extends GrpcServiceConfig>(def: GrpcServiceDefi
   return runProcess(def.name, def.loadConfig, async (ctx) => {
     const { config, logger, metrics } = ctx;
     const pool = createPool(config.DATABASE_URL, config.DATABASE_POOL_MAX, logger, def.name);
+    observePool(metrics, pool);
     if (typeof def.migrations === 'string') await migrate(pool, def.name, await readMigrations(def.migrations), logger);
     else await def.migrations(pool, ctx);
     const more = (await def.migrateMore?.(ctx)) ?? [];
     if (config.MIGRATE_ONLY) return migratedOnly(...more, { name: 'postgres', close: () => pool.end() });
+    // GRPC_TLS's files, read (an unusable one stops the start naming its variable) and watched from here on.
+    const tls = GrpcTls.fromConfig(config, { logger, metrics });
     const parts = await def.start({ ...ctx, pool });
     const relay = await startServiceOutboxRelay({ config, pool, schema: def.name, logger, metrics });
-    const server = await startGrpcServer({ host: config.GRPC_HOST, port: config.GRPC_PORT, logger, metrics, descriptorSets, services: parts.services });
-    logger.info({ grpcPort: server.port, ...parts.describe }, `${def.name} gRPC listening`);
+    const server = await startGrpcServer({ host: config.GRPC_HOST, port: config.GRPC_PORT, logger, metrics, descriptorSets, services: parts.services, tls });
+    logger.info({ grpcPort: server.port, grpcTls: config.GRPC_TLS, ...parts.describe }, `${def.name} gRPC listening`);
     return {
       closers: [
         ...(parts.closeFirst ?? []),
-        { name: 'grpc', close: () => server.close() },
+        { name: 'grpc', close: () => server.close().finally(() => tls.close()) },
         ...(parts.closers ?? []),
         { name: 'outbox-relay', close: () => relay.close() },
         { name: 'postgres', close: () => pool.end() },

@@ -35,6 +35,7 @@ interface OutboxRow {
   event_key: string;
   /** The event's JSON text (payload::text: no parse and re-serialisation on the way through). */
   payload: string;
+  traceparent: string | null;
 }
 
 /**
@@ -42,7 +43,7 @@ interface OutboxRow {
  * seq order).
  */
 export function unpublishedQuery(schema: string): string {
-  return `SELECT seq, event_id, event_key, payload::text AS payload FROM ${schema}.outbox
+  return `SELECT seq, event_id, event_key, payload::text AS payload, traceparent FROM ${schema}.outbox
           WHERE published_at IS NULL ORDER BY seq LIMIT $1`;
 }
 
@@ -67,6 +68,27 @@ function relayedCounter(metrics: Metrics): Counter<'schema'> {
 }
 
 /**
+ * outbox_backlog_events (rows not yet published) and outbox_oldest_event_age_seconds (of the oldest of them, 0
+ * when none), counted when /metrics is scraped: both walk the partial index `outbox_unpublished`.
+ */
+export function observeOutboxBacklog(metrics: Metrics, pool: Pool, schema: string): void {
+  metrics.scrapedGauges(
+    {
+      backlog: { name: 'outbox_backlog_events', help: 'Outbox events not yet published to the event bus' },
+      oldest: { name: 'outbox_oldest_event_age_seconds', help: 'Age of the oldest outbox event not yet published (0 when none)' },
+    },
+    async (g) => {
+      const { rows } = await pool.query<{ n: string; age: number }>(
+        `SELECT (SELECT count(*) FROM ${schema}.outbox WHERE published_at IS NULL) AS n,
+                coalesce(extract(epoch FROM now() - (SELECT created_at FROM ${schema}.outbox WHERE published_at IS NULL ORDER BY seq LIMIT 1)), 0)::float8 AS age`,
+      );
+      g.backlog.set(Number(rows[0]!.n));
+      g.oldest.set(Math.max(0, rows[0]!.age));
+    },
+  );
+}
+
+/**
  * Relays a service's outbox to the event bus. Each round runs in one transaction that holds a transaction
  * advisory lock (one relaying replica at a time, so rows go out in outbox order), reads the oldest unpublished
  * rows, publishes them and marks them published (at the same time), and commits once the bus acknowledged.
@@ -86,6 +108,7 @@ export class OutboxRelay {
     if (!/^[a-z_][a-z0-9_]*$/.test(o.schema)) throw new Error(`invalid schema name ${o.schema}`);
     this.topic = o.topic ?? AUTH_EVENTS_TOPIC;
     this.batchSize = o.batchSize ?? 500;
+    if (o.metrics) observeOutboxBacklog(o.metrics, o.pool, o.schema);
   }
 
   async start(): Promise<void> {
@@ -145,7 +168,7 @@ export class OutboxRelay {
         const [published, marked] = await Promise.allSettled([
           this.o.bus.publish(
             this.topic,
-            rows.map((r) => ({ id: r.event_id, key: r.event_key, value: r.payload })),
+            rows.map((r) => ({ id: r.event_id, key: r.event_key, value: r.payload, ...(r.traceparent && { traceparent: r.traceparent }) })),
           ),
           // The array literal built directly: sequence numbers are digits only, nothing to escape.
           client.query(`UPDATE ${this.o.schema}.outbox SET published_at = now() WHERE seq = ANY($1::bigint[])`, [`{${rows.map((r) => r.seq).join(',')}}`]),
@@ -205,7 +228,7 @@ export async function startServiceOutboxRelay(o: {
   logger: Logger;
   metrics?: Metrics;
 }): Promise<{ close: () => Promise<void> }> {
-  const bus = await createEventBus(o.config, o.logger, o.schema);
+  const bus = await createEventBus(o.config, o.logger, o.schema, o.metrics && { metrics: o.metrics, pool: 'bus_publish' });
   const relay = new OutboxRelay({ pool: o.pool, databaseUrl: o.config.DATABASE_URL, schema: o.schema, bus, logger: o.logger, metrics: o.metrics });
   await relay.start();
   return {

@@ -8,8 +8,8 @@ const callFrom = (headers: Record<string, string>) => {
 };
 
 describe('eventOfCall', () => {
-  it("takes the caller, its context and how it authenticated from the gateway's metadata, and the request id as trace id", () => {
-    const call = callFrom({ 'x-actor-id': 'key_1', 'x-actor-type': 'api_key', 'x-actor-name': 'ci', 'x-client-ip': '203.0.113.9', 'x-user-agent': 'curl/8', 'x-auth-method': 'secret' });
+  it("takes the caller, its context and how it authenticated from the gateway's metadata, and the caller's W3C trace id", () => {
+    const call = callFrom({ traceparent: '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01', 'x-actor-id': 'key_1', 'x-actor-type': 'api_key', 'x-actor-name': 'ci', 'x-client-ip': '203.0.113.9', 'x-user-agent': 'curl/8', 'x-auth-method': 'secret' });
     expect(eventOfCall(call, { environment: 'live', type: 'policy.created', target: { id: 'pol_1', type: 'policy' }, result: 'success' })).toEqual({
       actor: { id: 'key_1', email: undefined, type: 'api_key', name: 'ci' },
       context: { ip: '203.0.113.9', userAgent: 'curl/8' },
@@ -18,7 +18,7 @@ describe('eventOfCall', () => {
       type: 'policy.created',
       target: { id: 'pol_1', type: 'policy' },
       result: 'success',
-      traceId: 'req_outboxspec0000000000',
+      traceId: '0af7651916cd43dd8448eb211c80319c',
     });
   });
 

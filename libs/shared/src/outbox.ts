@@ -3,6 +3,7 @@ import type { Pool, PoolClient } from './db';
 import { newId } from './ids';
 import { callerOf } from './grpc/caller';
 import type { CallContext } from './grpc/server';
+import { traceIdOf, traceparentFor } from './tracing/tracer';
 
 export interface EventInput {
   environment: string;
@@ -11,31 +12,38 @@ export interface EventInput {
   target?: events.Target;
   context: events.Context;
   result: 'success' | 'failure';
+  /** The W3C trace id (32 hex digits) of the request that caused the event. */
   traceId: string;
+  /**
+   * The span the event continues in the audit consumer (W3C traceparent); default: the current context's
+   * when it belongs to `traceId`.
+   */
+  traceparent?: string;
   metadata?: Record<string, unknown>;
   /** How the caller authenticated (metadata.authMethod unless the metadata says otherwise). */
   authMethod?: string;
 }
 
 /** What an event says of itself; its caller and trace id come from the call (see eventOfCall). */
-export type CallEvent = Omit<EventInput, 'actor' | 'context' | 'traceId' | 'authMethod'> & {
+export type CallEvent = Omit<EventInput, 'actor' | 'context' | 'traceId' | 'traceparent' | 'authMethod'> & {
   /** Who acted, when not the caller the gateway named (a user logging in, an anonymous attempt). */
   actor?: events.Actor;
 };
 
 /**
  * The event a call caused: the caller the gateway named in its metadata (actor, ip, user agent, how it
- * authenticated) and the call's request id as the trace id, with what `event` says over them.
+ * authenticated) and the call's W3C trace id, with what `event` says over them.
  */
 export function eventOfCall(call: CallContext, event: CallEvent): EventInput {
   const caller = callerOf(call);
-  return { ...caller, ...event, actor: event.actor ?? caller.actor, traceId: call.requestId };
+  return { ...caller, ...event, actor: event.actor ?? caller.actor, traceId: traceIdOf(call) };
 }
 
 /**
  * Writes an event to the service's `outbox` table (its search_path schema), inside the caller's transaction
  * when given a transaction client, so it exists exactly when the change that caused it was committed. The
- * event id (log_...) is the idempotency key all the way into the audit log.
+ * event id (log_...) is the idempotency key all the way into the audit log. The row keeps the event's
+ * traceparent: the relay publishes it with the event, and the audit consumer's span continues it.
  */
 export async function appendEvent(db: PoolClient | Pool, input: EventInput): Promise<string> {
   const event: events.AuthEvent = {
@@ -50,12 +58,13 @@ export async function appendEvent(db: PoolClient | Pool, input: EventInput): Pro
     traceId: input.traceId,
     metadataJson: JSON.stringify({ authMethod: input.authMethod ?? 'none', mfaUsed: false, ...input.metadata }),
   };
-  await db.query(`INSERT INTO outbox (event_id, environment, event_type, event_key, payload) VALUES ($1, $2, $3, $4, $5)`, [
+  await db.query(`INSERT INTO outbox (event_id, environment, event_type, event_key, payload, traceparent) VALUES ($1, $2, $3, $4, $5, $6)`, [
     event.id,
     event.environment,
     event.type,
     input.actor.id ?? 'anonymous',
     events.AuthEvent.toJSON(event),
+    input.traceparent ?? traceparentFor(input.traceId) ?? null,
   ]);
   return event.id;
 }
@@ -72,7 +81,8 @@ export function outboxDdl(schema: string): string {
     CREATE TABLE outbox (
       seq bigserial PRIMARY KEY, event_id text NOT NULL UNIQUE,
       environment text NOT NULL CHECK (environment IN ('live', 'test')), event_type text NOT NULL,
-      event_key text NOT NULL, payload jsonb NOT NULL, created_at timestamptz NOT NULL DEFAULT now(), published_at timestamptz);
+      event_key text NOT NULL, payload jsonb NOT NULL, created_at timestamptz NOT NULL DEFAULT now(), published_at timestamptz,
+      traceparent text);
     CREATE INDEX outbox_unpublished ON outbox (seq) WHERE published_at IS NULL;
     CREATE FUNCTION notify_outbox() RETURNS trigger LANGUAGE plpgsql AS $$
     BEGIN PERFORM pg_notify('secsvc_outbox', TG_TABLE_SCHEMA); RETURN NULL; END $$;

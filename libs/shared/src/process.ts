@@ -3,11 +3,14 @@ import { ConfigError } from './config';
 import { createLogger, type Logger } from './logger';
 import { Metrics } from './metrics';
 import { installShutdown, type Closable } from './shutdown';
+import { startTracing, type TracingSettings } from './tracing';
 
 export interface ProcessContext<C> {
   config: C;
   logger: Logger;
   metrics: Metrics;
+  /** True from SIGTERM/SIGINT on: readiness answers 503 and HTTP answers say `Connection: close`. */
+  draining: () => boolean;
 }
 
 export interface StartedProcess {
@@ -25,15 +28,16 @@ export interface MigratedOnly {
 
 export const migratedOnly = (...closers: Closable[]): MigratedOnly => ({ migratedOnly: true, closers });
 
-interface BaseConfig {
+interface BaseConfig extends Partial<TracingSettings> {
   LOG_LEVEL: string;
   ADMIN_HOST: string;
   ADMIN_PORT: number;
+  SHUTDOWN_DELAY_MS?: number;
 }
 
 /**
  * The start-up of every service process: validated config (a bad value exits 1 naming the variable), JSON
- * logger, metrics, the admin HTTP server (/healthz, /readyz, /metrics) and graceful shutdown.
+ * logger, metrics, tracing (OTEL_*, tracing/), the admin HTTP server (/healthz, /readyz, /metrics) and graceful shutdown.
  */
 export async function runProcess<C extends BaseConfig>(
   service: string,
@@ -52,16 +56,31 @@ export async function runProcess<C extends BaseConfig>(
   }
   const logger = createLogger(service, config.LOG_LEVEL);
   const metrics = new Metrics(service);
+  // Before `start`: pools and servers it creates are traced when tracing is on.
+  const tracing = startTracing(service, config, logger);
+  let draining = false;
   try {
-    const started = await start({ config, logger, metrics });
+    const started = await start({ config, logger, metrics, draining: () => draining });
     if ('migratedOnly' in started) {
       // No admin server, no signal handlers: close what the migrations opened and leave with success.
       for (const step of started.closers) await step.close();
+      await tracing.close();
       logger.info(`${service} migrations applied (MIGRATE_ONLY), exiting`);
       process.exit(0);
     }
-    const admin = await startAdminServer({ host: config.ADMIN_HOST, port: config.ADMIN_PORT, metrics, ready: started.ready });
-    const shutdown = installShutdown(logger, [{ name: 'admin', close: admin.close }, ...started.closers]);
+    const ready = async (): Promise<Readiness> => (draining ? false : started.ready());
+    const admin = await startAdminServer({ host: config.ADMIN_HOST, port: config.ADMIN_PORT, metrics, ready });
+    // Graceful: readiness drops first (and the delay lets a load balancer see it), then the process's own steps
+    // (stop accepting, let in-flight requests and streams finish, close pools), and the admin server last, so
+    // /healthz and /metrics answer during the drain.
+    const drain: Closable = {
+      name: 'drain',
+      close: async () => {
+        draining = true;
+        if (config.SHUTDOWN_DELAY_MS) await new Promise((resolve) => setTimeout(resolve, config.SHUTDOWN_DELAY_MS));
+      },
+    };
+    const shutdown = installShutdown(logger, [drain, ...started.closers, { name: 'admin', close: admin.close }, { name: 'tracing', close: tracing.close }]);
     if (process.env.SECSVC_EXIT_WITH_PARENT === '1') {
       // Started by the local launcher: when it goes away (its end of our stdin closes), stop too.
       process.stdin.on('close', () => void shutdown().then(() => process.exit(0)));

@@ -85,7 +85,7 @@ describe('admin server', () => {
     expect(text).toContain('# HELP http_requests_total');
     expect(text).toContain('# TYPE http_requests_total counter');
     expect(text).toMatch(/^http_requests_total\{[^}]*route="\/v1\/users"[^}]*\} 1$/m);
-    expect(text).toMatch(/^grpc_server_handled_total\{[^}]*code="OK"[^}]*\} 1$/m);
+    expect(text).toMatch(/^grpc_server_handled_total\{[^}]*grpc_code="OK"[^}]*\} 1$/m);
     expect(text).toContain('service="admin-test"');
     expect(text).toContain('process_cpu_user_seconds_total');
   });

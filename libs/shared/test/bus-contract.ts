@@ -66,6 +66,22 @@ export function describeBusContract(name: string, makeBus: () => Promise<EventBu
     );
 
     test(
+      "carries a record's traceparent (tracing), and none for a record published without one",
+      async () => {
+        const b = await bus();
+        const t = topic();
+        const [plain, traced] = records(2, ['k']);
+        const withTrace = { ...traced!, traceparent: '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01' };
+        await b.publish(t, [plain!, withTrace]);
+        const { got, sub } = await collect(b, t, 'g1', 2);
+        await sub.stop();
+        expect(got).toEqual([plain, withTrace]);
+        expect(got[0]).not.toHaveProperty('traceparent');
+      },
+      timeoutMs,
+    );
+
+    test(
       'a record published after subscribing arrives promptly',
       async () => {
         const b = await bus();
@@ -131,6 +147,35 @@ export function describeBusContract(name: string, makeBus: () => Promise<EventBu
         await Promise.all([g1.sub.stop(), g2.sub.stop()]);
         expect(g1.got).toHaveLength(10);
         expect(g2.got).toHaveLength(10);
+      },
+      timeoutMs,
+    );
+
+    test(
+      'lag counts the records a group has not consumed: all for a new group, none once it caught up',
+      async () => {
+        const b = await bus();
+        const t = topic();
+        // A broker may answer "coordinator loading" for a while after it started: the gauge keeps its value then.
+        const lag = async (group: string) => {
+          for (let i = 0; ; i++) {
+            try {
+              return await b.lag!(t, group);
+            } catch (err) {
+              if (i >= 50) throw err;
+              await new Promise((r) => setTimeout(r, 200));
+            }
+          }
+        };
+        await b.publish(t, records(30));
+        expect(await lag('g1')).toBe(30);
+        const g1 = await collect(b, t, 'g1', 30);
+        // stop() resolves once the handled batches' positions are saved
+        await g1.sub.stop();
+        expect(await lag('g1')).toBe(0);
+        await b.publish(t, records(5).map((r) => ({ ...r, id: `${r.id}_more` })));
+        expect(await lag('g1')).toBe(5);
+        expect(await lag('g2')).toBe(35);
       },
       timeoutMs,
     );

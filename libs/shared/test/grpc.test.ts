@@ -8,7 +8,10 @@ import { checkHealth, createClient, promiseClient } from '../src/grpc/client';
 import { startGrpcServer, type CallContext, type RunningGrpcServer, type ServerStream } from '../src/grpc/server';
 import { isId } from '../src/ids';
 import { createLogger } from '../src/logger';
-import { Metrics } from '../src/metrics';
+import { isDeepStrictEqual } from 'node:util';
+import { Metrics, parseMetricsText } from '../src/metrics';
+
+const labelsOf = (type: string, method: string) => ({ grpc_type: type, grpc_service: 'secsvc.identity.v1.IdentityService', grpc_method: method });
 
 type User = identity.User;
 
@@ -202,21 +205,44 @@ describe('gRPC server and client', () => {
     expect(second.requestId).not.toBe(first.requestId);
   });
 
-  it('counts handled calls by method and code in the metrics registry', async () => {
+  it('counts handled calls by type, service, method and code in the metrics registry (go-grpc-prometheus labels)', async () => {
     await client.getUser({ environment: 'live', id: 'user_m' });
     await rejection(client.createUser({ environment: 'live', email: 'x', name: 'n', roles: [], metadataJson: '' }));
-    const text = await metrics.registry.metrics();
-    const lines = text.split('\n').filter((l) => l.startsWith('grpc_server_handled_total{'));
-    const count = (method: string, code: string) => {
-      const line = lines.find((l) => l.includes(`method="${method}"`) && l.includes(`code="${code}"`));
-      return line === undefined ? 0 : Number(line.slice(line.lastIndexOf(' ') + 1));
-    };
+    const samples = parseMetricsText(await metrics.registry.metrics());
+    const count = (method: string, code: string, type = 'unary') =>
+      samples.find((s) => s.name === 'grpc_server_handled_total' && isDeepStrictEqual(s.labels, { ...labelsOf(type, method), grpc_code: code, service: 'test' }))?.value ?? 0;
     // tests of this file run in order: GetUser and CreateUser were each called twice, DeleteUser once
-    expect(count('/secsvc.identity.v1.IdentityService/GetUser', 'OK')).toBe(2);
-    expect(count('/secsvc.identity.v1.IdentityService/CreateUser', 'INVALID_ARGUMENT')).toBe(2);
-    expect(count('/secsvc.identity.v1.IdentityService/DeleteUser', 'INTERNAL')).toBe(1);
-    expect(count('/secsvc.identity.v1.IdentityService/GetUser', 'INTERNAL')).toBe(0);
-    expect(text).toContain('grpc_server_handling_seconds_bucket');
+    expect(count('GetUser', 'OK')).toBe(2);
+    expect(count('CreateUser', 'INVALID_ARGUMENT')).toBe(2);
+    expect(count('DeleteUser', 'INTERNAL')).toBe(1);
+    expect(count('GetUser', 'INTERNAL')).toBe(0);
+    // the change streams ended (OK) or were cancelled by the client (CANCELLED)
+    expect(count('WatchCredentialChanges', 'OK', 'server_stream') + count('WatchCredentialChanges', 'CANCELLED', 'server_stream')).toBeGreaterThan(0);
+    // the duration has no code label
+    expect(samples).toContainEqual({ name: 'grpc_server_handling_seconds_count', labels: { ...labelsOf('unary', 'GetUser'), service: 'test' }, value: 2 });
+  });
+
+  it('counts the calls a client made when it was given the metrics (unary and streaming, by code)', async () => {
+    const own = new Metrics('client-test');
+    const counted = createClient(identity.IdentityServiceClient, addr, own);
+    try {
+      const call = promiseClient(counted, { deadlineMs: 2000 });
+      await call.getUser({ environment: 'live', id: 'user_c' });
+      await rejection(call.authenticateApiKey({ key: 'svc_sk_nope' }));
+      await new Promise<void>((resolve) => {
+        const md = new grpc.Metadata();
+        md.set('x-mode', 'end');
+        counted.watchCredentialChanges({}, md).on('data', () => undefined).on('end', resolve).on('error', () => resolve());
+      });
+      const samples = parseMetricsText(await own.registry.metrics());
+      const service = 'client-test';
+      expect(samples).toContainEqual({ name: 'grpc_client_handled_total', labels: { ...labelsOf('unary', 'GetUser'), grpc_code: 'OK', service }, value: 1 });
+      expect(samples).toContainEqual({ name: 'grpc_client_handled_total', labels: { ...labelsOf('unary', 'AuthenticateApiKey'), grpc_code: 'NOT_FOUND', service }, value: 1 });
+      expect(samples).toContainEqual({ name: 'grpc_client_handled_total', labels: { ...labelsOf('server_stream', 'WatchCredentialChanges'), grpc_code: 'OK', service }, value: 1 });
+      expect(samples).toContainEqual({ name: 'grpc_client_handling_seconds_count', labels: { ...labelsOf('unary', 'GetUser'), service }, value: 1 });
+    } finally {
+      counted.close();
+    }
   });
 
   it('lists the services through server reflection', async () => {

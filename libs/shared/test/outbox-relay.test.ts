@@ -2,6 +2,7 @@ import pg from 'pg';
 import { createPool } from '../src/db';
 import { createLogger } from '../src/logger';
 import { appendEvent, outboxDdl } from '../src/outbox';
+import { requestContext } from '../src/context';
 import { INDEX_ORDER_ONLY, OutboxRelay, unpublishedQuery } from '../src/outbox-relay';
 import { createPostgresBus } from '../src/bus/postgres';
 import type { BusRecord, EventBus } from '../src/bus/port';
@@ -76,6 +77,24 @@ test('events written to the outbox reach the bus promptly, as the AuthEvent JSON
   } finally {
     await relay.stop();
   }
+});
+
+test("an event keeps the traceparent of the span that wrote it (same trace) on the way to the bus; none outside a trace", async () => {
+  const traceId = '0af7651916cd43dd8448eb211c80319c';
+  const span = { traceId, spanId: 'b7ad6b7169203331', traceFlags: 1 };
+  const inTrace = await requestContext.run({ trace: span }, () => appendEvent(pool, { ...event('key_t'), traceId }));
+  // A context of another trace (a queued job replaying an older request's event) is not the event's parent.
+  const otherTrace = await requestContext.run({ trace: { ...span, traceId: 'f'.repeat(32) } }, () => appendEvent(pool, { ...event('key_t'), traceId }));
+  const outside = await appendEvent(pool, event('key_t'));
+  const relay = new OutboxRelay({ pool, databaseUrl: db.url, schema: 'svc', bus, logger, topic: 'relay-trace' });
+  await relay.drain();
+  const got = await consume('relay-trace', 'g', 3);
+  expect(got.map((r) => [r.id, r.traceparent])).toEqual([
+    [inTrace, `00-${traceId}-b7ad6b7169203331-01`],
+    [otherTrace, undefined],
+    [outside, undefined],
+  ]);
+  expect(JSON.parse(got[0]!.value).traceId).toBe(traceId);
 });
 
 test('a crash after the bus acknowledged but before the outbox was marked republishes: duplicates, never loss', async () => {

@@ -1,5 +1,5 @@
 import type { audit } from '@secsvc/proto';
-import { callerOf, type CallContext } from '@secsvc/shared';
+import { callerOf, traceIdOf, type CallContext } from '@secsvc/shared';
 import { exportService, type ExportContext } from '../export-context';
 import { toExport } from './messages';
 
@@ -7,5 +7,5 @@ import { toExport } from './messages';
 export const createExport = (ctx: ExportContext) => {
   const service = exportService(ctx);
   return async (req: audit.CreateExportRequest, call: CallContext): Promise<audit.Export> =>
-    toExport(await service.create(req, { requestedBy: callerOf(call), traceId: call.requestId }), ctx.secret);
+    toExport(await service.create(req, { requestedBy: callerOf(call), traceId: traceIdOf(call) }), ctx.secret);
 };

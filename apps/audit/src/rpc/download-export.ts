@@ -1,5 +1,5 @@
 import type { audit } from '@secsvc/proto';
-import type { BulkServerStream, CallContext } from '@secsvc/shared';
+import { traceIdOf, type BulkServerStream, type CallContext } from '@secsvc/shared';
 import { exportService, type ExportContext } from '../export-context';
 
 export const CONTENT_TYPES: Record<string, string> = {
@@ -34,7 +34,7 @@ export const downloadExport = (ctx: ExportContext) => {
       if (req.headOnly || head.unsatisfiable || size === 0) return stream.end();
       const body = await service.read(download);
       stream.onClose(() => body.destroy());
-      await service.recordDownload(download, { ip: req.clientIp, userAgent: req.userAgent }, call.requestId);
+      await service.recordDownload(download, { ip: req.clientIp, userAgent: req.userAgent }, traceIdOf(call));
       for await (const chunk of body) {
         if (stream.isClosed()) return;
         await stream.send({ data: chunk as Buffer });

@@ -1,7 +1,7 @@
-import { Backoff, type Logger } from '@secsvc/shared';
+import { Backoff, type Logger, type Metrics } from '@secsvc/shared';
 import type { Principal } from '../context';
 import type { CredentialChanges } from './changes';
-import { FeedCache, tokenDigest } from './feed-cache';
+import { cacheStats, FeedCache, tokenDigest, type CacheStats } from './feed-cache';
 
 // AuthCache: follows identity's credential change stream (the CredentialChanges every other cache listens
 // to), caches API key and session authentications, and remembers recently revoked sessions for JWTs.
@@ -27,6 +27,7 @@ export class AuthCache implements CredentialChanges {
   private stopped = false;
   private readonly backoff = new Backoff({ baseMs: 250, maxMs: 5_000 });
   private readonly principals: FeedCache<Principal>;
+  private readonly stats: { apiKey: CacheStats; session: CacheStats };
 
   constructor(
     private readonly open: () => ChangeStream,
@@ -35,7 +36,9 @@ export class AuthCache implements CredentialChanges {
     maxEntries = 10_000,
     /** How long a revoked session id is remembered: the access-token lifetime plus leeway. */
     private readonly revokedRetentionMs = 17 * 60_000,
+    metrics?: Metrics,
   ) {
+    this.stats = { apiKey: cacheStats(metrics, 'api_key'), session: cacheStats(metrics, 'session') };
     this.principals = new FeedCache(this, { ttlMs, maxEntries, changedBy: (id, principal) => principal.credentialId === id });
   }
 
@@ -107,8 +110,13 @@ export class AuthCache implements CredentialChanges {
     if (credentialId.startsWith('ses_') || credentialId.startsWith('grt_')) this.revokedSessions.set(credentialId, Date.now() + this.revokedRetentionMs);
   }
 
+  /** The cached authentication of an API key or session token (counted as api_key or session). */
   get(key: string): Principal | undefined {
-    return this.principals.peek(tokenDigest(key));
+    const found = this.principals.peek(tokenDigest(key));
+    const stats = key.startsWith('sst_') ? this.stats.session : this.stats.apiKey;
+    if (found) stats.hit();
+    else stats.miss();
+    return found;
   }
 
   /** Caches a lookup that started at `generation`, for the TTL or until the key expires, whichever is first. */

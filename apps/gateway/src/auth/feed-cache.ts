@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import type { Metrics } from '@secsvc/shared';
 import type { CredentialChanges } from './changes';
 
 // The skeleton the gateway's credential caches share (API keys and sessions, verify answers, users, OAuth
@@ -8,6 +9,23 @@ import type { CredentialChanges } from './changes';
 /** The cache key of a secret (API key, token, client secret): a SHA-256 digest, so no cache holds the secret. */
 export const tokenDigest = (secret: string) => createHash('sha256').update(secret).digest('base64url');
 
+/** Counts a cache's lookups: credential_cache_requests_total{cache,result} (result hit or miss). */
+export interface CacheStats {
+  hit(): void;
+  miss(): void;
+}
+
+const NO_STATS: CacheStats = { hit: () => undefined, miss: () => undefined };
+
+/** The lookups of cache `cache` (api_key, session, jwt, session_verify, user...), counted in `metrics` (none: not counted). */
+export function cacheStats(metrics: Metrics | undefined, cache: string): CacheStats {
+  if (!metrics) return NO_STATS;
+  const counter = metrics.counter('credential_cache_requests_total', 'Credential cache lookups by cache and result (hit, miss)', ['cache', 'result']);
+  const hits = counter.labels({ cache, result: 'hit' });
+  const misses = counter.labels({ cache, result: 'miss' });
+  return { hit: () => hits.inc(), miss: () => misses.inc() };
+}
+
 export interface FeedCacheOptions<V> {
   /** How long an entry is served at most (0: nothing is cached). */
   ttlMs: number;
@@ -15,6 +33,8 @@ export interface FeedCacheOptions<V> {
   maxEntries: number;
   /** Whether a change of the credential or user `id` voids this entry. */
   changedBy: (id: string, value: V, key: string) => boolean;
+  /** Counts the lookups of `get` (peek is the caller's to count). */
+  stats?: CacheStats;
 }
 
 /**
@@ -62,7 +82,11 @@ export class FeedCache<V> {
   /** The entry of `key`, else `fetch`'s answer, kept until `expiry` says (false: not kept, e.g. a negative answer). */
   async get(key: string, fetch: () => Promise<V>, expiry: (value: V) => number | false = () => Infinity): Promise<V> {
     const hit = this.peek(key);
-    if (hit !== undefined) return hit;
+    if (hit !== undefined) {
+      this.options.stats?.hit();
+      return hit;
+    }
+    this.options.stats?.miss();
     const ticket = this.ticket;
     const value = await fetch();
     const until = expiry(value);

@@ -1,6 +1,6 @@
 import { createLocalJWKSet, errors, jwtVerify, type JWTPayload, type JWTVerifyGetKey } from 'jose';
-import { AppError, type Logger } from '@secsvc/shared';
-import { tokenDigest } from './feed-cache';
+import { AppError, type Logger, type Metrics } from '@secsvc/shared';
+import { cacheStats, tokenDigest, type CacheStats } from './feed-cache';
 
 // JwtVerifier: checks access tokens (ES256 JWTs) locally against identity's published key set; revocation
 // is AuthCache's part (recently revoked sessions and grants).
@@ -22,13 +22,18 @@ export class JwtVerifier {
   private loading: Promise<void> | undefined;
   /** Tokens whose signature was already checked (by digest), until their exp: repeat requests skip ES256. */
   private readonly verified = new Map<string, { claims: JWTPayload & { sid: string; env: string; sub: string }; exp: number }>();
+  /** Lookups of `verified` (cache jwt). */
+  private readonly stats: CacheStats;
 
   constructor(
     private readonly fetchJwks: () => Promise<string>,
     private readonly issuer: string,
     private readonly audience: string,
     private readonly logger: Logger,
-  ) {}
+    metrics?: Metrics,
+  ) {
+    this.stats = cacheStats(metrics, 'jwt');
+  }
 
   private refresh(minAgeMs: number): Promise<void> {
     if (this.keys && Date.now() - this.loadedAt < minAgeMs) return Promise.resolve();
@@ -45,7 +50,11 @@ export class JwtVerifier {
     const key = tokenDigest(token);
     const hit = this.verified.get(key);
     // exp is re-checked on every use (60 s leeway, as jwtVerify applies it)
-    if (hit && hit.exp + 60 > Date.now() / 1000) return hit.claims;
+    if (hit && hit.exp + 60 > Date.now() / 1000) {
+      this.stats.hit();
+      return hit.claims;
+    }
+    this.stats.miss();
     if (hit) this.verified.delete(key);
     const claims = await this.verifyFully(token);
     if (this.verified.size >= 10_000) this.verified.delete(this.verified.keys().next().value!);

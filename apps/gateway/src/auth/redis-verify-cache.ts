@@ -1,7 +1,8 @@
 import type Redis from 'ioredis';
+import type { Metrics } from '@secsvc/shared';
 import { RedisScript, type RedisHealth } from '../redis';
 import type { CredentialChanges } from './changes';
-import { tokenDigest } from './feed-cache';
+import { cacheStats, tokenDigest, type CacheStats } from './feed-cache';
 import type { VerifyAnswer, VerifyCache } from './verify-cache';
 
 // RedisVerifyCache: the verify cache every gateway replica shares when REDIS_URL is set (Lua scripts keep
@@ -98,6 +99,7 @@ export class RedisVerifyCache implements VerifyCache {
   /** An invalidation could not be written: void the shared cache before using it again. */
   private dirty = false;
   private readonly tombstoneMs: number;
+  private readonly stats: CacheStats;
 
   constructor(
     redis: Redis,
@@ -106,7 +108,9 @@ export class RedisVerifyCache implements VerifyCache {
     /** A verification that took longer than this is not stored (the tombstones outlive it). */
     private readonly maxLookupMs: number,
     private readonly health?: Pick<RedisHealth, 'failed' | 'succeeded'>,
+    metrics?: Metrics,
   ) {
+    this.stats = cacheStats(metrics, 'session_verify');
     this.lookup = new RedisScript(redis, LOOKUP_LUA);
     this.store = new RedisScript(redis, STORE_LUA);
     this.invalidate = new RedisScript(redis, INVALIDATE_LUA);
@@ -119,7 +123,10 @@ export class RedisVerifyCache implements VerifyCache {
   }
 
   async get(key: string, fetch: () => Promise<VerifyAnswer>): Promise<unknown> {
-    if (!this.changes.isLive || this.ttlMs <= 0) return (await fetch()).body;
+    if (!this.changes.isLive || this.ttlMs <= 0) {
+      this.stats.miss();
+      return (await fetch()).body;
+    }
     const digest = tokenDigest(key);
     const entry = `${P}e:${digest}`;
     let ticket: string | undefined;
@@ -127,12 +134,16 @@ export class RedisVerifyCache implements VerifyCache {
       try {
         const [hit, value] = (await this.lookup.run([entry, EPOCH, FLOOR], [])) as [number, string];
         this.health?.succeeded();
-        if (hit === 1) return JSON.parse(value) as unknown;
+        if (hit === 1) {
+          this.stats.hit();
+          return JSON.parse(value) as unknown;
+        }
         ticket = value;
       } catch (err) {
         this.health?.failed('verify_cache', err);
       }
     }
+    this.stats.miss();
     const started = Date.now();
     const answer = await fetch();
     const s = answer.session;

@@ -1,5 +1,6 @@
+import type { Metrics } from '@secsvc/shared';
 import type { CredentialChanges } from './changes';
-import { FeedCache } from './feed-cache';
+import { cacheStats, FeedCache } from './feed-cache';
 
 // UserCache: the roles and email of users the gateway knows only by id, kept while the change feed is live.
 
@@ -17,9 +18,9 @@ export interface UserFacts {
 export class UserCache {
   private readonly users: FeedCache<UserFacts>;
 
-  constructor(changes: CredentialChanges, ttlMs = 60_000, maxEntries = 10_000) {
+  constructor(changes: CredentialChanges, ttlMs = 60_000, maxEntries = 10_000, metrics?: Metrics) {
     // Keys are <environment>:<user id>; a change names the user id.
-    this.users = new FeedCache(changes, { ttlMs, maxEntries, changedBy: (id, _facts, key) => key.endsWith(`:${id}`) });
+    this.users = new FeedCache(changes, { ttlMs, maxEntries, changedBy: (id, _facts, key) => key.endsWith(`:${id}`), stats: cacheStats(metrics, 'user') });
   }
 
   /** The user's facts from the cache, or from `fetch` (then cached unless a change raced it). */

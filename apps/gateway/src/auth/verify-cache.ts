@@ -1,5 +1,6 @@
+import type { Metrics } from '@secsvc/shared';
 import type { CredentialChanges } from './changes';
-import { FeedCache, tokenDigest } from './feed-cache';
+import { cacheStats, FeedCache, tokenDigest } from './feed-cache';
 
 // The verify cache of POST /sessions/verify: its interface and answer type, and the in-process variant
 // (redis-verify-cache.ts holds the one replicas share).
@@ -32,9 +33,14 @@ export interface VerifyCache {
 export class MemoryVerifyCache implements VerifyCache {
   private readonly answers: FeedCache<VerifyAnswer>;
 
-  constructor(changes: CredentialChanges, ttlMs = 60_000, maxEntries = 10_000) {
+  constructor(changes: CredentialChanges, ttlMs = 60_000, maxEntries = 10_000, metrics?: Metrics) {
     // A change of the session or of its user drops the answer.
-    this.answers = new FeedCache(changes, { ttlMs, maxEntries, changedBy: (id, a) => a.session?.sessionId === id || a.session?.userId === id });
+    this.answers = new FeedCache(changes, {
+      ttlMs,
+      maxEntries,
+      changedBy: (id, a) => a.session?.sessionId === id || a.session?.userId === id,
+      stats: cacheStats(metrics, 'session_verify'),
+    });
   }
 
   async get(key: string, fetch: () => Promise<VerifyAnswer>): Promise<unknown> {

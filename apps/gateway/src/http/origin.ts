@@ -11,8 +11,11 @@ export function requestOrigin(req: Request): { ip: string; userAgent: string } {
   return { ip: req.ip ?? '', userAgent: (req.get('user-agent') ?? '').slice(0, USER_AGENT_MAX) };
 }
 
-/** The same, as the gRPC metadata that tells a service where the request came from. */
-export function originHeaders(req: Request): { 'x-client-ip': string; 'x-user-agent': string } {
+/**
+ * The same, as the gRPC metadata that tells a service where the request came from, with the request's trace
+ * context (`traceparent`, middleware/trace.ts): the trace its events name.
+ */
+export function originHeaders(req: Request): { 'x-client-ip': string; 'x-user-agent': string; traceparent?: string } {
   const { ip, userAgent } = requestOrigin(req);
-  return { 'x-client-ip': ip, 'x-user-agent': userAgent };
+  return { 'x-client-ip': ip, 'x-user-agent': userAgent, ...(req.traceparent && { traceparent: req.traceparent }) };
 }

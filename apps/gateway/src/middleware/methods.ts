@@ -1,36 +1,17 @@
 import type { NextFunction, Request, Response } from 'express';
 import { AppError } from '@secsvc/shared';
-
-interface Template {
-  regex: RegExp;
-  /** Literal segments first: /policies/simulate wins over /policies/{id} (OpenAPI path matching). */
-  literals: number;
-  allow: string;
-}
+import type { RouteTable } from './route-table';
 
 /**
- * HTTP method semantics from the document's paths (every public route is documented): a known path with a
- * method it does not serve answers 405 with `Allow`; OPTIONS answers 204 with exactly that path's methods;
- * HEAD is served wherever GET is (Express runs the GET handler without the body). A path is matched as OpenAPI matches it: a concrete path before a templated
- * one, so GET /v1/policies/simulate is 405 (only POST), not a lookup of the policy "simulate".
+ * HTTP method semantics from the document's paths (every public route is documented, see RouteTable): a
+ * known path with a method it does not serve answers 405 with `Allow`; OPTIONS answers 204 with exactly that
+ * path's methods; HEAD is served wherever GET is (Express runs the GET handler without the body). A path is
+ * matched as OpenAPI matches it: a concrete path before a templated one, so GET /v1/policies/simulate is 405
+ * (only POST), not a lookup of the policy "simulate".
  */
-export function methodSemantics(paths: Record<string, Record<string, unknown>>, charge?: (req: Request, res: Response, next: NextFunction) => void) {
-  const templates: Template[] = Object.entries(paths)
-    .map(([path, item]) => {
-      const methods = new Set(Object.keys(item).map((m) => m.toUpperCase()));
-      if (methods.has('GET')) methods.add('HEAD');
-      methods.add('OPTIONS');
-      const segments = path.split('/');
-      return {
-        regex: new RegExp(`^${segments.map((s) => (/^\{[^}]+\}$/.test(s) ? '[^/]+' : s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'))).join('/')}/?$`),
-        literals: segments.filter((s) => !s.startsWith('{')).length,
-        allow: [...methods].sort().join(', '),
-      };
-    })
-    .sort((a, b) => b.literals - a.literals);
-
+export function methodSemantics(routes: RouteTable, charge?: (req: Request, res: Response, next: NextFunction) => void) {
   return (req: Request, res: Response, next: NextFunction): void => {
-    const template = templates.find((t) => t.regex.test(req.path));
+    const template = routes.match(req.path);
     if (!template) return next();
     if (req.method === 'OPTIONS') {
       // Counted like any request (and so answered with the X-RateLimit headers).
@@ -41,7 +22,7 @@ export function methodSemantics(paths: Record<string, Record<string, unknown>>, 
       };
       return charge ? charge(req, res, answer) : answer();
     }
-    if (template.allow.split(', ').includes(req.method)) return next();
+    if (template.methods.has(req.method)) return next();
     res.setHeader('Allow', template.allow);
     next(new AppError('method_not_allowed', `${req.method} is not allowed on ${req.path}; allowed: ${template.allow}`));
   };

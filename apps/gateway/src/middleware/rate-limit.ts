@@ -1,8 +1,10 @@
 import { createHash } from 'node:crypto';
 import type { NextFunction, Request, Response } from 'express';
-import { AppError, toAppError } from '@secsvc/shared';
+import type { Counter } from 'prom-client';
+import { AppError, toAppError, type Metrics } from '@secsvc/shared';
+import type { Principal } from '../context';
 import type { Decision } from '../rate-limit/gcra';
-import { RateLimitUnavailable, type RateLimiter } from '../rate-limit/limiter';
+import { RateLimitUnavailable, type RateLimiter, type StoreHealth } from '../rate-limit/limiter';
 import { subjectOf, type RateLimitPolicy, type Subject } from '../rate-limit/subjects';
 
 /** Called on the first refusal of a subject in a window (rate_limit.exceeded). */
@@ -13,6 +15,43 @@ interface Refused {
   reset: number;
   /** When the next request may pass (ms on the limiter's clock). */
   until: number;
+  plan: string;
+}
+
+const PLANS = new Set(['free', 'pro', 'enterprise']);
+
+/** The `plan` label of a decision: the API key's plan, `user` (sessions, JWTs) or `anonymous` (by client ip). */
+function planOf(subject: Subject, principal: Principal | undefined): string {
+  if (subject.kind !== 'api_key') return subject.kind === 'user' ? 'user' : 'anonymous';
+  return principal && PLANS.has(principal.plan) ? principal.plan : 'other';
+}
+
+const storeErrors = (metrics: Metrics) => metrics.counter('ratelimit_store_errors_total', 'Rate-limit store operations that failed (Redis or memory)', []);
+
+/** `health` that also counts each failed store call in ratelimit_store_errors_total (give it to the RateLimiter). */
+export function countedStoreHealth(metrics: Metrics, health?: StoreHealth): StoreHealth {
+  const errors = storeErrors(metrics);
+  return {
+    failed: (use, err) => {
+      errors.inc();
+      health?.failed(use, err);
+    },
+    succeeded: () => health?.succeeded(),
+  };
+}
+
+/** ratelimit_decisions_total{plan,decision}, with its label children kept (one map lookup per request). */
+function decisionCounter(metrics: Metrics | undefined): (plan: string, allowed: boolean) => void {
+  if (!metrics) return () => undefined;
+  const counter = metrics.counter('ratelimit_decisions_total', 'Rate-limit decisions by plan and decision (allowed, limited)', ['plan', 'decision']);
+  storeErrors(metrics);
+  const children = new Map<string, Counter.Internal>();
+  return (plan, allowed) => {
+    const key = `${plan}:${allowed}`;
+    let child = children.get(key);
+    if (!child) children.set(key, (child = counter.labels({ plan, decision: allowed ? 'allowed' : 'limited' })));
+    child.inc();
+  };
 }
 
 const MAX_REFUSED = 10_000;
@@ -41,8 +80,9 @@ const refusal = (retryAfter: number) =>
  * A refusal is 429 `rate_limited` with Retry-After and Remaining 0; it reaches no service (the request's
  * operation is never called; only the first refusal of a window may need its credential authenticated).
  */
-export function rateLimits(limiter: RateLimiter, policy: RateLimitPolicy, report?: ExceededReporter) {
+export function rateLimits(limiter: RateLimiter, policy: RateLimitPolicy, report?: ExceededReporter, metrics?: Metrics) {
   const refused = new Map<string, Refused>();
+  const decided = decisionCounter(metrics);
 
   /** Refusals are remembered per credential (any ip), or per ip for calls without a valid one. */
   const memoKey = (req: Request, subject: Subject['kind']) => {
@@ -50,13 +90,14 @@ export function rateLimits(limiter: RateLimiter, policy: RateLimitPolicy, report
     return subject === 'ip' ? `i:${req.ip ?? ''}:${auth ? digest(auth) : ''}` : `c:${digest(auth ?? '')}`;
   };
 
-  const remember = (key: string, d: Decision) => {
+  const remember = (key: string, d: Decision, plan: string) => {
     if (refused.size >= MAX_REFUSED) refused.delete(refused.keys().next().value!);
-    refused.set(key, { limit: d.limit, reset: d.reset, until: limiter.nowMs() + d.retryAfter * 1000 });
+    refused.set(key, { limit: d.limit, reset: d.reset, until: limiter.nowMs() + d.retryAfter * 1000, plan });
   };
 
   /** Spends one request of `subject`'s budget; the error to pass on when refused (or unavailable). */
-  const spend = async (req: Request, res: Response, subject: Subject): Promise<AppError | undefined> => {
+  const spend = async (req: Request, res: Response, subject: Subject, principal: Principal | undefined): Promise<AppError | undefined> => {
+    const plan = planOf(subject, principal);
     let d: Decision;
     try {
       d = await limiter.consume(subject.subject, subject.limit);
@@ -67,8 +108,9 @@ export function rateLimits(limiter: RateLimiter, policy: RateLimitPolicy, report
       return err;
     }
     setHeaders(res, d.limit, d.remaining, d.reset);
+    decided(plan, d.allowed);
     if (d.allowed) return undefined;
-    remember(memoKey(req, subject.kind), d);
+    remember(memoKey(req, subject.kind), d, plan);
     if (d.report) report?.(req, subject, d);
     return refusal(d.retryAfter);
   };
@@ -86,6 +128,7 @@ export function rateLimits(limiter: RateLimiter, policy: RateLimitPolicy, report
         continue;
       }
       setHeaders(res, r.limit, 0, r.reset);
+      decided(r.plan, false);
       return next(refusal(Math.max(1, Math.ceil((r.until - now) / 1000))));
     }
     next();
@@ -93,7 +136,7 @@ export function rateLimits(limiter: RateLimiter, policy: RateLimitPolicy, report
 
   const apply = (req: Request, res: Response, next: NextFunction): void => {
     if (res.locals.rateLimited) return next();
-    spend(req, res, subjectOf(req.principal, req.ip ?? '', policy)).then((err) => next(err), next);
+    spend(req, res, subjectOf(req.principal, req.ip ?? '', policy), req.principal).then((err) => next(err), next);
   };
 
   /** `apply` for every path outside `prefix` (whose routes apply it themselves, after authentication). */
@@ -105,7 +148,7 @@ export function rateLimits(limiter: RateLimiter, policy: RateLimitPolicy, report
     // A credential that could not be checked (identity unavailable) was not refused: the caller's budget is its
     // key's, unknown for now, and the ip's anonymous budget is for missing and refused credentials only.
     if (toAppError(err).httpStatus >= 500) return next(err);
-    spend(req, res, subjectOf(undefined, req.ip ?? '', policy)).then((refusedErr) => next(refusedErr ?? err), next);
+    spend(req, res, subjectOf(undefined, req.ip ?? '', policy), undefined).then((refusedErr) => next(refusedErr ?? err), next);
   };
 
   return { gate, apply, applyOutside, onError };

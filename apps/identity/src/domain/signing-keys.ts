@@ -1,6 +1,6 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { exportJWK, generateKeyPair, importJWK, SignJWT, type JWK, type JWTPayload } from 'jose';
-import { withTransaction, type Pool } from '@secsvc/shared';
+import { withTransaction, type Metrics, type Pool } from '@secsvc/shared';
 import { deriveKey, open, seal } from './sealing';
 
 export const ALG = 'ES256';
@@ -11,8 +11,8 @@ export function masterKey(configured: string | undefined, serverSecret: string):
 }
 
 export interface SigningKeys {
-  /** The newest key: signs new tokens. */
-  current: { kid: string; key: Awaited<ReturnType<typeof importJWK>> };
+  /** The newest key: signs new tokens; createdAt in ms. */
+  current: { kid: string; key: Awaited<ReturnType<typeof importJWK>>; createdAt: number };
   /** Public keys of every key still published (current + the overlap of the previous ones). */
   jwks: { keys: JWK[] };
 }
@@ -57,18 +57,34 @@ export class SigningKeyStore {
       const priv = JSON.stringify({ ...(await exportJWK(privateKey)), kid, alg: ALG });
       await client.query(`INSERT INTO signing_keys (kid, alg, public_jwk, private_jwk_enc) VALUES ($1, $2, $3, $4)`, [kid, ALG, pub, seal(this.key, kid, priv)]);
     });
-    const { rows } = await this.pool.query<{ kid: string; public_jwk: JWK; private_jwk_enc: Buffer }>(
-      `SELECT kid, public_jwk, private_jwk_enc FROM signing_keys
+    const { rows } = await this.pool.query<{ kid: string; public_jwk: JWK; private_jwk_enc: Buffer; created_at: Date }>(
+      `SELECT kid, public_jwk, private_jwk_enc, created_at FROM signing_keys
        WHERE created_at > now() - make_interval(days => $1) ORDER BY created_at DESC`,
       [this.rotationDays + this.overlapDays],
     );
     const newest = rows[0]!;
     const privateJwk = JSON.parse(open(this.key, newest.kid, newest.private_jwk_enc)) as JWK;
     return {
-      current: { kid: newest.kid, key: await importJWK(privateJwk, ALG) },
+      current: { kid: newest.kid, key: await importJWK(privateJwk, ALG), createdAt: newest.created_at.getTime() },
       jwks: { keys: rows.map((r) => r.public_jwk) },
     };
   }
+}
+
+/**
+ * oauth_signing_key_age_seconds: the age of the newest signing key, read when /metrics is scraped through
+ * `keys.get()`, which also rotates a key that is due (so a quiet system shows rotation working, and an age past
+ * the rotation period means rotating fails). When the keys cannot be read, the age of the newest key known keeps growing.
+ */
+export function observeSigningKeyAge(metrics: Metrics, keys: Pick<SigningKeyStore, 'get'>): void {
+  let newest: number | undefined;
+  metrics.scrapedGauges({ age: { name: 'oauth_signing_key_age_seconds', help: 'Age of the newest JWT signing key (rotated every 30 days)' } }, async (g) => {
+    try {
+      newest = (await keys.get()).current.createdAt;
+    } finally {
+      if (newest !== undefined) g.age.set(Math.max(0, (Date.now() - newest) / 1000));
+    }
+  });
 }
 
 /**

@@ -1,6 +1,6 @@
 import type { AppError } from '@secsvc/shared';
 import { AuthEventsService } from './auth-events';
-import { fakeCall, FakeDatabase, fakeLogger } from './testing/fakes';
+import { FAKE_TRACE_ID, fakeCall, FakeDatabase, fakeLogger } from './testing/fakes';
 
 function setup() {
   const db = new FakeDatabase();
@@ -22,7 +22,7 @@ describe('AuthEventsService', () => {
         environment: 'live',
         type: 'auth.failed',
         result: 'failure',
-        traceId: 'req_fakecall00000000000000',
+        traceId: FAKE_TRACE_ID,
         metadata: { credential: 'session', prefix: 'sst_', reason: 'malformed' },
       },
     ]);

@@ -2,7 +2,7 @@ import { AppError } from '@secsvc/shared';
 import type { MailJob } from '../mail/queue';
 import { PASSWORD_RESET_MAIL, passwordResetComposer, PasswordsService, RESET_MAILS_PER_HOUR } from './passwords';
 import { SessionsService } from './sessions';
-import { fakeAuthFailures, fakeCall, FakeDatabase, fakeHasher, FakePasswords, fakeSamlSubjects, FakeSessions, FakeUsers, keyCall } from './testing/fakes';
+import { FAKE_TRACE_ID, fakeAuthFailures, fakeCall, FakeDatabase, fakeHasher, FakePasswords, fakeSamlSubjects, FakeSessions, FakeUsers, keyCall } from './testing/fakes';
 
 const SECRET = 'p'.repeat(40);
 const GOOD = 'correct horse battery';
@@ -169,7 +169,7 @@ describe('PasswordsService: setting and resetting passwords', () => {
     const { db, queued, woken, service } = setup();
     await service.requestReset('live', 'ghost@example.com', keyCall('key_pub'));
     expect(queued).toEqual([
-      { kind: PASSWORD_RESET_MAIL, environment: 'live', request: { email: 'ghost@example.com', caller: expect.objectContaining({ actor: expect.objectContaining({ id: 'key_pub' }) }), traceId: 'req_fakecall00000000000000' } },
+      { kind: PASSWORD_RESET_MAIL, environment: 'live', request: { email: 'ghost@example.com', caller: expect.objectContaining({ actor: expect.objectContaining({ id: 'key_pub' }) }), traceId: FAKE_TRACE_ID } },
     ]);
     expect(woken).toHaveLength(1);
     expect(db.events).toEqual([]);
@@ -186,8 +186,8 @@ describe('PasswordsService: setting and resetting passwords', () => {
     expect(await db.transaction((tx) => composer(tx, jobs[1]!))).toBeUndefined();
     expect(passwords.resetTokens.size).toBe(1);
     expect(db.events.map((e) => [e.type, e.result, e.actor, e.target, e.metadata, e.traceId])).toEqual([
-      ['user.password_reset.requested', 'success', { id: 'user_ada', email: 'ada@example.com', type: 'user' }, { id: 'user_ada', type: 'user' }, {}, 'req_fakecall00000000000000'],
-      ['user.password_reset.requested', 'failure', { email: 'ghost@example.com', type: 'anonymous' }, undefined, { reason: 'unknown_email' }, 'req_fakecall00000000000000'],
+      ['user.password_reset.requested', 'success', { id: 'user_ada', email: 'ada@example.com', type: 'user' }, { id: 'user_ada', type: 'user' }, {}, FAKE_TRACE_ID],
+      ['user.password_reset.requested', 'failure', { email: 'ghost@example.com', type: 'anonymous' }, undefined, { reason: 'unknown_email' }, FAKE_TRACE_ID],
     ]);
     expect(JSON.stringify(db.events)).not.toContain(message!.data.token!.slice(4, 30));
   });

@@ -1,4 +1,4 @@
-import { AppError, callerOf, eventOfCall, newId, type CallContext, type CallEvent, type EventInput, type PoolClient } from '@secsvc/shared';
+import { AppError, callerOf, eventOfCall, newId, traceIdOf, type CallContext, type CallEvent, type EventInput, type PoolClient } from '@secsvc/shared';
 import { throttleWait } from '../domain/login-throttle';
 import { checkPasswordRules, generateResetToken, hashResetToken, looksLikeResetToken, scryptHasher, type PasswordHasher } from '../domain/passwords';
 import { SESSION_MAX_SECONDS, SESSION_MIN_SECONDS } from '../domain/sessions';
@@ -185,7 +185,7 @@ export class PasswordsService {
   }
 }
 
-const originOf = (call: CallContext): Origin => ({ caller: callerOf(call), traceId: call.requestId });
+const originOf = (call: CallContext): Origin => ({ caller: callerOf(call), traceId: traceIdOf(call) });
 
 /** Reset tokens (and so mails) one account is sent per hour at most. */
 export const RESET_MAILS_PER_HOUR = 5;

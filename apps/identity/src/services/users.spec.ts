@@ -1,5 +1,5 @@
 import { AppError } from '@secsvc/shared';
-import { FakeDatabase, FakeUsers, keyCall } from './testing/fakes';
+import { FAKE_TRACE_ID, FakeDatabase, FakeUsers, keyCall } from './testing/fakes';
 import { UsersService } from './users';
 
 const SECRET = 'u'.repeat(40);
@@ -35,7 +35,7 @@ describe('UsersService', () => {
         type: 'user.created',
         target: { id: row.id, type: 'user' },
         result: 'success',
-        traceId: 'req_fakecall00000000000000',
+        traceId: FAKE_TRACE_ID,
         metadata: undefined,
       },
     ]);

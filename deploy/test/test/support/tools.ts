@@ -16,22 +16,11 @@ export type Overlay = (typeof OVERLAYS)[number];
 /** The Kubernetes version whose schemas are vendored in deploy/k8s/schemas. */
 export const KUBERNETES_VERSION = '1.33.0';
 export const SCHEMA_LOCATION = path.join(k8sDir, 'schemas', `v${KUBERNETES_VERSION}-standalone-strict`, '{{ .ResourceKind }}{{ .KindSuffix }}.json');
-
-/**
- * Custom resources of the operators: no schema vendored (their CRDs are not available from a package registry
- * here), so kubeconform skips exactly these; security.test.ts checks the fields we rely on.
- */
-export const OPERATOR_KINDS = [
-  'kafka.strimzi.io/v1/Kafka',
-  'kafka.strimzi.io/v1/KafkaNodePool',
-  'kafka.strimzi.io/v1/KafkaTopic',
-  'kafka.strimzi.io/v1/KafkaUser',
-  'postgresql.cnpg.io/v1/Cluster',
-  'clickhouse.altinity.com/v1/ClickHouseInstallation',
-];
+/** The operators' custom resources (deploy/test/scripts/vendor-crd-schemas.mjs), by API group. */
+export const CRD_SCHEMA_LOCATION = path.join(k8sDir, 'schemas', 'crds', '{{ .Group }}', '{{ .ResourceKind }}_{{ .ResourceAPIVersion }}.json');
 
 /** Finds a tool: $<NAME> (e.g. KUSTOMIZE), then the install-tools.sh folder, then PATH. */
-export function findTool(name: 'kustomize' | 'kubeconform'): string | undefined {
+export function findTool(name: 'kustomize' | 'kubeconform' | 'promtool'): string | undefined {
   const fromEnv = process.env[name.toUpperCase()];
   if (fromEnv) return fromEnv;
   const cached = path.join(process.env.SECSVC_TOOLS_DIR ?? path.join(os.homedir(), '.cache', 'secsvc', 'bin'), name);
@@ -65,8 +54,8 @@ export function describeWithTools(name: string, fn: () => void): void {
   describe.skip(`${name} (skipped: ${reason})`, fn); // skip reason: kustomize/kubeconform are not installed and CI is not set (under CI=true the suite fails instead)
 }
 
-export function run(cmd: string, args: string[], input?: string): { status: number | null; stdout: string; stderr: string } {
-  const res = spawnSync(cmd, args, { input, encoding: 'utf8', maxBuffer: 64 * 1024 * 1024, timeout: 120_000 });
+export function run(cmd: string, args: string[], input?: string, cwd?: string): { status: number | null; stdout: string; stderr: string } {
+  const res = spawnSync(cmd, args, { input, cwd, encoding: 'utf8', maxBuffer: 64 * 1024 * 1024, timeout: 120_000 });
   if (res.error) throw res.error;
   return { status: res.status, stdout: res.stdout, stderr: res.stderr };
 }

@@ -1,11 +1,11 @@
-import { busConfig, commonConfig, databaseConfig, migrationConfig, objectStoreConfig } from '@secsvc/shared';
+import { busConfig, clickHouseTlsConfig, commonConfig, databaseConfig, grpcTlsConfig, migrationConfig, objectStoreConfig } from '@secsvc/shared';
 import path from 'node:path';
 
 export const APP_NAMES = ['gateway', 'identity', 'policy', 'audit', 'export-worker'] as const;
 export type AppName = (typeof APP_NAMES)[number];
 
 const names = (shape: object) => Object.keys(shape);
-const clickhouse = ['CLICKHOUSE_URL', 'CLICKHOUSE_USER', 'CLICKHOUSE_PASSWORD', 'CLICKHOUSE_DATABASE'];
+const clickhouse = ['CLICKHOUSE_URL', 'CLICKHOUSE_USER', 'CLICKHOUSE_PASSWORD', 'CLICKHOUSE_DATABASE', ...names(clickHouseTlsConfig)];
 
 /**
  * The variables each app's config shape reads (apps/<app>/src/config.ts): what a launcher may hand it.
@@ -16,6 +16,7 @@ export const APP_VARIABLES: Readonly<Record<AppName, readonly string[]>> = {
   gateway: [
     ...names(commonConfig),
     ...['HOST', 'PORT', 'ADMIN_PORT', 'IDENTITY_ADDR', 'POLICY_ADDR', 'AUDIT_ADDR', 'GRPC_DEADLINE_MS', 'TRUST_PROXY', 'AUTH_CACHE_TTL_MS'],
+    ...names(grpcTlsConfig),
     ...['ISSUER', 'JWT_AUDIENCE', 'SAML_SP_KEY_FILE', 'SAML_SP_CERT_FILE', 'SAML_SP_ROLLOVER_KEY_FILE', 'SAML_SP_ROLLOVER_CERT_FILE'],
     ...['SAML_CLOCK_SKEW_SECONDS', 'SAML_REQUEST_TTL_SECONDS', 'ACCESS_TOKEN_TTL_SECONDS', 'DOWNLOAD_BASE_URL', 'REDIS_URL', 'REDIS_TIMEOUT_MS'],
     ...['RATE_LIMIT_STORE', 'RATE_LIMIT_FAIL_MODE', 'RATE_LIMIT_ANONYMOUS_PER_MINUTE', 'RATE_LIMIT_USER_PER_MINUTE', 'RATE_LIMIT_ENTERPRISE_PER_MINUTE'],
@@ -26,16 +27,18 @@ export const APP_VARIABLES: Readonly<Record<AppName, readonly string[]>> = {
     ...names(busConfig),
     ...names(migrationConfig),
     ...['GRPC_HOST', 'GRPC_PORT', 'ADMIN_PORT', 'ISSUER', 'JWT_AUDIENCE', 'ACCESS_TOKEN_TTL_SECONDS', 'OAUTH_REFRESH_TOKEN_TTL_SECONDS'],
+    ...names(grpcTlsConfig),
     ...['JWT_MASTER_KEY', 'IDENTITY_RETENTION_DAYS', 'RETENTION_SWEEP_INTERVAL_SECONDS', 'MAIL_DIR', 'SMTP_URL', 'SMTP_USERNAME', 'SMTP_PASSWORD'],
     ...['MAIL_FROM', 'SMTP_TIMEOUT_MS', 'SMTP_REQUIRE_TLS', 'BOOTSTRAP_API_KEY'],
   ],
-  policy: [...names(commonConfig), ...names(databaseConfig), ...names(busConfig), ...names(migrationConfig), 'GRPC_HOST', 'GRPC_PORT', 'ADMIN_PORT'],
+  policy: [...names(commonConfig), ...names(databaseConfig), ...names(busConfig), ...names(migrationConfig), 'GRPC_HOST', 'GRPC_PORT', 'ADMIN_PORT', ...names(grpcTlsConfig)],
   audit: [
     ...names(commonConfig),
     ...names(databaseConfig),
     ...names(busConfig),
     ...names(migrationConfig),
     ...['GRPC_HOST', 'GRPC_PORT', 'ADMIN_PORT', ...clickhouse, 'CLICKHOUSE_PATH'],
+    ...names(grpcTlsConfig),
     ...['AUDIT_RETENTION_DAYS', 'AUDIT_BATCH_SIZE', 'AUDIT_BATCH_WAIT_MS', 'AUDIT_CONSUMER'],
     ...names(objectStoreConfig),
     ...['EXPORT_MAX_RANGE_DAYS', 'EXPORT_PAGE_SIZE'],
@@ -45,6 +48,7 @@ export const APP_VARIABLES: Readonly<Record<AppName, readonly string[]>> = {
     ...names(databaseConfig),
     ...names(objectStoreConfig),
     ...['ADMIN_PORT', 'AUDIT_ADDR', ...clickhouse, 'EXPORT_LINK_TTL_SECONDS', 'EXPORT_MAX_ATTEMPTS', 'EXPORT_LEASE_SECONDS'],
+    ...names(grpcTlsConfig),
     ...['EXPORT_RETRY_DELAY_SECONDS', 'EXPORT_CONCURRENCY', 'EXPORT_PAGE_SIZE', 'EXPORT_POLL_MS', 'EXPORT_CLEANUP_INTERVAL_SECONDS', 'EXPORT_JOB_RETENTION_DAYS'],
   ],
 };
@@ -114,9 +118,9 @@ export interface LauncherWiring {
 /**
  * The launchers' wiring and defaults for one instance. Wired: PROFILE, DATABASE_URL, MIGRATE_ONLY=false (a
  * launcher serves), the hosts and ports it chose (HOST, PORT, GRPC_HOST, GRPC_PORT, ADMIN_HOST, ADMIN_PORT), the
- * service addresses, and in the distributed profile the event bus (EVENT_BUS, KAFKA_BROKERS), REDIS_URL and the S3
+ * service addresses with GRPC_TLS=off (plain gRPC on loopback), and in the distributed profile the event bus (EVENT_BUS, KAFKA_BROKERS), REDIS_URL and the S3
  * store. Defaults: SERVER_SECRET, ISSUER, DOWNLOAD_BASE_URL (the issuer's /downloads), MAIL_DIR, CLICKHOUSE_PATH, EXPORT_DIR, the SAML SP key pair, and in the
- * distributed profile RATE_LIMIT_STORE=redis.
+ * distributed profile RATE_LIMIT_STORE=redis and the gateways' SHUTDOWN_DELAY_MS=1000.
  */
 export function launcherEnvironment(w: LauncherWiring): LauncherEnvironment {
   const str = (n: number | undefined) => (n === undefined ? undefined : String(n));
@@ -134,6 +138,8 @@ export function launcherEnvironment(w: LauncherWiring): LauncherEnvironment {
       IDENTITY_ADDR: w.addresses.identity,
       POLICY_ADDR: w.addresses.policy,
       AUDIT_ADDR: w.addresses.audit,
+      // The launchers check health and wire the processes over plain gRPC on loopback.
+      GRPC_TLS: 'off',
       ...(w.distributed && { EVENT_BUS: 'kafka', KAFKA_BROKERS: w.distributed.kafkaBrokers, REDIS_URL: w.distributed.redisUrl, ...w.distributed.s3 }),
     },
     defaults: {
@@ -147,6 +153,9 @@ export function launcherEnvironment(w: LauncherWiring): LauncherEnvironment {
       EXPORT_DIR: path.join(w.dataDir, 'exports'),
       ...w.samlSp,
       ...(w.distributed && { RATE_LIMIT_STORE: 'redis' }),
+      // A stopping gateway keeps serving a second after its readiness drops, answering `Connection: close`: the
+      // load balancer stops sending it requests before it closes its connections (Kubernetes: the preStop sleep).
+      ...(w.distributed && w.gatewayPort !== undefined && { SHUTDOWN_DELAY_MS: '1000' }),
     },
   };
 }

@@ -75,8 +75,8 @@ export interface DistributedStack {
   pid: (name: string) => number | undefined;
   /** Resolves once an instance or a dependency answers its health check (after a crash and its automatic restart). */
   healthy: (name: string, timeoutMs?: number) => Promise<void>;
-  /** Ends one instance on purpose (SIGKILL: a crash; SIGTERM: a drain); it is not restarted until start(). */
-  kill: (instance: string, signal?: NodeJS.Signals) => Promise<void>;
+  /** Ends one instance on purpose (SIGKILL: a crash; SIGTERM: a drain); it is not restarted until start(). Resolves to its exit code. */
+  kill: (instance: string, signal?: NodeJS.Signals) => Promise<number | null>;
   /** Starts a killed instance again on its ports; resolves once it is healthy. */
   start: (instance: string) => Promise<void>;
   /** The instance whose process has this id (apps name themselves by pid, e.g. an export job's worker_id). */
@@ -244,9 +244,7 @@ export async function startDistributedStack(opts: DistributedStackOptions): Prom
       samlSp,
       admin,
       instances: [...instances.keys()],
-      kill: async (name, signal = 'SIGKILL') => {
-        await instance(name).proc.stop(signal);
-      },
+      kill: (name, signal = 'SIGKILL') => instance(name).proc.stop(signal),
       start: async (name) => {
         const i = instance(name);
         i.proc.start();

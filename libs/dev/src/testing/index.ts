@@ -5,3 +5,4 @@ export * from './s3';
 export * from './tools';
 export * from './schemathesis';
 export * from './keycloak';
+export * from './certificates';

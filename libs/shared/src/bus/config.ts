@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { ConfigError, env } from '../config';
 import type { Logger } from '../logger';
+import type { Metrics } from '../metrics';
 import { createKafkaBus } from './kafka';
 import { createPostgresBus } from './postgres';
 import type { EventBus } from './port';
@@ -62,8 +63,13 @@ export function assertBusConfig(config: BusSettings): void {
   if (problems.length > 0) throw new ConfigError(problems);
 }
 
-/** The adapter the configuration names. */
-export async function createEventBus(config: BusSettings, logger: Logger, clientId: string): Promise<EventBus> {
+/** The adapter the configuration names; `observe` names the Postgres bus's pool in db_pool_* metrics. */
+export async function createEventBus(
+  config: BusSettings,
+  logger: Logger,
+  clientId: string,
+  observe?: { metrics: Metrics; pool: string },
+): Promise<EventBus> {
   assertBusConfig(config);
   if (eventBusKind(config) === 'kafka') {
     return createKafkaBus({
@@ -77,5 +83,5 @@ export async function createEventBus(config: BusSettings, logger: Logger, client
         : undefined,
     });
   }
-  return createPostgresBus({ url: config.DATABASE_URL, logger, retentionMs: config.BUS_RETENTION_HOURS * 3_600_000 });
+  return createPostgresBus({ url: config.DATABASE_URL, logger, retentionMs: config.BUS_RETENTION_HOURS * 3_600_000, observe });
 }

@@ -14,6 +14,7 @@ import {
 } from 'kafkajs';
 import type { Logger } from '../logger';
 import { Waker } from '../waker';
+import { TRACEPARENT } from '../tracing/traceparent';
 import {
   DEFAULT_MAX_BATCH_SIZE,
   DEFAULT_MAX_WAIT_MS,
@@ -29,7 +30,7 @@ import {
  *
  * - Publishing: one idempotent producer per bus (acks from all in-sync replicas, one request in flight per
  *   connection), records keyed by BusRecord.key (so one key stays on one partition, in order), the record id
- *   in header `id`. publish() resolves once the broker acknowledged every record. After a failed publish the
+ *   in header `id` (its trace context, if any, in header `traceparent`). publish() resolves once the broker acknowledged every record. After a failed publish the
  *   producer is replaced: kafkajs rolls back its sequence numbers on failure, and reusing them for different
  *   records could make the broker drop those as duplicates of a write that did land.
  * - Topics are created on demand (admin createTopics, `partitions` partitions) before the first publish or
@@ -191,6 +192,18 @@ class KafkaBus implements EventBus {
     return sub;
   }
 
+  /** Summed over the topic's partitions: the high watermark minus the group's committed offset (else the low watermark). */
+  async lag(topic: string, group: string): Promise<number> {
+    const [ends, [committed]] = await Promise.all([this.admin.fetchTopicOffsets(topic), this.admin.fetchOffsets({ groupId: group, topics: [topic] })]);
+    const at = new Map((committed?.partitions ?? []).map((p) => [p.partition, Number(p.offset)]));
+    let lag = 0;
+    for (const p of ends) {
+      const position = at.get(p.partition) ?? -1;
+      lag += Math.max(0, Number(p.high) - (position >= 0 ? position : Number(p.low)));
+    }
+    return lag;
+  }
+
   async close(): Promise<void> {
     this.closed = true;
     await Promise.all([...this.subscriptions].map((s) => s.stop()));
@@ -207,13 +220,13 @@ function chunks(records: BusRecord[]): Message[][] {
   let current: Message[] = [];
   let bytes = 0;
   for (const r of records) {
-    const size = Buffer.byteLength(r.key) + Buffer.byteLength(r.value) + Buffer.byteLength(r.id) + 64;
+    const size = Buffer.byteLength(r.key) + Buffer.byteLength(r.value) + Buffer.byteLength(r.id) + (r.traceparent?.length ?? 0) + 64;
     if (current.length > 0 && bytes + size > PUBLISH_CHUNK_BYTES) {
       out.push(current);
       current = [];
       bytes = 0;
     }
-    current.push({ key: r.key, value: r.value, headers: { [KAFKA_ID_HEADER]: r.id } });
+    current.push({ key: r.key, value: r.value, headers: { [KAFKA_ID_HEADER]: r.id, ...(r.traceparent && { [TRACEPARENT]: r.traceparent }) } });
     bytes += size;
   }
   if (current.length > 0) out.push(current);
@@ -223,11 +236,14 @@ function chunks(records: BusRecord[]): Message[][] {
 function toRecord(topic: string, partition: number, m: KafkaMessage): BusRecord {
   const header = m.headers?.[KAFKA_ID_HEADER];
   const id = Array.isArray(header) ? header[0] : header;
+  const trace = m.headers?.[TRACEPARENT];
+  const traceparent = Array.isArray(trace) ? trace[0] : trace;
   return {
     // A record from a foreign producer without the header still gets a stable id.
     id: id === undefined ? `${topic}/${partition}/${m.offset}` : id.toString(),
     key: m.key?.toString() ?? '',
     value: m.value?.toString() ?? '',
+    ...(traceparent !== undefined && { traceparent: traceparent.toString() }),
   };
 }
 

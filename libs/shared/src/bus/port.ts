@@ -14,6 +14,8 @@ export interface BusRecord {
   key: string;
   /** The payload, JSON text of an events.v1.AuthEvent. */
   value: string;
+  /** The W3C trace context of the span that wrote the record (Kafka: header `traceparent`), if any. */
+  traceparent?: string;
 }
 
 export interface SubscribeOptions {
@@ -43,6 +45,11 @@ export interface EventBus {
   /** Resolves once every record is durably accepted by the bus (acknowledged), in order per key. */
   publish(topic: string, records: BusRecord[]): Promise<void>;
   subscribe(options: SubscribeOptions, handler: BatchHandler): Promise<Subscription>;
+  /**
+   * Records of `topic` that `group` has not consumed yet (its saved position; records fetched but not yet
+   * handled count as not consumed), for the bus_consumer_lag_events gauge.
+   */
+  lag?(topic: string, group: string): Promise<number>;
   /** Stops every subscription and releases connections. */
   close(): Promise<void>;
 }

@@ -1,7 +1,8 @@
 import { Backoff } from '../backoff';
 import pg from 'pg';
-import { createPool } from '../db';
+import { createPool, observePool } from '../db';
 import type { Logger } from '../logger';
+import type { Metrics } from '../metrics';
 import { migrate, type Migration } from '../migrate';
 import { PgChannelListener } from '../pg-listener';
 import { Waker } from '../waker';
@@ -57,6 +58,8 @@ const MIGRATIONS: Migration[] = [
         PRIMARY KEY (topic, grp)
       );`,
   },
+  // The W3C trace context a record was published with (BusRecord.traceparent).
+  { version: 2, name: 'traceparent', sql: 'ALTER TABLE bus_records ADD COLUMN traceparent text;' },
 ];
 
 export interface PostgresBusOptions {
@@ -69,12 +72,18 @@ export interface PostgresBusOptions {
   /** How often an active member deletes expired records (default 1 min). */
   pruneIntervalMs?: number;
   poolMax?: number;
+  /** Reports the bus's pool under this name in db_pool_* metrics. */
+  observe?: { metrics: Metrics; pool: string };
 }
 
 const DAY = 86_400_000;
 
+/** A row of bus_records as a subscription reads it. */
+type StoredRecord = Omit<BusRecord, 'traceparent'> & { seq: string; traceparent: string | null };
+
 export async function createPostgresBus(options: PostgresBusOptions): Promise<EventBus> {
   const pool = createPool(options.url, options.poolMax ?? 4, options.logger, BUS_SCHEMA);
+  if (options.observe) observePool(options.observe.metrics, pool, options.observe.pool);
   try {
     await migrate(pool, BUS_SCHEMA, MIGRATIONS, options.logger);
   } catch (err) {
@@ -108,10 +117,10 @@ class PostgresBus implements EventBus {
       const first = BigInt(rows[0]!.last) - BigInt(records.length);
       await client.query(
         // One JSON parameter (serialised natively) rather than three text arrays (escaped element by element).
-        `INSERT INTO bus_records (topic, seq, id, key, value)
-         SELECT $1, $2::bigint + t.ord, t.r->>'id', t.r->>'key', t.r->>'value'
+        `INSERT INTO bus_records (topic, seq, id, key, value, traceparent)
+         SELECT $1, $2::bigint + t.ord, t.r->>'id', t.r->>'key', t.r->>'value', t.r->>'traceparent'
          FROM json_array_elements($3::json) WITH ORDINALITY AS t(r, ord)`,
-        [topic, first.toString(), JSON.stringify(records.map(({ id, key, value }) => ({ id, key, value })))],
+        [topic, first.toString(), JSON.stringify(records.map(({ id, key, value, traceparent }) => ({ id, key, value, traceparent })))],
       );
       await client.query('SELECT pg_notify($1, $2)', [CHANNEL, topic]);
       await client.query('COMMIT');
@@ -140,6 +149,16 @@ class PostgresBus implements EventBus {
     this.subscriptions.add(sub);
     sub.start();
     return sub;
+  }
+
+  /** The topic's last sequence number minus the group's saved position. */
+  async lag(topic: string, group: string): Promise<number> {
+    const { rows } = await this.pool.query<{ lag: string }>(
+      `SELECT coalesce((SELECT last_seq FROM bus_topics WHERE topic = $1), 0)
+              - coalesce((SELECT seq FROM bus_offsets WHERE topic = $1 AND grp = $2), 0) AS lag`,
+      [topic, group],
+    );
+    return Math.max(0, Number(rows[0]!.lag));
   }
 
   async close(): Promise<void> {
@@ -218,7 +237,8 @@ class PgSubscription implements Subscription {
           await this.sleep(pollMs);
           continue;
         }
-        await this.handler(batch.map(({ id, key, value }) => ({ id, key, value })));
+        // A record published without a trace context has no traceparent (not null).
+        await this.handler(batch.map(({ id, key, value, traceparent }) => (traceparent === null ? { id, key, value } : { id, key, value, traceparent })));
         await this.client.query('UPDATE bus_offsets SET seq = $3, updated_at = now() WHERE topic = $1 AND grp = $2', [
           this.topic,
           this.group,
@@ -241,11 +261,11 @@ class PgSubscription implements Subscription {
   }
 
   /** The next records after the group's position; a partial batch waits up to maxWaitMs to fill. */
-  private async fetch(client: pg.Client): Promise<Array<BusRecord & { seq: string }>> {
+  private async fetch(client: pg.Client): Promise<StoredRecord[]> {
     const read = async () =>
       (
-        await client.query<BusRecord & { seq: string }>(
-          `SELECT r.seq, r.id, r.key, r.value FROM bus_records r
+        await client.query<StoredRecord>(
+          `SELECT r.seq, r.id, r.key, r.value, r.traceparent FROM bus_records r
            WHERE r.topic = $1 AND r.seq > (SELECT seq FROM bus_offsets WHERE topic = $1 AND grp = $2)
            ORDER BY r.seq LIMIT $3`,
           [this.topic, this.group, this.maxBatch],

@@ -7,10 +7,14 @@ import { newId } from '../ids';
 import type { Logger } from '../logger';
 import type { Metrics } from '../metrics';
 import { addReflection, DescriptorIndex } from './reflection';
+import { endRpcSpan, serverSpan } from '../tracing/grpc';
+import type { GrpcTls } from './tls';
 
 export interface CallContext {
   requestId: string;
   metadata: grpc.Metadata;
+  /** The call's W3C trace id (the server sets it; see traceIdOf for hand-made contexts). */
+  traceId?: string;
 }
 
 type UnaryOf<H> = H extends grpc.handleUnaryCall<infer Req, infer Res> ? (req: Req, ctx: CallContext) => Promise<Res> : never;
@@ -59,6 +63,8 @@ export interface GrpcServerOptions {
   services: ServiceRegistration[];
   /** Services whose RPCs are defined but not implemented yet: listed by reflection, health SERVING. */
   declaredOnly?: string[];
+  /** Transport security (GRPC_TLS); absent: plain. */
+  tls?: GrpcTls;
 }
 
 export interface RunningGrpcServer {
@@ -77,12 +83,16 @@ function wrapUnary(
   return (call, callback) => {
     const { requestId } = callContext(call.metadata);
     const started = process.hrtime.bigint();
-    const done = (code: grpc.status) =>
+    const span = serverSpan(method, call.metadata);
+    const trace = span.spanContext();
+    const done = (code: grpc.status) => {
       metrics.observeGrpc(method, grpc.status[code] ?? String(code), Number(process.hrtime.bigint() - started) / 1e9);
-    requestContext.run({ requestId }, () => {
+      endRpcSpan(span, code);
+    };
+    requestContext.run({ requestId, trace }, () => {
       // The same input rules as the gateway's guard, for any caller: nothing unstorable reaches a handler.
       const faults = inputFaults(call.request);
-      const run = faults.length ? Promise.reject(AppError.invalid(faults)) : fn(call.request as never, { requestId, metadata: call.metadata });
+      const run = faults.length ? Promise.reject(AppError.invalid(faults)) : fn(call.request as never, { requestId, metadata: call.metadata, traceId: trace.traceId });
       run.then(
         (res) => {
           done(grpc.status.OK);
@@ -116,7 +126,10 @@ function wrapServerStream(
   metrics: Metrics,
 ): grpc.handleServerStreamingCall<unknown, unknown> {
   return (call) => {
-    const ctx = callContext(call.metadata);
+    // Streams live long (a credential-change feed for hours): recorded only as part of a caller's trace.
+    const span = serverSpan(method, call.metadata, true);
+    const trace = span.spanContext();
+    const ctx = { ...callContext(call.metadata), traceId: trace.traceId };
     const started = process.hrtime.bigint();
     let closed = false;
     // A send() waiting for 'drain': rejected when the call closes first.
@@ -125,7 +138,8 @@ function wrapServerStream(
     const close = (code: grpc.status) => {
       if (closed) return;
       closed = true;
-      metrics.observeGrpc(method, grpc.status[code] ?? String(code), Number(process.hrtime.bigint() - started) / 1e9);
+      metrics.observeGrpc(method, grpc.status[code] ?? String(code), Number(process.hrtime.bigint() - started) / 1e9, 'server_stream');
+      endRpcSpan(span, code);
       for (const c of closers) c();
     };
     call.on('cancelled', () => close(grpc.status.CANCELLED));
@@ -162,7 +176,7 @@ function wrapServerStream(
       },
       isClosed: () => closed,
     };
-    requestContext.run({ requestId: ctx.requestId }, () => {
+    requestContext.run({ requestId: ctx.requestId, trace }, () => {
       try {
         const faults = inputFaults(call.request);
         if (faults.length) return stream.fail(AppError.invalid(faults));
@@ -201,7 +215,7 @@ export async function startGrpcServer(opts: GrpcServerOptions): Promise<RunningG
   ]);
 
   const port = await new Promise<number>((resolve, reject) =>
-    server.bindAsync(`${opts.host}:${opts.port}`, grpc.ServerCredentials.createInsecure(), (err, p) =>
+    server.bindAsync(`${opts.host}:${opts.port}`, opts.tls?.serverCredentials() ?? grpc.ServerCredentials.createInsecure(), (err, p) =>
       err ? reject(err) : resolve(p),
     ),
   );

@@ -20,11 +20,14 @@ import type { UsersRepository } from '../users';
 // PostgreSQL. They keep rows in maps and answer as the SQL does for what the services ask; the database's
 // own guarantees they imitate are named where they matter (unique emails, the outbox's transactions).
 
+/** The W3C trace id of fake calls (the server sets a call's trace id). */
+export const FAKE_TRACE_ID = '4bf92f3577b34da6a3ce929d0e0e4736';
+
 /** A call as the gateway makes it: its metadata names the caller (x-actor-id, x-actor-type, ...). */
 export function fakeCall(headers: Record<string, string> = {}, requestId = 'req_fakecall00000000000000'): CallContext {
   const metadata = new Metadata();
   for (const [k, v] of Object.entries(headers)) metadata.set(k, v);
-  return { requestId, metadata };
+  return { requestId, metadata, traceId: FAKE_TRACE_ID };
 }
 
 /** An API key's call (the gateway's usual caller). */

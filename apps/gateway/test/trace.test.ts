@@ -1,0 +1,42 @@
+/** The request's W3C trace context (tracing off, the default): continued or started, answered, sent to the services. */
+import { call, startGateway, type TestGateway } from './support/gateway';
+
+let gw: TestGateway;
+beforeAll(async () => {
+  gw = await startGateway();
+});
+afterAll(async () => {
+  await gw.close();
+});
+beforeEach(() => gw.fake.reset());
+
+const INCOMING = '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01';
+const createUser = (headers: Record<string, string> = {}) => call(gw, 'POST', '/v1/users', { json: { email: 'ada@example.com', name: 'Ada' }, headers });
+
+describe('traceparent', () => {
+  it("continues a valid incoming traceparent: answered, and sent with the service call (x-request-id stays its own)", async () => {
+    const res = await createUser({ traceparent: INCOMING, 'x-request-id': 'req_tracetest00000000' });
+    expect(res.status).toBe(201);
+    expect(res.headers.get('traceparent')).toBe(INCOMING);
+    expect(res.headers.get('x-request-id')).toBe('req_tracetest00000000');
+    const [sent] = gw.fake.callsOf('createUser');
+    expect(sent!.options!.headers!.traceparent).toBe(INCOMING);
+    expect(sent!.options!.requestId).toBe('req_tracetest00000000');
+  });
+
+  it.each([
+    ['none', {}],
+    ['an invalid one', { traceparent: '00-0af7651916cd43dd8448eb211c80319c-0000000000000000-01' }],
+    ['a request id', { traceparent: 'req_tracetest00000000' }],
+  ])('starts a new trace for %s, on every answer (errors too)', async (_what, headers: Record<string, string>) => {
+    const res = await createUser(headers);
+    const answered = res.headers.get('traceparent') ?? '';
+    expect(answered).toMatch(/^00-[0-9a-f]{32}-[0-9a-f]{16}-01$/);
+    expect(gw.fake.callsOf('createUser')[0]!.options!.headers!.traceparent).toBe(answered);
+    const other = await createUser(headers);
+    expect(other.headers.get('traceparent')?.slice(3, 35)).not.toBe(answered.slice(3, 35));
+    const refused = await call(gw, 'GET', '/v1/users/user_x', { auth: false, headers });
+    expect(refused.status).toBe(401);
+    expect(refused.headers.get('traceparent')).toMatch(/^00-[0-9a-f]{32}-[0-9a-f]{16}-01$/);
+  });
+});
