@@ -1,5 +1,5 @@
 import pino, { type Logger } from 'pino';
-import { currentRequestId } from './context';
+import { requestContext } from './context';
 
 export type { Logger } from 'pino';
 
@@ -15,7 +15,7 @@ export const redactPaths = [
   'headers.authorization',
 ];
 
-/** Structured JSON logs; every line logged inside a request carries its requestId. */
+/** Structured JSON logs; every line logged inside a request carries its requestId, traceId and spanId. */
 export function createLogger(service: string, level = 'info', destination?: pino.DestinationStream): Logger {
   return pino(
     {
@@ -24,8 +24,11 @@ export function createLogger(service: string, level = 'info', destination?: pino
       timestamp: pino.stdTimeFunctions.isoTime,
       redact: { paths: redactPaths, censor: '[redacted]' },
       mixin() {
-        const requestId = currentRequestId();
-        return requestId ? { requestId } : {};
+        const store = requestContext.getStore();
+        if (!store) return {};
+        // The trace and span ids let a log line be found from its trace (and back).
+        const { requestId, trace } = store;
+        return trace ? { requestId, traceId: trace.traceId, spanId: trace.spanId } : requestId ? { requestId } : {};
       },
       formatters: { level: (label) => ({ level: label }) },
     },
