@@ -40,6 +40,7 @@ export async function startConsumer(o: ConsumerOptions): Promise<Subscription> {
   const lag = o.bus.lag?.bind(o.bus);
   if (o.metrics && lag) {
     o.metrics.scrapedGauges(
+      'bus_lag',
       { lag: { name: 'bus_consumer_lag_events', help: 'Events on the bus the consumer group has not consumed yet', labelNames: ['topic', 'group'] } },
       async (g) => g.lag.set({ topic: AUTH_EVENTS_TOPIC, group: AUDIT_CONSUMER_GROUP }, await lag(AUTH_EVENTS_TOPIC, AUDIT_CONSUMER_GROUP)),
     );

@@ -87,6 +87,7 @@ export class ExportWorker {
       const stats = queue.queueStats?.bind(queue);
       if (stats) {
         metrics.scrapedGauges(
+          'export_queue',
           {
             depth: { name: 'export_queue_depth', help: 'Export jobs by state: queued (waiting for a worker, or a retry) or running (a worker holds it)', labelNames: ['state'] },
             oldest: { name: 'export_queue_oldest_age_seconds', help: 'Age of the oldest queued export job (0 when none)' },

@@ -104,6 +104,8 @@ beforeAll(async () => {
     OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
     OTEL_EXPORTER_OTLP_HEADERS: 'x-collector-token=e2e%20token',
     OTEL_RESOURCE_ATTRIBUTES: 'deployment.environment.name=e2e',
+    // The caller's traceparent is continued (the default starts a new trace linked to it: apps/gateway/test/trace.test.ts).
+    TRACE_CONTINUE_INCOMING: 'true',
   }));
 });
 

@@ -37,6 +37,8 @@ export interface GatewayDeps {
   metrics: Metrics;
   /** Dependencies reachable (for /readyz). */
   ready: () => Promise<Readiness>;
+  /** TRACE_CONTINUE_INCOMING: continue a caller's traceparent (else a new trace, linked to it). */
+  continueIncomingTrace?: boolean;
   /** True once the process is shutting down: /readyz answers 503 and every answer closes its connection. */
   draining?: () => boolean;
   /** Optional cache of API key authentications (see auth/auth-cache.ts). */
@@ -115,7 +117,7 @@ export function createApp(deps: GatewayDeps): express.Express {
   app.disable('x-powered-by');
   app.set('etag', false);
   app.set('trust proxy', deps.config.TRUST_PROXY);
-  app.use(requestId);
+  app.use(requestId(deps.continueIncomingTrace));
   const draining = deps.draining;
   if (draining) {
     // While draining, no connection is kept for a next request: a proxy opens its next one elsewhere.

@@ -1,11 +1,26 @@
 import { commonConfig, ConfigError, env, grpcTlsConfig, grpcTlsProblems, loadConfig } from '@secsvc/shared';
+import { readFileSync } from 'node:fs';
+import os from 'node:os';
 import { z } from 'zod';
+
+/** The cores this process may use: os.availableParallelism(), capped by a cgroup v2 CPU quota (a container's CPU limit, rounded up). */
+export function usableCores(cpuMax = '/sys/fs/cgroup/cpu.max'): number {
+  const cores = os.availableParallelism();
+  try {
+    const [quota, period] = readFileSync(cpuMax, 'utf8').trim().split(/\s+/);
+    return quota === 'max' ? cores : Math.max(1, Math.min(cores, Math.ceil(Number(quota) / Number(period)) || cores));
+  } catch {
+    return cores; // no cgroup v2 CPU controller here
+  }
+}
 
 export const gatewayConfigShape = {
   ...commonConfig,
   HOST: env.host('127.0.0.1'),
   PORT: env.port(8080),
   ADMIN_PORT: env.port(9100),
+  /** Processes serving PORT (node:cluster workers under one primary that owns the admin port); 1 = one process. Default: the cores. */
+  GATEWAY_WORKERS: env.int(usableCores(), 1, 256),
   IDENTITY_ADDR: env.address('127.0.0.1:50051'),
   POLICY_ADDR: env.address('127.0.0.1:50052'),
   AUDIT_ADDR: env.address('127.0.0.1:50053'),
@@ -13,6 +28,11 @@ export const gatewayConfigShape = {
   GRPC_DEADLINE_MS: env.int(5000, 50, 120_000),
   /** TLS (or mutual TLS) to the services: GRPC_TLS, GRPC_TLS_CERT_FILE, _KEY_FILE, _CA_FILE, _SERVER_NAME. */
   ...grpcTlsConfig,
+  /**
+   * true: a caller's W3C traceparent is continued (its trace id names the request's audit entries); false: each
+   * request starts its own trace, linked to the caller's. The sampled flag is the gateway's decision either way.
+   */
+  TRACE_CONTINUE_INCOMING: env.bool(false),
   /**
    * Which proxies' X-Forwarded-For to honour for the client ip (audit context, throttling): a hop count, or a
    * comma-separated list of addresses, CIDRs and the names loopback, linklocal, uniquelocal. Default: loopback.

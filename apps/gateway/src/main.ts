@@ -1,5 +1,6 @@
 import { audit, identity, policy } from '@secsvc/proto';
-import { checkHealth, createClient, GrpcTls, promiseClient, runProcess } from '@secsvc/shared';
+import { checkHealth, createClient, drainHttpServer, GrpcTls, loadConfigOrExit, promiseClient, runProcess, type ProcessContext } from '@secsvc/shared';
+import cluster from 'node:cluster';
 import type { AddressInfo } from 'node:net';
 import { createApp } from './app';
 import { AuthCache } from './auth/auth-cache';
@@ -8,15 +9,19 @@ import { RedisVerifyCache } from './auth/redis-verify-cache';
 import { UserCache } from './auth/user-cache';
 import { MemoryVerifyCache } from './auth/verify-cache';
 import { countedStoreHealth } from './middleware/rate-limit';
+import { clusterWorker, workerSlot } from './cluster/worker';
+import { runPrimary } from './cluster/primary';
+import { ClusterRateLimitStore, primaryChannel } from './rate-limit/cluster-store';
 import { RateLimiter } from './rate-limit/limiter';
 import { MemoryRateLimitStore } from './rate-limit/memory-store';
 import { RedisRateLimitStore } from './rate-limit/redis-store';
 import { createRedis, RedisHealth } from './redis';
-import { loadGatewayConfig } from './config';
+import { loadGatewayConfig, type GatewayConfig } from './config';
 import { auditDownloadSource } from './downloads';
 import { readSpKeys } from './sso/keys';
 
-void runProcess('gateway', () => loadGatewayConfig(), async ({ config, logger, metrics, draining }) => {
+/** One gateway process: the whole gateway (GATEWAY_WORKERS=1), or one cluster worker of a primary (cluster/). */
+async function serve({ config, logger, metrics, draining }: ProcessContext<GatewayConfig>) {
   // GRPC_TLS: plain, TLS or mutual TLS to the services, with certificate files reloaded on change.
   const grpcTls = GrpcTls.fromConfig(config, { logger, metrics });
   const identityClient = createClient(identity.IdentityServiceClient, config.IDENTITY_ADDR, metrics, grpcTls);
@@ -54,7 +59,13 @@ void runProcess('gateway', () => loadGatewayConfig(), async ({ config, logger, m
       ? undefined
       : {
           limiter: new RateLimiter({
-            store: config.RATE_LIMIT_STORE === 'redis' ? new RedisRateLimitStore(redis!) : new MemoryRateLimitStore(),
+            store:
+              config.RATE_LIMIT_STORE === 'redis'
+                ? new RedisRateLimitStore(redis!)
+                : // In a cluster, the one memory store is the primary's: the workers ask it over IPC.
+                  cluster.isWorker
+                  ? new ClusterRateLimitStore(primaryChannel)
+                  : new MemoryRateLimitStore(),
             failMode: config.RATE_LIMIT_FAIL_MODE,
             health: countedStoreHealth(metrics, redisHealth),
           }),
@@ -68,7 +79,7 @@ void runProcess('gateway', () => loadGatewayConfig(), async ({ config, logger, m
   // Export links point at DOWNLOAD_BASE_URL, else at this gateway's own port (known once it listens).
   const downloads = { baseUrl: (config.DOWNLOAD_BASE_URL ?? `http://127.0.0.1:${config.PORT}/downloads`).replace(/\/+$/, ''), open: auditDownloadSource(auditClient) };
   const sso = { baseUrl: config.ISSUER, keys: readSpKeys(config), clockSkewMs: config.SAML_CLOCK_SKEW_SECONDS * 1000, requestTtlSeconds: config.SAML_REQUEST_TTL_SECONDS };
-  const app = createApp({ config, clients, logger, metrics, ready, draining, authCache, jwt, verifyCache, userCache, downloads, rateLimit, oauth: { issuer: config.ISSUER }, sso });
+  const app = createApp({ config, clients, logger, metrics, ready, draining, continueIncomingTrace: config.TRACE_CONTINUE_INCOMING, authCache, jwt, verifyCache, userCache, downloads, rateLimit, oauth: { issuer: config.ISSUER }, sso });
   const server = app.listen(config.PORT, config.HOST);
   await new Promise<void>((resolve, reject) => {
     server.once('listening', resolve);
@@ -77,17 +88,18 @@ void runProcess('gateway', () => loadGatewayConfig(), async ({ config, logger, m
   server.keepAliveTimeout = 65_000;
   server.headersTimeout = 66_000;
   server.requestTimeout = 30_000;
+  if (cluster.isWorker) {
+    // Which worker served: one series per slot on the primary's /metrics (never in a response).
+    const served = metrics.counter('gateway_worker_requests_total', 'HTTP requests served by each gateway cluster worker (its slot)', ['worker']).labels({ worker: workerSlot() });
+    server.on('request', () => served.inc());
+  }
   logger.info({ port: (server.address() as AddressInfo).port }, 'gateway listening');
   if (!config.DOWNLOAD_BASE_URL) downloads.baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}/downloads`;
   return {
     closers: [
       {
         name: 'http',
-        close: () =>
-          new Promise<void>((resolve) => {
-            server.close(() => resolve());
-            server.closeIdleConnections();
-          }),
+        close: () => drainHttpServer(server),
       },
       {
         name: 'grpc-clients',
@@ -103,4 +115,11 @@ void runProcess('gateway', () => loadGatewayConfig(), async ({ config, logger, m
     ],
     ready,
   };
-});
+}
+
+if (cluster.isWorker) void runProcess('gateway', () => loadGatewayConfig(), serve, clusterWorker);
+else {
+  const config = loadConfigOrExit('gateway', () => loadGatewayConfig());
+  if (config.GATEWAY_WORKERS > 1) void runPrimary(config);
+  else void runProcess('gateway', () => config, serve);
+}

@@ -2,26 +2,48 @@
 import { call, startGateway, type TestGateway } from './support/gateway';
 
 let gw: TestGateway;
+/** A gateway with TRACE_CONTINUE_INCOMING=true. */
+let trusting: TestGateway;
 beforeAll(async () => {
   gw = await startGateway();
+  trusting = await startGateway({ extra: { continueIncomingTrace: true } });
 });
 afterAll(async () => {
   await gw.close();
+  await trusting.close();
 });
-beforeEach(() => gw.fake.reset());
+beforeEach(() => {
+  gw.fake.reset();
+  trusting.fake.reset();
+});
 
 const INCOMING = '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01';
-const createUser = (headers: Record<string, string> = {}) => call(gw, 'POST', '/v1/users', { json: { email: 'ada@example.com', name: 'Ada' }, headers });
+const createUser = (headers: Record<string, string> = {}, on = gw) => call(on, 'POST', '/v1/users', { json: { email: 'ada@example.com', name: 'Ada' }, headers });
 
 describe('traceparent', () => {
-  it("continues a valid incoming traceparent: answered, and sent with the service call (x-request-id stays its own)", async () => {
+  it('by default starts its own trace for a caller with a traceparent: the caller chooses neither the trace id nor sampling', async () => {
     const res = await createUser({ traceparent: INCOMING, 'x-request-id': 'req_tracetest00000000' });
+    expect(res.status).toBe(201);
+    const answered = res.headers.get('traceparent') ?? '';
+    expect(answered).toMatch(/^00-[0-9a-f]{32}-[0-9a-f]{16}-01$/);
+    expect(answered.slice(3, 35)).not.toBe(INCOMING.slice(3, 35));
+    expect(gw.fake.callsOf('createUser')[0]!.options!.headers!.traceparent).toBe(answered);
+    // An unsampled caller cannot hide its request from tracing either.
+    const hidden = await createUser({ traceparent: INCOMING.replace(/-01$/, '-00') });
+    expect(hidden.headers.get('traceparent')).toMatch(/-01$/);
+  });
+
+  it("with TRACE_CONTINUE_INCOMING continues a valid incoming traceparent: answered, and sent with the service call (x-request-id stays its own)", async () => {
+    const res = await createUser({ traceparent: INCOMING, 'x-request-id': 'req_tracetest00000000' }, trusting);
     expect(res.status).toBe(201);
     expect(res.headers.get('traceparent')).toBe(INCOMING);
     expect(res.headers.get('x-request-id')).toBe('req_tracetest00000000');
-    const [sent] = gw.fake.callsOf('createUser');
+    const [sent] = trusting.fake.callsOf('createUser');
     expect(sent!.options!.headers!.traceparent).toBe(INCOMING);
     expect(sent!.options!.requestId).toBe('req_tracetest00000000');
+    // The trace id is continued, the sampled flag is the gateway's own decision (always_on here).
+    const unsampled = await createUser({ traceparent: INCOMING.replace(/-01$/, '-00') }, trusting);
+    expect(unsampled.headers.get('traceparent')).toBe(INCOMING);
   });
 
   it.each([

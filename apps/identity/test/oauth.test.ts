@@ -3,8 +3,10 @@ import { Metadata } from '@grpc/grpc-js';
 import { AppError, type CallContext, type Pool } from '@secsvc/shared';
 import { createHash, randomBytes } from 'node:crypto';
 import { createLocalJWKSet, decodeJwt, jwtVerify } from 'jose';
+import pg from 'pg';
 import type { IdentityConfig } from '../src/config';
 import type { IdentityContext } from '../src/context';
+import { CredentialChangeFeed } from '../src/domain/credential-change-feed';
 import { masterKey, SigningKeyStore } from '../src/domain/signing-keys';
 import type { MailQueue } from '../src/mail/queue';
 import { closeIdentityTestDb, identityTestDb, type IdentityTestDb } from './support/db';
@@ -541,5 +543,160 @@ describe('revocation and introspection', () => {
     await rpc.deleteUser({ environment: 'live', id: u2.id }, call());
     expect((await pool.query('SELECT 1 FROM ended_sessions WHERE id = $1', [decodeJwt(beforeDelete.accessToken).sid])).rowCount).toBe(1);
     expect(await rejected(rpc.getOAuthClient({ environment: 'live', id: c.id }))).toMatchObject({ code: 'not_found' });
+  });
+});
+
+describe('grants in one statement', () => {
+  /** The outbox rows of the grant (oauth.token.issued and anything else that targets it). */
+  const eventsOf = async (grantId: string) =>
+    (await pool.query(`SELECT event_type, event_key, payload FROM outbox WHERE payload->'target'->>'id' = $1 ORDER BY seq`, [grantId])).rows;
+
+  it('writes each grant with its refresh token and its oauth.token.issued event, as the shared encoder does', async () => {
+    const c = await newClient({ scopes: ['openid', 'email', 'offline_access', 'read:users'] });
+    const { user, sessionToken } = await userWithSession();
+    const code = await exchange(c, await codeFor(c, sessionToken, { scope: 'openid email offline_access read:users' }));
+    const refreshed = await refreshWith(c, code.refreshToken, 'read:users');
+    const cc = await rpc.token(tokenReq({ grantType: 'client_credentials', clientId: c.id, clientSecret: c.secret }), call());
+    const [codeGrant, ccGrant] = [decodeJwt(code.accessToken).sid as string, decodeJwt(cc.accessToken).sid as string];
+    expect(decodeJwt(refreshed.accessToken).sid).toBe(codeGrant);
+    const issued = await eventsOf(codeGrant);
+    expect(issued.map((e) => e.event_type)).toEqual(['oauth.token.issued', 'oauth.token.issued']);
+    expect(issued.map((e) => e.event_key)).toEqual([user.id, user.id]);
+    expect(issued[0].payload).toMatchObject({
+      id: expect.stringMatching(/^log_/),
+      environment: 'live',
+      type: 'oauth.token.issued',
+      actor: { id: user.id, type: 'user', email: user.email },
+      target: { id: codeGrant, type: 'oauth_grant' },
+      context: { ip: expect.any(String), userAgent: 'jest' },
+      result: 'success',
+    });
+    expect(JSON.parse(issued[0].payload.metadataJson)).toEqual({
+      authMethod: 'oauth',
+      mfaUsed: false,
+      clientId: c.id,
+      grantType: 'authorization_code',
+      scopes: ['openid', 'email', 'offline_access', 'read:users'],
+      refreshToken: true,
+      idToken: true,
+    });
+    expect(JSON.parse(issued[1].payload.metadataJson)).toMatchObject({ grantType: 'refresh_token', scopes: ['read:users'], refreshToken: true, idToken: false });
+    const [ccEvent] = await eventsOf(ccGrant);
+    expect(ccEvent).toMatchObject({ event_type: 'oauth.token.issued', event_key: c.id, payload: { actor: { id: c.id, type: 'oauth_client' } } });
+    expect(JSON.parse(ccEvent.payload.metadataJson)).toMatchObject({ grantType: 'client_credentials', refreshToken: false, idToken: false });
+    // The refresh token stored with its grant, the rotated one spent.
+    const { rows } = await pool.query('SELECT used_at IS NOT NULL AS used FROM oauth_refresh_tokens WHERE grant_id = $1 ORDER BY created_at', [codeGrant]);
+    expect(rows.map((r) => r.used)).toEqual([true, false]);
+  });
+
+  it('issues a grant with one statement and no transaction, after one read of the code or refresh token', async () => {
+    const c = await newClient();
+    const { sessionToken } = await userWithSession();
+    const code = await codeFor(c, sessionToken);
+    await rpc.token(tokenReq({ grantType: 'client_credentials', clientId: c.id, clientSecret: c.secret }), call()); // the signing keys loaded
+    /** The statements `run` sends about OAuth (others, like the mail queue's polls, may interleave on other connections). */
+    const statements = async (run: () => Promise<{ error: string }>) => {
+      const spy = jest.spyOn(pg.Client.prototype, 'query');
+      try {
+        expect((await run()).error).toBe('');
+        const sent = spy.mock.calls.map(([q], i) => ({ client: spy.mock.contexts[i], text: String(typeof q === 'string' ? q : (q as { text: string }).text).trim() }));
+        // Those of the connections that sent OAuth statements (a transaction's BEGIN and COMMIT included).
+        const ours = new Set(sent.filter((q) => /oauth_|outbox/.test(q.text)).map((q) => q.client));
+        return sent.filter((q) => ours.has(q.client)).map((q) => q.text);
+      } finally {
+        spy.mockRestore();
+      }
+    };
+    const kinds = (qs: string[]) => qs.map((q) => q.split(/\s+/)[0]);
+    const exchanged = await statements(() => exchange(c, code));
+    // Without a live feed (here) the client is read on each request.
+    expect(kinds(exchanged)).toEqual(['SELECT', 'SELECT', 'WITH']); // client, code with its user, the grant
+    const first = await exchange(c, await codeFor(c, sessionToken));
+    expect(kinds(await statements(() => refreshWith(c, first.refreshToken)))).toEqual(['SELECT', 'SELECT', 'WITH']); // client, token with grant and user, the rotation
+    expect(kinds(await statements(() => rpc.token(tokenReq({ grantType: 'client_credentials', clientId: c.id, clientSecret: c.secret }), call())))).toEqual(['SELECT', 'WITH']);
+  });
+
+  it('a code redeemed by several requests at once gives one grant, and the others end it', async () => {
+    const c = await newClient();
+    const { sessionToken } = await userWithSession();
+    const code = await codeFor(c, sessionToken);
+    const answers = await Promise.all(Array.from({ length: 6 }, () => exchange(c, code)));
+    const won = answers.filter((a) => a.error === '');
+    expect(won).toHaveLength(1);
+    expect(answers.filter((a) => a.error === 'invalid_grant')).toHaveLength(5);
+    const sid = decodeJwt(won[0]!.accessToken).sid as string;
+    expect(await grantRevoked(sid)).toBe(true);
+    expect((await pool.query('SELECT count(*)::int AS n FROM oauth_grants g JOIN oauth_codes c ON c.grant_id = g.id WHERE g.id = $1', [sid])).rows[0].n).toBe(1);
+    expect((await eventsOf(sid)).map((e) => e.event_type)).toEqual(['oauth.token.issued', 'oauth.token.revoked']);
+  });
+
+  it('a refresh token rotated by several requests at once gives one successor, and the others end the grant', async () => {
+    const c = await newClient();
+    const { sessionToken } = await userWithSession();
+    const first = await exchange(c, await codeFor(c, sessionToken));
+    const answers = await Promise.all(Array.from({ length: 6 }, () => refreshWith(c, first.refreshToken)));
+    expect(answers.filter((a) => a.error === '')).toHaveLength(1);
+    expect(answers.filter((a) => a.error === 'invalid_grant')).toHaveLength(5);
+    const sid = decodeJwt(first.accessToken).sid as string;
+    expect(await grantRevoked(sid)).toBe(true);
+    expect((await pool.query('SELECT count(*)::int AS n FROM oauth_refresh_tokens WHERE grant_id = $1', [sid])).rows[0].n).toBe(2);
+    expect((await eventsOf(sid)).map((e) => e.event_type).slice(0, 2)).toEqual(['oauth.token.issued', 'oauth.token.issued']);
+  });
+
+  it('a refresh token of a grant revoked meanwhile is refused without a successor', async () => {
+    const c = await newClient();
+    const { sessionToken } = await userWithSession();
+    const first = await exchange(c, await codeFor(c, sessionToken));
+    const sid = decodeJwt(first.accessToken).sid as string;
+    await pool.query(`UPDATE oauth_grants SET revoked_at = now(), revoked_reason = 'test' WHERE id = $1`, [sid]);
+    expect(await refreshWith(c, first.refreshToken)).toMatchObject({ error: 'invalid_grant' });
+    expect((await pool.query('SELECT count(*)::int AS n FROM oauth_refresh_tokens WHERE grant_id = $1 AND used_at IS NULL', [sid])).rows[0].n).toBe(1);
+  });
+});
+
+describe('client authentication cached while the change feed is live', () => {
+  let feed: CredentialChangeFeed;
+  let live: IdentityRpc;
+  beforeAll(async () => {
+    feed = new CredentialChangeFeed(t.db.url, t.ctx.logger);
+    await feed.start();
+    live = identityRpc(ctx, { signingKeys: keys, feed });
+    await feed.whenLive();
+  });
+  afterAll(() => feed.stop());
+
+  const grant = (c: { id: string; secret: string }, scope = '', secret = c.secret) =>
+    live.token(tokenReq({ grantType: 'client_credentials', scope, clientId: c.id, clientSecret: secret }), call());
+
+  it('keeps the client, still checks the secret every time, and sees every change at once', async () => {
+    const c = await newClient({ scopes: ['read:users', 'read:logs'] });
+    expect((await grant(c, 'read:logs')).error).toBe('');
+    // Changed behind the feed's back (its trigger off): the cached client still answers, so it is cached...
+    await pool.query('ALTER TABLE oauth_clients DISABLE TRIGGER oauth_clients_changed');
+    try {
+      await pool.query(`UPDATE oauth_clients SET scopes = '{read:users}' WHERE id = $1`, [c.id]);
+      expect((await grant(c, 'read:logs')).error).toBe('');
+    } finally {
+      await pool.query('ALTER TABLE oauth_clients ENABLE TRIGGER oauth_clients_changed');
+    }
+    // ...but never for a wrong secret.
+    expect(await grant(c, 'read:logs', `${c.secret}x`)).toMatchObject({ error: 'invalid_client', status: 401 });
+    // A change another identity makes (here: the name) reaches this one on the feed, which drops the client.
+    const seen: string[] = [];
+    const unsubscribe = feed.subscribe({ onChange: (id) => seen.push(id), onReset: () => seen.push('reset') });
+    await pool.query(`UPDATE oauth_clients SET name = 'Renamed' WHERE id = $1`, [c.id]);
+    let error = '';
+    for (let i = 0; i < 100 && error !== 'invalid_scope'; i++) {
+      error = (await grant(c, 'read:logs')).error;
+      if (error !== 'invalid_scope') await new Promise((r) => setTimeout(r, 20));
+    }
+    unsubscribe();
+    expect(seen).toEqual([c.id]);
+    expect(error).toBe('invalid_scope');
+    // A change made through this identity is seen by its very next request, a deletion too.
+    await live.updateOAuthClient({ environment: 'live', id: c.id, scopes: { values: ['read:users', 'read:logs'] }, redirectUris: undefined }, call());
+    expect((await grant(c, 'read:logs')).error).toBe('');
+    await live.deleteOAuthClient({ environment: 'live', id: c.id }, call());
+    expect(await grant(c)).toMatchObject({ error: 'invalid_client', status: 401 });
   });
 });

@@ -46,6 +46,7 @@ const CONTRACT: Record<string, string[]> = {
   oauth_signing_key_age_seconds: [],
   identity_mail_queue_depth: [],
   identity_mail_queue_oldest_seconds: [],
+  metrics_refresh_errors_total: ['gauges'],
   tls_certificate_expiry_timestamp_seconds: ['use'],
   // Prometheus's own, per target.
   up: [],
@@ -60,6 +61,7 @@ const VALUES: Record<string, string[]> = {
   'ratelimit_decisions_total/decision': ['allowed', 'limited'],
   'credential_cache_requests_total/result': ['hit', 'miss'],
   'tls_certificate_expiry_timestamp_seconds/use': ['grpc', 'saml_sp', 'clickhouse'],
+  'metrics_refresh_errors_total/gauges': ['outbox', 'bus_lag', 'export_queue', 'signing_key'],
 };
 
 interface Selector {

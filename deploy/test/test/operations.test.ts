@@ -74,6 +74,20 @@ for (const { overlay, spec } of RENDERINGS) {
       }
     });
 
+    it('keeps the CA key when the CA is renewed, and renews it earlier than any leaf lives (each pod trusts its own Secret\'s ca.crt)', () => {
+      const hours = (d: string) => Number(/^(\d+)h$/.exec(d)![1]);
+      const ca = certificate('secsvc-ca').spec;
+      expect(ca.privateKey.rotationPolicy).toBe('Never');
+      // A leaf issued just before the CA's renewal is re-issued (with the new ca.crt) before the old CA certificate ends.
+      const leaves = objs().filter((o) => o.kind === 'Certificate' && o.metadata.name !== 'secsvc-ca');
+      for (const c of leaves) expect([c.metadata.name, hours(c.spec.duration) - hours(c.spec.renewBefore) < hours(ca.renewBefore)]).toEqual([c.metadata.name, true]);
+      // The rollover of the CA's key is documented, and linked from the certificates runbook.
+      const runbooks = path.join(rootDir, 'docs', 'runbooks');
+      expect(readFileSync(path.join(runbooks, 'certificates.md'), 'utf8')).toContain('(ca-rollover.md)');
+      const rollover = readFileSync(path.join(runbooks, 'ca-rollover.md'), 'utf8');
+      for (const c of leaves) expect(rollover).toContain(c.metadata.name);
+    });
+
     it('gives each gRPC service a server and client certificate for the names the gateway dials, mounted at the GRPC_TLS_* files', () => {
       const config = find(objs(), 'ConfigMap', 'secsvc-config').data;
       for (const app of [...GRPC_SERVICES, 'gateway']) {

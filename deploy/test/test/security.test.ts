@@ -304,18 +304,21 @@ for (const { overlay, spec } of RENDERINGS) {
           kafka: [kafka, 9092],
           clickhouse: [clickhouse, 8123],
           clickhouses: [clickhouse, 8443],
+          'clickhouse-native': [clickhouse, 9000],
           redis: [redis(), 6379],
           s3: [s3, 443],
           smtp: [smtpServer, 587],
           smtps: [smtpServer, 465],
         };
+        // prod speaks HTTPS to ClickHouse (8443) only; dev plain HTTP (8443 stays open for an overlay with TLS).
+        const ch = overlay === 'prod' ? ['clickhouses'] : ['clickhouse', 'clickhouses'];
         const uses: Record<string, string[]> = {
           gateway: ['redis'],
           identity: ['postgres', 'kafka', 'smtp', 'smtps'],
           policy: ['postgres', 'kafka'],
-          audit: ['postgres', 'kafka', 'clickhouse', 'clickhouses', 's3'],
-          'export-worker': ['postgres', 'clickhouse', 'clickhouses', 's3'],
-          migrate: ['postgres', 'clickhouse', 'clickhouses'],
+          audit: ['postgres', 'kafka', ...ch, 's3'],
+          'export-worker': ['postgres', ...ch, 's3'],
+          migrate: ['postgres', ...ch],
         };
         for (const [name, labels] of Object.entries(callers()).filter(([n]) => n !== 'redis')) {
           for (const [dep, [target, port]] of Object.entries(deps)) {
@@ -328,6 +331,22 @@ for (const { overlay, spec } of RENDERINGS) {
           expect(egressAllowed(objs(), labels, outside, 80)).toBe(false);
         }
       });
+
+      if (overlay === 'prod') {
+        it('let no app send to ClickHouse\'s plain ports (8123, 9000) in prod, by its own egress rules alone; the backup job only 9440', () => {
+          const ports = [8123, 8443, 9000, 9440];
+          const open = (labels: Labels) => ports.filter((port) => egressAllowed(objs(), labels, { pod: clickhouse }, port));
+          for (const [name, labels] of Object.entries(callers())) {
+            expect([name, open(labels)]).toEqual([name, ['audit', 'export-worker', 'migrate'].includes(name) ? [8443] : []]);
+          }
+          const backup = podTemplate(find(objs(), 'CronJob', 'clickhouse-backup')).metadata.labels;
+          expect(open(backup)).toEqual([9440]);
+          // and ClickHouse's Service offers the TLS ports only
+          const chi = find(objs(), 'ClickHouseInstallation', 'secsvc').spec;
+          const service = chi.templates.serviceTemplates.find((t: { name: string }) => t.name === chi.defaults.templates.serviceTemplate);
+          expect(service.spec.ports.map((p: { port: number }) => p.port).sort()).toEqual([8443, 9440]);
+        });
+      }
 
       it('let the metrics scraper reach the admin ports from the monitoring namespace only', () => {
         for (const name of APPS) {

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import type { events } from '@secsvc/proto';
-import { appendEvent, migrate, readMigrations, traceparentFor, withTransaction, type Logger, type Pool, type PoolClient } from '@secsvc/shared';
+import { appendEvent, GAUGE_STATEMENT_TIMEOUT_MS, migrate, readMigrations, traceparentFor, withStatementTimeout, withTransaction, type Logger, type Pool, type PoolClient } from '@secsvc/shared';
 
 /** The audit schema's numbered SQL migrations (outside src/, the same path from src/ and dist/). */
 export const auditMigrationsDir = path.join(__dirname, '..', 'migrations');
@@ -230,10 +230,12 @@ export class ExportJobs {
    * age of the oldest queued one (0 when none). One walk of the partial index `export_jobs_claimable`.
    */
   async queueStats(): Promise<{ queued: number; running: number; oldestQueuedSeconds: number }> {
-    const { rows } = await this.pool.query<{ queued: string; running: string; oldest: number }>(
-      `SELECT count(*) FILTER (WHERE NOT held) AS queued, count(*) FILTER (WHERE held) AS running,
-              coalesce(extract(epoch FROM now() - min(created_at) FILTER (WHERE NOT held)), 0)::float8 AS oldest
-         FROM (SELECT created_at, coalesce(lease_expires_at >= now(), false) AS held FROM export_jobs WHERE status = 'processing') j`,
+    const { rows } = await withStatementTimeout(this.pool, GAUGE_STATEMENT_TIMEOUT_MS, (c) =>
+      c.query<{ queued: string; running: string; oldest: number }>(
+        `SELECT count(*) FILTER (WHERE NOT held) AS queued, count(*) FILTER (WHERE held) AS running,
+                coalesce(extract(epoch FROM now() - min(created_at) FILTER (WHERE NOT held)), 0)::float8 AS oldest
+           FROM (SELECT created_at, coalesce(lease_expires_at >= now(), false) AS held FROM export_jobs WHERE status = 'processing') j`,
+      ),
     );
     const r = rows[0]!;
     return { queued: Number(r.queued), running: Number(r.running), oldestQueuedSeconds: Math.max(0, r.oldest) };

@@ -1,5 +1,6 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { drainHttpServer } from './http-drain';
 import type { Metrics } from './metrics';
 
 /** Resolves false when `p` takes longer than `ms` (a hung dependency makes a probe fail, not hang). */
@@ -35,7 +36,7 @@ export function readinessAnswer(r: Readiness): { status: 200 | 503; body: { stat
 export async function startAdminServer(opts: {
   host: string;
   port: number;
-  metrics: Metrics;
+  metrics: Pick<Metrics, 'registry'>;
   ready: () => Promise<Readiness>;
 }): Promise<AdminServer> {
   const server = http.createServer((req, res) => {
@@ -71,6 +72,6 @@ export async function startAdminServer(opts: {
   });
   return {
     port: (server.address() as AddressInfo).port,
-    close: () => new Promise((resolve) => server.close(() => resolve())),
+    close: () => drainHttpServer(server, 2_000),
   };
 }

@@ -27,7 +27,7 @@ export function loadConfig<S extends z.ZodRawShape>(
     result.error.issues.map((issue) => {
       const name = String(issue.path[0] ?? '?');
       const got = input[name];
-      const shown = got === undefined ? 'not set' : /SECRET|PASSWORD|KEY|TOKEN|CREDENTIAL|_URL$/.test(name) ? 'value hidden' : `got "${got}"`;
+      const shown = got === undefined ? 'not set' : /SECRET|PASSWORD|KEY|TOKEN|CREDENTIAL|_URL$|ENDPOINT|HEADERS/.test(name) ? 'value hidden' : `got "${got}"`;
       return `${name}: ${issue.message} (${shown})`;
     }),
   );
@@ -75,7 +75,7 @@ export const commonConfig = {
    * On SIGTERM: readiness answers 503 at once, then the process keeps serving this long before it stops accepting
    * (for a load balancer that learns from readiness; Kubernetes' preStop sleep does this job there, so 0).
    */
-  SHUTDOWN_DELAY_MS: env.int(0, 0, 60_000),
+  SHUTDOWN_DELAY_MS: env.int(0, 0, 10_000),
   /** OpenTelemetry tracing: the standard OTEL_* variables (tracing/config.ts). */
   ...tracingConfig,
 };

@@ -105,6 +105,21 @@ export async function withTransaction<T>(pool: pg.Pool, fn: (client: pg.PoolClie
   }
 }
 
+/** How long PostgreSQL may run a statement behind a scrape-time gauge (Metrics.scrapedGauges) before cancelling it. */
+export const GAUGE_STATEMENT_TIMEOUT_MS = 2_000;
+
+/**
+ * `fn` in one transaction whose statements PostgreSQL cancels after `ms` (SQLSTATE 57014): `SET LOCAL` ends
+ * with the transaction, so the pool's connections keep their own settings. For reads that must not hold a
+ * connection while the database is stuck (locks, I/O): the gauges read when /metrics is scraped.
+ */
+export async function withStatementTimeout<T>(pool: pg.Pool, ms: number, fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+  return withTransaction(pool, async (client) => {
+    await client.query(`SET LOCAL statement_timeout = ${Math.max(1, Math.trunc(ms))}`);
+    return fn(client);
+  });
+}
+
 /** True when the database answers. */
 export async function pingDatabase(pool: pg.Pool): Promise<boolean> {
   try {
@@ -114,6 +129,9 @@ export async function pingDatabase(pool: pg.Pool): Promise<boolean> {
     return false;
   }
 }
+
+/** Postgres foreign-key violation (23503): a row referred to was deleted meanwhile. */
+export const isForeignKeyViolation = (err: unknown): boolean => (err as { code?: string } | undefined)?.code === '23503';
 
 /** Postgres unique-violation (23505) test, for mapping to 409 conflict. */
 export function isUniqueViolation(err: unknown, constraint?: string): boolean {

@@ -210,6 +210,7 @@ describe('isBackendUnavailable (503 unavailable, never a 500, for a store that i
       [Object.assign(new Error('the database system is starting up'), { code: '57P03' }), true],
       [Object.assign(new Error('connection failure'), { code: '08006' }), true],
       [Object.assign(new Error('sorry, too many clients already'), { code: '53300' }), true],
+      [Object.assign(new Error('canceling statement due to statement timeout'), { code: '57014' }), true],
       [new Error('Connection terminated unexpectedly'), true],
       [new Error('timeout exceeded when trying to connect'), true],
       [new AggregateError([Object.assign(new Error('a'), { code: 'ECONNREFUSED' }), Object.assign(new Error('b'), { code: 'ECONNREFUSED' })]), true],

@@ -76,9 +76,10 @@ export function toAppError(err: unknown): AppError {
 const NETWORK_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN', 'ENOTFOUND']);
 /**
  * PostgreSQL SQLSTATEs of a server that is going away, starting up or full: class 08 (connection exception),
- * 57P01-57P03 (shut down by an administrator, crash shutdown, cannot connect now), 53300 (too many connections).
+ * 57P01-57P03 (shut down by an administrator, crash shutdown, cannot connect now), 53300 (too many connections),
+ * 57014 (statement cancelled: its statement_timeout ran out, see withStatementTimeout).
  */
-const UNAVAILABLE_SQLSTATE = /^(08...|57P0[123]|53300)$/;
+const UNAVAILABLE_SQLSTATE = /^(08...|57P0[123]|53300|57014)$/;
 /** The messages node-postgres gives a connection it lost or could not get in time (they carry no code). */
 const PG_CONNECTION_MESSAGES = /^(Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error|Connection terminated due to connection timeout)/;
 

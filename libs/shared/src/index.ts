@@ -12,6 +12,7 @@ export * from './metrics';
 export * from './migrate';
 export * from './process';
 export * from './shutdown';
+export * from './http-drain';
 export * from './grpc/server';
 export * from './grpc/client';
 export * from './grpc/tls';

@@ -32,20 +32,36 @@ export interface GaugeSpec {
 /**
  * `refresh` as the scrape-time source of some gauges: every gauge's collect calls the returned function,
  * which runs `refresh` once for all of them (callers joining the one in flight) and waits for it at most
- * `timeoutMs`. A refresh that fails or is late leaves the gauges at their last values: the scrape goes on.
+ * `timeoutMs`. A refresh that fails, or has not settled by then, is reported to `onError` and the scrape goes
+ * on with the gauges' last values. A late refresh is abandoned: the next scrape starts a new one rather than
+ * waiting on it (its queries carry a statement timeout of their own, GAUGE_STATEMENT_TIMEOUT_MS, so abandoned
+ * ones do not pile up); what it sets when it does settle stays for the next scrape.
  */
-export function refreshOnScrape(refresh: () => Promise<void>, timeoutMs = 2_000): () => Promise<void> {
+export function refreshOnScrape(refresh: () => Promise<void>, timeoutMs = 2_000, onError?: (reason: 'failed' | 'timeout') => void): () => Promise<void> {
   let running: Promise<void> | undefined;
   return () => {
-    running ??= refresh()
-      .catch(() => undefined)
-      .finally(() => (running = undefined));
-    let timer: NodeJS.Timeout | undefined;
-    const late = new Promise<void>((resolve) => {
-      timer = setTimeout(resolve, timeoutMs);
-      timer.unref();
-    });
-    return Promise.race([running, late]).finally(() => clearTimeout(timer));
+    if (!running) {
+      let timer: NodeJS.Timeout | undefined;
+      const late = new Promise<'timeout'>((resolve) => {
+        timer = setTimeout(() => resolve('timeout'), timeoutMs);
+        timer.unref();
+      });
+      const current: Promise<void> = Promise.race([
+        Promise.resolve()
+          .then(refresh)
+          .then(
+            () => 'ok' as const,
+            () => 'failed' as const,
+          ),
+        late,
+      ]).then((outcome) => {
+        clearTimeout(timer);
+        if (running === current) running = undefined;
+        if (outcome !== 'ok') onError?.(outcome);
+      });
+      running = current;
+    }
+    return running;
   };
 }
 
@@ -127,16 +143,21 @@ export class Metrics {
 
   /**
    * Gauges computed when /metrics is scraped, never per request: `refresh` (a query) sets them, once per
-   * scrape for all of them, within `timeoutMs`; when it fails or is late they keep their last values (see
-   * refreshOnScrape). A later call with the same names replaces the earlier gauges (one owner per process).
+   * scrape for all of them, within `timeoutMs` (see refreshOnScrape). A refresh that fails or is late leaves
+   * the gauges at their last values and counts in metrics_refresh_errors_total{gauges=`set`} (the alert
+   * SecsvcMetricsStale), whose series exists at 0 from the start. A later call with the same names replaces
+   * the earlier gauges (one owner per process).
    */
   scrapedGauges<K extends string>(
+    set: string,
     specs: Record<K, GaugeSpec>,
     refresh: (gauges: Record<K, Gauge<string>>) => Promise<void>,
     timeoutMs?: number,
   ): Record<K, Gauge<string>> {
+    const errors = this.counter('metrics_refresh_errors_total', 'Scrape-time gauge refreshes that failed or timed out (the gauges kept their last values), by gauge set', ['gauges']).labels({ gauges: set });
+    errors.inc(0);
     const gauges = {} as Record<K, Gauge<string>>;
-    const collect = refreshOnScrape(() => refresh(gauges), timeoutMs);
+    const collect = refreshOnScrape(() => refresh(gauges), timeoutMs, () => errors.inc());
     for (const key of Object.keys(specs) as K[]) {
       const { name, help, labelNames = [] } = specs[key];
       this.registry.removeSingleMetric(name);
@@ -225,7 +246,9 @@ const m = (name: string, labels: readonly string[] = [], requires?: MetricSpec['
 const GRPC = ['grpc_type', 'grpc_service', 'grpc_method'];
 const POOLS = [m('db_pool_connections', ['pool', 'state']), m('db_pool_max_connections', ['pool'])];
 const GRPC_SERVER = [m('grpc_server_handled_total', [...GRPC, 'grpc_code']), m('grpc_server_handling_seconds', GRPC), m('tls_certificate_expiry_timestamp_seconds', ['use'], 'tls')];
-const OUTBOX = [m('outbox_backlog_events'), m('outbox_oldest_event_age_seconds'), m('outbox_relayed_total', ['schema'])];
+/** Counted by every process with scrape-time gauges (Metrics.scrapedGauges). */
+const REFRESH_ERRORS = m('metrics_refresh_errors_total', ['gauges']);
+const OUTBOX = [m('outbox_backlog_events'), m('outbox_oldest_event_age_seconds'), m('outbox_relayed_total', ['schema']), REFRESH_ERRORS];
 const BUILD = m('secsvc_build_info', ['version', 'revision', 'nodejs']);
 
 /**
@@ -262,6 +285,7 @@ export const SERVICE_METRICS: Readonly<Record<'gateway' | 'identity' | 'policy' 
     m('grpc_client_handling_seconds', GRPC, 'audit_grpc_source'),
     m('export_queue_depth', ['state']),
     m('export_queue_oldest_age_seconds'),
+    REFRESH_ERRORS,
     m('export_jobs_total', ['outcome']),
     m('export_rows_total'),
     m('tls_certificate_expiry_timestamp_seconds', ['use'], 'tls'),

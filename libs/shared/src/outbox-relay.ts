@@ -1,6 +1,6 @@
 import { Backoff } from './backoff';
 import { Counter } from 'prom-client';
-import type { Pool, PoolClient } from './db';
+import { GAUGE_STATEMENT_TIMEOUT_MS, withStatementTimeout, type Pool, type PoolClient } from './db';
 import type { Logger } from './logger';
 import type { Metrics } from './metrics';
 import { PgChannelListener } from './pg-listener';
@@ -73,14 +73,17 @@ function relayedCounter(metrics: Metrics): Counter<'schema'> {
  */
 export function observeOutboxBacklog(metrics: Metrics, pool: Pool, schema: string): void {
   metrics.scrapedGauges(
+    'outbox',
     {
       backlog: { name: 'outbox_backlog_events', help: 'Outbox events not yet published to the event bus' },
       oldest: { name: 'outbox_oldest_event_age_seconds', help: 'Age of the oldest outbox event not yet published (0 when none)' },
     },
     async (g) => {
-      const { rows } = await pool.query<{ n: string; age: number }>(
-        `SELECT (SELECT count(*) FROM ${schema}.outbox WHERE published_at IS NULL) AS n,
-                coalesce(extract(epoch FROM now() - (SELECT created_at FROM ${schema}.outbox WHERE published_at IS NULL ORDER BY seq LIMIT 1)), 0)::float8 AS age`,
+      const { rows } = await withStatementTimeout(pool, GAUGE_STATEMENT_TIMEOUT_MS, (c) =>
+        c.query<{ n: string; age: number }>(
+          `SELECT (SELECT count(*) FROM ${schema}.outbox WHERE published_at IS NULL) AS n,
+                  coalesce(extract(epoch FROM now() - (SELECT created_at FROM ${schema}.outbox WHERE published_at IS NULL ORDER BY seq LIMIT 1)), 0)::float8 AS age`,
+        ),
       );
       g.backlog.set(Number(rows[0]!.n));
       g.oldest.set(Math.max(0, rows[0]!.age));

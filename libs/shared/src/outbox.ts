@@ -46,6 +46,20 @@ export function eventOfCall(call: CallContext, event: CallEvent): EventInput {
  * traceparent: the relay publishes it with the event, and the audit consumer's span continues it.
  */
 export async function appendEvent(db: PoolClient | Pool, input: EventInput): Promise<string> {
+  const row = outboxRow(input);
+  await db.query(`INSERT INTO outbox (${OUTBOX_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6)`, row);
+  return row[0];
+}
+
+/** The columns an outbox row is written with, in the order of outboxRow's values. */
+export const OUTBOX_COLUMNS = 'event_id, environment, event_type, event_key, payload, traceparent';
+
+/**
+ * The values of the outbox row of `input` (OUTBOX_COLUMNS; the first is the new event id): for a statement that
+ * writes the event together with the change that caused it (`INSERT INTO outbox (...) SELECT $n, ... FROM ...`,
+ * with payload cast to jsonb).
+ */
+export function outboxRow(input: EventInput): [eventId: string, environment: string, eventType: string, eventKey: string, payload: unknown, traceparent: string | null] {
   const event: events.AuthEvent = {
     id: newId('log'),
     environment: input.environment,
@@ -58,15 +72,14 @@ export async function appendEvent(db: PoolClient | Pool, input: EventInput): Pro
     traceId: input.traceId,
     metadataJson: JSON.stringify({ authMethod: input.authMethod ?? 'none', mfaUsed: false, ...input.metadata }),
   };
-  await db.query(`INSERT INTO outbox (event_id, environment, event_type, event_key, payload, traceparent) VALUES ($1, $2, $3, $4, $5, $6)`, [
+  return [
     event.id,
     event.environment,
     event.type,
     input.actor.id ?? 'anonymous',
     events.AuthEvent.toJSON(event),
     input.traceparent ?? traceparentFor(input.traceId) ?? null,
-  ]);
-  return event.id;
+  ];
 }
 
 /**

@@ -4,7 +4,7 @@ import path from 'node:path';
 import pg from 'pg';
 import { generate } from 'selfsigned';
 import { stopTestPostgres, testDatabase, type TestDatabase } from '@secsvc/dev/testing';
-import { createPool, observePool } from '../src/db';
+import { createPool, observePool, withStatementTimeout } from '../src/db';
 import { createLogger } from '../src/logger';
 import { Metrics, observeCertificateExpiry, parseMetricsText, type MetricSample } from '../src/metrics';
 import { appendEvent, outboxDdl } from '../src/outbox';
@@ -51,7 +51,7 @@ describe('scrapedGauges', () => {
   it('runs one refresh per scrape for all of its gauges', async () => {
     const metrics = new Metrics('scrape');
     let runs = 0;
-    metrics.scrapedGauges(specs, async (g) => {
+    metrics.scrapedGauges('set', specs, async (g) => {
       runs++;
       g.a.set(runs);
       g.b.set({ state: 'x' }, runs * 10);
@@ -64,31 +64,69 @@ describe('scrapedGauges', () => {
     expect(text).toMatch(/^test_b\{state="x",service="scrape"\} 20$/m);
   });
 
-  it('keeps the last values when the refresh fails or is late, and never fails the scrape', async () => {
+  it('counts a failing and a hanging refresh, abandons the hanging one and refreshes again at the next scrape', async () => {
     const metrics = new Metrics('scrape');
-    let mode: 'ok' | 'fail' | 'slow' = 'ok';
-    let release: (() => void) | undefined;
+    let mode: 'ok' | 'fail' | 'hang' = 'ok';
+    let runs = 0;
+    const hung: (() => void)[] = [];
     metrics.scrapedGauges(
+      'test_set',
       specs,
       async (g) => {
-        if (mode === 'fail') throw new Error('database down (test)');
-        if (mode === 'slow') await new Promise<void>((r) => (release = r));
-        g.a.set(mode === 'slow' ? 7 : 5);
+        const m = mode;
+        runs++;
+        if (m === 'fail') throw new Error('database down (test)');
+        if (m === 'hang') await new Promise<void>((r) => hung.push(r));
+        g.a.set(m === 'hang' ? 7 : 5);
       },
       200,
     );
+    // the counter alone (a whole scrape would refresh the gauges)
+    const errors = async () => (await metrics.registry.getSingleMetric('metrics_refresh_errors_total')!.get()).values.map((v) => [v.labels.gauges, v.value]);
+    expect(await errors()).toEqual([['test_set', 0]]);
     expect((await scrape(metrics, 'test_a'))[0]!.value).toBe(5);
+
     mode = 'fail';
     expect((await scrape(metrics, 'test_a'))[0]!.value).toBe(5);
-    mode = 'slow';
+    expect(await errors()).toEqual([['test_set', 1]]);
+
+    mode = 'hang';
+    runs = 0;
     const started = Date.now();
     expect((await scrape(metrics, 'test_a'))[0]!.value).toBe(5);
-    expect(Date.now() - started).toBeLessThan(1_000);
-    // the late answer is kept for the next scrape (whose own refresh fails here)
-    release!();
-    await new Promise((r) => setImmediate(r));
+    expect(await errors()).toEqual([['test_set', 2]]);
+    // the hung refresh does not hold the next scrape: it starts its own, and waits at most the timeout again
+    expect((await scrape(metrics, 'test_a'))[0]!.value).toBe(5);
+    expect(Date.now() - started).toBeLessThan(1_500);
+    expect([runs, hung.length]).toEqual([2, 2]);
+    expect(await errors()).toEqual([['test_set', 3]]);
+
+    // back to normal: the next scrape refreshes, no new error
+    mode = 'ok';
+    expect((await scrape(metrics, 'test_a'))[0]!.value).toBe(5);
+    expect(runs).toBe(3);
+    expect(await errors()).toEqual([['test_set', 3]]);
+
+    // an abandoned refresh that settles late leaves what it set for the next scrape, and counts nothing more
     mode = 'fail';
+    hung[0]!();
+    await new Promise((r) => setImmediate(r));
     expect((await scrape(metrics, 'test_a'))[0]!.value).toBe(7);
+    expect(await errors()).toEqual([['test_set', 4]]);
+    hung[1]!();
+  });
+
+  it('joins the refresh in flight: concurrent scrapes run one refresh', async () => {
+    const metrics = new Metrics('scrape');
+    let runs = 0;
+    metrics.scrapedGauges('set', specs, async (g) => {
+      runs++;
+      await new Promise((r) => setTimeout(r, 50));
+      g.a.set(runs);
+    });
+    const texts = await Promise.all([metrics.registry.metrics(), metrics.registry.metrics()]);
+    expect(runs).toBe(1);
+    for (const text of texts) expect(text).toMatch(/^test_a\{service="scrape"\} 1$/m);
   });
 });
 
@@ -164,4 +202,31 @@ describe('gauges read from PostgreSQL', () => {
     await pool.query('UPDATE outbox SET published_at = now()');
     expect(await gauges()).toEqual([0, 0]);
   });
+
+  it('runs the gauge queries with a statement timeout of their own: a stuck query is cancelled and counted, the pool keeps its settings', async () => {
+    await expect(withStatementTimeout(pool, 100, (c) => c.query('SELECT pg_sleep(5)'))).rejects.toMatchObject({ code: '57014' });
+    expect((await pool.query<{ statement_timeout: string }>('SHOW statement_timeout')).rows[0]!.statement_timeout).toBe('0');
+
+    const metrics = new Metrics('outbox');
+    observeOutboxBacklog(metrics, pool, 'svc');
+    const locker = new pg.Client({ connectionString: db.url });
+    await locker.connect();
+    try {
+      await locker.query('BEGIN');
+      await locker.query('LOCK TABLE svc.outbox IN ACCESS EXCLUSIVE MODE');
+      await scrape(metrics, 'outbox_backlog_events');
+      const errors = await metrics.registry.getSingleMetric('metrics_refresh_errors_total')!.get();
+      expect(errors.values.map((v) => [v.labels.gauges, v.value])).toEqual([['outbox', 1]]);
+      // PostgreSQL cancelled the waiting query (statement timeout), so no connection of the pool stays stuck on the lock
+      const waiting = async () =>
+        Number((await locker.query<{ n: string }>(`SELECT count(*) AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%published_at IS NULL%'`)).rows[0]!.n);
+      const deadline = Date.now() + 5_000;
+      while ((await waiting()) > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+      expect(await waiting()).toBe(0);
+    } finally {
+      await locker.query('ROLLBACK');
+      await locker.end();
+    }
+    expect((await scrape(metrics, 'outbox_backlog_events'))[0]!.value).toBe(0);
+  }, 20_000);
 });

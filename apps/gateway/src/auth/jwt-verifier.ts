@@ -11,18 +11,48 @@ export function reasonCode(why: string): string {
   return code || 'other';
 }
 
+type Claims = JWTPayload & { sid: string; env: string; sub: string };
+
+/** A refusal, with how long it holds (ms since the epoch; Infinity: it cannot change). */
+type Refusal = AppError & { reason: string; holdsUntil: number };
+
+/** What was decided about one token, and until when (ms since the epoch) the decision holds. */
+type Verdict = { claims: Claims; until: number } | { refused: Refusal; until: number };
+
+const LEEWAY_SECONDS = 60;
+/** How long a token naming an unknown key is refused before the key set may be fetched again for it. */
+const UNKNOWN_KEY_MS = 10_000;
+
+/** The exp claim of a compact JWT, read without verifying anything (undefined when unreadable). */
+function unverifiedExp(token: string): number | undefined {
+  const payload = token.split('.')[1];
+  if (!payload) return undefined;
+  try {
+    const exp = (JSON.parse(Buffer.from(payload, 'base64url').toString('utf8')) as { exp?: unknown }).exp;
+    return typeof exp === 'number' && Number.isFinite(exp) ? exp : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 /**
  * Verifies access tokens locally against identity's published keys (no call per request): ES256 only,
  * iss and aud checked, exp/nbf with 60 s leeway. The key set is refreshed every 5 minutes, and at most every
  * 10 seconds when a token names an unknown kid (a rotation).
+ *
+ * Each token is judged once: the verdict is kept (by the token's SHA-256, in a bounded LRU) as long as it
+ * cannot change: an acceptance until the token's exp, a refusal for an expired token, a bad signature or
+ * wrong claims for good, one for an unknown key for 10 s, one for a token not yet valid until its nbf. A
+ * token whose exp has passed is refused as expired without its signature being checked: whatever signed it,
+ * it grants nothing. Revocation is not part of the verdict (AuthCache's part, checked on every use).
  */
 export class JwtVerifier {
   private keys: JWTVerifyGetKey | undefined;
   private loadedAt = 0;
   private loading: Promise<void> | undefined;
-  /** Tokens whose signature was already checked (by digest), until their exp: repeat requests skip ES256. */
-  private readonly verified = new Map<string, { claims: JWTPayload & { sid: string; env: string; sub: string }; exp: number }>();
-  /** Lookups of `verified` (cache jwt). */
+  /** Verdicts by token digest, least recently used first. */
+  private readonly verdicts = new Map<string, Verdict>();
+  /** Lookups of `verdicts` (cache jwt). */
   private readonly stats: CacheStats;
 
   constructor(
@@ -31,6 +61,7 @@ export class JwtVerifier {
     private readonly audience: string,
     private readonly logger: Logger,
     metrics?: Metrics,
+    private readonly maxVerdicts = 10_000,
   ) {
     this.stats = cacheStats(metrics, 'jwt');
   }
@@ -46,24 +77,42 @@ export class JwtVerifier {
     return this.loading;
   }
 
-  async verify(token: string): Promise<JWTPayload & { sid: string; env: string; sub: string }> {
+  /** The token's claims, or a refusal (AppError unauthorized with a reason code) thrown. */
+  async verify(token: string): Promise<Claims> {
     const key = tokenDigest(token);
-    const hit = this.verified.get(key);
-    // exp is re-checked on every use (60 s leeway, as jwtVerify applies it)
-    if (hit && hit.exp + 60 > Date.now() / 1000) {
+    const now = Date.now();
+    const hit = this.verdicts.get(key);
+    if (hit) this.verdicts.delete(key);
+    if (hit && hit.until > now) {
       this.stats.hit();
+      this.verdicts.set(key, hit); // most recently used
+      if ('refused' in hit) throw hit.refused;
       return hit.claims;
     }
     this.stats.miss();
-    if (hit) this.verified.delete(key);
-    const claims = await this.verifyFully(token);
-    if (this.verified.size >= 10_000) this.verified.delete(this.verified.keys().next().value!);
-    this.verified.set(key, { claims, exp: claims.exp ?? 0 });
-    return claims;
+    let verdict: Verdict;
+    try {
+      const claims = await this.verifyFully(token);
+      // exp is checked again past the leeway, as jwtVerify applies it; a token without exp is not kept.
+      verdict = { claims, until: claims.exp === undefined ? 0 : (claims.exp + LEEWAY_SECONDS) * 1000 };
+    } catch (err) {
+      // Only refusals are verdicts: a failed key set fetch says nothing about the token.
+      if (!(err instanceof AppError) || typeof (err as Refusal).holdsUntil !== 'number') throw err;
+      verdict = { refused: err as Refusal, until: (err as Refusal).holdsUntil };
+    }
+    if (verdict.until > Date.now()) {
+      if (this.verdicts.size >= this.maxVerdicts) this.verdicts.delete(this.verdicts.keys().next().value!);
+      this.verdicts.set(key, verdict);
+    }
+    if ('refused' in verdict) throw verdict.refused;
+    return verdict.claims;
   }
 
-  private async verifyFully(token: string): Promise<JWTPayload & { sid: string; env: string; sub: string }> {
-    const refused = (why: string) => Object.assign(new AppError('unauthorized', `Invalid access token: ${why}`), { reason: reasonCode(why) });
+  private async verifyFully(token: string): Promise<Claims> {
+    const refused = (why: string, holdsUntil = Infinity): Refusal =>
+      Object.assign(new AppError('unauthorized', `Invalid access token: ${why}`), { reason: reasonCode(why), holdsUntil });
+    const exp = unverifiedExp(token);
+    if (exp !== undefined && (exp + LEEWAY_SECONDS) * 1000 <= Date.now()) throw refused('expired');
     await this.refresh(5 * 60_000);
     const attempt = () =>
       jwtVerify(token, this.keys!, { issuer: this.issuer, audience: this.audience, algorithms: ['ES256'], clockTolerance: 60, typ: 'at+jwt' });
@@ -76,10 +125,14 @@ export class JwtVerifier {
         try {
           result = await attempt();
         } catch (again) {
-          throw refused((again as Error).message);
+          throw refused((again as Error).message, again instanceof errors.JWKSNoMatchingKey ? Date.now() + UNKNOWN_KEY_MS : Infinity);
         }
       } else if (err instanceof errors.JWTExpired) {
         throw refused('expired');
+      } else if (err instanceof errors.JWTClaimValidationFailed && err.claim === 'nbf') {
+        // Not yet valid: it may become so (nbf is past the leeway then).
+        const nbf = typeof err.payload.nbf === 'number' ? err.payload.nbf : 0;
+        throw refused(err.code, (nbf - LEEWAY_SECONDS) * 1000);
       } else {
         throw refused(err instanceof errors.JOSEError ? err.code : 'malformed');
       }
@@ -88,6 +141,6 @@ export class JwtVerifier {
     if (typeof payload.sub !== 'string' || typeof payload.sid !== 'string' || (payload.env !== 'live' && payload.env !== 'test')) {
       throw refused('missing claims');
     }
-    return payload as JWTPayload & { sid: string; env: string; sub: string };
+    return payload as Claims;
   }
 }

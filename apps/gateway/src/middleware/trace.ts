@@ -1,5 +1,5 @@
 import type { Request, Response } from 'express';
-import { formatTraceparent, parseTraceparent, SpanKind, SpanStatusCode, startSpan, TRACEPARENT, type Span } from '@secsvc/shared';
+import { formatTraceparent, parseTraceparent, sampledFlag, SpanKind, SpanStatusCode, startSpan, TRACEPARENT, tracingEnabled, type Span } from '@secsvc/shared';
 
 declare module 'express-serve-static-core' {
   interface Request {
@@ -11,16 +11,28 @@ declare module 'express-serve-static-core' {
 }
 
 /**
- * Continues the caller's W3C trace (a valid `traceparent` header) or starts one, for every request: the
- * server span, and the `traceparent` answered to the caller (the trace its audit entries name). With
- * tracing off nothing is recorded and the context is the caller's own (or a new trace's).
+ * The request's W3C trace, for every request: its server span, and the `traceparent` answered to the caller
+ * (the trace its audit entries name). A caller's valid `traceparent` is continued only when `continueIncoming`
+ * (TRACE_CONTINUE_INCOMING: callers you trust); otherwise a new trace starts, linked to the caller's, so no
+ * caller chooses the trace id of its audit entries. Either way the sampled flag is this gateway's decision
+ * (OTEL_TRACES_SAMPLER), never the caller's. With tracing off nothing is recorded and no attribute is built.
  */
-export function startRequestTrace(req: Request, res: Response): void {
-  const span = startSpan(req.method, parseTraceparent(req.get(TRACEPARENT)), {
-    kind: SpanKind.SERVER,
-    // No query string: download links carry their token in it.
-    attributes: { 'http.request.method': req.method, 'url.path': req.path, 'url.scheme': req.protocol },
-  });
+export function startRequestTrace(req: Request, res: Response, continueIncoming: boolean): void {
+  const header = req.get(TRACEPARENT);
+  const incoming = header === undefined ? undefined : parseTraceparent(header);
+  const parent = incoming && continueIncoming ? { ...incoming, traceFlags: sampledFlag(incoming.traceId) } : undefined;
+  const span = startSpan(
+    req.method,
+    parent,
+    tracingEnabled()
+      ? {
+          kind: SpanKind.SERVER,
+          links: incoming && !continueIncoming ? [{ context: incoming }] : undefined,
+          // No query string: download links carry their token in it. The path is the caller's: bounded.
+          attributes: { 'http.request.method': req.method, 'url.path': req.path.slice(0, 256), 'url.scheme': req.protocol },
+        }
+      : undefined,
+  );
   req.trace = span;
   req.traceparent = formatTraceparent(span.spanContext());
   res.setHeader(TRACEPARENT, req.traceparent);

@@ -12,8 +12,9 @@ const WINDOW_US = WINDOW_SECONDS * 1_000_000;
 const SWEEP_EVERY_US = 10_000_000;
 
 /**
- * The rate-limit state in this process: the local profile's store (one gateway), and the fail-open fallback
- * of the Redis store. Entries whose bucket is full again are swept every 10 s, so memory stays bounded by
+ * The rate-limit state in this process: the local profile's store (one gateway; with GATEWAY_WORKERS > 1 the
+ * primary's, which the workers ask: cluster-store.ts), and the fail-open fallback of the Redis store.
+ * Entries whose bucket is full again are swept every 10 s, so memory stays bounded by
  * the subjects seen within the last minute.
  */
 export class MemoryRateLimitStore implements RateLimitStore {
@@ -21,7 +22,7 @@ export class MemoryRateLimitStore implements RateLimitStore {
   private readonly buckets = new Map<string, Bucket>();
   private lastSweep = 0;
 
-  constructor(private readonly clockUs: () => number = () => Date.now() * 1000) {}
+  constructor(readonly clockUs: () => number = () => Date.now() * 1000) {}
 
   get size(): number {
     return this.buckets.size;

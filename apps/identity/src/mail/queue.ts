@@ -1,4 +1,4 @@
-import { backoffDelay, withTransaction, type Logger, type Metrics, type Pool, type PoolClient } from '@secsvc/shared';
+import { backoffDelay, GAUGE_STATEMENT_TIMEOUT_MS, withStatementTimeout, withTransaction, type Logger, type Metrics, type Pool, type PoolClient } from '@secsvc/shared';
 import type { MailMessage, Mailer } from '../domain/mailer';
 import { deriveKey, open, seal } from '../domain/sealing';
 import { mailRepository, type MailJobRow } from '../repositories/mail';
@@ -123,7 +123,7 @@ export class MailQueue {
     await this.tick();
     if (!this.depth || this.state !== 'open') return;
     try {
-      const { depth, oldestSeconds } = await mailRepository.stats(this.opts.pool);
+      const { depth, oldestSeconds } = await withStatementTimeout(this.opts.pool, GAUGE_STATEMENT_TIMEOUT_MS, (c) => mailRepository.stats(c));
       this.depth.set(depth);
       this.oldest!.set(oldestSeconds);
       this.reachable();

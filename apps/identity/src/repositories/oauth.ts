@@ -1,4 +1,5 @@
-import type { Pool, PoolClient } from '@secsvc/shared';
+import { OUTBOX_COLUMNS, outboxRow, type EventInput, type Pool, type PoolClient } from '@secsvc/shared';
+import type { UserRow } from './users';
 
 type Db = Pool | PoolClient;
 
@@ -48,6 +49,86 @@ export interface RefreshTokenRow {
 
 const CLIENT_COLUMNS = 'id, environment, name, type, secret_hash, redirect_uris, scopes, first_party, created_at, updated_at';
 const GRANT_COLUMNS = 'id, environment, client_id, user_id, scopes, auth_time, created_at, revoked_at';
+/** The user of a code or grant, joined as `u` (UserRow's columns, prefixed u_). */
+const USER_COLUMNS = `u.id AS u_id, u.environment AS u_environment, u.email AS u_email, u.name AS u_name, u.email_verified AS u_email_verified,
+  u.roles AS u_roles, u.metadata::text AS u_metadata, u.created_at AS u_created_at, u.updated_at AS u_updated_at`;
+
+function userOf(r: Record<string, unknown>): UserRow | undefined {
+  if (r.u_id === null || r.u_id === undefined) return undefined;
+  return {
+    id: r.u_id as string,
+    environment: r.u_environment as string,
+    email: r.u_email as string,
+    name: r.u_name as string,
+    email_verified: r.u_email_verified as boolean,
+    roles: r.u_roles as string[],
+    metadata: r.u_metadata as string,
+    created_at: r.u_created_at as Date,
+    updated_at: r.u_updated_at as Date,
+  };
+}
+
+function grantOf(r: Record<string, unknown>): GrantRow {
+  return {
+    id: r.id as string,
+    environment: r.environment as string,
+    client_id: r.client_id as string,
+    user_id: r.user_id as string | null,
+    scopes: r.scopes as string[],
+    auth_time: r.auth_time as Date | null,
+    created_at: r.created_at as Date,
+    revoked_at: r.revoked_at as Date | null,
+  };
+}
+
+/**
+ * The sub-statement that writes `event` to the outbox once per row of `from` (none when it has none), in the
+ * statement of the change: its values are outboxRow's (the shared encoder), from parameter `$first` on.
+ */
+function outboxInsert(first: number, from: string): string {
+  const p = (i: number) => `$${first + i}`;
+  return `INSERT INTO outbox (${OUTBOX_COLUMNS}) SELECT ${p(0)}::text, ${p(1)}::text, ${p(2)}::text, ${p(3)}::text, ${p(4)}::jsonb, ${p(5)}::text FROM ${from}`;
+}
+
+/** A new grant as the issuing statements take it: its row, its refresh token (hash, or null) and its event. */
+export interface NewGrant {
+  grant: { id: string; environment: string; clientId: string; userId: string | null; scopes: string[]; authTime: Date | null };
+  refreshTokenHash: Buffer | null;
+  refreshTokenTtlSeconds: number;
+  event: EventInput;
+}
+
+/**
+ * A named (prepared) statement: PostgreSQL parses and plans it once per connection instead of on every grant.
+ * Each name stands for exactly one statement text.
+ */
+const prepared = (name: string, text: string, values: unknown[]) => ({ name, text, values });
+
+/** Postgres foreign-key violation (23503): what a grant meets when its client or user was deleted meanwhile. */
+
+/**
+ * The statement that issues a grant: the grant row (only when `gate` yields a row), its refresh token and its
+ * oauth.token.issued event, all or nothing. `gate` (none: always) is a CTE named c that may use the grant's
+ * parameters ($1 its id, $3 its client); its own parameters follow the statement's fourteen ($15 on).
+ */
+async function issueGrant(db: Db, g: NewGrant, gate: { name: string; cte: string; params: unknown[] } | undefined): Promise<GrantRow | undefined> {
+  const { grant } = g;
+  const from = gate ? 'c' : '(VALUES (1)) AS one';
+  const { rows } = await db.query(
+    prepared(
+      gate ? gate.name : 'oauth_issue_grant',
+      `WITH ${gate ? `c AS (${gate.cte}),` : ''}
+     g AS (INSERT INTO oauth_grants (id, environment, client_id, user_id, scopes, auth_time)
+           SELECT $1::text, $2::text, $3::text, $4::text, $5::text[], $6::timestamptz FROM ${from} RETURNING ${GRANT_COLUMNS}),
+     r AS (INSERT INTO oauth_refresh_tokens (token_hash, grant_id, expires_at)
+           SELECT $7::bytea, g.id, now() + make_interval(secs => $8::int) FROM g WHERE $7::bytea IS NOT NULL),
+     o AS (${outboxInsert(9, 'g')})
+     SELECT ${GRANT_COLUMNS} FROM g`,
+      [grant.id, grant.environment, grant.clientId, grant.userId, grant.scopes, grant.authTime, g.refreshTokenHash, g.refreshTokenTtlSeconds, ...outboxRow(g.event), ...(gate?.params ?? [])],
+    ),
+  );
+  return rows[0] ? grantOf(rows[0]) : undefined;
+}
 
 export const oauthClientsRepository = {
   async insert(
@@ -65,8 +146,7 @@ export const oauthClientsRepository = {
   /** The client in `environment` (any environment when null: the OAuth endpoints learn it from the client). */
   async get(db: Db, environment: string | null, id: string): Promise<OAuthClientRow | undefined> {
     const { rows } = await db.query<OAuthClientRow>(
-      `SELECT ${CLIENT_COLUMNS} FROM oauth_clients WHERE id = $1 AND ($2::text IS NULL OR environment = $2)`,
-      [id, environment],
+      prepared('oauth_client_get', `SELECT ${CLIENT_COLUMNS} FROM oauth_clients WHERE id = $1 AND ($2::text IS NULL OR environment = $2)`, [id, environment]),
     );
     return rows[0];
   },
@@ -147,23 +227,45 @@ export const oauthCodesRepository = {
     await db.query(`UPDATE oauth_codes SET used_at = now(), grant_id = $2 WHERE code_hash = $1`, [hash, grantId]);
   },
 
+  /** The code (any state) with its user, without locking: what a redemption checks before it spends it. */
+  async find(db: Db, hash: Buffer): Promise<(CodeRow & { expired: boolean; user: UserRow | undefined }) | undefined> {
+    const { rows } = await db.query<CodeRow & { expired: boolean } & Record<string, unknown>>(
+      prepared(
+        'oauth_code_find',
+        `SELECT c.environment, c.client_id, c.user_id, c.redirect_uri, c.scopes, c.nonce, c.code_challenge, c.auth_time, c.expires_at, c.used_at,
+              c.grant_id, c.expires_at <= now() AS expired, ${USER_COLUMNS}
+       FROM oauth_codes c LEFT JOIN users u ON u.id = c.user_id AND u.environment = c.environment WHERE c.code_hash = $1`,
+        [hash],
+      ),
+    );
+    const r = rows[0];
+    return r && { ...r, user: userOf(r) };
+  },
+
+  /**
+   * Spends the code and issues its grant in one statement, only if the code is still unused and unexpired
+   * (the update's row lock decides between concurrent redemptions): the grant, or undefined when the code was
+   * spent (or expired) meanwhile and nothing was written.
+   */
+  redeem(db: Db, hash: Buffer, g: NewGrant): Promise<GrantRow | undefined> {
+    return issueGrant(db, g, {
+      name: 'oauth_redeem_code',
+      cte: `UPDATE oauth_codes SET used_at = now(), grant_id = $1 WHERE code_hash = $15 AND client_id = $3 AND used_at IS NULL AND expires_at > now() RETURNING 1`,
+      params: [hash],
+    });
+  },
+
 };
 
 export const oauthGrantsRepository = {
-  async insert(
-    db: Db,
-    g: { id: string; environment: string; clientId: string; userId: string | null; scopes: string[]; authTime: Date | null },
-  ): Promise<GrantRow> {
-    const { rows } = await db.query<GrantRow>(
-      `INSERT INTO oauth_grants (id, environment, client_id, user_id, scopes, auth_time) VALUES ($1, $2, $3, $4, $5, $6) RETURNING ${GRANT_COLUMNS}`,
-      [g.id, g.environment, g.clientId, g.userId, g.scopes, g.authTime],
-    );
-    return rows[0]!;
-  },
-
   async get(db: Db, id: string): Promise<GrantRow | undefined> {
     const { rows } = await db.query<GrantRow>(`SELECT ${GRANT_COLUMNS} FROM oauth_grants WHERE id = $1`, [id]);
     return rows[0];
+  },
+
+  /** A grant with no code or refresh token before it (client_credentials) and its event, in one statement. */
+  async issue(db: Db, g: NewGrant): Promise<GrantRow> {
+    return (await issueGrant(db, g, undefined))!;
   },
 
   /** Ends a grant (idempotent): true when it was active. */
@@ -183,14 +285,6 @@ export const oauthGrantsRepository = {
 };
 
 export const oauthRefreshTokensRepository = {
-  async insert(db: Db, hash: Buffer, grantId: string, ttlSeconds: number): Promise<void> {
-    await db.query(`INSERT INTO oauth_refresh_tokens (token_hash, grant_id, expires_at) VALUES ($1, $2, now() + make_interval(secs => $3))`, [
-      hash,
-      grantId,
-      ttlSeconds,
-    ]);
-  },
-
   /** The refresh token (any state) with its grant, locked for this transaction; expiry on the database's clock. */
   async lock(db: Db, hash: Buffer): Promise<(RefreshTokenRow & { expired: boolean; grant: GrantRow }) | undefined> {
     const { rows } = await db.query<RefreshTokenRow & { expired: boolean } & Record<string, unknown>>(
@@ -202,17 +296,7 @@ export const oauthRefreshTokensRepository = {
     );
     const r = rows[0];
     if (!r) return undefined;
-    const grant = {
-      id: r.id,
-      environment: r.environment,
-      client_id: r.client_id,
-      user_id: r.user_id,
-      scopes: r.scopes,
-      auth_time: r.auth_time,
-      created_at: r.created_at,
-      revoked_at: r.revoked_at,
-    } as GrantRow;
-    return { grant_id: r.grant_id, expires_at: r.expires_at, used_at: r.used_at, expired: r.expired, grant };
+    return { grant_id: r.grant_id, expires_at: r.expires_at, used_at: r.used_at, expired: r.expired, grant: grantOf(r) };
   },
 
   /** Without locking: for introspection and revocation. */
@@ -226,8 +310,45 @@ export const oauthRefreshTokensRepository = {
     return rows[0];
   },
 
-  async markUsed(db: Db, hash: Buffer): Promise<void> {
-    await db.query(`UPDATE oauth_refresh_tokens SET used_at = now() WHERE token_hash = $1`, [hash]);
+  /** The refresh token (any state) with its grant and the grant's user, without locking: what a rotation checks first. */
+  async findForRotation(db: Db, hash: Buffer): Promise<(RefreshTokenRow & { expired: boolean; grant: GrantRow; user: UserRow | undefined }) | undefined> {
+    const { rows } = await db.query(
+      prepared(
+        'oauth_refresh_find',
+        `SELECT t.grant_id, t.expires_at, t.used_at, t.expires_at <= now() AS expired,
+              g.id, g.environment, g.client_id, g.user_id, g.scopes, g.auth_time, g.created_at, g.revoked_at, ${USER_COLUMNS}
+       FROM oauth_refresh_tokens t JOIN oauth_grants g ON g.id = t.grant_id
+       LEFT JOIN users u ON u.id = g.user_id AND u.environment = g.environment
+       WHERE t.token_hash = $1`,
+        [hash],
+      ),
+    );
+    const r = rows[0] as (RefreshTokenRow & { expired: boolean } & Record<string, unknown>) | undefined;
+    if (!r) return undefined;
+    return { grant_id: r.grant_id, expires_at: r.expires_at, used_at: r.used_at, expired: r.expired, grant: grantOf(r), user: userOf(r) };
+  },
+
+  /**
+   * Rotates in one statement: spends the token, stores its successor (hash, or null when the grant has no
+   * offline_access) and writes `event`, only if the token is still unused and unexpired and its grant
+   * unrevoked (the grant is share-locked, so a revocation is either seen or waits). False when nothing was
+   * written (spent, expired or revoked meanwhile).
+   */
+  async rotate(db: Db, hash: Buffer, grantId: string, next: Buffer | null, ttlSeconds: number, event: EventInput): Promise<boolean> {
+    const { rowCount } = await db.query(
+      prepared(
+        'oauth_refresh_rotate',
+        `WITH g AS (SELECT id FROM oauth_grants WHERE id = $2 AND revoked_at IS NULL FOR SHARE),
+       t AS (UPDATE oauth_refresh_tokens SET used_at = now() FROM g
+             WHERE token_hash = $1 AND grant_id = g.id AND used_at IS NULL AND expires_at > now() RETURNING grant_id),
+       r AS (INSERT INTO oauth_refresh_tokens (token_hash, grant_id, expires_at)
+             SELECT $3::bytea, t.grant_id, now() + make_interval(secs => $4::int) FROM t WHERE $3::bytea IS NOT NULL),
+       o AS (${outboxInsert(5, 't')})
+       SELECT 1 FROM t`,
+        [hash, grantId, next, ttlSeconds, ...outboxRow(event)],
+      ),
+    );
+    return (rowCount ?? 0) > 0;
   },
 };
 

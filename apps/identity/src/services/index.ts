@@ -17,6 +17,7 @@ import { ApiKeysService } from './api-keys';
 import { AuthEventsService } from './auth-events';
 import { CredentialChangesService } from './credential-changes';
 import { OAuthService } from './oauth';
+import { OAuthClientCache } from './oauth-client-cache';
 import { OAuthClientsService } from './oauth-clients';
 import { PASSWORD_RESET_MAIL, PasswordsService, passwordResetComposer } from './passwords';
 import { postgresDatabase, type Outbox } from './ports';
@@ -65,10 +66,12 @@ export function identityServices(ctx: IdentityContext, deps: IdentityDeps) {
     outbox,
     serverSecret,
   });
-  const oauthClients = new OAuthClientsService({ db, clients: oauthClientsRepository, outbox, serverSecret });
+  const clientCache = new OAuthClientCache(deps.feed);
+  const oauthClients = new OAuthClientsService({ db, clients: oauthClientsRepository, outbox, serverSecret, clientCache });
   const oauth = new OAuthService({
     db,
     clients: oauthClientsRepository,
+    clientCache,
     codes: oauthCodesRepository,
     grants: oauthGrantsRepository,
     refreshTokens: oauthRefreshTokensRepository,

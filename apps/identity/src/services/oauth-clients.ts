@@ -2,6 +2,7 @@ import { AppError, eventOfCall, newId, type CallContext, type PoolClient } from 
 import { CLIENT_SECRET_PREFIX, hashClientSecret, validateClientFields } from '../domain/oauth';
 import { generateOpaqueToken } from '../domain/opaque-tokens';
 import type { oauthClientsRepository, OAuthClientRow } from '../repositories/oauth';
+import type { OAuthClientCache } from './oauth-client-cache';
 import { listPage, type Database, type Outbox, type Page, type PageInput } from './ports';
 
 export type OAuthClientsRepository = Pick<typeof oauthClientsRepository, 'insert' | 'get' | 'list' | 'update' | 'delete'>;
@@ -12,6 +13,8 @@ export interface OAuthClientsDeps {
   outbox: Outbox;
   /** Client secrets are stored as HMACs under it; it signs list cursors too. */
   serverSecret: string;
+  /** The token endpoints' clients: a change made here is dropped from it at once. */
+  clientCache?: Pick<OAuthClientCache, 'drop'>;
 }
 
 export interface NewClientInput {
@@ -77,7 +80,7 @@ export class OAuthClientsService {
   /** Changes the fields given (checked against the client's type); oauth_client.updated names them. */
   async update(environment: string, id: string, changes: ClientChanges, call: CallContext): Promise<OAuthClientRow> {
     const { db, clients } = this.deps;
-    return db.transaction(async (tx) => {
+    const row = await db.transaction(async (tx) => {
       const before = await clients.get(tx, environment, id);
       if (!before) throw AppError.notFound('OAuth client');
       const update = { name: changes.name, redirectUris: changes.redirectUris, scopes: changes.scopes, firstParty: changes.firstParty };
@@ -90,6 +93,8 @@ export class OAuthClientsService {
       await this.event(tx, call, 'oauth_client.updated', row, { changed });
       return row;
     });
+    this.deps.clientCache?.drop(id);
+    return row;
   }
 
   /**
@@ -98,12 +103,14 @@ export class OAuthClientsService {
    */
   async delete(environment: string, id: string, call: CallContext): Promise<number> {
     const { db, clients } = this.deps;
-    return db.transaction(async (tx) => {
+    const activeGrants = await db.transaction(async (tx) => {
       const row = await clients.get(tx, environment, id);
       if (!row) throw AppError.notFound('OAuth client');
       const { activeGrants } = await clients.delete(tx, environment, id);
       await this.event(tx, call, 'oauth_client.deleted', row, { grantsRevoked: activeGrants });
       return activeGrants;
     });
+    this.deps.clientCache?.drop(id);
+    return activeGrants;
   }
 }

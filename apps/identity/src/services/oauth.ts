@@ -1,4 +1,4 @@
-import { activeAccessToken, callerOf, eventOfCall, newId, type CallContext, type PoolClient } from '@secsvc/shared';
+import { activeAccessToken, callerOf, eventOfCall, isForeignKeyViolation, newId, type CallContext, type EventInput } from '@secsvc/shared';
 import { createLocalJWKSet, jwtVerify, type JSONWebKeySet } from 'jose';
 import type { IdentityConfig } from '../config';
 import { hashesEqual, hashKey, looksLikeKey } from '../domain/api-keys';
@@ -35,6 +35,7 @@ import { hashSessionToken, looksLikeSessionToken } from '../domain/sessions';
 import { signJwt, type SigningKeyStore } from '../domain/signing-keys';
 import type {
   GrantRow,
+  NewGrant,
   oauthClientsRepository,
   OAuthClientRow,
   oauthCodesRepository,
@@ -45,6 +46,7 @@ import type {
 import type { sessionsRepository } from '../repositories/sessions';
 import type { UserRow } from '../repositories/users';
 import type { ApiKeysRepository } from './api-keys';
+import type { OAuthClientCache } from './oauth-client-cache';
 import type { PasswordsRepository } from './passwords';
 import type { Database, Db, Outbox } from './ports';
 import type { UsersRepository } from './users';
@@ -52,9 +54,11 @@ import type { UsersRepository } from './users';
 export interface OAuthDeps {
   db: Database;
   clients: Pick<typeof oauthClientsRepository, 'get'>;
-  codes: Pick<typeof oauthCodesRepository, 'insert' | 'lock' | 'markUsed'>;
-  grants: Pick<typeof oauthGrantsRepository, 'insert' | 'get' | 'revoke'>;
-  refreshTokens: Pick<typeof oauthRefreshTokensRepository, 'insert' | 'lock' | 'find' | 'markUsed'>;
+  /** Clients kept while the credential change feed is live (none: each request reads its client). */
+  clientCache?: OAuthClientCache;
+  codes: Pick<typeof oauthCodesRepository, 'insert' | 'find' | 'lock' | 'markUsed' | 'redeem'>;
+  grants: Pick<typeof oauthGrantsRepository, 'issue' | 'get' | 'revoke'>;
+  refreshTokens: Pick<typeof oauthRefreshTokensRepository, 'findForRotation' | 'lock' | 'find' | 'rotate'>;
   consents: Pick<typeof oauthConsentsRepository, 'get' | 'grant'>;
   sessions: Pick<typeof sessionsRepository, 'findActiveByHash' | 'findActiveById'>;
   users: Pick<UsersRepository, 'get'>;
@@ -108,7 +112,7 @@ export interface TokenRequest extends ClientAuthentication {
   repeatedParams: string[];
 }
 
-/** What a grant's transaction decided; its tokens are signed after the commit. */
+/** What a grant's statement decided; its tokens are signed after it, holding no connection. */
 interface Decided {
   grant: GrantRow;
   scopes: string[];
@@ -138,16 +142,41 @@ const INACTIVE = { active: false };
 const seconds = (d: Date) => Math.floor(d.getTime() / 1000);
 const JWT_SHAPE = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/;
 
+/** An OAuth event (oauth.*): the actor given, the caller's context. */
+function oauthEvent(
+  call: CallContext,
+  type: string,
+  environment: string,
+  actor: { id?: string; email?: string; type: string },
+  target: { id: string; type: string } | undefined,
+  result: 'success' | 'failure',
+  metadata: Record<string, unknown>,
+): EventInput {
+  return eventOfCall(call, { actor, environment, type, target, result, metadata: { authMethod: 'oauth', ...metadata } });
+}
+
+/** Why a code cannot be redeemed by this request (redirect URI or PKCE), or undefined when it can. */
+function codeMismatch(code: { redirect_uri: string; code_challenge: string | null }, req: TokenRequest): string | undefined {
+  if (req.redirectUri !== code.redirect_uri) return 'redirect_uri: does not match the authorization request';
+  if (code.code_challenge) {
+    if (!req.codeVerifier) return 'code_verifier: is required (PKCE)';
+    if (!pkceMatches(req.codeVerifier, code.code_challenge)) return 'code_verifier: does not match the code challenge';
+  } else if (req.codeVerifier) {
+    return 'code_verifier: the authorization request had no code challenge';
+  }
+  return undefined;
+}
+
 /**
  * The OAuth 2.0 authorization server: the authorization endpoint's decisions, the token endpoint
  * (authorization_code with PKCE, refresh_token with rotation, client_credentials), revocation (RFC 7009),
  * introspection (RFC 7662) and client authentication, throttled like logins. Every grant, revocation and
- * consent has its oauth.* event in the transaction that made it.
+ * consent has its oauth.* event written by the statement (or transaction) that made it.
  */
 export class OAuthService {
   constructor(private readonly deps: OAuthDeps) {}
 
-  /** An OAuth event (oauth.*): the actor given, the caller's context. */
+  /** An OAuth event (oauth.*), written with `db`: the actor given, the caller's context. */
   private event(
     db: Db,
     call: CallContext,
@@ -158,7 +187,15 @@ export class OAuthService {
     result: 'success' | 'failure',
     metadata: Record<string, unknown>,
   ): Promise<string> {
-    return this.deps.outbox.append(db, eventOfCall(call, { actor, environment, type, target, result, metadata: { authMethod: 'oauth', ...metadata } }));
+    return this.deps.outbox.append(db, oauthEvent(call, type, environment, actor, target, result, metadata));
+  }
+
+  /** The client `id` names (any environment: the OAuth endpoints learn it from the client). */
+  private client(id: string): Promise<OAuthClientRow | undefined> {
+    if (!looksLikeClientId(id)) return Promise.resolve(undefined);
+    const { db, clients, clientCache } = this.deps;
+    const read = () => clients.get(db.pool, null, id);
+    return clientCache ? clientCache.get(id, read) : read();
   }
 
   /**
@@ -169,8 +206,8 @@ export class OAuthService {
    * throttle only stops noise, and nobody can lock a client out by sending it wrong secrets.
    */
   async authenticateClient(req: ClientAuthentication, call: CallContext): Promise<OAuthClientRow | Failure> {
-    const { db, clients, throttle, config } = this.deps;
-    const client = looksLikeClientId(req.clientId) ? await clients.get(db.pool, null, req.clientId) : undefined;
+    const { db, throttle, config } = this.deps;
+    const client = await this.client(req.clientId);
     const refuse = async (description: string): Promise<Failure> => {
       const ip = callerOf(call).context.ip || 'unknown';
       const environment = client?.environment ?? 'live';
@@ -200,11 +237,11 @@ export class OAuthService {
    * single-use code (60 s) bound to client, redirect URI, PKCE challenge, nonce and scopes.
    */
   async authorize(req: AuthorizationRequest, call: CallContext): Promise<Authorization> {
-    const { db, clients, sessions, users, consents, codes, config } = this.deps;
+    const { db, sessions, users, consents, codes, config } = this.deps;
     if (req.repeatedParams.includes('client_id')) return errorPage('invalid_request', 'client_id: given more than once');
     if (req.repeatedParams.includes('redirect_uri')) return errorPage('invalid_request', 'redirect_uri: given more than once');
     if (!req.clientId) return errorPage('invalid_request', 'client_id: is required');
-    const client = looksLikeClientId(req.clientId) ? await clients.get(db.pool, null, req.clientId) : undefined;
+    const client = await this.client(req.clientId);
     if (!client) return errorPage('invalid_client', 'client_id: unknown client');
     if (!req.redirectUri) return errorPage('invalid_request', 'redirect_uri: is required');
     if (!client.redirect_uris.includes(req.redirectUri)) {
@@ -290,18 +327,29 @@ export class OAuthService {
     }
   }
 
+  /**
+   * A code is checked first without a lock, then spent and its grant issued by one statement that holds only if
+   * the code is still unused and unexpired. Anything else (a used, expired or mismatched code, or one spent
+   * meanwhile) is decided under the code's row lock, where a reuse ends the grant the code gave.
+   */
   private async redeemCode(client: OAuthClientRow, req: TokenRequest, call: CallContext): Promise<IssuedTokens | Failure> {
-    const { db, codes, grants, users, config } = this.deps;
+    const { db, codes, config } = this.deps;
     if (!req.code) return failure('invalid_request', 'code: is required');
     if (!req.redirectUri) return failure('invalid_request', 'redirect_uri: is required');
     if (!looksLikeOpaqueToken(CODE_PREFIX, req.code)) return invalidGrant('code: unknown, expired or used');
     const hash = hashCode(req.code, config.SERVER_SECRET);
+    const seen = await codes.find(db.pool, hash);
+    // A code of another client is left alone: it is not this client's to spend.
+    if (!seen || seen.client_id !== client.id) return invalidGrant('code: unknown, expired or used');
+    if (!seen.used_at && !seen.expired && seen.user && !codeMismatch(seen, req)) {
+      const issued = await this.issueForCode(db.pool, hash, client, seen, seen.user, call);
+      if (issued) return this.sign(issued);
+    }
     const decided = await db.transaction(async (tx): Promise<Decided | Failure> => {
       const code = await codes.lock(tx, hash);
-      // A code of another client is left alone: it is not this client's to spend.
       if (!code || code.client_id !== client.id) return invalidGrant('code: unknown, expired or used');
       if (code.used_at) {
-        if (code.grant_id && (await grants.revoke(tx, code.grant_id, 'code_reuse'))) {
+        if (code.grant_id && (await this.deps.grants.revoke(tx, code.grant_id, 'code_reuse'))) {
           await this.event(tx, call, 'oauth.token.revoked', code.environment, { id: code.user_id, type: 'user' }, grantTarget(code.grant_id), 'success', {
             clientId: client.id,
             reason: 'code_reuse',
@@ -312,36 +360,55 @@ export class OAuthService {
       // Any attempt spends the code, so a wrong verifier cannot be retried.
       const spend = () => codes.markUsed(tx, hash, null);
       if (code.expired) return spend().then(() => invalidGrant('code: expired (codes work for 60 seconds)'));
-      if (req.redirectUri !== code.redirect_uri) return spend().then(() => invalidGrant('redirect_uri: does not match the authorization request'));
-      if (code.code_challenge) {
-        if (!req.codeVerifier) return spend().then(() => invalidGrant('code_verifier: is required (PKCE)'));
-        if (!pkceMatches(req.codeVerifier, code.code_challenge)) return spend().then(() => invalidGrant('code_verifier: does not match the code challenge'));
-      } else if (req.codeVerifier) {
-        return spend().then(() => invalidGrant('code_verifier: the authorization request had no code challenge'));
-      }
-      const user = await users.get(tx, code.environment, code.user_id);
+      const mismatch = codeMismatch(code, req);
+      if (mismatch) return spend().then(() => invalidGrant(mismatch));
+      const user = await this.deps.users.get(tx, code.environment, code.user_id);
       if (!user) return spend().then(() => invalidGrant('code: the user no longer exists'));
-      const grant = await grants.insert(tx, {
-        id: newId('grt'),
-        environment: code.environment,
-        clientId: client.id,
-        userId: user.id,
-        scopes: code.scopes,
-        authTime: code.auth_time,
-      });
-      await codes.markUsed(tx, hash, grant.id);
-      const refreshToken = await this.storeRefreshToken(tx, grant);
-      await this.issuedEvent(tx, call, grant, 'authorization_code', code.scopes, refreshToken);
-      return { grant, scopes: code.scopes, user, refreshToken, nonce: code.nonce };
+      return (await this.issueForCode(tx, hash, client, code, user, call)) ?? invalidGrant('code: unknown, expired or used');
     });
     return this.sign(decided);
   }
 
+  /** Spends the code and issues its grant (one statement); undefined when the code was spent meanwhile. */
+  private async issueForCode(
+    db: Db,
+    hash: Buffer,
+    client: OAuthClientRow,
+    code: { environment: string; user_id: string; scopes: string[]; auth_time: Date; nonce: string | null },
+    user: UserRow,
+    call: CallContext,
+  ): Promise<Decided | undefined> {
+    const grant = { id: newId('grt'), environment: code.environment, clientId: client.id, userId: user.id, scopes: code.scopes, authTime: code.auth_time };
+    const refresh = this.newRefreshToken(code.scopes);
+    const event = this.issuedEvent(call, grant, user, 'authorization_code', code.scopes, refresh.token !== '');
+    try {
+      const row = await this.deps.codes.redeem(db, hash, this.newGrant(grant, refresh.hash, event));
+      return row && { grant: row, scopes: code.scopes, user, refreshToken: refresh.token, nonce: code.nonce };
+    } catch (err) {
+      // The user was deleted meanwhile (the code went with it).
+      if (isForeignKeyViolation(err)) return undefined;
+      throw err;
+    }
+  }
+
+  /**
+   * The token and its grant are checked first without a lock, then rotated by one statement that holds only
+   * if the token is still unused and unexpired and its grant unrevoked. Anything else is decided under the
+   * rows' locks, where a reuse ends the whole grant.
+   */
   private async refresh(client: OAuthClientRow, req: TokenRequest, call: CallContext): Promise<IssuedTokens | Failure> {
     const { db, refreshTokens, grants, users, config } = this.deps;
     if (!req.refreshToken) return failure('invalid_request', 'refresh_token: is required');
     if (!looksLikeOpaqueToken(REFRESH_TOKEN_PREFIX, req.refreshToken)) return invalidGrant('refresh_token: unknown, expired or revoked');
     const hash = hashRefreshToken(req.refreshToken, config.SERVER_SECRET);
+    const seen = await refreshTokens.findForRotation(db.pool, hash);
+    if (!seen || seen.grant.client_id !== client.id) return invalidGrant('refresh_token: unknown, expired or revoked');
+    const scopes = req.scope ? parseScope(req.scope) : seen.grant.scopes;
+    const beyond = scopesOutside(scopes, seen.grant.scopes);
+    if (!seen.used_at && !seen.expired && !seen.grant.revoked_at && !beyond.length && scopes.length && seen.user) {
+      const rotated = await this.rotate(db.pool, hash, seen.grant, seen.user, scopes, call);
+      if (rotated) return this.sign(rotated);
+    }
     const decided = await db.transaction(async (tx): Promise<Decided | Failure> => {
       const rt = await refreshTokens.lock(tx, hash);
       if (!rt || rt.grant.client_id !== client.id) return invalidGrant('refresh_token: unknown, expired or revoked');
@@ -356,18 +423,21 @@ export class OAuthService {
         return invalidGrant('refresh_token: already used; the whole grant has been revoked');
       }
       if (grant.revoked_at || rt.expired) return invalidGrant('refresh_token: unknown, expired or revoked');
-      const scopes = req.scope ? parseScope(req.scope) : grant.scopes;
-      const beyond = scopesOutside(scopes, grant.scopes);
       if (beyond.length) return failure('invalid_scope', `scope: beyond the original grant: ${beyond.join(' ')}`);
       if (!scopes.length) return failure('invalid_scope', 'scope: at least one scope is required');
       const user = grant.user_id ? await users.get(tx, grant.environment, grant.user_id) : undefined;
       if (!user) return invalidGrant('refresh_token: the user no longer exists');
-      await refreshTokens.markUsed(tx, hash);
-      const refreshToken = await this.storeRefreshToken(tx, grant);
-      await this.issuedEvent(tx, call, grant, 'refresh_token', scopes, refreshToken);
-      return { grant, scopes, user, refreshToken };
+      return (await this.rotate(tx, hash, grant, user, scopes, call)) ?? invalidGrant('refresh_token: unknown, expired or revoked');
     });
     return this.sign(decided);
+  }
+
+  /** Spends the refresh token, stores its successor and the event (one statement); undefined when it no longer holds. */
+  private async rotate(db: Db, hash: Buffer, grant: GrantRow, user: UserRow, scopes: string[], call: CallContext): Promise<Decided | undefined> {
+    const refresh = this.newRefreshToken(grant.scopes);
+    const event = this.issuedEvent(call, { id: grant.id, environment: grant.environment, clientId: grant.client_id, userId: grant.user_id }, user, 'refresh_token', scopes, refresh.token !== '');
+    const rotated = await this.deps.refreshTokens.rotate(db, hash, grant.id, refresh.hash, this.deps.config.OAUTH_REFRESH_TOKEN_TTL_SECONDS, event);
+    return rotated ? { grant, scopes, user, refreshToken: refresh.token } : undefined;
   }
 
   private async clientCredentials(client: OAuthClientRow, req: TokenRequest, call: CallContext): Promise<IssuedTokens | Failure> {
@@ -378,38 +448,47 @@ export class OAuthService {
     const beyond = scopesOutside(requested, client.scopes);
     if (beyond.length) return failure('invalid_scope', `scope: not allowed for this client: ${beyond.join(' ')}`);
     if (!requested.length) return failure('invalid_scope', 'scope: the client has no API scopes');
-    const decided = await this.deps.db.transaction(async (tx): Promise<Decided> => {
-      const grant = await this.deps.grants.insert(tx, {
-        id: newId('grt'),
-        environment: client.environment,
-        clientId: client.id,
-        userId: null,
-        scopes: requested,
-        authTime: null,
-      });
-      await this.issuedEvent(tx, call, grant, 'client_credentials', requested, '');
-      return { grant, scopes: requested, user: undefined, refreshToken: '' };
-    });
-    return this.sign(decided);
+    const grant = { id: newId('grt'), environment: client.environment, clientId: client.id, userId: null, scopes: requested, authTime: null };
+    const event = this.issuedEvent(call, grant, undefined, 'client_credentials', requested, false);
+    let row: GrantRow;
+    try {
+      row = await this.deps.grants.issue(this.deps.db.pool, this.newGrant(grant, null, event));
+    } catch (err) {
+      // Deleted since it authenticated.
+      if (isForeignKeyViolation(err)) return failure('invalid_client', 'client_id: unknown client', 401);
+      throw err;
+    }
+    return this.sign({ grant: row, scopes: requested, user: undefined, refreshToken: '' });
   }
 
-  private issuedEvent(tx: PoolClient, call: CallContext, grant: GrantRow, grantType: string, scopes: string[], refreshToken: string) {
-    return this.event(tx, call, 'oauth.token.issued', grant.environment, actorOf(grant), grantTarget(grant.id), 'success', {
-      clientId: grant.client_id,
+  /** The oauth.token.issued event of a grant (the user's email as the actor's, when a user acts). */
+  private issuedEvent(
+    call: CallContext,
+    grant: { id: string; environment: string; clientId: string; userId: string | null },
+    user: UserRow | undefined,
+    grantType: string,
+    scopes: string[],
+    refreshToken: boolean,
+  ): EventInput {
+    const actor = user ? { id: user.id, type: 'user', email: user.email } : actorOf({ user_id: grant.userId, client_id: grant.clientId });
+    return oauthEvent(call, 'oauth.token.issued', grant.environment, actor, grantTarget(grant.id), 'success', {
+      clientId: grant.clientId,
       grantType,
       scopes,
-      refreshToken: refreshToken !== '',
-      idToken: grant.user_id !== null && scopes.includes('openid'),
+      refreshToken,
+      idToken: grant.userId !== null && scopes.includes('openid'),
     });
   }
 
-  /** A new refresh token of the grant (in the caller's transaction) when it holds offline_access, else ''. */
-  private async storeRefreshToken(tx: PoolClient, grant: GrantRow): Promise<string> {
-    if (!grant.scopes.includes('offline_access')) return '';
-    const { refreshTokens, config } = this.deps;
-    const refreshToken = generateOpaqueToken(REFRESH_TOKEN_PREFIX);
-    await refreshTokens.insert(tx, hashRefreshToken(refreshToken, config.SERVER_SECRET), grant.id, config.OAUTH_REFRESH_TOKEN_TTL_SECONDS);
-    return refreshToken;
+  /** A new refresh token (and its hash) when `scopes` hold offline_access, else none. */
+  private newRefreshToken(scopes: string[]): { token: string; hash: Buffer | null } {
+    if (!scopes.includes('offline_access')) return { token: '', hash: null };
+    const token = generateOpaqueToken(REFRESH_TOKEN_PREFIX);
+    return { token, hash: hashRefreshToken(token, this.deps.config.SERVER_SECRET) };
+  }
+
+  private newGrant(grant: NewGrant['grant'], refreshTokenHash: Buffer | null, event: EventInput): NewGrant {
+    return { grant, refreshTokenHash, refreshTokenTtlSeconds: this.deps.config.OAUTH_REFRESH_TOKEN_TTL_SECONDS, event };
   }
 
   private sign(d: Decided | Failure): Promise<IssuedTokens | Failure> | Failure {

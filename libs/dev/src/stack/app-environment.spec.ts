@@ -144,7 +144,8 @@ describe('appEnvironment', () => {
 
   it('fills launcher defaults where the user set nothing; an explicit empty value replaces a default', () => {
     const gateway = appEnvironment('gateway', { SAML_SP_KEY_FILE: '', SAML_SP_CERT_FILE: '' }, launcherEnvironment(wiring('local', 'gateway')));
-    expect(gateway).toMatchObject({ SAML_SP_KEY_FILE: '', SAML_SP_CERT_FILE: '', ISSUER: 'http://launcher:1', DOWNLOAD_BASE_URL: 'http://launcher:1/downloads', HOST: '127.0.0.1', PORT: '6', ADMIN_PORT: '5' });
+    expect(gateway).toMatchObject({ SAML_SP_KEY_FILE: '', SAML_SP_CERT_FILE: '', ISSUER: 'http://launcher:1', DOWNLOAD_BASE_URL: 'http://launcher:1/downloads', HOST: '127.0.0.1', PORT: '6', ADMIN_PORT: '5', GATEWAY_WORKERS: '1' });
+    expect(appEnvironment('gateway', { GATEWAY_WORKERS: '4' }, launcherEnvironment(wiring('local', 'gateway')))).toMatchObject({ GATEWAY_WORKERS: '4' });
     const audit = appEnvironment('audit', {}, launcherEnvironment(wiring('local', 'audit')));
     expect(audit).toMatchObject({ CLICKHOUSE_PATH: '/launcher/data/clickhouse', EXPORT_DIR: '/launcher/data/exports', SERVER_SECRET: 'launcher-secret-launcher-secret-launcher', MIGRATE_ONLY: 'false' });
     expect(audit).not.toHaveProperty('PORT');

@@ -15,7 +15,7 @@ const clickhouse = ['CLICKHOUSE_URL', 'CLICKHOUSE_USER', 'CLICKHOUSE_PASSWORD', 
 export const APP_VARIABLES: Readonly<Record<AppName, readonly string[]>> = {
   gateway: [
     ...names(commonConfig),
-    ...['HOST', 'PORT', 'ADMIN_PORT', 'IDENTITY_ADDR', 'POLICY_ADDR', 'AUDIT_ADDR', 'GRPC_DEADLINE_MS', 'TRUST_PROXY', 'AUTH_CACHE_TTL_MS'],
+    ...['HOST', 'PORT', 'ADMIN_PORT', 'GATEWAY_WORKERS', 'IDENTITY_ADDR', 'POLICY_ADDR', 'AUDIT_ADDR', 'GRPC_DEADLINE_MS', 'TRUST_PROXY', 'TRACE_CONTINUE_INCOMING', 'AUTH_CACHE_TTL_MS'],
     ...names(grpcTlsConfig),
     ...['ISSUER', 'JWT_AUDIENCE', 'SAML_SP_KEY_FILE', 'SAML_SP_CERT_FILE', 'SAML_SP_ROLLOVER_KEY_FILE', 'SAML_SP_ROLLOVER_CERT_FILE'],
     ...['SAML_CLOCK_SKEW_SECONDS', 'SAML_REQUEST_TTL_SECONDS', 'ACCESS_TOKEN_TTL_SECONDS', 'DOWNLOAD_BASE_URL', 'REDIS_URL', 'REDIS_TIMEOUT_MS'],
@@ -119,8 +119,8 @@ export interface LauncherWiring {
  * The launchers' wiring and defaults for one instance. Wired: PROFILE, DATABASE_URL, MIGRATE_ONLY=false (a
  * launcher serves), the hosts and ports it chose (HOST, PORT, GRPC_HOST, GRPC_PORT, ADMIN_HOST, ADMIN_PORT), the
  * service addresses with GRPC_TLS=off (plain gRPC on loopback), and in the distributed profile the event bus (EVENT_BUS, KAFKA_BROKERS), REDIS_URL and the S3
- * store. Defaults: SERVER_SECRET, ISSUER, DOWNLOAD_BASE_URL (the issuer's /downloads), MAIL_DIR, CLICKHOUSE_PATH, EXPORT_DIR, the SAML SP key pair, and in the
- * distributed profile RATE_LIMIT_STORE=redis and the gateways' SHUTDOWN_DELAY_MS=1000.
+ * store. Defaults: SERVER_SECRET, ISSUER, DOWNLOAD_BASE_URL (the issuer's /downloads), MAIL_DIR, CLICKHOUSE_PATH, EXPORT_DIR, the SAML SP key pair, the
+ * gateways' GATEWAY_WORKERS=1, and in the distributed profile RATE_LIMIT_STORE=redis and the gateways' SHUTDOWN_DELAY_MS=1000.
  */
 export function launcherEnvironment(w: LauncherWiring): LauncherEnvironment {
   const str = (n: number | undefined) => (n === undefined ? undefined : String(n));
@@ -152,6 +152,8 @@ export function launcherEnvironment(w: LauncherWiring): LauncherEnvironment {
       // Export files of the local store: the worker writes them, audit reads them for downloads.
       EXPORT_DIR: path.join(w.dataDir, 'exports'),
       ...w.samlSp,
+      // A launcher runs every process on one machine already: its gateways are one process each unless the user says.
+      ...(w.gatewayPort !== undefined && { GATEWAY_WORKERS: '1' }),
       ...(w.distributed && { RATE_LIMIT_STORE: 'redis' }),
       // A stopping gateway keeps serving a second after its readiness drops, answering `Connection: close`: the
       // load balancer stops sending it requests before it closes its connections (Kubernetes: the preStop sleep).

@@ -11,6 +11,8 @@ export interface GatewayProcess {
   adminUrl: string;
   /** SIGTERM; resolves with the exit code. */
   stop: () => Promise<number | null>;
+  /** The process id (with GATEWAY_WORKERS > 1, the cluster primary's). */
+  pid: number;
 }
 
 /**
@@ -25,6 +27,8 @@ export async function startGatewayProcess(opts: {
   env?: Record<string, string>;
   /** The child's stdout and stderr: dropped (default) or shown. */
   output?: 'ignore' | 'inherit';
+  /** Each line the child writes on stdout or stderr (instead of `output`). */
+  onOutput?: (line: string) => void;
   startTimeoutMs?: number;
 }): Promise<GatewayProcess> {
   const [port, adminPort] = [await freePort(), await freePort()];
@@ -38,11 +42,21 @@ export async function startGatewayProcess(opts: {
       AUDIT_ADDR: opts.stack.grpc.audit,
       ISSUER: opts.stack.baseUrl.replace(/\/v1$/, ''),
       LOG_LEVEL: 'warn',
+      // One process, like the launchers' gateways (GATEWAY_WORKERS in `env` for a cluster).
+      GATEWAY_WORKERS: '1',
       ...samlSpEnv(opts.stack.samlSp),
       ...opts.env,
     },
-    stdio: ['ignore', opts.output ?? 'ignore', opts.output ?? 'ignore'],
+    stdio: ['ignore', opts.onOutput ? 'pipe' : (opts.output ?? 'ignore'), opts.onOutput ? 'pipe' : (opts.output ?? 'ignore')],
   });
+  for (const stream of opts.onOutput ? [child.stdout!, child.stderr!] : []) {
+    let rest = '';
+    stream.setEncoding('utf8').on('data', (chunk: string) => {
+      const lines = (rest + chunk).split('\n');
+      rest = lines.pop()!;
+      for (const line of lines) opts.onOutput!(line);
+    });
+  }
   const stop = async () => {
     if (child.exitCode !== null || child.signalCode !== null) return child.exitCode;
     const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
@@ -60,5 +74,5 @@ export async function startGatewayProcess(opts: {
     }
     await new Promise((r) => setTimeout(r, 50));
   }
-  return { baseUrl: `${origin}/v1`, adminUrl: `http://127.0.0.1:${adminPort}`, stop };
+  return { baseUrl: `${origin}/v1`, adminUrl: `http://127.0.0.1:${adminPort}`, stop, pid: child.pid! };
 }

@@ -1,6 +1,6 @@
 import { Backoff } from '../backoff';
 import pg from 'pg';
-import { createPool, observePool } from '../db';
+import { createPool, GAUGE_STATEMENT_TIMEOUT_MS, observePool, withStatementTimeout } from '../db';
 import type { Logger } from '../logger';
 import type { Metrics } from '../metrics';
 import { migrate, type Migration } from '../migrate';
@@ -153,10 +153,12 @@ class PostgresBus implements EventBus {
 
   /** The topic's last sequence number minus the group's saved position. */
   async lag(topic: string, group: string): Promise<number> {
-    const { rows } = await this.pool.query<{ lag: string }>(
-      `SELECT coalesce((SELECT last_seq FROM bus_topics WHERE topic = $1), 0)
-              - coalesce((SELECT seq FROM bus_offsets WHERE topic = $1 AND grp = $2), 0) AS lag`,
-      [topic, group],
+    const { rows } = await withStatementTimeout(this.pool, GAUGE_STATEMENT_TIMEOUT_MS, (c) =>
+      c.query<{ lag: string }>(
+        `SELECT coalesce((SELECT last_seq FROM bus_topics WHERE topic = $1), 0)
+                - coalesce((SELECT seq FROM bus_offsets WHERE topic = $1 AND grp = $2), 0) AS lag`,
+        [topic, group],
+      ),
     );
     return Math.max(0, Number(rows[0]!.lag));
   }

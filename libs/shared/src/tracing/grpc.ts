@@ -31,13 +31,18 @@ export function serverSpan(path: string, metadata: grpc.Metadata, requireParent 
 /**
  * The client side (installed on clients only when tracing is on): a client span per call under the
  * caller's `traceparent` metadata (the gateway passes its request span's) or else the current context, and
- * its own context sent on as `traceparent`.
+ * its own context sent on as `traceparent`. A call outside any trace passes through untouched.
  */
 export const traceClientInterceptor: grpc.Interceptor = (options, nextCall) => {
   const path = options.method_definition.path;
   return new grpc.InterceptingCall(nextCall(options), {
     start(metadata, _listener, next) {
       const parent = parseTraceparent(metadata.get(TRACEPARENT)[0]?.toString()) ?? currentTraceContext();
+      // Outside any trace (background calls, long-lived change feeds) nothing is recorded or sent.
+      if (!parent) {
+        next(metadata, {});
+        return;
+      }
       const span = startSpan(path.slice(1), parent, { kind: SpanKind.CLIENT, attributes: rpcAttributes(path) });
       metadata.set(TRACEPARENT, formatTraceparent(span.spanContext()));
       next(metadata, {

@@ -37,7 +37,24 @@ const ID_BYTES = 24;
 const pool = Buffer.alloc(ID_BYTES * 256);
 let used = pool.length;
 
-/** A new trace (random ids, sampled: the sampler of a process that exports decides for itself). */
+/**
+ * The share of new traces marked sampled where a trace starts (OTEL_TRACES_SAMPLER: 1 for always_on, 0 for
+ * always_off, the ratio of traceidratio), set by startTracing whether or not this process exports: the edge
+ * decides once, and the services' parent-based samplers follow its flag.
+ */
+let sampleRatio = 1;
+export function setSampleRatio(ratio: number): void {
+  sampleRatio = Math.min(1, Math.max(0, ratio));
+}
+
+/** The edge's sampling decision for a trace id (its last 8 hex digits against the ratio). */
+export function sampledFlag(traceId: string): number {
+  if (sampleRatio >= 1) return TraceFlags.SAMPLED;
+  if (sampleRatio <= 0) return TraceFlags.NONE;
+  return parseInt(traceId.slice(-8), 16) / 0x1_0000_0000 < sampleRatio ? TraceFlags.SAMPLED : TraceFlags.NONE;
+}
+
+/** A new trace: random ids, sampled or not by the edge's decision (sampledFlag). */
 export function newTraceContext(): SpanContext {
   if (used === pool.length) {
     randomFillSync(pool);
@@ -45,5 +62,6 @@ export function newTraceContext(): SpanContext {
   }
   const at = used;
   used += ID_BYTES;
-  return { traceId: pool.toString('hex', at, at + 16), spanId: pool.toString('hex', at + 16, at + ID_BYTES), traceFlags: TraceFlags.SAMPLED };
+  const traceId = pool.toString('hex', at, at + 16);
+  return { traceId, spanId: pool.toString('hex', at + 16, at + ID_BYTES), traceFlags: sampledFlag(traceId) };
 }

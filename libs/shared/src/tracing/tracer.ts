@@ -5,7 +5,7 @@ import type * as OtlpHttp from '@opentelemetry/exporter-trace-otlp-http';
 import { requestContext } from '../context';
 import type { Logger } from '../logger';
 import { parseKeyValues, tracesUrl, type TracingSettings } from './config';
-import { formatTraceparent, newTraceContext, parseTraceparent, TRACEPARENT } from './traceparent';
+import { formatTraceparent, newTraceContext, parseTraceparent, setSampleRatio, TRACEPARENT } from './traceparent';
 
 export { SpanKind, SpanStatusCode, type Span, type SpanContext };
 
@@ -133,6 +133,9 @@ function samplerOf(s: Partial<TracingSettings>, sdk: typeof SdkTrace): SdkTrace.
  * nothing and loads nothing. The SDK packages are loaded only when tracing is on.
  */
 export function startTracing(service: string, s: Partial<TracingSettings>, logger?: Logger, exporter?: SdkTrace.SpanExporter): StartedTracing {
+  // Where a trace starts (the gateway), its sampled flag follows the configured sampler, exporting or not.
+  const sampler = s.OTEL_TRACES_SAMPLER ?? 'parentbased_always_on';
+  setSampleRatio(sampler.endsWith('always_on') ? 1 : sampler.endsWith('always_off') ? 0 : (s.OTEL_TRACES_SAMPLER_ARG ?? 1));
   if (s.OTEL_TRACES_EXPORTER !== 'otlp' && !exporter) return { close: async () => undefined };
   /* eslint-disable @typescript-eslint/no-require-imports -- loaded only when tracing is on, see above */
   const sdk = require('@opentelemetry/sdk-trace-base') as typeof SdkTrace;
@@ -146,7 +149,8 @@ export function startTracing(service: string, s: Partial<TracingSettings>, logge
     const url = tracesUrl(s);
     spanExporter = new OTLPTraceExporter({ url, headers: parseKeyValues(s.OTEL_EXPORTER_OTLP_HEADERS ?? '') });
     const shown = new URL(url);
-    shown.username = shown.password = '';
+    // The endpoint may carry credentials (user info, a query string): only its origin and path are logged.
+    shown.username = shown.password = shown.search = '';
     logger?.info({ tracesUrl: shown.href, protocol: s.OTEL_EXPORTER_OTLP_PROTOCOL ?? 'http/protobuf', sampler: s.OTEL_TRACES_SAMPLER ?? 'parentbased_always_on' }, 'tracing: exporting spans');
   }
   if (logger) diagnostics(logger);

@@ -7,7 +7,7 @@ import { tracingConfig, parseKeyValues, tracesUrl } from './config';
 import { withTraceparent } from './grpc';
 import { traceBatch } from './messaging';
 import { tracePool } from './postgres';
-import { formatTraceparent, parseTraceparent } from './traceparent';
+import { formatTraceparent, newTraceContext, parseTraceparent, sampledFlag, setSampleRatio } from './traceparent';
 import { childSpan, currentTraceparent, startSpan, startTracing, traceIdOf, traceparentFor, tracingEnabled, withSpan } from './tracer';
 
 const TRACE = '0af7651916cd43dd8448eb211c80319c';
@@ -36,6 +36,24 @@ describe('traceparent', () => {
     ['a request id', 'req_0123456789abcdef'],
   ])('refuses %s (a new trace starts instead)', (_what, value) => {
     expect(parseTraceparent(value)).toBeUndefined();
+  });
+});
+
+describe('the sampling decision where a trace starts', () => {
+  afterEach(() => setSampleRatio(1));
+
+  it('follows OTEL_TRACES_SAMPLER whether or not the process exports: always_on, always_off, a ratio', () => {
+    startTracing('svc', { OTEL_TRACES_SAMPLER: 'parentbased_always_off' });
+    expect(newTraceContext().traceFlags).toBe(0);
+    startTracing('svc', { OTEL_TRACES_SAMPLER: 'parentbased_always_on' });
+    expect(newTraceContext().traceFlags).toBe(1);
+    startTracing('svc', { OTEL_TRACES_SAMPLER: 'parentbased_traceidratio', OTEL_TRACES_SAMPLER_ARG: 0.25 });
+    const sampled = Array.from({ length: 4000 }, () => newTraceContext().traceFlags).filter((f) => f === 1).length;
+    expect(sampled).toBeGreaterThan(800);
+    expect(sampled).toBeLessThan(1200);
+    // The same trace id always gets the same decision.
+    expect(sampledFlag('0af7651916cd43dd8448eb2100000000')).toBe(1);
+    expect(sampledFlag('0af7651916cd43dd8448eb21ffffffff')).toBe(0);
   });
 });
 
