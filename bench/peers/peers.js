@@ -1,0 +1,318 @@
+#!/usr/bin/env node
+// bench/peers: the product against Ory Hydra v2.3.0 on the OAuth hot path, and GET /v1/users/{id} against the
+// bare chain (bare-chain.js), measured side by side in interleaved rounds on one machine. Run after
+// `npm run build`:   npm run bench:peers
+// Hydra (install-hydra.sh, built once) runs on the product's own embedded PostgreSQL server, in a database of
+// its own. BENCH_ROUNDS (default 3), BENCH_DURATION (seconds of each timed case, default 5), BENCH_GRANTS
+// (codes per round and side, default 1000), BENCH_CONNECTIONS (default 50), BENCH_NOTE (a sentence added to the
+// section, e.g. what else used the machine). Writes the section "Peers: Ory Hydra v2.3.0" of bench/RESULTS.md.
+const { spawn } = require('node:child_process');
+const fs = require('node:fs');
+const os = require('node:os');
+const path = require('node:path');
+const pg = require('pg');
+const { KEY, OAUTH_REDIRECT, cpuMs, load, machine, median, pool, productOAuth, settle, startBenchStack } = require('../support');
+const { hydraOAuth, installHydra, startHydra } = require('./hydra');
+
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
+const DURATION = Number(process.env.BENCH_DURATION ?? 5);
+const GRANTS = Number(process.env.BENCH_GRANTS ?? 1000);
+const connections = Number(process.env.BENCH_CONNECTIONS ?? 50);
+const SECTION = '## Peers: Ory Hydra v2.3.0';
+const RESULTS = path.join(__dirname, '..', 'RESULTS.md');
+
+const FORM = 'application/x-www-form-urlencoded';
+const formBody = (fields) => new URLSearchParams(fields).toString();
+
+const stopChild = (child) => new Promise((resolve) => (child.exitCode !== null ? resolve() : (child.once('exit', resolve), child.kill())));
+
+/** Starts one role of the bare chain; resolves with its process and port once it listens. */
+function startBare(role, env) {
+  const child = spawn(process.execPath, [path.join(__dirname, 'bare-chain.js'), role], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
+  return new Promise((resolve, reject) => {
+    child.once('exit', (code) => reject(new Error(`bare chain ${role} exited (${code})`)));
+    child.stdout.on('data', (d) => {
+      const m = /listening (\d+)/.exec(d.toString());
+      if (m) resolve({ child, port: Number(m[1]) });
+    });
+  });
+}
+
+/**
+ * One timed run with autocannon: `duration` seconds of the same request, or one request per item of `bodies`.
+ * `check(status, body)` sees every response (bodies are kept only when it is given). Requests/s from the wall
+ * time, p99 from autocannon's histogram, and every non-2xx answer an error.
+ */
+async function cannon({ url, method = 'GET', headers = {}, body, bodies, check }) {
+  let i = 0;
+  let lastAt;
+  const request = {
+    ...(bodies ? { setupRequest: (req) => ({ ...req, body: bodies[i++ % bodies.length] }) } : {}),
+    // A run of `amount` requests ends at autocannon's next 1 s tick: its time is up to the last response.
+    ...(check || bodies ? { onResponse: (status, resBody) => ((lastAt = performance.now()), check?.(status, resBody)) } : {}),
+  };
+  const t = performance.now();
+  const r = await load({ url, method, headers, body, connections, ...(bodies ? { amount: bodies.length } : { duration: warming ? 2 : DURATION }), requests: [request] });
+  const seconds = ((bodies ? lastAt : performance.now()) - t) / 1000;
+  if (r.non2xx || r.errors || r.timeouts) throw new Error(`${method} ${url}: ${r.non2xx} non-2xx, ${r.errors} errors, ${r.timeouts} timeouts`);
+  return { requests: r.requests.total, perSecond: r.requests.total / seconds, p99: r.latency.p99 };
+}
+
+/** Busy CPU ms of the whole machine so far (/proc/stat), to tell how much other work shared it. */
+function machineBusyMs() {
+  const [, ...f] = fs.readFileSync('/proc/stat', 'utf8').split('\n')[0].trim().split(/\s+/).map(Number);
+  const busy = f[0] + f[1] + f[2] + f[5] + f[6] + f[7]; // user nice system irq softirq steal
+  return busy * 10;
+}
+
+const round1 = (x) => (x >= 100 ? Math.round(x).toLocaleString('en-US') : x.toFixed(x >= 10 ? 0 : 2));
+
+async function main() {
+  installHydra();
+  const loadBefore = os.loadavg();
+  // Every OAuth endpoint counts against the per-ip anonymous budget: lifted for the load of one machine.
+  const { stack, stop } = await startBenchStack({ RATE_LIMIT_ANONYMOUS_PER_MINUTE: '1000000' });
+  const stops = [stop];
+  try {
+    const product = await productOAuth(stack);
+    // JWT access tokens as the product's, signed with ES256 as the product's: the like-for-like peer. With JWT
+    // access tokens a token request holds a transaction while it takes a second connection (the signing key):
+    // Hydra's default pool (2 per core) deadlocks under load, so these get 2 per load connection.
+    const jwtPool = connections * 2;
+    const hydraConfigs = {
+      hydra: { label: 'Hydra: JWT ES256, pbkdf2 1 iteration (like for like)', iterations: 1, maxConns: jwtPool, signingAlg: 'ES256' },
+      hydraDefault: { label: 'Hydra: JWT ES256, pbkdf2 25,000 iterations (its default)', iterations: undefined, maxConns: jwtPool, signingAlg: 'ES256' },
+      hydraRsa: { label: 'Hydra: JWT with its generated RS256 key (RSA 4,096), pbkdf2 1', iterations: 1, maxConns: jwtPool },
+      hydraOpaque: { label: 'Hydra: opaque tokens (its default), default pool, pbkdf2 1', iterations: 1, accessTokens: 'opaque' },
+    };
+    const hydras = {};
+    for (const [side, { label, ...opts }] of Object.entries(hydraConfigs)) {
+      const server = await startHydra({ databaseUrl: stack.databaseUrl, database: side.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`), ...opts });
+      stops.unshift(() => server.stop());
+      hydras[side] = { label, server, oauth: await hydraOAuth(server, OAUTH_REDIRECT) };
+    }
+
+    // The bare chain reads the row the product serves.
+    const user = (await product.api('POST', '/users', { email: 'bench.peers@example.com', name: 'Bench', roles: ['role_member'], metadata: { team: 'perf' } })).data;
+    const db = new pg.Client({ connectionString: stack.databaseUrl });
+    await db.connect();
+    const { rows: [{ environment }] } = await db.query('SELECT environment FROM identity.users WHERE id = $1', [user.id]);
+    await db.end();
+    const bareGrpc = await startBare('grpc', { DATABASE_URL: stack.databaseUrl });
+    stops.unshift(() => stopChild(bareGrpc.child));
+    const bareHttp = await startBare('http', { GRPC_TARGET: `127.0.0.1:${bareGrpc.port}`, USER_ENVIRONMENT: environment });
+    stops.unshift(() => stopChild(bareHttp.child));
+
+    const postgres = stack.pid('postgres');
+    const productPids = { gateway: stack.pid('gateway'), identity: stack.pid('identity'), policy: stack.pid('policy'), audit: stack.pid('audit'), 'export-worker': stack.pid('export-worker'), PostgreSQL: postgres };
+    const sides = {
+      product: { label: 'product', pids: productPids, tokenUrl: `${product.origin}/oauth/token`, client: product },
+      bare: { label: 'bare Express 5 → grpc-js → pg', pids: { 'bare HTTP': bareHttp.child.pid, 'bare gRPC': bareGrpc.child.pid, PostgreSQL: postgres } },
+    };
+    for (const [side, h] of Object.entries(hydras))
+      sides[side] = { label: h.label, pids: { Hydra: h.server.pid, PostgreSQL: postgres }, tokenUrl: `${h.server.public}/oauth2/token`, client: h.oauth, admin: h.server.admin };
+    const tokenJson = (collect) => (status, body) => {
+      if (status === 200) collect.push(JSON.parse(body));
+    };
+    // What each case keeps between its runs: tokens for introspection, refresh tokens for rotation.
+    const kept = Object.fromEntries(Object.keys(sides).map((side) => [side, {}]));
+    const introspect = (side, tokens) => {
+      const active = (status, body) => {
+        if (!body.includes('"active":true')) throw new Error(`${side}: introspection said ${body}`);
+      };
+      // Each token once, at most 3,000 (the fastest side issues far more than it needs).
+      const bodies = tokens.slice(0, 3000).map((token) => formBody({ token }));
+      return side === 'product'
+        ? { url: `${product.origin}/oauth/introspect`, method: 'POST', headers: { authorization: product.basic(product.rs), 'content-type': FORM }, bodies, check: active }
+        : { url: `${sides[side].admin}/admin/oauth2/introspect`, method: 'POST', headers: { 'content-type': FORM }, bodies, check: active };
+    };
+    const cases = [
+      {
+        name: '`client_credentials` grant',
+        sides: ['product', 'hydra', 'hydraOpaque', 'hydraDefault', 'hydraRsa'],
+        async run(side) {
+          const c = sides[side].client;
+          const issued = [];
+          const r = await cannon({
+            url: sides[side].tokenUrl,
+            method: 'POST',
+            headers: { authorization: c.basic(c.rs), 'content-type': FORM },
+            body: formBody({ grant_type: 'client_credentials', scope: 'read:users' }),
+            check: tokenJson(issued),
+          });
+          const [head, , sig] = issued[0].access_token.split('.');
+          const alg = sig ? JSON.parse(Buffer.from(head, 'base64url')).alg : 'opaque';
+          const expected = { product: 'ES256', hydraRsa: 'RS256', hydraOpaque: 'opaque' }[side] ?? 'ES256';
+          if (alg !== expected) throw new Error(`${side}: access token ${alg}, not ${expected}`);
+          kept[side].fresh = issued.map((t) => t.access_token);
+          return r;
+        },
+      },
+      {
+        name: 'introspection, first-seen token (each once, from the grants just before)',
+        sides: ['product', 'hydra', 'hydraOpaque'],
+        run: (side) => cannon(introspect(side, kept[side].fresh)),
+      },
+      {
+        name: 'introspection, cached token (the same one again and again)',
+        sides: ['product', 'hydra', 'hydraOpaque'],
+        async run(side) {
+          const opts = introspect(side, kept[side].fresh.slice(0, 1));
+          return cannon({ ...opts, bodies: undefined, body: opts.bodies[0] });
+        },
+      },
+      {
+        name: 'authorization-code exchange',
+        sides: ['product', 'hydra'],
+        // Codes made before the timed run, each through the server's own flow, 20 at a time.
+        async prepare(side) {
+          const codes = [];
+          await pool(warming ? 100 : GRANTS, 20, async () => codes.push(await sides[side].client.newCode()));
+          kept[side].codes = codes;
+        },
+        async run(side) {
+          const c = sides[side].client;
+          const issued = [];
+          const r = await cannon({
+            url: sides[side].tokenUrl,
+            method: 'POST',
+            headers: { authorization: c.basic(c.app), 'content-type': FORM },
+            bodies: kept[side].codes.map((code) => formBody({ grant_type: 'authorization_code', code, redirect_uri: OAUTH_REDIRECT })),
+            check: tokenJson(issued),
+          });
+          kept[side].refresh = issued.map((t) => t.refresh_token);
+          if (kept[side].refresh.length !== kept[side].codes.length || !kept[side].refresh.every(Boolean)) throw new Error(`${side}: not every exchange gave a refresh token`);
+          return r;
+        },
+      },
+      {
+        name: '`refresh_token` rotation',
+        sides: ['product', 'hydra'],
+        run(side) {
+          const c = sides[side].client;
+          return cannon({
+            url: sides[side].tokenUrl,
+            method: 'POST',
+            headers: { authorization: c.basic(c.app), 'content-type': FORM },
+            bodies: kept[side].refresh.map((t) => formBody({ grant_type: 'refresh_token', refresh_token: t })),
+          });
+        },
+      },
+      {
+        name: '`GET /v1/users/{id}`',
+        sides: ['product', 'bare'],
+        run: (side) =>
+          side === 'product'
+            ? cannon({ url: `${stack.baseUrl}/users/${user.id}`, headers: { authorization: `Bearer ${KEY}` } })
+            : cannon({ url: `http://127.0.0.1:${bareHttp.port}/v1/users/${user.id}` }),
+      },
+    ];
+
+    // Warm-up (JIT, pools, caches): every case once per side, not counted.
+    console.error('warm-up');
+    warming = true;
+    for (const c of cases)
+      for (const side of c.sides) {
+        await c.prepare?.(side);
+        await c.run(side);
+      }
+
+    const allPids = Object.assign({}, ...Object.values(sides).map((s) => s.pids));
+    warming = false;
+    measuredFrom = Date.now();
+    const busyBefore = machineBusyMs();
+    const oursBefore = cpuMs(allPids);
+    const selfBefore = process.cpuUsage();
+    const runs = new Map(cases.map((c) => [c, Object.fromEntries(c.sides.map((s) => [s, []]))]));
+    for (let round = 0; round < ROUNDS; round++) {
+      for (const c of cases) {
+        // Alternate the order every round so neither side always runs first.
+        for (const side of round % 2 ? [...c.sides].reverse() : c.sides) {
+          const pids = sides[side].pids;
+          await c.prepare?.(side);
+          await settle(allPids);
+          const before = cpuMs(pids);
+          const r = await c.run(side);
+          // The work a request leaves behind (audit events relayed and stored) counts too.
+          await settle(pids);
+          const after = cpuMs(pids);
+          const cpu = Object.fromEntries(Object.keys(pids).map((k) => [k, (after[k] - before[k]) / r.requests]));
+          runs.get(c)[side].push({ ...r, cpu });
+          console.error(`round ${round + 1} ${c.name} ${side}: ${Math.round(r.perSecond)}/s p99 ${r.p99} ms, ${Object.values(cpu).reduce((a, b) => a + b, 0).toFixed(2)} CPU ms/request`);
+        }
+      }
+    }
+    const selfUsed = process.cpuUsage(selfBefore);
+    const oursAfter = cpuMs(allPids);
+    const busy = machineBusyMs() - busyBefore;
+    const ours = Object.keys(oursAfter).reduce((sum, k) => sum + oursAfter[k] - oursBefore[k], 0) + (selfUsed.user + selfUsed.system) / 1000;
+    const loadAfter = os.loadavg();
+
+    const summary = (rs) => {
+      const cpu = Object.fromEntries(Object.keys(rs[0].cpu).map((k) => [k, median(rs.map((r) => r.cpu[k]))]));
+      return { perSecond: median(rs.map((r) => r.perSecond)), p99: median(rs.map((r) => r.p99)), cpu, cpuTotal: median(rs.map((r) => Object.values(r.cpu).reduce((a, b) => a + b, 0))), rounds: rs.map((r) => Math.round(r.perSecond)) };
+    };
+    const cpuText = (s) => `**${s.cpuTotal.toFixed(2)}** (${Object.entries(s.cpu).filter(([, v]) => v >= 0.005).map(([k, v]) => `${k} ${v.toFixed(2)}`).join(', ')})`;
+    const rows = [];
+    for (const c of cases) {
+      const p = summary(runs.get(c).product);
+      for (const peerSide of c.sides.slice(1)) {
+        const q = summary(runs.get(c)[peerSide]);
+        rows.push(
+          `| ${c.name} | ${sides[peerSide].label} | ${round1(p.perSecond)} | ${p.p99} | ${round1(q.perSecond)} | ${q.p99} | **${(p.perSecond / q.perSecond).toFixed(2)}** | ${cpuText(p)} | ${cpuText(q)} | ${p.rounds.join(', ')} / ${q.rounds.join(', ')} |`,
+        );
+      }
+    }
+    const seconds = (Date.now() - started) / 1000;
+    const section = [
+      SECTION,
+      '',
+      'Command: `npm run build && npm run bench:peers` (`bench/peers/`). Not part of `npm test`. The product is the local stack',
+      '(`bench/support.js`); Ory Hydra v2.3.0 (`bench/peers/install-hydra.sh`, built once) runs `serve all --dev` on the',
+      'same embedded PostgreSQL server, each configuration in a database of its own, public and admin on 127.0.0.1, log',
+      "level error. The like-for-like peer issues JWT access tokens signed with ES256 as the product does (Hydra still",
+      'stores them, for introspection and revocation) and hashes client secrets with pbkdf2 at 1 iteration (the product',
+      `hashes a client secret once); its pool is ${'`max_conns`'} ${2 * connections} (2 per load connection: with JWT access tokens a token`,
+      "request holds a transaction while it takes a second connection, and Hydra's default pool of 2 per core deadlocks",
+      'once 4 requests are in flight). Other rows: the same with its default 25,000 pbkdf2 iterations; with the RS256',
+      "(RSA 4,096) key Hydra generates itself; with opaque tokens (Hydra's default strategy) and its default pool.",
+      "Clients authenticate with `client_secret_basic`; the product introspects at `/oauth/introspect` with the resource",
+      "server's credentials, Hydra at its unauthenticated admin `/admin/oauth2/introspect`.",
+      'Codes come beforehand from each server\'s own flow (the product\'s login form session; Hydra through a minimal',
+      'login and consent app accepting every challenge through the admin API). The bare chain (`bench/peers/bare-chain.js`)',
+      "is Express 5 → grpc-js (the product's generated GetUser definition) → pg reading the same row with identity's query,",
+      'without authentication, rate limit or logging.',
+      '',
+      `### ${machine()}: ${ROUNDS} interleaved rounds (the order alternating), medians`,
+      '',
+      `${connections} connections (autocannon); timed cases ${DURATION} s, code exchange and refresh ${GRANTS} each. Ratio: product ÷ peer`,
+      'requests/s. CPU: ms per request of each process and its children from `/proc/<pid>/stat` (utime + stime, with ended',
+      "children's), read before and after each run once the side's processes are idle again (work a request leaves",
+      "behind, such as audit events, counts); PostgreSQL is every postgres process of the shared server.",
+      `Load average ${loadBefore.map((x) => x.toFixed(1)).join(' / ')} at the start, ${loadAfter.map((x) => x.toFixed(1)).join(' / ')} at the end;`,
+      `other work used ${(Math.max(0, busy - ours) / 1000 / ((Date.now() - measuredFrom) / 1000)).toFixed(2)} of the ${os.cpus().length} cores on average during the rounds. Run time ${Math.round(seconds)} s.`,
+      ...(process.env.BENCH_NOTE ? ['', process.env.BENCH_NOTE] : []),
+      '',
+      '| case | peer / ceiling | product req/s | p99 ms | peer req/s | p99 ms | ratio | CPU ms/request, product | CPU ms/request, peer | rounds req/s (product / peer) |',
+      '|---|---|---:|---:|---:|---:|---:|---|---|---|',
+      ...rows,
+      '',
+    ].join('\n');
+    const text = fs.readFileSync(RESULTS, 'utf8');
+    const at = text.indexOf(`${SECTION}\n`);
+    let next = at < 0 ? -1 : text.indexOf('\n## ', at + SECTION.length);
+    if (at >= 0 && next < 0) next = text.length;
+    fs.writeFileSync(RESULTS, at < 0 ? `${text.trimEnd()}\n\n${section}` : `${text.slice(0, at)}${section}${text.slice(next)}`);
+    console.log(section);
+  } finally {
+    for (const s of stops) await Promise.resolve().then(s).catch((err) => console.error(err));
+  }
+}
+
+const started = Date.now();
+let measuredFrom = Date.now();
+let warming = false;
+main().catch((err) => {
+  console.error(err);
+  process.exit(1);
+});
