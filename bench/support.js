@@ -25,13 +25,18 @@ async function startBenchStack(env = {}, nodeArgs) {
     env: { LOG_LEVEL: process.env.LOG_LEVEL ?? 'warn', BOOTSTRAP_API_KEY: KEY, ...BENCH_LIMITS, ...env },
     nodeArgs,
   });
-  return {
-    stack,
-    async stop() {
-      await stack.stop();
+  let stopped;
+  const stop = () => {
+    stopped ??= stack.stop().finally(() => {
       fs.rmSync(tmp, { recursive: true, force: true });
-    },
+      process.off('SIGINT', interrupted).off('SIGTERM', interrupted);
+    });
+    return stopped;
   };
+  // A benchmark stopped by Ctrl-C or SIGTERM stops what it started (PostgreSQL would outlive it otherwise).
+  const interrupted = (signal) => void stop().finally(() => process.exit(signal === 'SIGINT' ? 130 : 143));
+  process.once('SIGINT', interrupted).once('SIGTERM', interrupted);
+  return { stack, stop };
 }
 
 /** One autocannon run, resolved with its result. */

@@ -1,4 +1,9 @@
 /** The request's W3C trace context (tracing off, the default): continued or started, answered, sent to the services. */
+import { createLogger } from '@secsvc/shared';
+import { AuthCache } from '../src/auth/auth-cache';
+import { UserCache } from '../src/auth/user-cache';
+import { withEmail } from '../src/routes/serve';
+import { FakeStream } from './support/fake-stream';
 import { call, startGateway, type TestGateway } from './support/gateway';
 
 let gw: TestGateway;
@@ -60,5 +65,27 @@ describe('traceparent', () => {
     const refused = await call(gw, 'GET', '/v1/users/user_x', { auth: false, headers });
     expect(refused.status).toBe(401);
     expect(refused.headers.get('traceparent')).toMatch(/^00-[0-9a-f]{32}-[0-9a-f]{16}-01$/);
+  });
+});
+
+describe('calls made on behalf of a request', () => {
+  it("looks a JWT user's email up inside the request's trace", async () => {
+    const stream = new FakeStream();
+    const auth = new AuthCache(() => stream, createLogger('test', 'silent'), 60_000, 100, 60_000);
+    auth.start();
+    stream.push('ready');
+    const sent: { headers?: Record<string, string> }[] = [];
+    const identity = {
+      getUser: async (_req: unknown, options: { headers?: Record<string, string> }) => {
+        sent.push(options);
+        return { roles: ['role_x'], email: 'ada@example.com' } as never;
+      },
+    };
+    const principal = { type: 'user', id: 'user_1', credentialId: 'jti_1', keyType: 'jwt', environment: 'live', plan: 'user' } as const;
+    const req = { requestId: 'req_tracetest00000000', traceparent: INCOMING } as never;
+    const withMail = await withEmail(principal, req, identity as never, 1000, new UserCache(auth, 60_000, 100));
+    expect(withMail.email).toBe('ada@example.com');
+    expect(sent).toEqual([expect.objectContaining({ requestId: 'req_tracetest00000000', headers: { traceparent: INCOMING } })]);
+    auth.stop();
   });
 });

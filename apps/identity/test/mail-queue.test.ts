@@ -112,18 +112,16 @@ describe('MailQueue', () => {
     expect(names).toEqual(expect.arrayContaining(['identity_mail_queue_depth', 'identity_mail_queue_oldest_seconds']));
   });
 
-  it('sets the gauges from the table on each poll', async () => {
-    const { queue, count } = setup(manualTransport().transport);
+  it('reads the gauges from the table when scraped', async () => {
+    const { count } = setup(manualTransport().transport);
     await enqueueTest(pool, 'old@example.com');
     await enqueueTest(pool, 'new@example.com');
     await pool.query(`UPDATE mail_jobs SET next_attempt_at = now() + interval '1 hour'`);
     await pool.query(`UPDATE mail_jobs SET created_at = now() - interval '90 seconds' WHERE request->>'to' = 'old@example.com'`);
-    await queue.poll();
     expect(await count('identity_mail_queue_depth')).toBe(2);
     expect(await count('identity_mail_queue_oldest_seconds')).toBeGreaterThanOrEqual(90);
     expect(await count('identity_mail_queue_oldest_seconds')).toBeLessThan(100);
     await pool.query('DELETE FROM mail_jobs');
-    await queue.poll();
     expect([await count('identity_mail_queue_depth'), await count('identity_mail_queue_oldest_seconds')]).toEqual([0, 0]);
   });
 

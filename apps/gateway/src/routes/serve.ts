@@ -37,7 +37,8 @@ export async function withEmail(
 ): Promise<Principal> {
   if (principal.type !== 'user' || principal.email || !userCache) return principal;
   const fetch = async () => {
-    const user = await identity.getUser({ environment: principal.environment, id: principal.id }, { requestId: req.requestId, deadlineMs, headers: {} });
+    // In the request's trace (no audit event comes of it: a read).
+    const user = await identity.getUser({ environment: principal.environment, id: principal.id }, { requestId: req.requestId, deadlineMs, headers: req.traceparent ? { traceparent: req.traceparent } : {} });
     return { roles: user.roles, email: user.email };
   };
   // A user deleted since its token was issued has no email to give; the call goes on and identity refuses it where it must.

@@ -88,8 +88,6 @@ export class MailQueue {
   private readonly transportKind: string;
   private readonly sent?: LabelledCounter<'transport'>;
   private readonly failed?: LabelledCounter<'transport' | 'reason'>;
-  private readonly depth?: { set(value: number): void };
-  private readonly oldest?: { set(value: number): void };
 
   constructor(options: MailQueueOptions) {
     this.opts = { ...MAIL_QUEUE_DEFAULTS, random: Math.random, ...options };
@@ -97,8 +95,19 @@ export class MailQueue {
     const { metrics } = options;
     this.sent = metrics?.counter('identity_mail_sent_total', 'Mail messages the transport accepted', ['transport']);
     this.failed = metrics?.counter('identity_mail_failed_total', 'Mail messages given up on, by reason', ['transport', 'reason']);
-    this.depth = metrics?.gauge('identity_mail_queue_depth', 'Mail jobs in identity.mail_jobs (due, being sent or waiting for a retry)');
-    this.oldest = metrics?.gauge('identity_mail_queue_oldest_seconds', 'Age of the oldest mail job in identity.mail_jobs (0 when empty)');
+    // Read from the table when scraped (a query that fails or hangs counts in metrics_refresh_errors_total).
+    metrics?.scrapedGauges(
+      'mail_queue',
+      {
+        depth: { name: 'identity_mail_queue_depth', help: 'Mail jobs in identity.mail_jobs (due, being sent or waiting for a retry)' },
+        oldest: { name: 'identity_mail_queue_oldest_seconds', help: 'Age of the oldest mail job in identity.mail_jobs (0 when empty)' },
+      },
+      async (g) => {
+        const { depth, oldestSeconds } = await withStatementTimeout(this.opts.pool, GAUGE_STATEMENT_TIMEOUT_MS, (c) => mailRepository.stats(c));
+        g.depth.set(depth);
+        g.oldest.set(oldestSeconds);
+      },
+    );
     // Every series exists from the start (at 0), so an alert on its increase sees the first failure.
     this.sent?.inc({ transport: this.transportKind }, 0);
     for (const reason of MAIL_FAILURES) this.failed?.inc({ transport: this.transportKind, reason }, 0);
@@ -118,18 +127,9 @@ export class MailQueue {
     if (this.state === 'open') void this.tick();
   }
 
-  /** One poll: claims what is due (as far as `concurrency` allows), then refreshes the gauges. Never throws. */
+  /** One poll: claims what is due (as far as `concurrency` allows). Never throws. */
   async poll(): Promise<void> {
     await this.tick();
-    if (!this.depth || this.state !== 'open') return;
-    try {
-      const { depth, oldestSeconds } = await withStatementTimeout(this.opts.pool, GAUGE_STATEMENT_TIMEOUT_MS, (c) => mailRepository.stats(c));
-      this.depth.set(depth);
-      this.oldest!.set(oldestSeconds);
-      this.reachable();
-    } catch (err) {
-      this.unreachable(err);
-    }
   }
 
   /** Resolves once no claim is running and no send is in flight (jobs waiting for a retry are not waited for). */
