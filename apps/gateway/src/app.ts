@@ -70,9 +70,10 @@ function requireJson(req: Request, _res: Response, next: NextFunction): void {
 }
 
 /** rate_limit.exceeded, recorded by identity (the gateway has no database); fire and forget. */
-function reportExceeded(deps: GatewayDeps, req: Request, who: Subject, decision: Decision): void {
+/** rate_limit.exceeded, written by identity before the first 429 of a window is answered (at most 1 s more). */
+function reportExceeded(deps: GatewayDeps, req: Request, who: Subject, decision: Decision): Promise<void> {
   const principal = req.principal ?? ANONYMOUS;
-  deps.clients.identity
+  return deps.clients.identity
     .reportRateLimitExceeded(
       {
         environment: principal.environment,
@@ -81,9 +82,12 @@ function reportExceeded(deps: GatewayDeps, req: Request, who: Subject, decision:
         limit: decision.limit,
         windowSeconds: WINDOW_SECONDS,
       },
-      { requestId: req.requestId, deadlineMs: deps.config.GRPC_DEADLINE_MS, headers: callHeaders(req, principal) },
+      { requestId: req.requestId, deadlineMs: Math.min(deps.config.GRPC_DEADLINE_MS, 1_000), headers: callHeaders(req, principal) },
     )
-    .catch((err: unknown) => deps.logger.warn({ err: { message: (err as Error).message }, requestId: req.requestId }, 'could not report rate_limit.exceeded'));
+    .then(
+      () => undefined,
+      (err: unknown) => deps.logger.warn({ err: { message: (err as Error).message }, requestId: req.requestId }, 'could not report rate_limit.exceeded'),
+    );
 }
 
 /** What a route handler gets besides its input; downloads.baseUrl is read per request (main.ts sets it once listening). */

@@ -7,8 +7,11 @@ import type { Decision } from '../rate-limit/gcra';
 import { RateLimitUnavailable, type RateLimiter, type StoreHealth } from '../rate-limit/limiter';
 import { subjectOf, type RateLimitPolicy, type Subject } from '../rate-limit/subjects';
 
-/** Called on the first refusal of a subject in a window (rate_limit.exceeded). */
-export type ExceededReporter = (req: Request, subject: Subject, decision: Decision) => void;
+/**
+ * Called on the first refusal of a subject in a window (rate_limit.exceeded); that 429 is answered once the
+ * report has settled, so a gateway that stops right after answering has not lost the event. Never rejects.
+ */
+export type ExceededReporter = (req: Request, subject: Subject, decision: Decision) => Promise<void> | void;
 
 interface Refused {
   limit: number;
@@ -111,7 +114,7 @@ export function rateLimits(limiter: RateLimiter, policy: RateLimitPolicy, report
     decided(plan, d.allowed);
     if (d.allowed) return undefined;
     remember(memoKey(req, subject.kind), d, plan);
-    if (d.report) report?.(req, subject, d);
+    if (d.report) await report?.(req, subject, d);
     return refusal(d.retryAfter);
   };
 

@@ -140,6 +140,39 @@ describe('limits per plan', () => {
     expect((await call(gw, 'GET', '/v1/users', asKey(key.key))).status).toBe(200);
   });
 
+  it('answers the first 429 of a window once rate_limit.exceeded is reported (nothing left to do after answering), and still answers when the report fails', async () => {
+    const key = keyOf('enterprise', 1);
+    gw.fake.apiKeys.set(key.key, key.principal);
+    const original = gw.fake.reportRateLimitExceeded.bind(gw.fake);
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    const order: string[] = [];
+    gw.fake.reportRateLimitExceeded = async (req, opts) => {
+      await held;
+      order.push('reported');
+      return original(req, opts);
+    };
+    try {
+      expect((await call(gw, 'GET', '/v1/users', asKey(key.key))).status).toBe(200);
+      const refused = call(gw, 'GET', '/v1/users', asKey(key.key)).then((r) => (order.push('answered'), r));
+      await new Promise((r) => setTimeout(r, 100));
+      expect(order).toEqual([]);
+      release();
+      expect((await refused).status).toBe(429);
+      expect(order).toEqual(['reported', 'answered']);
+
+      // Identity refusing the report costs the caller nothing but the wait.
+      gw.fake.reportRateLimitExceeded = async () => {
+        throw new Error('identity down');
+      };
+      now += 61 * S;
+      expect((await call(gw, 'GET', '/v1/users', asKey(key.key))).status).toBe(200);
+      expect((await call(gw, 'GET', '/v1/users', asKey(key.key))).status).toBe(429);
+    } finally {
+      gw.fake.reportRateLimitExceeded = original;
+    }
+  });
+
   it('reports rate_limit.exceeded once per key and window, not per refused request', async () => {
     const key = keyOf('enterprise', 2);
     gw.fake.apiKeys.set(key.key, key.principal);
