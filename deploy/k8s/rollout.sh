@@ -204,6 +204,18 @@ if [ "$mode" = saml-sp-swap ]; then
   exit 0
 fi
 
+# An overlay whose Namespace is labelled secsvc.io/require-image-digests=true (prod) rolls out only images pinned by
+# digest: a tag can be moved to other bytes after review, a digest cannot.
+if grep -q '^    secsvc.io/require-image-digests: "true"$' "$rendered"; then
+  unpinned="$(sed -n 's/^[ -]*image: //p' "$rendered" | grep -v '@sha256:[0-9a-f]\{64\}$' | sort -u || true)"
+  if [ -n "$unpinned" ]; then
+    echo "rollout.sh: $target requires images pinned by digest; not pinned:" >&2
+    echo "$unpinned" | sed 's/^/  /' >&2
+    echo "Pin each pushed image first (deploy/k8s/README.md, \"Build the images\"): kustomize edit set image secsvc/<app>=<repository>:<version>@sha256:<digest>. Nothing was changed." >&2
+    exit 1
+  fi
+fi
+
 # The component's volume is required: without its Secret the new gateway pods would wait in ContainerCreating.
 if mounts_rollover && ! secret_exists secsvc-saml-sp-rollover; then
   echo "rollout.sh: the overlay mounts the Secret secsvc-saml-sp-rollover (component saml-sp-rollover), which does not exist in $namespace; make it first: rollout.sh saml-sp-rollover $target. Nothing was changed." >&2

@@ -40,7 +40,15 @@ interface FakeOptions {
   fail?: string[];
   /** Bash patterns of `replace` calls that take effect and then fail, as a kubectl cut off after sending. */
   failAfter?: string[];
+  /**
+   * Leave our images as the committed overlay names them (tags). By default the stand-in renders them pinned by
+   * a digest, as they are once the release step (deploy/k8s/README.md, "Build the images") has run.
+   */
+  unpinned?: boolean;
 }
+
+/** What the release step does to our images, for the stand-in's renders. */
+const PIN_OUR_IMAGES = `sed -E 's#^([ -]*image: secsvc/[a-z-]+:[^@[:space:]]+)$#\\1@sha256:${'ab'.repeat(32)}#'`;
 
 /** Runs `rollout.sh <args> --context test` against the stand-in kubectl. */
 function withFakeKubectl(waitExit: number, args: string, opts: FakeOptions = {}): Rollout {
@@ -66,7 +74,7 @@ function withFakeKubectl(waitExit: number, args: string, opts: FakeOptions = {})
   writeFileSync(
     path.join(dir, 'kubectl'),
     `#!/usr/bin/env bash
-if [ "$1" = kustomize ]; then exec "${tools.kustomize}" build "$2"; fi
+if [ "$1" = kustomize ]; then "${tools.kustomize}" build "$2" | ${opts.unpinned ? 'cat' : PIN_OUR_IMAGES}; exit \${PIPESTATUS[0]}; fi
 state="${state}"
 args="$*"
 if [ "$1" = apply ]; then args="apply $(grep -c '^kind:' "$3") objects \${*:4}"; fi
@@ -192,6 +200,19 @@ const GET_ACTIVE = '-n secsvc get secret secsvc-saml-sp --ignore-not-found -o na
 const GET_ROLLOVER = '-n secsvc get secret secsvc-saml-sp-rollover --ignore-not-found -o name --context test';
 
 describeWithTools('rollout.sh', () => {
+  it('refuses, changing nothing, to roll out prod (secsvc.io/require-image-digests) with an image not pinned by digest; dev takes tags', () => {
+    const { status, calls, output } = withFakeKubectl(0, 'prod', { secrets: ['secsvc-saml-sp'], unpinned: true });
+    expect(status).toBe(1);
+    expect(calls).toEqual([]);
+    expect(output).toContain('rollout.sh: prod requires images pinned by digest; not pinned:');
+    for (const app of ['gateway', 'identity', 'policy', 'audit', 'export-worker']) expect(output).toContain(`  secsvc/${app}:0.1.0\n`);
+    // The third-party images of prod are pinned already.
+    expect(output).not.toMatch(/redis|clickhouse/);
+    expect(output).toContain('Nothing was changed.');
+    const dev = withFakeKubectl(0, 'dev', { secrets: ['secsvc-saml-sp'], unpinned: true });
+    expect([dev.status, dev.output]).toEqual([0, expect.stringContaining('rolled out dev to secsvc-dev')]);
+  });
+
   it('applies the pre phase, keeps an existing SAML SP Secret, waits for the migrations Job, then applies everything and waits for each Deployment', () => {
     const { status, calls, output, created } = withFakeKubectl(0, 'prod', { secrets: ['secsvc-saml-sp'] });
     expect(output).toContain('rolled out prod to secsvc');
