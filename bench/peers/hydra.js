@@ -8,7 +8,7 @@ const http = require('node:http');
 const net = require('node:net');
 const os = require('node:os');
 const path = require('node:path');
-const pg = require('pg');
+const { ensureDatabase } = require('@secsvc/dev/stack');
 
 const BIN = path.join(process.env.SECSVC_TOOLS_DIR ?? path.join(os.homedir(), '.cache/secsvc/bin'), 'hydra');
 
@@ -25,21 +25,6 @@ const freePort = () =>
     });
     srv.on('error', reject);
   });
-
-/** A database `name` on the server of `databaseUrl` (created when missing); its URL. */
-async function ensureDatabase(databaseUrl, name) {
-  const url = new URL(databaseUrl);
-  const client = new pg.Client({ connectionString: databaseUrl });
-  await client.connect();
-  try {
-    const { rowCount } = await client.query('SELECT 1 FROM pg_database WHERE datname = $1', [name]);
-    if (!rowCount) await client.query(`CREATE DATABASE ${name}`);
-  } finally {
-    await client.end();
-  }
-  url.pathname = `/${name}`;
-  return url.toString();
-}
 
 /** The minimal login and consent app: every challenge accepted through the admin API, then redirected on. */
 function startLoginConsentApp() {

@@ -193,15 +193,7 @@ export async function startEmbeddedPostgres(opts: EmbeddedPostgresOptions): Prom
     pid: server.pid,
     url,
     async ensureDatabase(name: string) {
-      if (!/^[a-z_][a-z0-9_]*$/.test(name)) throw new Error(`invalid database name ${name}`);
-      const client = new pg.Client({ connectionString: url() });
-      await client.connect();
-      try {
-        const { rowCount } = await client.query('SELECT 1 FROM pg_database WHERE datname = $1', [name]);
-        if (!rowCount) await client.query(`CREATE DATABASE ${name}`);
-      } finally {
-        await client.end();
-      }
+      await ensureDatabase(url(), name);
       return url(name);
     },
     async stop() {
@@ -226,4 +218,20 @@ export async function postgresAnswers(url: string): Promise<boolean> {
   } finally {
     await client.end().catch(() => undefined);
   }
+}
+
+/** The database `name` on the server `serverUrl` connects to, created when missing; its URL. */
+export async function ensureDatabase(serverUrl: string, name: string): Promise<string> {
+  if (!/^[a-z_][a-z0-9_]*$/.test(name)) throw new Error(`invalid database name ${name}`);
+  const client = new pg.Client({ connectionString: serverUrl });
+  await client.connect();
+  try {
+    const { rowCount } = await client.query('SELECT 1 FROM pg_database WHERE datname = $1', [name]);
+    if (!rowCount) await client.query(`CREATE DATABASE ${name}`);
+  } finally {
+    await client.end();
+  }
+  const url = new URL(serverUrl);
+  url.pathname = `/${name}`;
+  return url.toString();
 }
