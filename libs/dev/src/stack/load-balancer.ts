@@ -1,8 +1,6 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 
-const IDEMPOTENT = new Set(['GET', 'HEAD', 'OPTIONS', 'PUT', 'DELETE']);
-
 export interface LoadBalancer {
   /** http://<host>:<port> */
   origin: string;
@@ -16,8 +14,8 @@ export interface LoadBalancer {
  * added (the gateways trust loopback proxies). Like an ingress it keeps failed requests away from a gateway that
  * stops: an upstream that refuses the connection is skipped for the request (tried on the next one); one that
  * answers `Connection: close` (a draining gateway) or refuses gets no new requests for a few seconds while
- * another can take them; and a request that met a reset on a kept-alive connection before any answer (the
- * upstream closed it as idle) is sent again if its method is idempotent.
+ * another can take them. A request whose connection was reset is never sent again: a gateway killed mid-request
+ * may have done it (a DELETE resent would answer 404).
  */
 export async function startLoadBalancer(opts: { host: string; port: number; upstreams: string[] }): Promise<LoadBalancer> {
   const agent = new http.Agent({ keepAlive: true, maxSockets: 256 });
@@ -53,10 +51,8 @@ export async function startLoadBalancer(opts: { host: string; port: number; upst
     );
     upstream.on('error', (err: NodeJS.ErrnoException) => {
       if (err.code === 'ECONNREFUSED') avoidUntil[k] = Date.now() + AVOID_MS;
-      // Nothing reached the upstream (refused), or it closed a kept-alive connection as idle just as this request
-      // went out (safe to send again when the method is idempotent): try the next one.
-      const again = err.code === 'ECONNREFUSED' || (err.code === 'ECONNRESET' && upstream.reusedSocket && IDEMPOTENT.has(req.method ?? ''));
-      if (again && attempt < upstreams.length && !res.headersSent) return forward(req, res, body, attempt + 1);
+      // Nothing reached the upstream (refused): try the next one.
+      if (err.code === 'ECONNREFUSED' && attempt + 1 < upstreams.length && !res.headersSent) return forward(req, res, body, attempt + 1);
       if (!res.headersSent) {
         res.writeHead(502, { 'content-type': 'application/json' });
         res.end(JSON.stringify({ error: { code: 'unavailable', message: 'No gateway answered' } }));
