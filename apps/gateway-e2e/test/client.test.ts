@@ -116,6 +116,9 @@ describe('the typed client, one full flow', () => {
       createdAt: expect.stringMatching(ISO),
       expiresAt: expect.stringMatching(ISO),
       metadata: { device: 'typed-client' },
+      amr: [],
+      acr: '',
+      mfaAt: null,
       token: expect.any(String),
     });
     const lifetime = Date.parse(session.expiresAt) - Date.parse(session.createdAt);

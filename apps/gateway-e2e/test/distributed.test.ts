@@ -128,7 +128,7 @@ describeDistributed('distributed profile: two replicas of every stateless servic
   it('a policy change reaches both policy replicas within a second', async () => {
     const replicas = stack.grpc.policy.map((addr) => promiseClient(createClient(policy.PolicyServiceClient, addr), { deadlineMs: 2000 }));
     const ask = (c: (typeof replicas)[number]) =>
-      c.authorize({ environment: 'live', userId: 'user_01aaaaaaaaaaaaaaaaaaaaaaaa', roles: [], action: 'read', resource: '/reports/q4', ip: '' }).then((d) => d.allowed);
+      c.authorize({ environment: 'live', userId: 'user_01aaaaaaaaaaaaaaaaaaaaaaaa', roles: [], action: 'read', resource: '/reports/q4', ip: '', mfa: false, mfaAgeSeconds: 0 }).then((d) => d.allowed);
     for (const c of replicas) expect(await ask(c)).toBe(false);
     const started = Date.now();
     const created = await api('POST', '/policies', { name: 'everyone reads reports', effect: 'allow', principals: ['*'], actions: ['read'], resources: ['/reports/*'] });

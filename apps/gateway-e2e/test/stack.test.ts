@@ -407,8 +407,10 @@ describe('sessions over HTTP', () => {
     const created = await api('POST', '/sessions', { userId: u.id, expiresIn: '24h', metadata: { device: 'phone', ip: '198.51.100.4' } });
     expect(created.status).toBe(201);
     const s = created.body.data;
-    expect(Object.keys(s).sort()).toEqual(['createdAt', 'expiresAt', 'id', 'metadata', 'token', 'userId']);
+    expect(Object.keys(s).sort()).toEqual(['acr', 'amr', 'createdAt', 'expiresAt', 'id', 'metadata', 'mfaAt', 'token', 'userId']);
     expect(s.id).toMatch(/^ses_/);
+    // Opened by the application: how the user authenticated is not known.
+    expect([s.amr, s.acr, s.mfaAt]).toEqual([[], '', null]);
     expect(Date.parse(s.expiresAt) - Date.parse(s.createdAt)).toBe(86_400_000);
 
     const pub = (await api('POST', '/api-keys', { name: 'browser', type: 'public' })).body.data.key as string;
@@ -417,7 +419,7 @@ describe('sessions over HTTP', () => {
     expect(verified.body.data).toEqual({
       valid: true,
       user: expect.objectContaining({ id: u.id, email: 'session.user@example.com', metadata: {} }),
-      session: { id: s.id, expiresAt: s.expiresAt },
+      session: { id: s.id, expiresAt: s.expiresAt, amr: [], acr: '', mfaAt: null },
     });
     expect((await api('POST', '/sessions/verify', { token: 'nonsense' })).body).toEqual({ data: { valid: false } });
     expect((await api('POST', '/sessions/verify', {})).status).toBe(400);

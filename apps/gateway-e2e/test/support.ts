@@ -70,9 +70,10 @@ export function findGrpcurl(): string | undefined {
 /**
  * The local stack for one test file: free ports, a fresh temporary data directory (mode 0711, so the
  * postgres user can pass through when tests run as root), `key` as the bootstrap admin key. stop() ends the
- * stack and deletes the directory.
+ * stack and deletes the directory. `more.port` fixes the gateway's port (a suite that names its public origin in
+ * `env`, such as ISSUER=http://localhost:<port> for WebAuthn, picks it first with freePort).
  */
-export async function startTestStack(name: string, key: string, env: Record<string, string> = {}, more: Pick<LocalStackOptions, 'onRestart' | 'restartPolicy' | 'onOutput'> = {}) {
+export async function startTestStack(name: string, key: string, env: Record<string, string> = {}, more: Pick<LocalStackOptions, 'onRestart' | 'restartPolicy' | 'onOutput'> & { port?: number } = {}) {
   const tmp = await mkdtemp(path.join(os.tmpdir(), `secsvc-e2e-${name}-`));
   await chmod(tmp, 0o711);
   const stack = await startLocalStack({

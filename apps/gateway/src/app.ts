@@ -93,7 +93,7 @@ function reportExceeded(deps: GatewayDeps, req: Request, who: Subject, decision:
 /** What a route handler gets besides its input; downloads.baseUrl is read per request (main.ts sets it once listening). */
 function routeContext(deps: GatewayDeps, req: Request, principal: Principal): RouteContext {
   const call = { requestId: req.requestId, deadlineMs: deps.config.GRPC_DEADLINE_MS, headers: callHeaders(req, principal) };
-  return { requestId: req.requestId, principal, clients: deps.clients, call, verifyCache: deps.verifyCache, userCache: deps.userCache, downloadBaseUrl: deps.downloads?.baseUrl, sso: deps.sso };
+  return { requestId: req.requestId, principal, clients: deps.clients, call, verifyCache: deps.verifyCache, userCache: deps.userCache, authenticationChanged: deps.authCache && ((id: string) => deps.authCache!.authenticationChanged(id)), downloadBaseUrl: deps.downloads?.baseUrl, sso: deps.sso };
 }
 
 /** Serves one /v1 route: the steps of routes/serve.ts in order, then the handler and its answer. */
@@ -106,7 +106,7 @@ function mount(router: express.Router, route: Route, deps: GatewayDeps): void {
       const principal = await withEmail(req.principal ?? ANONYMOUS, req, deps.clients.identity, deadlineMs, deps.userCache);
       authorizeScope(route, principal, res);
       requireCredential(route, principal);
-      await authorizePolicy(route, req, principal, deps.clients.policy, deadlineMs);
+      await authorizePolicy(route, req, principal, deps.clients.policy, deadlineMs, res);
       checkKeyType(route, principal);
       const input = validate(route, req);
       respond(res, await route.handle(input, routeContext(deps, req, principal)));

@@ -32,6 +32,10 @@ export interface Principal {
   scopes?: string[];
   /** OAuth access tokens: the client they were issued to. */
   clientId?: string;
+  /** Users: how they authenticated (RFC 8176 amr of the session or token), when known. */
+  amr?: string[];
+  /** Users: epoch seconds of the credential's latest completed MFA; undefined when none. */
+  mfaAt?: number;
 }
 
 /** A caller without credentials, on the few routes that allow it (login pages); always the live environment. */
@@ -44,6 +48,8 @@ export interface RouteContext {
   clients: ServiceClients;
   /** Cache of session verifications (absent: every verify asks identity). */
   verifyCache?: VerifyCache;
+  /** Drops this gateway's cached authentications of a session whose MFA just changed (absent: no cache). */
+  authenticationChanged?: (sessionId: string) => void;
   /** Cache of users' roles for the simulator (absent: every simulate asks identity). */
   userCache?: UserCache;
   /** DOWNLOAD_BASE_URL: where export download links point. */

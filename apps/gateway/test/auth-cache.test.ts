@@ -30,6 +30,26 @@ describe('AuthCache', () => {
     expect(cache.get(KEY_B)).toEqual(principal('key_b'));
   });
 
+  it('drops a stepped-up session (auth:<id>) without refusing its access tokens; a revocation refuses them', () => {
+    const { cache, streams } = setup();
+    streams[0]!.push('ready');
+    const session = (id: string): Principal => ({ type: 'user', id: 'user_a', credentialId: id, keyType: 'session', environment: 'live', plan: 'pro' });
+    const [TOKEN_A, TOKEN_B] = ['sst_' + 'a'.repeat(43), 'sst_' + 'b'.repeat(43)];
+    cache.set(TOKEN_A, session('ses_a'), undefined, cache.generation);
+    cache.set(TOKEN_B, session('ses_b'), undefined, cache.generation);
+    streams[0]!.push('changed', 'auth:ses_a');
+    expect(cache.get(TOKEN_A)).toBeUndefined();
+    expect(cache.get(TOKEN_B)).toEqual(session('ses_b'));
+    expect(cache.isSessionRevoked('ses_a')).toBe(false);
+    // The gateway that answered the step-up drops it itself, before the feed says so.
+    cache.set(TOKEN_B, session('ses_b'), undefined, cache.generation);
+    cache.authenticationChanged('ses_b');
+    expect(cache.get(TOKEN_B)).toBeUndefined();
+    expect(cache.isSessionRevoked('ses_b')).toBe(false);
+    streams[0]!.push('changed', 'ses_a');
+    expect(cache.isSessionRevoked('ses_a')).toBe(true);
+  });
+
   it('does not cache a lookup that raced a change', () => {
     const { cache, streams } = setup();
     streams[0]!.push('ready');

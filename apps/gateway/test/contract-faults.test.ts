@@ -26,7 +26,18 @@ const fakePolicy = {
   async simulate(): Promise<policy.SimulateResponse> {
     fakePolicy.calls.push('simulate');
     if (fakePolicy.simulateError) throw fakePolicy.simulateError;
-    return { allowed: false, effect: 'deny', matchedPolicies: [], evaluationTimeMs: 0, decisionId: newId('dec'), explanations: [], notMatchedCount: 0 };
+    return {
+      allowed: false,
+      effect: 'deny',
+      matchedPolicies: [],
+      evaluationTimeMs: 0,
+      decisionId: newId('dec'),
+      explanations: [],
+      notMatchedCount: 0,
+      mfaRequired: false,
+      mfaMaxAgeSeconds: 0,
+      reason: 'no policy allows it',
+    };
   },
 };
 
@@ -139,14 +150,14 @@ describe('policies: the policy service rules, at the gateway, all at once', () =
         principal: 'role:dev',
         action: '',
         resource: '/x',
-        context: { ip: '300.1.1.1' },
+        context: { ip: '300.1.1.1', mfa: 'yes', mfaAgeSeconds: -1 },
         explain: 'yes',
         mode: 'merge',
         policies: [
           policyBody,
           { ...policyBody, effect: 'permit', principals: ['role:ok', 'group:x'] },
-          { ...policyBody, id: 'pol_nope', conditions: { ip: { allowlist: ['10.0.0.0/33'] } } },
-          { ...policyBody, id: 'draft_0' },
+          { ...policyBody, id: 'pol_nope', conditions: { ip: { allowlist: ['10.0.0.0/33'] }, mfa: { maxAgeSeconds: 0 } } },
+          { ...policyBody, id: 'draft_0', conditions: { mfa: false } },
         ],
       },
     });
@@ -155,10 +166,14 @@ describe('policies: the policy service rules, at the gateway, all at once', () =
       'principal',
       'action',
       'context.ip',
+      'context.mfa',
+      'context.mfaAgeSeconds',
       'policies[1].effect',
       'policies[1].principals[1]',
       'policies[2].conditions.ip.allowlist[0]',
+      'policies[2].conditions.mfa.maxAgeSeconds',
       'policies[2].id',
+      'policies[3].conditions.mfa',
       'policies[3].id',
       'explain',
     ]);
@@ -176,11 +191,12 @@ describe('policies: the policy service rules, at the gateway, all at once', () =
   it('simulate: a fault the policy service names by its own field is named by the path in this body (ip → context.ip)', async () => {
     fakePolicy.simulateError = AppError.invalid([
       { field: 'ip', message: 'must be an IPv4 or IPv6 address' },
+      { field: 'mfaAgeSeconds', message: 'must be an integer of at least 0' },
       { field: 'policies[0].effect', message: 'must be allow or deny' },
     ]);
     const res = await call(gw, 'POST', '/v1/policies/simulate', { json: { principal: `user:${userId}`, action: 'read', resource: '/x', context: { ip: '10.0.0.1' } } });
     expectError(res, 400, 'invalid_request');
-    expect(detailsOf(res).map((d) => d.field)).toEqual(['context.ip', 'policies[0].effect']);
+    expect(detailsOf(res).map((d) => d.field)).toEqual(['context.ip', 'context.mfaAgeSeconds', 'policies[0].effect']);
   });
 
   it('documents the shared rules: effect enum, list bounds, conditions, minProperties of PATCH', async () => {

@@ -147,6 +147,10 @@ describe('GET /v1/openapi.json', () => {
     expect(json('/v1/policies/simulate', 'post', '200').properties.data).toEqual({ $ref: '#/components/schemas/SimulationResult' });
     expect(json('/v1/logs/{id}', 'get', '200').properties.data).toEqual({ $ref: '#/components/schemas/LogEntry' });
     expect(json('/v1/logs/export/{id}', 'get', '200').properties.data).toEqual({ $ref: '#/components/schemas/LogExport' });
+    // The error code is one of the table's, mfa_required (a step-up) included, under 403 with the challenge header.
+    expect(doc.components.schemas.Error.properties.error.properties.code.enum).toEqual(expect.arrayContaining(['forbidden', 'mfa_required', 'invalid_request']));
+    expect(doc.components.responses.Forbidden.description).toContain('mfa_required');
+    expect(doc.components.responses.Forbidden.headers['WWW-Authenticate']).toEqual({ $ref: '#/components/headers/WWW-Authenticate' });
     // Every reference resolves.
     const refs = [...JSON.stringify(doc).matchAll(/"\$ref":"#\/components\/(\w+)\/([\w-]+)"/g)];
     for (const [, kind, name] of refs) expect(doc.components[kind!]?.[name!]).toBeDefined();

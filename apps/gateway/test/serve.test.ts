@@ -52,12 +52,18 @@ describe('requireCredential', () => {
 });
 
 describe('authorizePolicy', () => {
-  const policy = (allowed: boolean) => ({ authorize: jest.fn(async (_input: { action: string; resource: string }, _call: unknown) => ({ allowed })) });
+  type AuthorizeInput = { action: string; resource: string; mfa: boolean; mfaAgeSeconds: number };
+  const policy = (allowed: boolean, stepUp: { mfaRequired?: boolean; mfaMaxAgeSeconds?: number } = {}) => ({
+    authorize: jest.fn(async (_input: AuthorizeInput, _call: unknown) => ({ allowed, mfaRequired: false, mfaMaxAgeSeconds: 0, ...stepUp })),
+  });
+  /** 2023-11-14T22:13:20Z, in milliseconds: the clock of these tests. */
+  const NOW = 1_700_000_000_000;
+  const clock = () => NOW;
 
   it('asks the policies for users, with the action of the method or the route', async () => {
     const p = policy(true);
-    await authorizePolicy({ method: 'delete' }, request(), user, p as never, 1000);
-    await authorizePolicy({ method: 'post', action: 'simulate' }, request({ path: '/policies/simulate' }), user, p as never, 1000);
+    await authorizePolicy({ method: 'delete' }, request(), user, p as never, 1000, response());
+    await authorizePolicy({ method: 'post', action: 'simulate' }, request({ path: '/policies/simulate' }), user, p as never, 1000, response());
     expect(p.authorize.mock.calls.map(([input]) => [input.action, input.resource])).toEqual([
       ['delete', '/users/user_2'],
       ['simulate', '/policies/simulate'],
@@ -65,11 +71,75 @@ describe('authorizePolicy', () => {
   });
 
   it('refuses what the policies deny; never asks for API keys or a user acting on its own credential', async () => {
-    expect(await thrown(() => authorizePolicy({ method: 'get' }, request(), user, policy(false) as never, 1000))).toMatchObject({ code: 'forbidden', message: 'Denied by policy' });
+    expect(await thrown(() => authorizePolicy({ method: 'get' }, request(), user, policy(false) as never, 1000, response()))).toMatchObject({
+      code: 'forbidden',
+      message: 'Denied by policy',
+    });
     const p = policy(false);
-    await authorizePolicy({ method: 'get' }, request(), apiKey(), p as never, 1000);
-    await authorizePolicy({ method: 'post', ownCredential: () => true }, request(), user, p as never, 1000);
+    await authorizePolicy({ method: 'get' }, request(), apiKey(), p as never, 1000, response());
+    await authorizePolicy({ method: 'post', ownCredential: () => true }, request(), user, p as never, 1000, response());
     expect(p.authorize).not.toHaveBeenCalled();
+  });
+
+  it('says whether the credential carries a completed MFA and its age in seconds (never negative)', async () => {
+    const p = policy(true);
+    const at = (mfaAt: number | undefined): Principal => ({ ...user, ...(mfaAt === undefined ? {} : { mfaAt }) });
+    await authorizePolicy({ method: 'get' }, request(), at(undefined), p as never, 1000, response(), clock);
+    await authorizePolicy({ method: 'get' }, request(), at(NOW / 1000 - 125), p as never, 1000, response(), clock);
+    await authorizePolicy({ method: 'get' }, request(), at(NOW / 1000), p as never, 1000, response(), clock);
+    // a clock behind the identity service's
+    await authorizePolicy({ method: 'get' }, request(), at(NOW / 1000 + 30), p as never, 1000, response(), clock);
+    expect(p.authorize.mock.calls.map(([input]) => [input.mfa, input.mfaAgeSeconds])).toEqual([
+      [false, 0],
+      [true, 125],
+      [true, 0],
+      [true, 0],
+    ]);
+  });
+
+  it('answers mfa_required (403) when an MFA would allow it: a session gets no challenge header', async () => {
+    const res = response();
+    const err = await thrown(() => authorizePolicy({ method: 'get' }, request(), user, policy(false, { mfaRequired: true }) as never, 1000, res));
+    expect(err).toMatchObject({
+      code: 'mfa_required',
+      httpStatus: 403,
+      message: 'Multi-factor authentication required: step up with POST /v1/auth/step-up',
+      details: [{ field: 'mfa', message: 'a multi-factor authentication is required' }],
+    });
+    expect(res.headers).toEqual({});
+    const recent = await thrown(() => authorizePolicy({ method: 'get' }, request(), { ...user, mfaAt: NOW / 1000 - 900 }, policy(false, { mfaRequired: true, mfaMaxAgeSeconds: 300 }) as never, 1000, res, clock));
+    expect(recent).toMatchObject({
+      code: 'mfa_required',
+      message: 'Multi-factor authentication required (completed within the last 300 seconds): step up with POST /v1/auth/step-up',
+      details: [{ field: 'mfa', message: 'a multi-factor authentication within the last 300 seconds is required' }],
+    });
+    expect(res.headers).toEqual({});
+  });
+
+  it('gives an OAuth access token (jwt) the RFC 9470 challenge, with max_age when there is one', async () => {
+    const jwtUser: Principal = { ...user, keyType: 'jwt', scopes: ['read:users'], clientId: 'cli_1' };
+    const res = response();
+    const err = await thrown(() => authorizePolicy({ method: 'get' }, request(), jwtUser, policy(false, { mfaRequired: true }) as never, 1000, res));
+    expect(err).toMatchObject({
+      code: 'mfa_required',
+      message: 'Multi-factor authentication required: step up with POST /v1/auth/step-up',
+      details: [{ field: 'mfa', message: 'a multi-factor authentication is required: request a new access token with acr_values=urn:secsvc:acr:mfa' }],
+    });
+    expect(res.headers['WWW-Authenticate']).toBe(
+      'Bearer error="insufficient_user_authentication", error_description="A multi-factor authentication is required", acr_values="urn:secsvc:acr:mfa"',
+    );
+    const withMax = response();
+    const recent = await thrown(() => authorizePolicy({ method: 'get' }, request(), jwtUser, policy(false, { mfaRequired: true, mfaMaxAgeSeconds: 60 }) as never, 1000, withMax));
+    expect(recent!.details).toEqual([
+      { field: 'mfa', message: 'a multi-factor authentication within the last 60 seconds is required: request a new access token with acr_values=urn:secsvc:acr:mfa and max_age=60' },
+    ]);
+    expect(withMax.headers['WWW-Authenticate']).toBe(
+      'Bearer error="insufficient_user_authentication", error_description="A multi-factor authentication within the last 60 seconds is required", acr_values="urn:secsvc:acr:mfa", max_age=60',
+    );
+    // a plain denial of a JWT caller: forbidden, no challenge
+    const denied = response();
+    expect(await thrown(() => authorizePolicy({ method: 'get' }, request(), jwtUser, policy(false) as never, 1000, denied))).toMatchObject({ code: 'forbidden' });
+    expect(denied.headers).toEqual({});
   });
 });
 

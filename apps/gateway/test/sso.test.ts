@@ -15,7 +15,7 @@ import { createApp, type GatewayDeps } from '../src/app';
 import { parseIdpMetadata } from '../src/sso/metadata';
 import { spUrls, type SpKeys } from '../src/sso/sp';
 import { VALID_KEY, type IdentityPort } from './support/fake-identity';
-import { FakeSsoIdentity } from './support/fake-sso-identity';
+import { FAKE_TOTP_CODE, FakeSsoIdentity } from './support/fake-sso-identity';
 import { assertionXml, encryptAssertion, samlId, selfSignedCertificate, signAssertion, signRoot, startTestIdp, wrapResponse, type EncryptionOptions, type ResponseOptions, type TestIdp } from './support/saml-idp';
 
 const BASE = 'https://sp.example.com';
@@ -167,7 +167,7 @@ describe('connections API', () => {
     const { entityId, metadataUrl, acsUrl, loginUrl, sloUrl } = spUrls(BASE, c.id);
     expect(c.sp).toEqual({ entityId, metadataUrl, acsUrl, loginUrl, sloUrl });
     const get = (await (await fetch(`${url}/v1/sso/connections/${c.id}`, { headers: auth })).json()) as { data: unknown };
-    expect(get.data).toMatchObject({ id: c.id, defaultRoles: ['role_reader'], attributeMapping: { email: 'mail' }, allowIdpInitiated: false, idp: { entityId: idp.entityId } });
+    expect(get.data).toMatchObject({ id: c.id, defaultRoles: ['role_reader'], attributeMapping: { email: 'mail' }, allowIdpInitiated: false, requireMfa: false, idp: { entityId: idp.entityId } });
     const list = (await (await fetch(`${url}/v1/sso/connections`, { headers: auth })).json()) as { data: { id: string }[] };
     expect(list.data.map((x) => x.id)).toContain(c.id);
     const patched = await fetch(`${url}/v1/sso/connections/${c.id}`, { method: 'PATCH', headers: auth, body: JSON.stringify({ allowIdpInitiated: true }) });
@@ -259,6 +259,153 @@ describe('SP endpoints', () => {
     const out = await postAcs(c.id, idp.response(base(c, 'opaque-id-123', { attributes: { mail: 'grace@acme.example.com', displayName: 'Grace H' } })));
     expect(out.status).toBe(200);
     expect(fake.logins.at(-1)).toMatchObject({ email: 'grace@acme.example.com', name: 'Grace H', nameId: 'opaque-id-123' });
+  });
+});
+
+describe('connections that require MFA the IdP did not assert (requireMfa)', () => {
+  const PASSWORD_CLASS = 'urn:oasis:names:tc:SAML:2.0:ac:classes:PasswordProtectedTransport';
+  const form = { 'content-type': 'application/x-www-form-urlencoded' };
+  const unescape = (v: string) => v.replace(/&quot;/g, '"').replace(/&#39;/g, "'").replace(/&lt;/g, '<').replace(/&gt;/g, '>').replace(/&amp;/g, '&');
+
+  interface MfaPage {
+    status: number;
+    html: string;
+    /** The CSRF cookie the page set (name=value). */
+    csrfCookie: string;
+    /** The TOTP form: its action and fields. */
+    action: string;
+    fields: Record<string, string>;
+  }
+
+  /** The MFA page a response is: its CSRF cookie and its TOTP form. */
+  async function mfaPageOf(res: Response): Promise<MfaPage> {
+    expect(res.headers.get('content-type')).toMatch(/^text\/html/);
+    const html = await res.text();
+    const setCookie = res.headers.get('set-cookie') ?? '';
+    // Only the CSRF cookie: no session before the second step.
+    expect(setCookie).toMatch(/^__Host-secsvc_saml_csrf=[A-Za-z0-9_-]{43}; Path=\/; HttpOnly; SameSite=Strict; Secure; Max-Age=600$/);
+    const totpForm = [...html.matchAll(/<form method="post" action="([^"]+)"[^>]*>([\s\S]*?)<\/form>/g)].find((m) => m[2]!.includes('name="mfa_type" value="totp"'));
+    expect(totpForm).toBeDefined();
+    const fields = Object.fromEntries([...totpForm![2]!.matchAll(/<input type="hidden" name="([^"]+)" value="([^"]*)">/g)].map((m) => [m[1]!, unescape(m[2]!)]));
+    return { status: res.status, html, csrfCookie: setCookie.slice(0, setCookie.indexOf(';')), action: unescape(totpForm![1]!), fields };
+  }
+
+  /** The TOTP form posted with `code` (and the page's CSRF cookie unless `cookie` says otherwise). */
+  const answer = (page: MfaPage, code: string, cookie: string | undefined = page.csrfCookie) =>
+    fetch(`${url}${page.action}`, { method: 'POST', headers: { ...form, ...(cookie ? { cookie } : {}) }, body: new URLSearchParams({ ...page.fields, code }), redirect: 'manual' });
+
+  const acs = (connectionId: string, samlResponse: string, relayState = '') =>
+    fetch(`${url}/v1/sso/saml/${connectionId}/acs`, { method: 'POST', headers: form, body: new URLSearchParams({ SAMLResponse: samlResponse, RelayState: relayState }), redirect: 'manual' });
+
+  it('is off by default, set at creation, changed by an update, and must be a boolean', async () => {
+    const off = await connection();
+    expect(off).toMatchObject({ requireMfa: false });
+    const on = await connection({ requireMfa: true });
+    expect(on).toMatchObject({ requireMfa: true });
+    const patched = await fetch(`${url}/v1/sso/connections/${off.id}`, { method: 'PATCH', headers: auth, body: JSON.stringify({ requireMfa: true }) });
+    expect(((await patched.json()) as { data: { requireMfa: boolean } }).data.requireMfa).toBe(true);
+    const bad = await createConnection({ name: 'Bad', idpMetadataXml: idp.metadata(), domains: ['bad-mfa.example.com'], requireMfa: 'yes' });
+    expect([bad.status, bad.body.error?.details[0]?.field]).toEqual([400, 'requireMfa']);
+  });
+
+  it('passes the AuthnContextClassRef and Microsoft\'s authnmethodsreferences to identity; an assertion that says MFA signs in at once', async () => {
+    const c = await connection({ requireMfa: true, allowIdpInitiated: true });
+    const refeds = await postAcs(c.id, idp.response(base(c, 'mfa@acme.example.com', { authnContextClassRef: 'https://refeds.org/profile/mfa' })));
+    expect(refeds.status).toBe(200);
+    expect(refeds.body.data).toMatchObject({ token: expect.stringMatching(/^ses_/) });
+    expect(fake.logins.at(-1)!.authnContextClassRefs).toEqual(['https://refeds.org/profile/mfa']);
+    const entra = await postAcs(
+      c.id,
+      idp.response(base(c, 'entra@acme.example.com', { attributes: { 'http://schemas.microsoft.com/claims/authnmethodsreferences': 'http://schemas.microsoft.com/claims/multipleauthn' } })),
+    );
+    expect(entra.status).toBe(200);
+    expect(fake.logins.at(-1)!.authnContextClassRefs).toEqual([PASSWORD_CLASS, 'http://schemas.microsoft.com/claims/multipleauthn']);
+  });
+
+  it('IdP-initiated into the app: the MFA page (no session yet); a wrong code shows it again; the right one signs in and goes to the app', async () => {
+    const c = await connection({ requireMfa: true, allowIdpInitiated: true, initiateLoginUrl: 'https://app.example.com/start' });
+    const res = await acs(c.id, idp.response(base(c, 'second@acme.example.com')));
+    expect(res.status).toBe(200);
+    expect(res.headers.get('cache-control')).toBe('no-store');
+    expect(res.headers.get('content-security-policy')).toMatch(/form-action 'self'/);
+    expect(fake.logins.at(-1)!.authnContextClassRefs).toEqual([PASSWORD_CLASS]);
+    const page = await mfaPageOf(res);
+    expect(page.html).toContain('Two-step verification');
+    // Every form of the page posts to this connection's /mfa, never to the OAuth endpoint.
+    expect(page.html).not.toContain('/oauth/authorize');
+    expect(page.action).toBe(`/v1/sso/saml/${c.id}/mfa`);
+    expect(page.fields).toMatchObject({ mfa_token: expect.stringMatching(/^mft_/), mfa_type: 'totp', idp_initiated: '1', provisioned: '1', csrf_token: page.csrfCookie.split('=')[1] });
+
+    // Without the CSRF cookie (a form posted from elsewhere): refused, nothing used up.
+    const forged = await answer(page, FAKE_TOTP_CODE, '');
+    expect(forged.status).toBe(403);
+    expect(await answer(page, FAKE_TOTP_CODE, '__Host-secsvc_saml_csrf=' + 'x'.repeat(43))).toMatchObject({ status: 403 });
+    expect(fake.mfaLogins).toHaveLength(0);
+
+    const wrong = await answer(page, '000000');
+    expect(wrong.status).toBe(401);
+    const again = await mfaPageOf(wrong);
+    expect(again.html).toContain('That code is not right');
+    expect(again.fields.mfa_token).toBe(page.fields.mfa_token);
+    const malformed = await answer(again, 'abc');
+    expect(malformed.status).toBe(400);
+    expect(await malformed.text()).toContain('Enter the 6-digit code');
+
+    const ok = await answer(again, FAKE_TOTP_CODE);
+    expect(ok.status).toBe(303);
+    expect(ok.headers.get('location')).toBe(`https://app.example.com/start?iss=${encodeURIComponent(BASE)}`);
+    expect(ok.headers.get('set-cookie')).toMatch(/^secsvc_oauth_session=ses_token_\d+; Path=\/oauth; HttpOnly; SameSite=Lax; Secure; Max-Age=86400$/);
+    expect(fake.mfaLogins.at(-1)).toMatchObject({ environment: 'live', mfaToken: page.fields.mfa_token, proof: { type: 'totp', code: FAKE_TOTP_CODE } });
+    // The token works once.
+    const reused = await answer(again, FAKE_TOTP_CODE);
+    expect(reused.status).toBe(400);
+    expect(((await reused.json()) as { error: { details: { field: string }[] } }).error.details[0]!.field).toBe('mfa_token');
+  });
+
+  it('a user without a factor gets the page telling them to ask an administrator, with no form to answer', async () => {
+    const c = await connection({ requireMfa: true, allowIdpInitiated: true });
+    const res = await acs(c.id, idp.response(base(c, 'nofactor@acme.example.com')));
+    expect(res.status).toBe(200);
+    expect(res.headers.get('set-cookie')).not.toMatch(/secsvc_oauth_session/);
+    const html = await res.text();
+    expect(html).toContain('Ask your administrator to set one up');
+    expect(html).not.toContain('<form');
+  });
+
+  it('SP-initiated from the OAuth login page: after the continuation, the MFA page; then signed in there and back into the authorization request', async () => {
+    const c = await connection({ requireMfa: true });
+    const oauthQuery = 'client_id=cli_x&redirect_uri=https%3A%2F%2Fapp.example.com%2Fcb&state=s1';
+    const start = await fetch(`${url}/v1/sso/saml/${c.id}/login?oauth=${encodeURIComponent(oauthQuery)}`, { redirect: 'manual' });
+    const xml = inflateRawSync(Buffer.from(new URL(start.headers.get('location')!).searchParams.get('SAMLRequest')!, 'base64')).toString('utf8');
+    const bindingCookie = start.headers.get('set-cookie')!.split(';')[0]!;
+    const res = await acs(c.id, idp.response(base(c, 'oauth-mfa@acme.example.com', { inResponseTo: /ID="([^"]+)"/.exec(xml)![1]! })));
+    const next = continuation(res)!;
+    const page = await mfaPageOf(await fetch(`${url}${next}`, { headers: { cookie: bindingCookie }, redirect: 'manual' }));
+    expect(page.status).toBe(200);
+    expect(page.fields).toMatchObject({ return_to: oauthQuery });
+    expect(page.fields.idp_initiated).toBeUndefined();
+    const ok = await answer(page, FAKE_TOTP_CODE);
+    expect(ok.status).toBe(303);
+    expect(ok.headers.get('location')).toBe(`${BASE}/oauth/authorize?${oauthQuery}`);
+    expect(ok.headers.get('set-cookie')).toMatch(/^secsvc_oauth_session=ses_token_\d+;/);
+  });
+
+  it('SP-initiated without the OAuth page: the JSON answer a login without the second step gets', async () => {
+    const c = await connection({ requireMfa: true });
+    const { requestId, cookie } = await login(c.id, 'relay-9');
+    const res = await acs(c.id, idp.response(base(c, 'json-mfa@acme.example.com', { inResponseTo: requestId })), 'relay-9');
+    const page = await mfaPageOf(await fetch(`${url}${continuation(res)!}`, { headers: { cookie }, redirect: 'manual' }));
+    expect(page.fields).toMatchObject({ relay_state: 'relay-9' });
+    const ok = await answer(page, FAKE_TOTP_CODE);
+    expect(ok.status).toBe(200);
+    expect(((await ok.json()) as { data: unknown }).data).toEqual({
+      token: expect.stringMatching(/^ses_token_\d+$/),
+      expiresAt: expect.any(String),
+      userId: 'user_x',
+      provisioned: true,
+      connectionId: c.id,
+      relayState: 'relay-9',
+    });
   });
 });
 

@@ -54,6 +54,9 @@ export function parseMailbox(value: string): Mailbox | undefined {
   return name ? { name, address: m[3]! } : { address: m[3]! };
 }
 
+/** The issuer when ISSUER is not set: the gateway's default origin. */
+export const DEFAULT_ISSUER = 'http://127.0.0.1:8080';
+
 export const identityConfigShape = {
   ...commonConfig,
   ...databaseConfig,
@@ -65,7 +68,7 @@ export const identityConfigShape = {
   ...grpcTlsConfig,
   ADMIN_PORT: env.port(9101),
   /** Issuer (iss) of access tokens: the public origin of the gateway. */
-  ISSUER: z.string().url('must be a URL').default('http://127.0.0.1:8080'),
+  ISSUER: z.string().url('must be a URL').default(DEFAULT_ISSUER),
   /** Audience (aud) of access tokens. */
   JWT_AUDIENCE: z.string().min(1).default('secsvc'),
   ACCESS_TOKEN_TTL_SECONDS: env.int(900, 60, 86_400),
@@ -96,6 +99,18 @@ export const identityConfigShape = {
   SMTP_TIMEOUT_MS: env.int(10_000, 100, 600_000),
   /** smtp:// only: refuse to send unless the server upgrades the connection with STARTTLS. */
   SMTP_REQUIRE_TLS: env.bool(true),
+  /** WebAuthn relying party id (a domain name: passkeys do not work on an IP address); default: ISSUER's host. */
+  WEBAUTHN_RP_ID: z
+    .string()
+    .regex(/^(?!\d+\.\d+\.\d+\.\d+$)[a-z0-9.-]+$/i, 'must be a domain name such as example.com or localhost (not an IP address)')
+    .optional(),
+  /** The name authenticators show for this service. */
+  WEBAUTHN_RP_NAME: z.string().min(1).max(64).default('Security Service'),
+  /** Origins passkey ceremonies may run on (comma-separated); default: ISSUER's origin. */
+  WEBAUTHN_ORIGINS: z
+    .string()
+    .refine((v) => v.split(',').every((o) => /^https?:\/\/[^/\s]+$/.test(o.trim())), 'must be origins such as https://app.example.com, comma-separated')
+    .optional(),
   BOOTSTRAP_API_KEY: z
     .string()
     .regex(/^svc_sk_[A-Za-z0-9_-]{32,200}$/, 'must be svc_sk_ followed by at least 32 url-safe characters')

@@ -35,6 +35,10 @@ const RULES: Rule[] = [
   // Request and assertion ids are needed until they expire (replay and InResponseTo checks), not after.
   { table: 'saml_requests', key: 'id', where: `expires_at < now()` },
   { table: 'saml_assertions', key: 'connection_id, assertion_id', where: `expires_at < now()` },
+  // MFA challenges live minutes (a login's second step, WebAuthn ceremonies); a day past expiry they are of no use.
+  { table: 'mfa_challenges', key: 'id', where: `expires_at < now() - interval '1 day'` },
+  // TOTP enrollments never confirmed within a day: the secret shown then is abandoned.
+  { table: 'mfa_factors', key: 'id', where: `kind = 'totp' AND confirmed_at IS NULL AND created_at < now() - interval '1 day'` },
 ];
 
 const LOCK = 'secsvc:identity:retention';

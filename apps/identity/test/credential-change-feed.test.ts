@@ -90,4 +90,23 @@ describe('WatchCredentialChanges', () => {
       await feed.stop();
     }
   });
+
+  it('announces a session step-up as auth:<id> (not a revocation), a revocation as the id, and nothing for a use of a key', async () => {
+    const feed = new CredentialChangeFeed(db.url, logger);
+    await feed.start();
+    const changes: string[] = [];
+    try {
+      feed.subscribe({ onChange: (id) => changes.push(id), onReset: () => undefined });
+      await pool.query(`INSERT INTO users (id, environment, email, name) VALUES ('user_stepup', 'live', 'stepup@example.com', 'S')`);
+      await pool.query(`INSERT INTO sessions (id, environment, user_id, token_hash, expires_at) VALUES ('ses_stepup', 'live', 'user_stepup', '\\x0203', now() + interval '1 hour')`);
+      await pool.query(`UPDATE api_keys SET last_used_at = now() WHERE id = 'key_feed'`);
+      await pool.query(`UPDATE sessions SET mfa_at = now(), amr = '{pwd,otp,mfa}', acr = 'urn:secsvc:acr:mfa' WHERE id = 'ses_stepup'`);
+      await until(() => changes.length === 1);
+      await pool.query(`UPDATE sessions SET revoked_at = now() WHERE id = 'ses_stepup'`);
+      await until(() => changes.length === 2);
+      expect(changes).toEqual(['auth:ses_stepup', 'ses_stepup']);
+    } finally {
+      await feed.stop();
+    }
+  });
 });

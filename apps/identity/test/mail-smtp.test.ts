@@ -80,7 +80,7 @@ describeSmtp('password reset mail over SMTP', () => {
     const token = /prt_[A-Za-z0-9_-]{49}/.exec(got.body!)?.[0];
     expect(token).toBeDefined();
     expect(await identityRpc(ctx).confirmPasswordReset({ environment: 'live', token: token!, password: 'a brand new passphrase' }, call())).toEqual({});
-    const session = await identityRpc(ctx).login({ environment: 'live', email: u.email, password: 'a brand new passphrase', ip: '203.0.113.9', userAgent: 'jest', expiresInSeconds: 0, oauthClientId: '' }, call());
+    const session = await identityRpc(ctx).login({ environment: 'live', email: u.email, password: 'a brand new passphrase', ip: '203.0.113.9', userAgent: 'jest', expiresInSeconds: 0, oauthClientId: '' }, call()).then((r) => r.session!);
     expect(session.token).toMatch(/^sst_/);
     await until(queueEmpty);
     expect(await count('identity_mail_sent_total', { transport: 'smtp' })).toBe(1);

@@ -8,6 +8,7 @@ import type { IdentityConfig } from '../src/config';
 import type { IdentityContext } from '../src/context';
 import { CredentialChangeFeed } from '../src/domain/credential-change-feed';
 import { masterKey, SigningKeyStore } from '../src/domain/signing-keys';
+import { base32Decode, hotp, timeStep } from '../src/domain/totp';
 import type { MailQueue } from '../src/mail/queue';
 import { closeIdentityTestDb, identityTestDb, type IdentityTestDb } from './support/db';
 import { capturingTransport, testQueue } from './support/mail';
@@ -698,5 +699,95 @@ describe('client authentication cached while the change feed is live', () => {
     expect((await grant(c, 'read:logs')).error).toBe('');
     await live.deleteOAuthClient({ environment: 'live', id: c.id }, call());
     expect(await grant(c)).toMatchObject({ error: 'invalid_client', status: 401 });
+  });
+});
+
+describe('how the user authenticated: amr, acr and auth_time (OpenID Connect Core 2, RFC 8176, RFC 9068)', () => {
+  const seconds = (iso: string) => Math.floor(Date.parse(iso) / 1000);
+  const jwks = async () => createLocalJWKSet(JSON.parse((await rpc.getJwks()).jwksJson));
+
+  /** A user with a password and a confirmed authenticator app, and the code of the next time step (for the login). */
+  async function userWithTotp() {
+    const u = await rpc.createUser({ environment: 'live', email: `mfa${n++}@example.com`, name: 'M', roles: [], metadataJson: '' }, call());
+    await rpc.setPassword({ environment: 'live', userId: u.id, password: PASSWORD }, call());
+    const passwordSession = (await rpc.login({ environment: 'live', email: u.email, password: PASSWORD, ip: '', userAgent: 'jest', expiresInSeconds: 0, oauthClientId: '' }, call())).session!;
+    const enrollment = await rpc.enrollTotp({ environment: 'live', userId: u.id, name: 'Phone' });
+    const secret = base32Decode(enrollment.secret);
+    const step = timeStep(Date.now());
+    await rpc.confirmTotp({ environment: 'live', userId: u.id, factorId: enrollment.factor!.id, code: hotp(secret, step), ip: '' }, call());
+    return { user: u, passwordSession, nextCode: hotp(secret, step + 1) };
+  }
+
+  it('tokens from a password session say pwd and one factor; from an MFA session otp, mfa and the time of the MFA', async () => {
+    const c = await newClient();
+    const { user, passwordSession, nextCode } = await userWithTotp();
+    expect(passwordSession.session).toMatchObject({ amr: ['pwd'], acr: 'urn:secsvc:acr:1fa' });
+    const one = await exchange(c, await codeFor(c, passwordSession.token));
+    const onePassword = { amr: ['pwd'], acr: 'urn:secsvc:acr:1fa', auth_time: seconds(passwordSession.session!.createdAt!) };
+    expect((await jwtVerify(one.accessToken, await jwks(), { issuer: config.ISSUER, audience: 'secsvc' })).payload).toMatchObject(onePassword);
+    expect((await jwtVerify(one.idToken, await jwks(), { issuer: config.ISSUER, audience: c.id })).payload).toMatchObject(onePassword);
+
+    // With the authenticator configured, a login needs its second step; the session records both factors.
+    const challenge = await rpc.login({ environment: 'live', email: user.email, password: PASSWORD, ip: '', userAgent: 'jest', expiresInSeconds: 0, oauthClientId: c.id }, call());
+    expect(challenge.session).toBeUndefined();
+    const mfaSession = await rpc.completeMfaLogin(
+      { environment: 'live', mfaToken: challenge.mfa!.mfaToken, proof: { type: 'totp', code: nextCode, credentialJson: '' }, ip: '', userAgent: 'jest' },
+      call(),
+    );
+    const mfaAt = seconds(mfaSession.session!.mfaAt!);
+    const withMfa = { amr: ['pwd', 'otp', 'mfa'], acr: 'urn:secsvc:acr:mfa', auth_time: mfaAt };
+    const two = await exchange(c, await codeFor(c, mfaSession.token));
+    const at = await jwtVerify(two.accessToken, await jwks(), { issuer: config.ISSUER, audience: 'secsvc' });
+    expect(at.payload).toMatchObject(withMfa);
+    expect((await jwtVerify(two.idToken, await jwks(), { issuer: config.ISSUER, audience: c.id })).payload).toMatchObject(withMfa);
+    const grant = (await pool.query('SELECT session_id, amr, acr FROM oauth_grants WHERE id = $1', [at.payload.sid])).rows[0];
+    expect(grant).toEqual({ session_id: mfaSession.session!.id, amr: ['pwd', 'otp', 'mfa'], acr: 'urn:secsvc:acr:mfa' });
+
+    // A refresh is no authentication: the grant keeps what its session had, even once the session is gone.
+    await rpc.revokeSession({ environment: 'live', token: mfaSession.token }, call());
+    const refreshed = await refreshWith(c, two.refreshToken);
+    expect(refreshed.error).toBe('');
+    expect(decodeJwt(refreshed.accessToken)).toMatchObject(withMfa);
+    expect(decodeJwt(refreshed.idToken)).toMatchObject(withMfa);
+
+    // Introspection tells the same of the access and refresh tokens, and of a session token its own.
+    expect(await introspect(c, refreshed.accessToken)).toMatchObject({ active: true, ...withMfa });
+    expect(await introspect(c, refreshed.refreshToken)).toMatchObject({ active: true, token_type: 'refresh_token', ...withMfa });
+    expect(await introspect(c, passwordSession.token)).toMatchObject({ active: true, token_type: 'session', ...onePassword });
+  });
+
+  it('session access tokens (IssueAccessToken) carry their session authentication; unknown values are left out', async () => {
+    const { user, passwordSession } = await userWithTotp();
+    const password = await rpc.issueAccessToken({ sessionToken: passwordSession.token });
+    expect(decodeJwt(password.accessToken)).toMatchObject({ sub: user.id, amr: ['pwd'], acr: 'urn:secsvc:acr:1fa', auth_time: seconds(passwordSession.session!.createdAt!) });
+    // A session the application opened says nothing of how its user authenticated, except when.
+    const { sessionToken, sessionId } = await userWithSession();
+    const opened = decodeJwt((await rpc.issueAccessToken({ sessionToken })).accessToken);
+    expect(opened).not.toHaveProperty('amr');
+    expect(opened).not.toHaveProperty('acr');
+    const created = (await pool.query('SELECT created_at FROM sessions WHERE id = $1', [sessionId])).rows[0].created_at as Date;
+    expect(opened.auth_time).toBe(Math.floor(created.getTime() / 1000));
+  });
+
+  it('client_credentials tokens have no user and no amr, acr or auth_time', async () => {
+    const c = await newClient();
+    const cc = await rpc.token(tokenReq({ grantType: 'client_credentials', clientId: c.id, clientSecret: c.secret }), call());
+    const claims = decodeJwt(cc.accessToken);
+    for (const claim of ['amr', 'acr', 'auth_time']) expect(claims).not.toHaveProperty(claim);
+    const answer = await introspect(c, cc.accessToken);
+    expect(answer.active).toBe(true);
+    for (const claim of ['amr', 'acr', 'auth_time']) expect(answer).not.toHaveProperty(claim);
+  });
+
+  it('max_age counts from the latest MFA of the session, else from its login', async () => {
+    const c = await newClient();
+    const { sessionToken, sessionId } = await userWithSession();
+    await pool.query(`UPDATE sessions SET created_at = now() - interval '1 hour' WHERE id = $1`, [sessionId]);
+    expect((await rpc.authorize(authParams(c.id, { sessionToken, maxAge: '600' }), call())).outcome).toBe('login');
+    await pool.query(`UPDATE sessions SET mfa_at = now() - interval '1 minute', amr = '{pwd,otp,mfa}', acr = 'urn:secsvc:acr:mfa' WHERE id = $1`, [sessionId]);
+    const code = await codeFor(c, sessionToken, { maxAge: '600' });
+    const tokens = await exchange(c, code);
+    const mfaAt = (await pool.query('SELECT mfa_at FROM sessions WHERE id = $1', [sessionId])).rows[0].mfa_at as Date;
+    expect(decodeJwt(tokens.idToken).auth_time).toBe(Math.floor(mfaAt.getTime() / 1000));
   });
 });

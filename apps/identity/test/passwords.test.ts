@@ -32,7 +32,7 @@ async function userWithPassword(password = GOOD) {
   return u;
 }
 const logIn = (email: string, password: string, ip = '203.0.113.1') =>
-  rpc.login({ environment: 'live', email, password, ip, userAgent: 'jest', expiresInSeconds: 0, oauthClientId: '' }, call());
+  rpc.login({ environment: 'live', email, password, ip, userAgent: 'jest', expiresInSeconds: 0, oauthClientId: '' }, call()).then((r) => r.session!);
 
 async function resetMailFor(email: string): Promise<string> {
   for (let i = 0; i < 100; i++) {
@@ -156,7 +156,7 @@ describe('login', () => {
     expect((await rpc.verifySession({ environment: 'live', token })).valid).toBe(true);
     const { rows } = await pool.query(`SELECT payload FROM outbox WHERE event_type = 'user.login' AND payload->'target'->>'id' = $1`, [session!.id]);
     expect(rows[0].payload).toMatchObject({ result: 'success', actor: { id: u.id, type: 'user' }, context: { ip: '203.0.113.1', userAgent: 'jest' } });
-    expect(JSON.parse(rows[0].payload.metadataJson)).toEqual({ authMethod: 'password', mfaUsed: false });
+    expect(JSON.parse(rows[0].payload.metadataJson)).toEqual({ authMethod: 'password', mfaUsed: false, amr: ['pwd'] });
   });
 
   it('answers the same for a wrong password, an unknown email and a user without password', async () => {

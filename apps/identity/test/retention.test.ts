@@ -37,7 +37,7 @@ async function session(userId: string, expiresAt: Date, revokedAt: Date | null):
 }
 
 describe('retention sweep (30 days)', () => {
-  it('deletes ended sessions, spent tokens, old failures, dead grants and expired SAML ids; keeps the rest', async () => {
+  it('deletes ended sessions, spent tokens, old failures, dead grants, expired SAML ids and MFA challenges, abandoned TOTP enrollments; keeps the rest', async () => {
     const u = await user();
     const keep: Record<string, string[]> = {};
     const gone: Record<string, string[]> = {};
@@ -105,6 +105,17 @@ describe('retention sweep (30 days)', () => {
       const a = id('_as');
       await pool.query(`INSERT INTO saml_assertions (connection_id, assertion_id, expires_at) VALUES ($1, $2, $3)`, [conn, a, expires]);
       add(bucket, 'saml_assertions', a);
+    }
+
+    for (const [expires, bucket] of [[ago(2), gone], [ago(0.5), keep], [later(0.01), keep]] as const) {
+      const c = id('mfc');
+      await pool.query(`INSERT INTO mfa_challenges (id, environment, purpose, user_id, expires_at) VALUES ($1, 'live', 'login', $2, $3)`, [c, u, expires]);
+      add(bucket, 'mfa_challenges', c);
+    }
+    for (const [created, confirmed, bucket] of [[ago(2), null, gone], [ago(0.5), null, keep], [ago(40), ago(40), keep]] as const) {
+      const f = id('mfa');
+      await pool.query(`INSERT INTO mfa_factors (id, environment, user_id, kind, name, created_at, confirmed_at) VALUES ($1, 'live', $2, 'totp', 'T', $3, $4)`, [f, u, created, confirmed]);
+      add(bucket, 'mfa_factors', f);
     }
 
     const result = await sweepOnce(pool, { retentionDays: 30, batchSize: 2 });

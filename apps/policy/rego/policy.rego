@@ -194,7 +194,8 @@ segment_with_self(segment, id) := id if {
 } else := segment
 
 # Every condition holds. A missing or non-object `conditions` is no condition; a condition this program
-# does not know never holds (the policy service rejects unknown keys, so stored policies have none).
+# does not know never holds (the policy service rejects unknown keys, so stored policies have none). The known
+# conditions are ip (below) and mfa.
 conditions_hold(p) if {
 	not p.conditions
 } else if {
@@ -222,6 +223,47 @@ condition_holds("ip", condition) if {
 	is_string(cidr)
 	contains(cidr, ":") == contains(ip, ":")
 	net.cidr_contains(cidr, ip)
+}
+
+# mfa: the request's credential carries a completed multi-factor authentication (context.mfa is true) and,
+# when the condition gives maxAgeSeconds, context.mfaAgeSeconds is a number from 0 to maxAgeSeconds. The
+# condition is written `true` (any completed MFA) or as an object whose only key is the optional
+# maxAgeSeconds (`{}` is any completed MFA too). No context.mfa, a context.mfa other than true, a missing or
+# non-number age (or a negative one, or one above the maximum) while a maximum is set, a maximum that is not a
+# number, and any other form of the condition (false, a string, an object with another key) fail it.
+condition_holds("mfa", condition) if {
+	input.context.mfa == true
+	mfa_condition_satisfied(condition)
+}
+
+mfa_condition_satisfied(condition) if condition == true
+
+mfa_condition_satisfied(condition) if {
+	mfa_options(condition)
+	not has_key(condition, "maxAgeSeconds")
+}
+
+mfa_condition_satisfied(condition) if {
+	mfa_options(condition)
+	max := condition.maxAgeSeconds
+	is_number(max)
+	age := input.context.mfaAgeSeconds
+	is_number(age)
+	age >= 0
+	age <= max
+}
+
+# The object form of the mfa condition: `{}` or `{"maxAgeSeconds": ...}`, no other key.
+mfa_options(condition) if {
+	is_object(condition)
+	every key, _ in condition {
+		key == "maxAgeSeconds"
+	}
+}
+
+# Whether the object x has the key k (whatever its value, false and null included).
+has_key(x, k) if {
+	_ = x[k]
 }
 
 # The request's ip as compared with the allowlist (undefined when there is none to compare).
@@ -261,12 +303,15 @@ ends_in_single_colon(ip) if {
 #   {"allowed", "effect", "matched", "not_matched": [explanation, ...], "not_matched_count": n}
 #   explanation: {"id", "name", "effect",
 #                 "failed": "principal" | "action" | "resource" | "condition",
-#                 "condition": the condition that failed ("ip.allowlist"), null for the other parts,
-#                 "expected": the policy's patterns for that part (principals, actions or resources), or the
-#                             condition's CIDRs,
+#                 "condition": the condition that failed ("ip.allowlist", "mfa" or "mfa.maxAgeSeconds"),
+#                              null for the other parts,
+#                 "expected": the policy's patterns for that part (principals, actions or resources), the
+#                             condition's CIDRs, or for mfa its maxAgeSeconds as a decimal string ([] when none),
 #                 "actual": principal: the request's principal as patterns name it, `user:<id>` then
 #                           `role:<name>` for each `role_<name>` held (sorted); action or resource: the
-#                           request's; condition: the request's context.ip as given, null when absent}
+#                           request's; ip condition: the request's context.ip as given, null when absent; mfa
+#                           condition: the request's context.mfaAgeSeconds as a decimal string when
+#                           context.mfa is true and the age an integer, else null}
 # not_matched lists the drafts first, then the stored policies; within each group the nearest misses come
 # first (failed condition, then resource, action, principal), then by id. At most explain_limit entries are
 # listed; not_matched_count counts them all. Matched policies get nothing extra.
@@ -283,6 +328,8 @@ explained := {
 		"action": request_action,
 		"resource": request_resource,
 		"ip": request_given_ip,
+		"mfa": request_mfa,
+		"mfa_age": request_mfa_age,
 	}
 }
 
@@ -363,24 +410,51 @@ failure(p, request) := {"failed": "principal", "condition": null, "expected": li
 	not any_action_matches(p.actions)
 } else := {"failed": "resource", "condition": null, "expected": list_of(p, "resources"), "actual": request.resource} if {
 	not any_resource_matches(p.resources)
-} else := condition_failure(p, request.ip)
+} else := condition_failure(p, request)
 
 # The first condition (by key) that does not hold.
-condition_failure(p, ip) := f if {
+condition_failure(p, request) := f if {
 	conditions := conditions_of(p)
 	failing := sort([key | some key, condition in conditions; not condition_holds(key, condition)])
 	key := failing[0]
-	f := condition_explanation(key, conditions[key], ip)
+	f := condition_explanation(key, conditions[key], request)
 }
 
-condition_explanation(key, condition, ip) := {
+condition_explanation(key, condition, request) := {
 	"failed": "condition",
 	"condition": "ip.allowlist",
 	"expected": list_of(condition, "allowlist"),
-	"actual": ip,
+	"actual": request.ip,
 } if {
 	key == "ip"
-} else := {"failed": "condition", "condition": key, "expected": [], "actual": ip}
+} else := {
+	"failed": "condition",
+	"condition": mfa_failed_part(condition, request.mfa),
+	"expected": mfa_expected(condition),
+	"actual": request.mfa_age,
+} if {
+	key == "mfa"
+} else := {"failed": "condition", "condition": key, "expected": [], "actual": request.ip}
+
+# "mfa.maxAgeSeconds" when the request carries an MFA but the condition's maximum age is not met (the MFA is
+# too old, or its age unknown); "mfa" otherwise (no MFA, or a condition that cannot hold).
+mfa_failed_part(condition, mfa) := "mfa.maxAgeSeconds" if {
+	mfa == true
+	mfa_options(condition)
+	is_number(condition.maxAgeSeconds)
+} else := "mfa"
+
+# The condition's maxAgeSeconds as a decimal string, [] when it has none.
+mfa_expected(condition) := [text] if {
+	mfa_options(condition)
+	text := decimal(condition.maxAgeSeconds)
+} else := []
+
+# An integer as a decimal string (undefined for anything else).
+decimal(n) := format_int(n, 10) if {
+	is_number(n)
+	n == floor(n)
+}
 
 list_of(x, key) := x[key] if {
 	is_array(x[key])
@@ -401,4 +475,14 @@ request_resource := input.resource if {
 
 request_given_ip := input.context.ip if {
 	input.context.ip != null
+} else := null
+
+default request_mfa := false
+
+request_mfa if input.context.mfa == true
+
+# The age of the request's MFA as a decimal string: only when it carries one and the age is an integer.
+request_mfa_age := text if {
+	request_mfa
+	text := decimal(input.context.mfaAgeSeconds)
 } else := null

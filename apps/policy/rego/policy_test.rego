@@ -28,6 +28,13 @@ pol(id, effect, principals, actions, resources) := {
 	"conditions": {},
 }
 
+req_ctx(principal, context) := {"principal": principal, "action": "read", "resource": "/x", "context": context}
+
+pol_mfa(id, effect, condition) := object.union(
+	pol(id, effect, ["*"], ["*"], ["*"]),
+	{"conditions": {"mfa": condition}},
+)
+
 pol_ip(id, effect, allowlist) := object.union(
 	pol(id, effect, ["*"], ["*"], ["*"]),
 	{"conditions": {"ip": {"allowlist": allowlist}}},
@@ -295,6 +302,87 @@ test_unknown_condition_never_holds if {
 	not matches(p, req_ip(bob, "read", "/x", "10.0.0.1"))
 }
 
+test_mfa_true_holds_for_any_completed_mfa if {
+	p := pol_mfa("p", "allow", true)
+	matches(p, req_ctx(bob, {"mfa": true}))
+	matches(p, req_ctx(bob, {"mfa": true, "mfaAgeSeconds": 0}))
+	matches(p, req_ctx(bob, {"mfa": true, "mfaAgeSeconds": 31536000}))
+
+	# the age is not looked at without a maximum, whatever it is
+	matches(p, req_ctx(bob, {"mfa": true, "mfaAgeSeconds": -5}))
+	matches(p, req_ctx(bob, {"mfa": true, "mfaAgeSeconds": "old"}))
+}
+
+test_mfa_object_without_max_age_holds_for_any_completed_mfa if {
+	p := pol_mfa("p", "allow", {})
+	matches(p, req_ctx(bob, {"mfa": true}))
+	matches(p, req_ctx(bob, {"mfa": true, "mfaAgeSeconds": 999999}))
+	not matches(p, req_ctx(bob, {"mfa": false}))
+}
+
+test_mfa_fails_without_a_completed_mfa if {
+	every condition in [true, {}, {"maxAgeSeconds": 300}] {
+		p := pol_mfa("p", "allow", condition)
+		matches(p, req_ctx(bob, {"mfa": true, "mfaAgeSeconds": 0}))
+		not matches(p, req(bob, "read", "/x"))
+		not matches(p, object.remove(req(bob, "read", "/x"), ["context"]))
+		not matches(p, req_ctx(bob, {"mfa": false, "mfaAgeSeconds": 0}))
+		not matches(p, req_ctx(bob, {"mfa": null}))
+		not matches(p, req_ctx(bob, {"mfa": "true", "mfaAgeSeconds": 0}))
+		not matches(p, req_ctx(bob, {"mfa": 1, "mfaAgeSeconds": 0}))
+		not matches(p, req_ctx(bob, {"mfaAgeSeconds": 0}))
+		not matches(p, req_ctx(bob, {"ip": "10.0.0.1"}))
+	}
+}
+
+test_mfa_max_age_holds_from_0_to_the_max if {
+	p := pol_mfa("p", "allow", {"maxAgeSeconds": 300})
+	matches(p, req_ctx(bob, {"mfa": true, "mfaAgeSeconds": 0}))
+	matches(p, req_ctx(bob, {"mfa": true, "mfaAgeSeconds": 1}))
+	matches(p, req_ctx(bob, {"mfa": true, "mfaAgeSeconds": 299.5}))
+	matches(p, req_ctx(bob, {"mfa": true, "mfaAgeSeconds": 300}))
+	not matches(p, req_ctx(bob, {"mfa": true, "mfaAgeSeconds": 301}))
+	not matches(p, req_ctx(bob, {"mfa": true, "mfaAgeSeconds": 300.5}))
+	not matches(p, req_ctx(bob, {"mfa": true, "mfaAgeSeconds": -1}))
+}
+
+test_mfa_max_age_fails_on_a_missing_or_non_number_age if {
+	p := pol_mfa("p", "allow", {"maxAgeSeconds": 300})
+	not matches(p, req_ctx(bob, {"mfa": true}))
+	not matches(p, req_ctx(bob, {"mfa": true, "mfaAgeSeconds": null}))
+	not matches(p, req_ctx(bob, {"mfa": true, "mfaAgeSeconds": "10"}))
+	not matches(p, req_ctx(bob, {"mfa": true, "mfaAgeSeconds": true}))
+	not matches(p, req_ctx(bob, {"mfa": true, "mfaAgeSeconds": [10]}))
+}
+
+test_mfa_other_condition_forms_never_hold if {
+	every condition in [
+		false, null, "true", 1, [], [true],
+		{"maxAgeSeconds": "300"}, {"maxAgeSeconds": null}, {"maxAgeSeconds": false},
+		{"maxAgeSeconds": 300, "other": 1}, {"other": 1},
+	] {
+		not matches(pol_mfa("p", "allow", condition), req_ctx(bob, {"mfa": true, "mfaAgeSeconds": 0}))
+	}
+}
+
+test_mfa_and_ip_must_both_hold if {
+	p := object.union(pol("p", "allow", ["*"], ["*"], ["*"]), {"conditions": {
+		"ip": {"allowlist": ["10.0.0.0/8"]},
+		"mfa": {"maxAgeSeconds": 60},
+	}})
+	matches(p, req_ctx(bob, {"ip": "10.0.0.1", "mfa": true, "mfaAgeSeconds": 60}))
+	not matches(p, req_ctx(bob, {"ip": "11.0.0.1", "mfa": true, "mfaAgeSeconds": 60}))
+	not matches(p, req_ctx(bob, {"ip": "10.0.0.1", "mfa": true, "mfaAgeSeconds": 61}))
+	not matches(p, req_ctx(bob, {"ip": "10.0.0.1"}))
+}
+
+test_mfa_condition_on_a_deny if {
+	# a deny with an mfa condition applies only to requests that carry one
+	ps := [pol("a", "allow", ["*"], ["*"], ["*"]), pol_mfa("d", "deny", true)]
+	decide(ps, req_ctx(bob, {})).allowed
+	not decide(ps, req_ctx(bob, {"mfa": true})).allowed
+}
+
 test_all_parts_must_match if {
 	p := object.union(
 		pol("p", "allow", ["role:dev"], ["update"], ["/a/*"]),
@@ -546,6 +634,58 @@ test_explain_condition if {
 	why([p], req(bob, "read", "/x"))[0].actual == null
 	why([p], req_ip(bob, "read", "/x", "::ffff:11.0.0.1"))[0].actual == "::ffff:11.0.0.1"
 	why([p], req_ip(bob, "read", "/x", "::ffff:10.0.0.1")) == []
+}
+
+test_explain_mfa_without_a_completed_mfa if {
+	why([pol_mfa("p1", "allow", true)], req(bob, "read", "/x")) == [{
+		"id": "p1", "name": "name of p1", "effect": "allow", "failed": "condition", "condition": "mfa",
+		"expected": [], "actual": null,
+	}]
+	why([pol_mfa("p1", "allow", {})], req_ctx(bob, {"mfa": false, "mfaAgeSeconds": 5}))[0] == {
+		"id": "p1", "name": "name of p1", "effect": "allow", "failed": "condition", "condition": "mfa",
+		"expected": [], "actual": null,
+	}
+
+	# with a maximum age, the maximum is expected even when there was no MFA at all
+	why([pol_mfa("p1", "allow", {"maxAgeSeconds": 300})], req_ctx(bob, {"ip": "10.0.0.1"}))[0] == {
+		"id": "p1", "name": "name of p1", "effect": "allow", "failed": "condition", "condition": "mfa",
+		"expected": ["300"], "actual": null,
+	}
+}
+
+test_explain_mfa_too_long_ago if {
+	p := pol_mfa("p1", "deny", {"maxAgeSeconds": 300})
+	why([p], req_ctx(bob, {"mfa": true, "mfaAgeSeconds": 900})) == [{
+		"id": "p1", "name": "name of p1", "effect": "deny", "failed": "condition", "condition": "mfa.maxAgeSeconds",
+		"expected": ["300"], "actual": "900",
+	}]
+
+	# an age that is unknown, not a number, not an integer or negative: MFA was used, the age is not met
+	[[e.condition, e.expected, e.actual] | some e in why([p], req_ctx(bob, {"mfa": true}))] == [["mfa.maxAgeSeconds", ["300"], null]]
+	[[e.condition, e.actual] | some e in why([p], req_ctx(bob, {"mfa": true, "mfaAgeSeconds": "9"}))] == [["mfa.maxAgeSeconds", null]]
+	[[e.condition, e.actual] | some e in why([p], req_ctx(bob, {"mfa": true, "mfaAgeSeconds": 300.5}))] == [["mfa.maxAgeSeconds", null]]
+	[[e.condition, e.actual] | some e in why([p], req_ctx(bob, {"mfa": true, "mfaAgeSeconds": -1}))] == [["mfa.maxAgeSeconds", "-1"]]
+	why([p], req_ctx(bob, {"mfa": true, "mfaAgeSeconds": 300})) == []
+}
+
+test_explain_mfa_condition_that_cannot_hold if {
+	# forms validation refuses: named "mfa", nothing expected; actual is still the request's age
+	every condition in [false, {"maxAgeSeconds": "300"}, {"maxAgeSeconds": 300, "other": 1}] {
+		why([pol_mfa("p1", "allow", condition)], req_ctx(bob, {"mfa": true, "mfaAgeSeconds": 7})) == [{
+			"id": "p1", "name": "name of p1", "effect": "allow", "failed": "condition", "condition": "mfa",
+			"expected": [], "actual": "7",
+		}]
+	}
+}
+
+test_explain_the_first_failing_condition_by_key if {
+	p := object.union(pol("p1", "allow", ["*"], ["*"], ["*"]), {"conditions": {
+		"mfa": true,
+		"ip": {"allowlist": ["10.0.0.0/8"]},
+	}})
+	[[e.condition, e.actual] | some e in why([p], req_ctx(bob, {"ip": "11.0.0.1"}))] == [["ip.allowlist", "11.0.0.1"]]
+	[[e.condition, e.actual] | some e in why([p], req_ctx(bob, {"ip": "10.0.0.1"}))] == [["mfa", null]]
+	why([p], req_ctx(bob, {"ip": "10.0.0.1", "mfa": true})) == []
 }
 
 test_explain_reports_the_first_failing_part if {

@@ -1,7 +1,8 @@
 // Differential test (issue 5): generated (policy set, request) cases evaluated by the WASM engine in Node and
 // by `opa eval` on the Rego source must agree on every case: allowed, effect, matched (ids, names, effects,
 // order) and the explanations of the policies that did not match (which part failed, the values compared,
-// order, count). A third of the requests carry draft policies (merge or replace, some standing in for a
+// order, count). Policies carry ip and mfa conditions, requests ips and MFA facts (odd ones included). A
+// third of the requests carry draft policies (merge or replace, some standing in for a
 // stored policy). Per case:
 //   wasm, indexed      the engine as the service uses it (setPolicies builds the index): evaluate and explain
 //   wasm, scan         the same module with the document's index left out (every policy checked): explain
@@ -88,6 +89,8 @@ describeWithOpa('differential: wasm engine vs opa eval', (opa) => {
       deny: 0,
       defaultDeny: 0,
       ipConditionMatched: 0,
+      mfaConditionMatched: 0,
+      mfaConditionFailed: { mfa: 0, 'mfa.maxAgeSeconds': 0 } as Record<string, number>,
       selfMatched: 0,
       merge: 0,
       replace: 0,
@@ -131,13 +134,17 @@ describeWithOpa('differential: wasm engine vs opa eval', (opa) => {
           const matchedIds = new Set(wasmIndexed.matched.map((m) => m.id));
           const matchedPolicies = inPlay.filter((p) => matchedIds.has(p.id));
           if (matchedPolicies.some((p) => p.conditions?.ip)) tally.ipConditionMatched += 1;
+          if (matchedPolicies.some((p) => p.conditions?.mfa !== undefined)) tally.mfaConditionMatched += 1;
           if (matchedPolicies.some((p) => p.resources.some((r) => r.includes('${self}')))) tally.selfMatched += 1;
           if (req.drafts) {
             tally[req.drafts.mode] += 1;
             if (req.drafts.policies.some((p) => matchedIds.has(p.id))) tally.draftMatched += 1;
             if (req.drafts.mode === 'merge' && req.drafts.policies.some((d) => set.policies.some((p) => p.id === d.id))) tally.standIn += 1;
           }
-          for (const e of wasmIndexed.notMatched) tally.failed[e.failed] += 1;
+          for (const e of wasmIndexed.notMatched) {
+            tally.failed[e.failed] += 1;
+            if (e.condition?.startsWith('mfa')) tally.mfaConditionFailed[e.condition] = (tally.mfaConditionFailed[e.condition] ?? 0) + 1;
+          }
           // every policy in play is either matched or counted as not matched
           expect(wasmIndexed.notMatchedCount + matchedIds.size).toBe(new Set(inPlay.map((p) => p.id)).size);
         });
@@ -152,6 +159,9 @@ describeWithOpa('differential: wasm engine vs opa eval', (opa) => {
     expect(tally.deny).toBeGreaterThan(500);
     expect(tally.defaultDeny).toBeGreaterThan(500);
     expect(tally.ipConditionMatched).toBeGreaterThan(200);
+    expect(tally.mfaConditionMatched).toBeGreaterThan(200);
+    expect(tally.mfaConditionFailed.mfa).toBeGreaterThan(500);
+    expect(tally.mfaConditionFailed['mfa.maxAgeSeconds']).toBeGreaterThan(100);
     expect(tally.selfMatched).toBeGreaterThan(200);
     expect(tally.merge).toBeGreaterThan(1000);
     expect(tally.replace).toBeGreaterThan(500);

@@ -196,6 +196,30 @@ describe('conditions', () => {
     expect(matches(allowlist(cidrs), request(bob, 'read', '/x', ip))).toBe(expected);
   });
 
+  const withContext = (context: AuthzRequest['context']): AuthzRequest => ({ ...request(bob, 'read', '/x'), context });
+  test.each([
+    [true, { mfa: true }, true],
+    [true, { mfa: true, mfaAgeSeconds: 86400 }, true],
+    [{}, { mfa: true }, true],
+    [{ maxAgeSeconds: 300 }, { mfa: true, mfaAgeSeconds: 0 }, true],
+    [{ maxAgeSeconds: 300 }, { mfa: true, mfaAgeSeconds: 300 }, true],
+    [{ maxAgeSeconds: 300 }, { mfa: true, mfaAgeSeconds: 301 }, false],
+    [{ maxAgeSeconds: 300 }, { mfa: true }, false],
+    [{ maxAgeSeconds: 300 }, { mfa: true, mfaAgeSeconds: -1 }, false],
+    [true, {}, false],
+    [true, { mfa: false, mfaAgeSeconds: 0 }, false],
+    [{ maxAgeSeconds: 300 }, { ip: '10.0.0.1', mfaAgeSeconds: 0 }, false],
+  ] as const)('mfa %j with context %j → %s', (mfa, context, expected) => {
+    expect(matches({ conditions: { mfa } }, withContext(context))).toBe(expected);
+  });
+
+  test('ip and mfa must both hold', () => {
+    const both: Partial<EnginePolicy> = { conditions: { ip: { allowlist: ['10.0.0.0/8'] }, mfa: true } };
+    expect(matches(both, withContext({ ip: '10.0.0.1', mfa: true }))).toBe(true);
+    expect(matches(both, withContext({ ip: '10.0.0.1' }))).toBe(false);
+    expect(matches(both, withContext({ ip: '11.0.0.1', mfa: true }))).toBe(false);
+  });
+
   test('every part must match', () => {
     const fields: Partial<EnginePolicy> = {
       principals: ['role:dev'],
@@ -392,6 +416,29 @@ describe('explanations (entry point explained)', () => {
     ]);
     // no ip: the condition compares against null
     expect(engine.explain(request(alice, 'read', '/a')).notMatched[0]).toMatchObject({ id: 'pol_c', failed: 'condition', actual: null });
+  });
+
+  test('mfa conditions: no MFA, or an MFA too long ago, with the max age and the request age as decimal strings', () => {
+    engine.setPolicies([policy('pol_m', { conditions: { mfa: true } }), policy('pol_n', { conditions: { mfa: { maxAgeSeconds: 300 } } })]);
+    const why = (context: AuthzRequest['context']) => engine.explain({ ...request(bob, 'read', '/x'), context }).notMatched;
+    expect(why({})).toEqual([
+      { id: 'pol_m', name: 'name of pol_m', effect: 'allow', failed: 'condition', condition: 'mfa', expected: [], actual: null },
+      { id: 'pol_n', name: 'name of pol_n', effect: 'allow', failed: 'condition', condition: 'mfa', expected: ['300'], actual: null },
+    ]);
+    expect(why({ mfa: true, mfaAgeSeconds: 900 })).toEqual([
+      { id: 'pol_n', name: 'name of pol_n', effect: 'allow', failed: 'condition', condition: 'mfa.maxAgeSeconds', expected: ['300'], actual: '900' },
+    ]);
+    expect(why({ mfa: true })).toEqual([expect.objectContaining({ id: 'pol_n', condition: 'mfa.maxAgeSeconds', actual: null })]);
+    expect(why({ mfa: true, mfaAgeSeconds: 300 })).toEqual([]);
+  });
+
+  test('storedPolicy gives a loaded policy by id (drafts are not loaded)', () => {
+    const p = policy('pol_s', { conditions: { mfa: { maxAgeSeconds: 60 } } });
+    engine.setPolicies([p]);
+    expect(engine.storedPolicy('pol_s')).toEqual(p);
+    expect(engine.storedPolicy('pol_x')).toBeUndefined();
+    expect(engine.storedPolicy('__proto__')).toBeUndefined();
+    expect(engine.storedPolicy('toString')).toBeUndefined();
   });
 
   test('the first failing part, in the order principal, action, resource, condition', () => {

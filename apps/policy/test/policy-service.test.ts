@@ -70,7 +70,7 @@ const user1 = newId('user');
 const user2 = newId('user');
 
 function sim(overrides: Partial<policy.SimulateRequest> = {}): policy.SimulateRequest {
-  return { environment: 'test', principal: `user:${user1}`, action: 'read', resource: '/x', ip: '', roles: [], policies: [], mode: '', explain: false, ...overrides };
+  return { environment: 'test', principal: `user:${user1}`, action: 'read', resource: '/x', ip: '', roles: [], policies: [], mode: '', explain: false, mfa: false, mfaAgeSeconds: 0, ...overrides };
 }
 
 async function until(check: () => Promise<boolean>, timeoutMs = 2000): Promise<number> {
@@ -143,6 +143,21 @@ describe('CRUD', () => {
       name: 'Developers read docs',
       effect: 'allow',
     });
+  });
+
+  it('stores an mfa condition as written: true stays true, an object stays an object', async () => {
+    for (const mfa of [{ required: true }, { options: {} }, { options: { maxAgeSeconds: 300 } }]) {
+      const created = await a.rpc.createPolicy(draft({ conditions: { ip: { allowlist: ['10.0.0.0/8'] }, mfa } }), call());
+      expect((await a.rpc.getPolicy({ environment: 'live', id: created.id })).conditions).toEqual({ ip: { allowlist: ['10.0.0.0/8'] }, mfa });
+      await a.rpc.deletePolicy({ environment: 'live', id: created.id }, call());
+    }
+    // the stored JSON is the form written over HTTP: true, {} or {maxAgeSeconds}
+    const created = await a.rpc.createPolicy(draft({ conditions: { mfa: { required: true } } }), call());
+    expect((await a.pool.query(`SELECT conditions FROM policies WHERE id = $1`, [created.id])).rows[0].conditions).toEqual({ mfa: true });
+    const updated = await a.rpc.updatePolicy({ environment: 'live', id: created.id, conditions: { mfa: { options: { maxAgeSeconds: 60 } } } }, call());
+    expect(updated.conditions).toEqual({ mfa: { options: { maxAgeSeconds: 60 } } });
+    expect((await a.pool.query(`SELECT conditions FROM policies WHERE id = $1`, [created.id])).rows[0].conditions).toEqual({ mfa: { maxAgeSeconds: 60 } });
+    await a.rpc.deletePolicy({ environment: 'live', id: created.id }, call());
   });
 
   it('stores every field as given, conditions included', async () => {
@@ -356,6 +371,12 @@ describe('validation', () => {
       'conditions.ip.blocklist',
     ]);
     expect(await fields(a.rpc.createPolicy(draft({ conditions: { ip: 'x' } as unknown as policy.Conditions }), call()))).toEqual(['conditions.ip']);
+    // mfa: required false, neither form set, or a max age outside 1..31536000
+    expect(await fields(a.rpc.createPolicy(draft({ conditions: { mfa: { required: false } } }), call()))).toEqual(['conditions.mfa']);
+    expect(await fields(a.rpc.createPolicy(draft({ conditions: { mfa: {} } }), call()))).toEqual(['conditions.mfa']);
+    for (const maxAgeSeconds of [0, -1, policyLimits.mfaMaxAgeSeconds + 1]) {
+      expect(await fields(a.rpc.createPolicy(draft({ conditions: { mfa: { options: { maxAgeSeconds } } } }), call()))).toEqual(['conditions.mfa.maxAgeSeconds']);
+    }
     expect(await fields(a.rpc.createPolicy(draft({ name: 'n'.repeat(201) }), call()))).toEqual(['name']);
     expect(await fields(a.rpc.createPolicy(draft({ principals: ['*', 7 as unknown as string] }), call()))).toEqual(['principals[1]']);
   });
@@ -395,14 +416,43 @@ describe('Simulate', () => {
   it('authorizes enforced calls like Simulate and records each denial as authz.denied', async () => {
     const p = await create({ name: 'enforced', principals: ['role:ops'], actions: ['read'], resources: ['/ops/*'] });
     const ask = (roles: string[]) =>
-      a.rpc.authorize({ environment: 'test', userId: user1, roles, action: 'read', resource: '/ops/dash', ip: '' }, call());
-    expect(await ask(['role_ops'])).toEqual({ allowed: true, matchedPolicies: [ref(p)], decisionId: expect.stringMatching(/^dec_/) });
+      a.rpc.authorize({ environment: 'test', userId: user1, roles, action: 'read', resource: '/ops/dash', ip: '', mfa: false, mfaAgeSeconds: 0 }, call());
+    expect(await ask(['role_ops'])).toEqual({ allowed: true, matchedPolicies: [ref(p)], decisionId: expect.stringMatching(/^dec_/), mfaRequired: false, mfaMaxAgeSeconds: 0 });
     const before = await a.pool.query(`SELECT count(*)::int AS n FROM outbox WHERE event_type = 'authz.denied'`);
     expect((await ask([])).allowed).toBe(false);
     const { rows } = await a.pool.query(`SELECT payload FROM outbox WHERE event_type = 'authz.denied' ORDER BY seq DESC LIMIT 1`);
     expect((await a.pool.query(`SELECT count(*)::int AS n FROM outbox WHERE event_type = 'authz.denied'`)).rows[0].n).toBe(before.rows[0].n + 1);
     expect(rows[0].payload).toMatchObject({ environment: 'test', result: 'failure', actor: { id: user1, type: 'user' }, target: { id: '/ops/dash', type: 'resource' } });
     await a.rpc.deletePolicy({ environment: 'test', id: p.id }, call());
+  });
+
+  it('answers mfaRequired on a denial that an MFA completed just now would allow, with the smallest max age', async () => {
+    const any = await create({ name: 'stepup any', principals: ['*'], actions: ['read'], resources: ['/stepup/*'], conditions: { mfa: { required: true } } });
+    const recent = await create({ name: 'stepup recent', principals: ['role:ops'], actions: ['read'], resources: ['/stepup/*'], conditions: { mfa: { options: { maxAgeSeconds: 300 } } } });
+    const recenter = await create({ name: 'stepup recenter', principals: ['role:ops'], actions: ['read'], resources: ['/stepup/ops/*'], conditions: { mfa: { options: { maxAgeSeconds: 60 } } } });
+    const ask = (over: Partial<policy.AuthorizeRequest>) =>
+      a.rpc.authorize({ environment: 'test', userId: user1, roles: [], action: 'read', resource: '/stepup/doc', ip: '', mfa: false, mfaAgeSeconds: 0, ...over }, call());
+    // no MFA: the policy without a max age makes the difference
+    expect(await ask({})).toMatchObject({ allowed: false, matchedPolicies: [], mfaRequired: true, mfaMaxAgeSeconds: 0 });
+    const { rows } = await a.pool.query(`SELECT payload FROM outbox WHERE event_type = 'authz.denied' ORDER BY seq DESC LIMIT 1`);
+    expect(JSON.parse(rows[0].payload.metadataJson as string)).toMatchObject({ action: 'read', mfaRequired: true });
+    expect(await ask({ mfa: true, mfaAgeSeconds: 100000 })).toMatchObject({ allowed: true, matchedPolicies: [ref(any)], mfaRequired: false, mfaMaxAgeSeconds: 0 });
+    // an ops user: all three need MFA, two with a max age; the smallest one of those that would allow it
+    expect(await ask({ roles: ['role_ops'], resource: '/stepup/ops/x' })).toMatchObject({ allowed: false, mfaRequired: true, mfaMaxAgeSeconds: 60 });
+    expect(await ask({ roles: ['role_ops'], resource: '/stepup/ops/x', mfa: true, mfaAgeSeconds: 200 })).toMatchObject({
+      allowed: true,
+      matchedPolicies: [ref(any), ref(recent)].sort((x, y) => (x.id < y.id ? -1 : 1)),
+      mfaRequired: false,
+    });
+    // without the policy that takes any MFA: an MFA too old for the 300 s policy
+    await a.rpc.deletePolicy({ environment: 'test', id: any.id }, call());
+    expect(await ask({ roles: ['role_ops'], mfa: true, mfaAgeSeconds: 400 })).toMatchObject({ allowed: false, mfaRequired: true, mfaMaxAgeSeconds: 300 });
+    // a denial an MFA cannot lift: no step-up
+    expect(await ask({ resource: '/elsewhere' })).toMatchObject({ allowed: false, mfaRequired: false, mfaMaxAgeSeconds: 0 });
+    const deny = await create({ name: 'stepup deny', effect: 'deny', principals: ['role:ops'], actions: ['read'], resources: ['/stepup/*'] });
+    expect(await ask({ roles: ['role_ops'] })).toMatchObject({ allowed: false, matchedPolicies: [ref(deny)], mfaRequired: false });
+    expect(await fields(ask({ mfa: true, mfaAgeSeconds: -1 }))).toEqual(['mfaAgeSeconds']);
+    for (const p of [recent, recenter, deny]) await a.rpc.deletePolicy({ environment: 'test', id: p.id }, call());
   });
 
   it('denies by default, with no matched policies and an integer evaluation time', async () => {
@@ -415,6 +465,9 @@ describe('Simulate', () => {
       decisionId: expect.stringMatching(/^dec_/),
       explanations: [],
       notMatchedCount: 0,
+      mfaRequired: false,
+      mfaMaxAgeSeconds: 0,
+      reason: 'no policy allows it',
     });
     expect(Number.isInteger(result.evaluationTimeMs)).toBe(true);
     expect(result.evaluationTimeMs).toBeGreaterThanOrEqual(0);
@@ -485,6 +538,34 @@ describe('Simulate', () => {
     for (const ip of ['11.0.0.1', '192.168.0.1', '2001:db9::1', '']) {
       expect(await decide(ip)).toMatchObject({ allowed: false, effect: 'deny', matchedPolicies: [] });
     }
+  });
+
+  it('holds an mfa condition for a request with a recent enough MFA; says why in reason; explains it', async () => {
+    const mfa = await create({ name: 'mfa docs', principals: ['*'], actions: ['mfa.read'], resources: ['*'], conditions: { mfa: { options: { maxAgeSeconds: 300 } } } });
+    const decide = (over: Partial<policy.SimulateRequest>) => a.rpc.simulate(sim({ action: 'mfa.read', resource: '/doc', ...over }));
+    expect(await decide({ mfa: true, mfaAgeSeconds: 300 })).toMatchObject({ allowed: true, matchedPolicies: [ref(mfa)], mfaRequired: false, reason: 'allowed by mfa docs' });
+    expect(await decide({ mfa: true })).toMatchObject({ allowed: true, reason: 'allowed by mfa docs' });
+    const old = await decide({ mfa: true, mfaAgeSeconds: 301, explain: true });
+    expect(old).toMatchObject({ allowed: false, mfaRequired: true, mfaMaxAgeSeconds: 300, reason: 'denied: requires MFA within 300 s' });
+    expect(old.explanations.find((e) => e.policyId === mfa.id)).toEqual({
+      policyId: mfa.id,
+      name: 'mfa docs',
+      effect: 'allow',
+      failed: 'condition',
+      condition: 'mfa.maxAgeSeconds',
+      expected: ['300'],
+      actual: '301',
+      actualPrincipals: [],
+    });
+    const none = await decide({ explain: true, mfaAgeSeconds: 5 });
+    expect(none).toMatchObject({ allowed: false, mfaRequired: true, reason: 'denied: requires MFA within 300 s' });
+    expect(none.explanations.find((e) => e.policyId === mfa.id)).toMatchObject({ condition: 'mfa', expected: ['300'], actual: undefined });
+    await a.rpc.updatePolicy({ environment: 'test', id: mfa.id, conditions: { mfa: { required: true } } }, call());
+    expect(await decide({})).toMatchObject({ allowed: false, mfaRequired: true, mfaMaxAgeSeconds: 0, reason: 'denied: requires MFA' });
+    const deny = await create({ name: 'mfa deny', effect: 'deny', principals: ['*'], actions: ['mfa.read'], resources: ['/secret'] });
+    expect(await decide({ resource: '/secret', mfa: true })).toMatchObject({ allowed: false, mfaRequired: false, reason: 'denied by policy mfa deny' });
+    expect(await fields(decide({ mfa: true, mfaAgeSeconds: -5 }))).toEqual(['mfaAgeSeconds']);
+    for (const p of [mfa, deny]) await a.rpc.deletePolicy({ environment: 'test', id: p.id }, call());
   });
 
   it('sees its own replica writes at once: update and delete change the next decision', async () => {
@@ -605,6 +686,24 @@ describe('Simulate', () => {
       expect(inside.notMatchedCount).toBe(stored - 1);
       // without explain: nothing
       expect(await a.rpc.simulate(sim({ action: 'explain.read', resource: '/explain/doc' }))).toMatchObject({ explanations: [], notMatchedCount: 0 });
+    });
+
+    it('simulates drafts with mfa conditions: mfaRequired and the max age come from the drafts that would allow it', async () => {
+      const stepUp = await a.rpc.simulate(
+        sim({
+          action: 'draft.read',
+          resource: '/drafts/mfa',
+          mode: 'replace',
+          policies: [drafted({ conditions: { mfa: { options: { maxAgeSeconds: 120 } } } }), drafted({ name: 'any mfa', conditions: { mfa: { options: {} } } })],
+        }),
+      );
+      expect(stepUp).toMatchObject({ allowed: false, mfaRequired: true, mfaMaxAgeSeconds: 120, reason: 'denied: requires MFA within 120 s' });
+      const allowed = await a.rpc.simulate(sim({ action: 'draft.read', resource: '/drafts/mfa', mode: 'replace', mfa: true, mfaAgeSeconds: 500, policies: [drafted({ name: 'any mfa', conditions: { mfa: { required: true } } })] }));
+      expect(allowed).toMatchObject({ allowed: true, mfaRequired: false, reason: 'allowed by any mfa' });
+      expect(await fields(a.rpc.simulate(sim({ policies: [drafted({ conditions: { mfa: { required: false } } }), drafted({ conditions: { mfa: { options: { maxAgeSeconds: 0 } } } })] })))).toEqual([
+        'policies[0].conditions.mfa',
+        'policies[1].conditions.mfa.maxAgeSeconds',
+      ]);
     });
 
     it('names every faulty draft field (policies[<i>].<field>), the mode and the draft limit', async () => {

@@ -87,6 +87,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/oauth/assets/passkey.js": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The script of the login pages that offer a passkey (WebAuthn): the only script they run */
+        get: operations["getPasskeyScript"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/oauth/assets/style.css": {
         parameters: {
             query?: never;
@@ -114,7 +131,7 @@ export interface paths {
         /** Authorization endpoint (RFC 6749 4.1, PKCE): the login page, the consent page, or back to the client */
         get: operations["authorize"];
         put?: never;
-        /** The login (action=login), consent (action=consent) and SSO (action=sso) forms of the authorization pages */
+        /** The forms of the authorization pages: login, mfa (second step), passkey (passwordless), step_up, consent and sso */
         post: operations["authorizeForm"];
         delete?: never;
         options?: never;
@@ -286,10 +303,90 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Log in with email and password: a session (needs a public key or no key at all)
+         * Log in with email and password: a session, or an MFA challenge (needs a public key or no key at all)
          * @description Open: no credential needed (a secret, test, public key may be sent).
          */
         post: operations["login"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/auth/login/mfa": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A login's second step: the mfaToken and a TOTP code, a recovery code or a passkey's assertion; a session
+         * @description Open: no credential needed (a secret, test, public key may be sent).
+         */
+        post: operations["loginMfa"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/auth/login/mfa/totp": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A user who must use MFA and has no factor yet enrolls TOTP during the second step; the first code to /auth/login/mfa confirms it
+         * @description Open: no credential needed (a secret, test, public key may be sent).
+         */
+        post: operations["loginMfaEnrollTotp"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/auth/passkeys/login": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A passwordless login: the browser's assertion for the challenge; a session (a passkey with user verification counts as MFA)
+         * @description Open: no credential needed (a secret, test, public key may be sent).
+         */
+        post: operations["passkeyLogin"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/auth/passkeys/options": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Start a passwordless login with a passkey: options for navigator.credentials.get() (any passkey of the environment)
+         * @description Open: no credential needed (a secret, test, public key may be sent).
+         */
+        post: operations["passkeyLoginOptions"];
         delete?: never;
         options?: never;
         head?: never;
@@ -330,6 +427,46 @@ export interface paths {
          * @description Open: no credential needed (a secret, test, public key may be sent).
          */
         post: operations["confirmPasswordReset"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/auth/step-up": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Step up the session presented as the credential with a factor (user.mfa.step_up): calls that policy says need MFA then pass
+         * @description Callable with secret, test API keys and session tokens (users are authorized by the policies).
+         */
+        post: operations["stepUp"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/auth/step-up/options": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Start a step-up with a passkey: options for navigator.credentials.get() over the session user's passkeys
+         * @description Callable with secret, test API keys and session tokens (users are authorized by the policies).
+         */
+        post: operations["stepUpOptions"];
         delete?: never;
         options?: never;
         head?: never;
@@ -476,6 +613,30 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/mfa/settings": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Who the environment requires MFA of: nobody (off), every user (all), or users holding one of roles
+         * @description Callable with secret, test API keys and session tokens (users are authorized by the policies).
+         */
+        get: operations["getMfaSettings"];
+        /**
+         * Require MFA of every user or of roles (mfa.settings.updated): their logins then need a second factor
+         * @description Callable with secret, test API keys and session tokens (users are authorized by the policies).
+         */
+        put: operations["updateMfaSettings"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/oauth/clients": {
         parameters: {
             query?: never;
@@ -607,7 +768,7 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Evaluate a request against the stored policies (who: user:<id>, what action, which resource, from which ip), optionally with draft policies (merge or replace) and an explanation of every policy that did not match
+         * Evaluate a request against the stored policies (who: user:<id>, what action, which resource, from which ip, with or without MFA), optionally with draft policies (merge or replace) and an explanation of every policy that did not match
          * @description Callable with secret, test API keys, session tokens and access tokens with the scope read:policies (users are authorized by the policies).
          */
         post: operations["simulatePolicies"];
@@ -723,7 +884,7 @@ export interface paths {
         options?: never;
         head?: never;
         /**
-         * Change an SSO connection: name, idpMetadataXml (validated again), domains and defaultRoles (replace the stored ones), attributeMapping, allowIdpInitiated, initiateLoginUrl, allowSha1Signatures
+         * Change an SSO connection: name, idpMetadataXml (validated again), domains and defaultRoles (replace the stored ones), attributeMapping, allowIdpInitiated, initiateLoginUrl, allowSha1Signatures, requireMfa
          * @description Callable with secret, test API keys and session tokens (users are authorized by the policies).
          */
         patch: operations["updateSsoConnection"];
@@ -811,6 +972,23 @@ export interface paths {
         get: operations["getSamlSpMetadata"];
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/sso/saml/{id}/mfa": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** The MFA page's answer (a login through a connection that requires MFA the IdP did not assert): a TOTP code, a recovery code or a passkey; then on as the login would go */
+        post: operations["completeSamlMfa"];
         delete?: never;
         options?: never;
         head?: never;
@@ -905,6 +1083,150 @@ export interface paths {
          * @description Callable with secret, test API keys, session tokens and access tokens with the scope write:users (users are authorized by the policies).
          */
         patch: operations["updateUser"];
+        trace?: never;
+    };
+    "/v1/users/{id}/mfa/factors": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A user's MFA factors (TOTP, passkeys, recovery codes), and whether the environment requires MFA of them
+         * @description Callable with secret, test API keys, session tokens and access tokens with the scope read:users (users are authorized by the policies).
+         */
+        get: operations["listMfaFactors"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/users/{id}/mfa/factors/{factorId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Remove a factor (user.mfa.factor_removed); the last one of a user the environment requires MFA of is refused
+         * @description Callable with secret, test API keys, session tokens and access tokens with the scope write:users (users are authorized by the policies).
+         */
+        delete: operations["deleteMfaFactor"];
+        options?: never;
+        head?: never;
+        /**
+         * Rename a factor
+         * @description Callable with secret, test API keys, session tokens and access tokens with the scope write:users (users are authorized by the policies).
+         */
+        patch: operations["renameMfaFactor"];
+        trace?: never;
+    };
+    "/v1/users/{id}/mfa/passkeys": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Finish registering a passkey with the browser's credential (user.mfa.factor_added)
+         * @description Callable with secret, test API keys, session tokens and access tokens with the scope write:users (users are authorized by the policies).
+         */
+        post: operations["registerPasskey"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/users/{id}/mfa/passkeys/options": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Start registering a passkey: options for navigator.credentials.create() (discoverable, user verification required)
+         * @description Callable with secret, test API keys, session tokens and access tokens with the scope write:users (users are authorized by the policies).
+         */
+        post: operations["passkeyRegistrationOptions"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/users/{id}/mfa/recovery-codes": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A new set of 10 recovery codes (shown once, each works once); any earlier set stops working
+         * @description Callable with secret, test API keys, session tokens and access tokens with the scope write:users (users are authorized by the policies).
+         */
+        post: operations["regenerateRecoveryCodes"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/users/{id}/mfa/totp": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Start a TOTP enrollment: the secret, its otpauth:// URI and a QR code (shown once); confirm with a first code
+         * @description Callable with secret, test API keys, session tokens and access tokens with the scope write:users (users are authorized by the policies).
+         */
+        post: operations["enrollTotp"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/users/{id}/mfa/totp/{factorId}/confirm": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Confirm a pending TOTP factor with the authenticator's current code (user.mfa.factor_added)
+         * @description Callable with secret, test API keys, session tokens and access tokens with the scope write:users (users are authorized by the policies).
+         */
+        post: operations["confirmTotp"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
         trace?: never;
     };
     "/v1/users/{id}/password": {
@@ -1005,7 +1327,8 @@ export interface components {
         };
         Error: {
             error: {
-                code: string;
+                /** @enum {string} */
+                code: "invalid_request" | "unauthorized" | "forbidden" | "mfa_required" | "not_found" | "method_not_allowed" | "conflict" | "payload_too_large" | "unsupported_media_type" | "range_not_satisfiable" | "rate_limited" | "internal_error" | "unavailable";
                 message: string;
                 details?: {
                     field: string;
@@ -1260,6 +1583,10 @@ export interface components {
                 ip?: {
                     allowlist: string[];
                 };
+                /** @description As written: true, or {maxAgeSeconds} ({} = any age) */
+                mfa?: true | {
+                    maxAgeSeconds?: number;
+                };
             };
             /** @description ISO 8601 UTC */
             updatedAt: string;
@@ -1275,11 +1602,11 @@ export interface components {
              * @enum {string}
              */
             failed: "principal" | "action" | "resource" | "condition";
-            /** @description For failed = condition: which one (ip.allowlist) */
+            /** @description For failed = condition: which one: ip.allowlist, mfa (no MFA), mfa.maxAgeSeconds (an MFA, but too long ago or of unknown age) */
             condition?: string;
-            /** @description The policy's patterns for that part, or the condition's CIDRs */
+            /** @description The policy's patterns for that part, the condition's CIDRs, or an mfa condition's maxAgeSeconds as a decimal string ([] when it has none) */
             expected: string[];
-            /** @description The request's value: principal: [user:<id>, role:<name>...]; action; resource; condition: context.ip (null when none) */
+            /** @description The request's value: principal: [user:<id>, role:<name>...]; action; resource; ip condition: context.ip (null when none); mfa condition: context.mfaAgeSeconds as a decimal string (null without MFA) */
             actual: string | string[] | null;
         };
         PolicyListItem: {
@@ -1305,6 +1632,12 @@ export interface components {
             metadata: {
                 [key: string]: unknown;
             };
+            /** @description How the user authenticated (RFC 8176: pwd, otp, hwk, user, mfa); empty for sessions the application opened */
+            amr: string[];
+            /** @description urn:secsvc:acr:1fa (one factor) or urn:secsvc:acr:mfa; empty when unknown */
+            acr: string;
+            /** @description When the latest MFA of this session was completed; null when none */
+            mfaAt: string | null;
         };
         SessionCreated: {
             /** @description ses_<id> */
@@ -1317,6 +1650,12 @@ export interface components {
             metadata: {
                 [key: string]: unknown;
             };
+            /** @description How the user authenticated (RFC 8176: pwd, otp, hwk, user, mfa); empty for sessions the application opened */
+            amr: string[];
+            /** @description urn:secsvc:acr:1fa (one factor) or urn:secsvc:acr:mfa; empty when unknown */
+            acr: string;
+            /** @description When the latest MFA of this session was completed; null when none */
+            mfaAt: string | null;
             /** @description shown only in this response */
             token: string;
         };
@@ -1337,6 +1676,12 @@ export interface components {
             explanations?: components["schemas"]["PolicyExplanation"][];
             /** @description With explain: how many policies did not match */
             notMatchedCount?: number;
+            /** @description Denied, but the same request with a multi-factor authentication completed just now would be allowed (the caller would be asked to step up) */
+            mfaRequired: boolean;
+            /** @description With mfaRequired: the smallest maxAgeSeconds of the mfa conditions that would allow it; 0 when none gives one (and without mfaRequired) */
+            mfaMaxAgeSeconds: number;
+            /** @description One line for people: "allowed by <name>", "denied by policy <name>", "denied: requires MFA" (or "... within <n> s"), "no policy allows it" */
+            reason: string;
         };
         SsoConnection: {
             /** @description sso_<id> */
@@ -1359,6 +1704,8 @@ export interface components {
             initiateLoginUrl: string | null;
             /** @description accept RSA-SHA1 signatures and SHA-1 digests from this IdP (legacy IdPs only; each use is logged); off by default: SHA-1 is refused on every SAML message */
             allowSha1Signatures: boolean;
+            /** @description a login whose assertion does not say the IdP did MFA (AuthnContextClassRef such as https://refeds.org/profile/mfa) needs the user's own second factor here (TOTP, passkey or recovery code) before a session opens; off by default */
+            requireMfa: boolean;
             idp: {
                 entityId: string;
                 ssoUrl: string;
@@ -1457,13 +1804,14 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description The credential may not call this operation (key type, OAuth scope or policy) */
+        /** @description The credential may not call this operation (key type, OAuth scope or policy); code mfa_required when the policies would allow it after a multi-factor authentication: a session steps up with POST /v1/auth/step-up, an OAuth access token gets WWW-Authenticate insufficient_user_authentication (RFC 9470) with acr_values and max_age */
         Forbidden: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
                 "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                 "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                 "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
                 [name: string]: unknown;
             };
             content: {
@@ -1564,7 +1912,7 @@ export interface components {
         "X-RateLimit-Reset": number;
         /** @description Seconds to wait before retrying */
         "Retry-After": number;
-        /** @description The authentication scheme and, for OAuth tokens, the error (RFC 6750) */
+        /** @description The authentication scheme and, for OAuth tokens, the error: insufficient_scope (RFC 6750), insufficient_user_authentication with acr_values and max_age (RFC 9470) */
         "WWW-Authenticate": string;
     };
     pathItems: never;
@@ -1711,6 +2059,7 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1784,6 +2133,7 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1833,6 +2183,32 @@ export interface operations {
             };
         };
     };
+    getPasskeyScript: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description JavaScript */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/javascript": string;
+                };
+            };
+            400: components["responses"]["InvalidRequest"];
+            429: components["responses"]["RateLimited"];
+        };
+    };
     getLoginStylesheet: {
         parameters: {
             query?: never;
@@ -1880,8 +2256,10 @@ export interface operations {
                 code_challenge_method?: string;
                 /** @description none, login or consent */
                 prompt?: string;
-                /** @description Seconds since the last login after which the user must log in again */
+                /** @description Seconds since the last authentication (login or MFA) after which the user must log in again */
                 max_age?: string;
+                /** @description urn:secsvc:acr:mfa asks for MFA: a login session without it is stepped up first (when the user has a factor) */
+                acr_values?: string;
             };
             header?: never;
             path?: never;
@@ -1889,7 +2267,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description The login or consent page */
+            /** @description The login, MFA (second step or step-up) or consent page */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -1974,16 +2352,28 @@ export interface operations {
                     code_challenge_method?: string;
                     /** @description none, login or consent */
                     prompt?: string;
-                    /** @description Seconds since the last login after which the user must log in again */
+                    /** @description Seconds since the last authentication (login or MFA) after which the user must log in again */
                     max_age?: string;
+                    /** @description urn:secsvc:acr:mfa asks for MFA: a login session without it is stepped up first (when the user has a factor) */
+                    acr_values?: string;
                     /** @description The page's CSRF token (double submit with its cookie) */
                     csrf_token?: string;
-                    /** @description login, consent or sso */
+                    /** @description login, mfa, passkey, step_up, consent or sso */
                     action?: string;
                     /** @description Email (login, sso) */
                     email?: string;
                     /** @description Password (login) */
                     password?: string;
+                    /** @description The login's second-step token (mfa) */
+                    mfa_token?: string;
+                    /** @description totp, recovery_code or passkey (mfa, step_up) */
+                    mfa_type?: string;
+                    /** @description The 6-digit authenticator code or a recovery code (mfa, step_up) */
+                    code?: string;
+                    /** @description The passkey's assertion, AuthenticationResponseJSON (passkey; mfa and step_up with mfa_type=passkey) */
+                    credential?: string;
+                    /** @description The passkey challenge of the page (passkey, step_up) */
+                    challenge_id?: string;
                     /** @description allow or deny (consent) */
                     consent?: string;
                 } & {
@@ -1992,7 +2382,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description The login or consent page */
+            /** @description The login, MFA (second step or step-up) or consent page */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2031,7 +2421,7 @@ export interface operations {
                     "application/json": components["schemas"]["OAuthError"] | components["schemas"]["Error"];
                 };
             };
-            /** @description Invalid email or password (the login page again) */
+            /** @description Invalid email or password, or a second factor that was not accepted (the page again) */
             401: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2070,7 +2460,21 @@ export interface operations {
                     "application/json": components["schemas"]["OAuthError"] | components["schemas"]["Error"];
                 };
             };
-            429: components["responses"]["RateLimited"];
+            /** @description Too many requests (JSON), or too many failed sign-ins or second factors: the page again (HTML); Retry-After */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                    "text/html": string;
+                };
+            };
             500: components["responses"]["InternalError"];
             503: components["responses"]["Unavailable"];
         };
@@ -2885,6 +3289,52 @@ export interface operations {
             };
         };
         responses: {
+            /** @description The password was right and a second factor is needed: answer with POST /v1/auth/login/mfa */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            /** @constant */
+                            mfaRequired: true;
+                            /** @description mft_...: answers the second step once, within 5 minutes */
+                            mfaToken: string;
+                            /** @description ISO 8601 UTC */
+                            expiresAt: string;
+                            /** @description The user's confirmed factors (no secrets) */
+                            factors: {
+                                /** @description mfa_<id> */
+                                id: string;
+                                userId: string;
+                                /** @enum {string} */
+                                type: "totp" | "passkey" | "recovery_codes";
+                                name: string;
+                                /** @description TOTP: false until a first code was given */
+                                confirmed: boolean;
+                                /** @description ISO 8601 UTC */
+                                createdAt: string;
+                                lastUsedAt: string | null;
+                                /** @description recovery_codes: unused codes left */
+                                remainingCodes?: number;
+                                /** @description passkey: synced by its provider */
+                                backedUp?: boolean;
+                            }[];
+                            /** @description When the user has passkeys: options for navigator.credentials.get() (PublicKeyCredentialRequestOptionsJSON) */
+                            passkey: {
+                                [key: string]: unknown;
+                            } | null;
+                            /** @description MFA is required of the user, who has no factor yet: enroll TOTP with POST /v1/auth/login/mfa/totp first */
+                            enrollmentRequired: boolean;
+                        };
+                    };
+                };
+            };
             /** @description A new session (the token is in this response only) */
             201: {
                 headers: {
@@ -2932,6 +3382,304 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    loginMfa: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    mfaToken: string;
+                    /** @enum {string} */
+                    type: "totp" | "recovery_code" | "passkey";
+                    code?: string;
+                    /** @description The PublicKeyCredential as JSON (RegistrationResponseJSON or AuthenticationResponseJSON) */
+                    credential?: {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description A new session, amr naming the factors (the token is in this response only) */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["SessionCreated"];
+                    };
+                };
+            };
+            /** @description A malformed proof, or an unknown, used or expired token or challenge (named in details) */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The factor was not accepted (user.mfa.failed): a wrong or replayed code, a used recovery code, a passkey that does not verify or whose counter went back */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            403: components["responses"]["Forbidden"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            /** @description Too many failed proofs for the user (5) or the ip (20) in 15 minutes; Retry-After */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    loginMfaEnrollTotp: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    mfaToken: string;
+                    name?: string & (unknown & unknown);
+                };
+            };
+        };
+        responses: {
+            /** @description A pending TOTP factor: its secret, otpauth:// URI and QR code (shown once) */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            factor: {
+                                /** @description mfa_<id> */
+                                id: string;
+                                userId: string;
+                                /** @enum {string} */
+                                type: "totp" | "passkey" | "recovery_codes";
+                                name: string;
+                                /** @description TOTP: false until a first code was given */
+                                confirmed: boolean;
+                                /** @description ISO 8601 UTC */
+                                createdAt: string;
+                                lastUsedAt: string | null;
+                                /** @description recovery_codes: unused codes left */
+                                remainingCodes?: number;
+                                /** @description passkey: synced by its provider */
+                                backedUp?: boolean;
+                            };
+                            /** @description base32, shown only in this response */
+                            secret: string;
+                            /** @description otpauth://totp/...: what the QR code holds */
+                            otpauthUri: string;
+                            /** @description data:image/svg+xml;base64,... QR code of otpauthUri */
+                            qrCode: string;
+                        };
+                    };
+                };
+            };
+            /** @description An unknown, used or expired mfaToken */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            /** @description The user has a factor already: answer the challenge with it */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    passkeyLogin: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    challengeId: string;
+                    /** @description The PublicKeyCredential as JSON (RegistrationResponseJSON or AuthenticationResponseJSON) */
+                    credential: {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description A new session, amr hwk+user+mfa (the token is in this response only) */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["SessionCreated"];
+                    };
+                };
+            };
+            /** @description A malformed proof, or an unknown, used or expired token or challenge (named in details) */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The factor was not accepted (user.mfa.failed): a wrong or replayed code, a used recovery code, a passkey that does not verify or whose counter went back */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            403: components["responses"]["Forbidden"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            /** @description Too many failed proofs for the user (5) or the ip (20) in 15 minutes; Retry-After */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    passkeyLoginOptions: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The challenge (5 minutes) and the request options */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            /** @description mfc_<id>: send it back with the credential */
+                            challengeId: string;
+                            /** @description ISO 8601 UTC */
+                            expiresAt: string;
+                            /** @description Options for navigator.credentials.create() or .get() (the JSON form: PublicKeyCredentialCreationOptionsJSON / RequestOptionsJSON) */
+                            publicKey: {
+                                [key: string]: unknown;
+                            };
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["InvalidRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["RateLimited"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["Unavailable"];
         };
@@ -3028,13 +3776,178 @@ export interface operations {
             503: components["responses"]["Unavailable"];
         };
     };
+    stepUp: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @enum {string} */
+                    type: "totp" | "recovery_code" | "passkey";
+                    code?: string;
+                    /** @description The PublicKeyCredential as JSON (RegistrationResponseJSON or AuthenticationResponseJSON) */
+                    credential?: {
+                        [key: string]: unknown;
+                    };
+                    challengeId?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description The session, mfaAt now and amr with the factor */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["Session"];
+                    };
+                };
+            };
+            /** @description A malformed proof, or an unknown, used or expired token or challenge (named in details) */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The factor was not accepted (user.mfa.failed): a wrong or replayed code, a used recovery code, a passkey that does not verify or whose counter went back */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The credential is not a session token */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            /** @description Too many failed proofs for the user (5) or the ip (20) in 15 minutes; Retry-After */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    stepUpOptions: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The challenge (5 minutes) and the request options */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            /** @description mfc_<id>: send it back with the credential */
+                            challengeId: string;
+                            /** @description ISO 8601 UTC */
+                            expiresAt: string;
+                            /** @description Options for navigator.credentials.create() or .get() (the JSON form: PublicKeyCredentialCreationOptionsJSON / RequestOptionsJSON) */
+                            publicKey: {
+                                [key: string]: unknown;
+                            };
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["InvalidRequest"];
+            401: components["responses"]["Unauthorized"];
+            /** @description The credential is not a session token */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The user has no passkey */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
     listLogs: {
         parameters: {
             query?: {
                 /** @description Page size */
                 limit?: number;
                 cursor?: string;
-                /** @description Comma-separated event kinds (at most 50), each one of: user.created, user.updated, user.deleted, user.password_changed, user.login, user.logout, user.password_reset.requested, user.password_reset.completed, user.password_reset.failed, session.created, session.revoked, api_key.created, api_key.rotated, api_key.revoked, auth.failed, rate_limit.exceeded, sso_connection.created, sso_connection.updated, sso_connection.deleted, oauth_client.created, oauth_client.updated, oauth_client.deleted, oauth.consent.granted, oauth.token.issued, oauth.token.revoked, oauth.refresh_reuse_detected, policy.created, policy.updated, policy.deleted, authz.denied, log.export.created, log.export.completed, log.export.failed, log.export.downloaded */
+                /** @description Comma-separated event kinds (at most 50), each one of: user.created, user.updated, user.deleted, user.password_changed, user.login, user.logout, user.password_reset.requested, user.password_reset.completed, user.password_reset.failed, user.mfa.factor_added, user.mfa.factor_updated, user.mfa.factor_removed, user.mfa.failed, user.mfa.step_up, mfa.settings.updated, session.created, session.revoked, api_key.created, api_key.rotated, api_key.revoked, auth.failed, rate_limit.exceeded, sso_connection.created, sso_connection.updated, sso_connection.deleted, oauth_client.created, oauth_client.updated, oauth_client.deleted, oauth.consent.granted, oauth.token.issued, oauth.token.revoked, oauth.refresh_reuse_detected, policy.created, policy.updated, policy.deleted, authz.denied, log.export.created, log.export.completed, log.export.failed, log.export.downloaded */
                 events?: string & unknown;
                 /** @description entries at or after this time */
                 from?: string;
@@ -3155,7 +4068,7 @@ export interface operations {
                     /** @enum {string} */
                     format: "json" | "csv" | "ndjson";
                     /** @description only these event kinds */
-                    events?: ("user.created" | "user.updated" | "user.deleted" | "user.password_changed" | "user.login" | "user.logout" | "user.password_reset.requested" | "user.password_reset.completed" | "user.password_reset.failed" | "session.created" | "session.revoked" | "api_key.created" | "api_key.rotated" | "api_key.revoked" | "auth.failed" | "rate_limit.exceeded" | "sso_connection.created" | "sso_connection.updated" | "sso_connection.deleted" | "oauth_client.created" | "oauth_client.updated" | "oauth_client.deleted" | "oauth.consent.granted" | "oauth.token.issued" | "oauth.token.revoked" | "oauth.refresh_reuse_detected" | "policy.created" | "policy.updated" | "policy.deleted" | "authz.denied" | "log.export.created" | "log.export.completed" | "log.export.failed" | "log.export.downloaded")[];
+                    events?: ("user.created" | "user.updated" | "user.deleted" | "user.password_changed" | "user.login" | "user.logout" | "user.password_reset.requested" | "user.password_reset.completed" | "user.password_reset.failed" | "user.mfa.factor_added" | "user.mfa.factor_updated" | "user.mfa.factor_removed" | "user.mfa.failed" | "user.mfa.step_up" | "mfa.settings.updated" | "session.created" | "session.revoked" | "api_key.created" | "api_key.rotated" | "api_key.revoked" | "auth.failed" | "rate_limit.exceeded" | "sso_connection.created" | "sso_connection.updated" | "sso_connection.deleted" | "oauth_client.created" | "oauth_client.updated" | "oauth_client.deleted" | "oauth.consent.granted" | "oauth.token.issued" | "oauth.token.revoked" | "oauth.refresh_reuse_detected" | "policy.created" | "policy.updated" | "policy.deleted" | "authz.denied" | "log.export.created" | "log.export.completed" | "log.export.failed" | "log.export.downloaded")[];
                     /** @description the search language of POST /logs/search */
                     query?: string;
                 };
@@ -3427,6 +4340,104 @@ export interface operations {
             };
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getMfaSettings: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The settings */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            /** @enum {string} */
+                            required: "off" | "all" | "roles";
+                            roles: string[];
+                            /** @description ISO 8601 UTC */
+                            updatedAt: string;
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["InvalidRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    updateMfaSettings: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @enum {string} */
+                    required: "off" | "all" | "roles";
+                    roles?: string[];
+                };
+            };
+        };
+        responses: {
+            /** @description The settings */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            /** @enum {string} */
+                            required: "off" | "all" | "roles";
+                            roles: string[];
+                            /** @description ISO 8601 UTC */
+                            updatedAt: string;
+                        };
+                    };
+                };
+            };
+            /** @description An unknown mode, or roles that are not role_<name> (each named) */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["Unavailable"];
@@ -3785,11 +4796,16 @@ export interface operations {
                     principals: string[];
                     actions: (string & unknown)[];
                     resources: (string & unknown)[];
-                    /** @description Conditions; known: ip.allowlist (CIDRs). {} = none. */
+                    /** @description Conditions; known: ip.allowlist (CIDRs) and mfa (true or {maxAgeSeconds}). {} = none. */
                     conditions?: {
                         ip?: {
                             allowlist: string[];
                         } | null;
+                        /** @description The credential carries a completed multi-factor authentication: true, or {maxAgeSeconds} to also bound its age */
+                        mfa?: (true | {
+                            /** @description The MFA was completed at most this many seconds before the request; absent: any age */
+                            maxAgeSeconds?: number;
+                        }) | null;
                     } | null;
                 };
             };
@@ -3941,11 +4957,16 @@ export interface operations {
                     principals?: string[];
                     actions?: (string & unknown)[];
                     resources?: (string & unknown)[];
-                    /** @description Conditions; known: ip.allowlist (CIDRs). {} = none. */
+                    /** @description Conditions; known: ip.allowlist (CIDRs) and mfa (true or {maxAgeSeconds}). {} = none. */
                     conditions?: {
                         ip?: {
                             allowlist: string[];
                         } | null;
+                        /** @description The credential carries a completed multi-factor authentication: true, or {maxAgeSeconds} to also bound its age */
+                        mfa?: (true | {
+                            /** @description The MFA was completed at most this many seconds before the request; absent: any age */
+                            maxAgeSeconds?: number;
+                        }) | null;
                     } | null;
                 };
             };
@@ -3977,6 +4998,10 @@ export interface operations {
                             conditions?: {
                                 ip?: {
                                     allowlist: string[];
+                                };
+                                /** @description As written: true, or {maxAgeSeconds} ({} = any age) */
+                                mfa?: true | {
+                                    maxAgeSeconds?: number;
                                 };
                             };
                             /** @description ISO 8601 UTC */
@@ -4037,6 +5062,10 @@ export interface operations {
                     context?: {
                         /** @description The client address to evaluate ip conditions against */
                         ip?: string | "" | unknown | unknown;
+                        /** @description The user's credential carries a completed multi-factor authentication (default false), for mfa conditions */
+                        mfa?: boolean;
+                        /** @description Seconds since that MFA (default 0: just now); read only with mfa: true */
+                        mfaAgeSeconds?: number;
                     };
                     /** @description Draft policies to simulate without saving them, each validated like a POST /policies body */
                     policies?: {
@@ -4047,11 +5076,16 @@ export interface operations {
                         principals: string[];
                         actions: (string & unknown)[];
                         resources: (string & unknown)[];
-                        /** @description Conditions; known: ip.allowlist (CIDRs). {} = none. */
+                        /** @description Conditions; known: ip.allowlist (CIDRs) and mfa (true or {maxAgeSeconds}). {} = none. */
                         conditions?: {
                             ip?: {
                                 allowlist: string[];
                             } | null;
+                            /** @description The credential carries a completed multi-factor authentication: true, or {maxAgeSeconds} to also bound its age */
+                            mfa?: (true | {
+                                /** @description The MFA was completed at most this many seconds before the request; absent: any age */
+                                maxAgeSeconds?: number;
+                            }) | null;
                         } | null;
                         /** @description draft_<name>, or a stored policy id (pol_...) to simulate a change of that policy (merge); default draft_<index> */
                         id?: string;
@@ -4265,8 +5299,16 @@ export interface operations {
                             valid: boolean;
                             user?: components["schemas"]["User"];
                             session?: {
+                                /** @description ses_<id> */
                                 id: string;
+                                /** @description ISO 8601 UTC */
                                 expiresAt: string;
+                                /** @description How the user authenticated (RFC 8176: pwd, otp, hwk, user, mfa); empty for sessions the application opened */
+                                amr: string[];
+                                /** @description urn:secsvc:acr:1fa (one factor) or urn:secsvc:acr:mfa; empty when unknown */
+                                acr: string;
+                                /** @description When the latest MFA of this session was completed; null when none */
+                                mfaAt: string | null;
                             };
                         };
                     };
@@ -4364,6 +5406,7 @@ export interface operations {
                     allowIdpInitiated?: boolean;
                     initiateLoginUrl?: string & unknown;
                     allowSha1Signatures?: boolean;
+                    requireMfa?: boolean;
                 };
             };
         };
@@ -4531,6 +5574,7 @@ export interface operations {
                     allowIdpInitiated?: boolean;
                     initiateLoginUrl?: string & unknown;
                     allowSha1Signatures?: boolean;
+                    requireMfa?: boolean;
                 };
             };
         };
@@ -4663,7 +5707,7 @@ export interface operations {
             header?: never;
             path: {
                 /** @description The SSO connection (sso_<id>) */
-                id: string & (unknown & unknown & unknown & unknown & unknown);
+                id: string & (unknown & unknown & unknown & unknown & unknown & unknown);
             };
             cookie?: never;
         };
@@ -4680,7 +5724,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Signed in (no browser binding): a session */
+            /** @description Signed in (no browser binding): a session; or (text/html) the MFA page, when the connection requires MFA the IdP did not assert */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -4693,6 +5737,7 @@ export interface operations {
                     "application/json": {
                         [key: string]: unknown;
                     };
+                    "text/html": string;
                 };
             };
             /** @description On to the continuation, the OAuth login or the app's login initiation URL */
@@ -4725,13 +5770,13 @@ export interface operations {
             header?: never;
             path: {
                 /** @description The SSO connection (sso_<id>) */
-                id: string & (unknown & unknown & unknown & unknown & unknown);
+                id: string & (unknown & unknown & unknown & unknown & unknown & unknown);
             };
             cookie?: never;
         };
         requestBody?: never;
         responses: {
-            /** @description Signed in: a session */
+            /** @description Signed in: a session; or (text/html) the MFA page, when the connection requires MFA the IdP did not assert */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -4744,6 +5789,7 @@ export interface operations {
                     "application/json": {
                         [key: string]: unknown;
                     };
+                    "text/html": string;
                 };
             };
             /** @description On to the OAuth login or the app */
@@ -4777,7 +5823,7 @@ export interface operations {
             header?: never;
             path: {
                 /** @description The SSO connection (sso_<id>) */
-                id: string & (unknown & unknown & unknown & unknown & unknown);
+                id: string & (unknown & unknown & unknown & unknown & unknown & unknown);
             };
             cookie?: never;
         };
@@ -4809,7 +5855,7 @@ export interface operations {
             header?: never;
             path: {
                 /** @description The SSO connection (sso_<id>) */
-                id: string & (unknown & unknown & unknown & unknown & unknown);
+                id: string & (unknown & unknown & unknown & unknown & unknown & unknown);
             };
             cookie?: never;
         };
@@ -4836,6 +5882,125 @@ export interface operations {
             503: components["responses"]["Unavailable"];
         };
     };
+    completeSamlMfa: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The SSO connection (sso_<id>) */
+                id: string & (unknown & unknown & unknown & unknown & unknown & unknown);
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/x-www-form-urlencoded": {
+                    /** @description The CSRF token of the page (double submit with its cookie) */
+                    csrf_token: string;
+                    /** @description The login challenge's token (from the page) */
+                    mfa_token: string;
+                    /** @description totp, recovery_code or passkey */
+                    mfa_type: string;
+                    /** @description The TOTP or recovery code */
+                    code?: string;
+                    /** @description A passkey's AuthenticationResponseJSON */
+                    credential?: string;
+                } & {
+                    [key: string]: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Signed in, when the login answers JSON: a session */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description On to the OAuth login or the app's login initiation URL */
+            303: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    Location: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description An unknown, used or expired mfa_token (JSON: sign in again), or a malformed answer (the page again, HTML) */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                    "text/html": string;
+                };
+            };
+            /** @description The second factor was not accepted: the page again (HTML) */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                    "text/html": string;
+                };
+            };
+            /** @description The CSRF token is missing or does not match its cookie (an error page) */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            /** @description Too many requests (JSON), or too many failed second factors: the page again (HTML); Retry-After */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                    "text/html": string;
+                };
+            };
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
     samlLogoutRedirect: {
         parameters: {
             query?: {
@@ -4853,7 +6018,7 @@ export interface operations {
             header?: never;
             path: {
                 /** @description The SSO connection (sso_<id>) */
-                id: string & (unknown & unknown & unknown & unknown & unknown);
+                id: string & (unknown & unknown & unknown & unknown & unknown & unknown);
             };
             cookie?: never;
         };
@@ -4912,7 +6077,7 @@ export interface operations {
             header?: never;
             path: {
                 /** @description The SSO connection (sso_<id>) */
-                id: string & (unknown & unknown & unknown & unknown & unknown);
+                id: string & (unknown & unknown & unknown & unknown & unknown & unknown);
             };
             cookie?: never;
         };
@@ -5320,6 +6485,628 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    listMfaFactors: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The factors, oldest first */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            /** @description mfa_<id> */
+                            id: string;
+                            userId: string;
+                            /** @enum {string} */
+                            type: "totp" | "passkey" | "recovery_codes";
+                            name: string;
+                            /** @description TOTP: false until a first code was given */
+                            confirmed: boolean;
+                            /** @description ISO 8601 UTC */
+                            createdAt: string;
+                            lastUsedAt: string | null;
+                            /** @description recovery_codes: unused codes left */
+                            remainingCodes?: number;
+                            /** @description passkey: synced by its provider */
+                            backedUp?: boolean;
+                        }[];
+                        meta: {
+                            mfaRequired: boolean;
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["InvalidRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            /** @description No such user */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    deleteMfaFactor: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+                factorId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Removed */
+            204: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["InvalidRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            /** @description No such user or factor */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The last TOTP or passkey of a user who must use MFA */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    renameMfaFactor: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+                factorId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    name: string & (unknown & unknown);
+                };
+            };
+        };
+        responses: {
+            /** @description The factor */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            /** @description mfa_<id> */
+                            id: string;
+                            userId: string;
+                            /** @enum {string} */
+                            type: "totp" | "passkey" | "recovery_codes";
+                            name: string;
+                            /** @description TOTP: false until a first code was given */
+                            confirmed: boolean;
+                            /** @description ISO 8601 UTC */
+                            createdAt: string;
+                            lastUsedAt: string | null;
+                            /** @description recovery_codes: unused codes left */
+                            remainingCodes?: number;
+                            /** @description passkey: synced by its provider */
+                            backedUp?: boolean;
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["InvalidRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            /** @description No such user or factor */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    registerPasskey: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    challengeId: string;
+                    name?: string & (unknown & unknown);
+                    /** @description The PublicKeyCredential as JSON (RegistrationResponseJSON or AuthenticationResponseJSON) */
+                    credential: {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description The passkey factor */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            /** @description mfa_<id> */
+                            id: string;
+                            userId: string;
+                            /** @enum {string} */
+                            type: "totp" | "passkey" | "recovery_codes";
+                            name: string;
+                            /** @description TOTP: false until a first code was given */
+                            confirmed: boolean;
+                            /** @description ISO 8601 UTC */
+                            createdAt: string;
+                            lastUsedAt: string | null;
+                            /** @description recovery_codes: unused codes left */
+                            remainingCodes?: number;
+                            /** @description passkey: synced by its provider */
+                            backedUp?: boolean;
+                        };
+                    };
+                };
+            };
+            /** @description Unknown or used challenge, or a credential that does not verify (named in details) */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            /** @description No such user */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description This passkey is registered already, or the user has the most factors allowed */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    passkeyRegistrationOptions: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The challenge (5 minutes) and the creation options */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            /** @description mfc_<id>: send it back with the credential */
+                            challengeId: string;
+                            /** @description ISO 8601 UTC */
+                            expiresAt: string;
+                            /** @description Options for navigator.credentials.create() or .get() (the JSON form: PublicKeyCredentialCreationOptionsJSON / RequestOptionsJSON) */
+                            publicKey: {
+                                [key: string]: unknown;
+                            };
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["InvalidRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            /** @description No such user */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    regenerateRecoveryCodes: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The codes */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            factor: {
+                                /** @description mfa_<id> */
+                                id: string;
+                                userId: string;
+                                /** @enum {string} */
+                                type: "totp" | "passkey" | "recovery_codes";
+                                name: string;
+                                /** @description TOTP: false until a first code was given */
+                                confirmed: boolean;
+                                /** @description ISO 8601 UTC */
+                                createdAt: string;
+                                lastUsedAt: string | null;
+                                /** @description recovery_codes: unused codes left */
+                                remainingCodes?: number;
+                                /** @description passkey: synced by its provider */
+                                backedUp?: boolean;
+                            };
+                            /** @description shown only in this response */
+                            codes: string[];
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["InvalidRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            /** @description No such user */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    enrollTotp: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    name?: string & (unknown & unknown);
+                };
+            };
+        };
+        responses: {
+            /** @description A pending TOTP factor and its secret */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            factor: {
+                                /** @description mfa_<id> */
+                                id: string;
+                                userId: string;
+                                /** @enum {string} */
+                                type: "totp" | "passkey" | "recovery_codes";
+                                name: string;
+                                /** @description TOTP: false until a first code was given */
+                                confirmed: boolean;
+                                /** @description ISO 8601 UTC */
+                                createdAt: string;
+                                lastUsedAt: string | null;
+                                /** @description recovery_codes: unused codes left */
+                                remainingCodes?: number;
+                                /** @description passkey: synced by its provider */
+                                backedUp?: boolean;
+                            };
+                            /** @description base32, shown only in this response */
+                            secret: string;
+                            /** @description otpauth://totp/...: what the QR code holds */
+                            otpauthUri: string;
+                            /** @description data:image/svg+xml;base64,... QR code of otpauthUri */
+                            qrCode: string;
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["InvalidRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            /** @description No such user */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The user has the most factors allowed (20) */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    confirmTotp: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+                factorId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    code: string;
+                };
+            };
+        };
+        responses: {
+            /** @description The factor, confirmed */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            /** @description mfa_<id> */
+                            id: string;
+                            userId: string;
+                            /** @enum {string} */
+                            type: "totp" | "passkey" | "recovery_codes";
+                            name: string;
+                            /** @description TOTP: false until a first code was given */
+                            confirmed: boolean;
+                            /** @description ISO 8601 UTC */
+                            createdAt: string;
+                            lastUsedAt: string | null;
+                            /** @description recovery_codes: unused codes left */
+                            remainingCodes?: number;
+                            /** @description passkey: synced by its provider */
+                            backedUp?: boolean;
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["InvalidRequest"];
+            /** @description The code is not the current one (user.mfa.failed; throttled like passwords) */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            403: components["responses"]["Forbidden"];
+            /** @description No such user or factor */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The factor is confirmed already */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            /** @description Too many failed codes for the user (5) or the ip (20) in 15 minutes; Retry-After */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             500: components["responses"]["InternalError"];
             503: components["responses"]["Unavailable"];
         };

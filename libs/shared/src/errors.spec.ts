@@ -35,10 +35,19 @@ describe('AppError over gRPC', () => {
     expect(back.details).toEqual([]);
   });
 
+  it('carries mfa_required as PERMISSION_DENIED with its code in the secsvc-error-code trailer', () => {
+    const sent = toGrpcError(new AppError('mfa_required', 'Multi-factor authentication required', [{ field: 'mfa', message: 'required' }]));
+    expect(sent.code).toBe(status.PERMISSION_DENIED);
+    expect(sent.metadata!.get('secsvc-error-code')).toEqual(['mfa_required']);
+    const back = fromGrpcError(asServiceError(new AppError('mfa_required', 'Multi-factor authentication required', [{ field: 'mfa', message: 'required' }])));
+    expect([back.code, back.httpStatus, back.details]).toEqual(['mfa_required', 403, [{ field: 'mfa', message: 'required' }]]);
+  });
+
   it('sends the matching gRPC status code', () => {
     expect(toGrpcError(new AppError('not_found', 'x')).code).toBe(status.NOT_FOUND);
     expect(toGrpcError(new AppError('unauthorized', 'x')).code).toBe(status.UNAUTHENTICATED);
     expect(toGrpcError(new AppError('forbidden', 'x')).code).toBe(status.PERMISSION_DENIED);
+    expect(toGrpcError(new AppError('mfa_required', 'x')).code).toBe(status.PERMISSION_DENIED);
     expect(toGrpcError(new AppError('conflict', 'x')).code).toBe(status.ALREADY_EXISTS);
     expect(toGrpcError(new AppError('rate_limited', 'x')).code).toBe(status.RESOURCE_EXHAUSTED);
     expect(toGrpcError(new AppError('invalid_request', 'x')).code).toBe(status.INVALID_ARGUMENT);
@@ -72,6 +81,7 @@ describe('HTTP status of each code', () => {
     ['invalid_request', 400],
     ['unauthorized', 401],
     ['forbidden', 403],
+    ['mfa_required', 403],
     ['not_found', 404],
     ['method_not_allowed', 405],
     ['conflict', 409],
@@ -94,6 +104,7 @@ describe('HTTP status of each code', () => {
         'internal_error',
         'invalid_request',
         'method_not_allowed',
+        'mfa_required',
         'not_found',
         'payload_too_large',
         'range_not_satisfiable',

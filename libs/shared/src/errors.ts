@@ -5,6 +5,8 @@ export const errorCodes = {
   invalid_request: { http: 400, grpc: GrpcStatus.INVALID_ARGUMENT },
   unauthorized: { http: 401, grpc: GrpcStatus.UNAUTHENTICATED },
   forbidden: { http: 403, grpc: GrpcStatus.PERMISSION_DENIED },
+  /** Denied by the policies, but a multi-factor authentication (step-up) would allow it. */
+  mfa_required: { http: 403, grpc: GrpcStatus.PERMISSION_DENIED },
   not_found: { http: 404, grpc: GrpcStatus.NOT_FOUND },
   method_not_allowed: { http: 405, grpc: GrpcStatus.UNIMPLEMENTED },
   conflict: { http: 409, grpc: GrpcStatus.ALREADY_EXISTS },

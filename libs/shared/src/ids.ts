@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 
 const ALPHABET = '0123456789abcdefghjkmnpqrstvwxyz'; // Crockford base32, lower case
 
-export type IdPrefix = 'user' | 'pol' | 'log' | 'exp' | 'key' | 'ses' | 'req' | 'evt' | 'job' | 'prt' | 'dec' | 'cli' | 'grt' | 'sso';
+export type IdPrefix = 'user' | 'pol' | 'log' | 'exp' | 'key' | 'ses' | 'req' | 'evt' | 'job' | 'prt' | 'dec' | 'cli' | 'grt' | 'sso' | 'mfa' | 'mfc';
 
 let lastTime = 0;
 let lastRandom: Buffer = Buffer.alloc(10);

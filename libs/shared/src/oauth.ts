@@ -15,7 +15,10 @@ export const OAUTH_SCOPES = [
   'export:logs',
 ] as const;
 
-/** The RFC 7662 answer for an active access token, from its verified claims. */
+/**
+ * The RFC 7662 answer for an active access token, from its verified claims: with a user's tokens, how the user
+ * authenticated (amr, acr, auth_time; absent claims stay absent, as JSON drops undefined).
+ */
 export function activeAccessToken(claims: Record<string, unknown>): Record<string, unknown> {
   return {
     active: true,
@@ -28,5 +31,8 @@ export function activeAccessToken(claims: Record<string, unknown>): Record<strin
     exp: claims.exp,
     iat: claims.iat,
     jti: claims.jti,
+    amr: claims.amr,
+    acr: claims.acr,
+    auth_time: claims.auth_time,
   };
 }

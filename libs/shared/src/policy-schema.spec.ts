@@ -63,8 +63,47 @@ describe('policyFieldsSchema', () => {
     expect(r.success || fieldErrors(r.error)).toEqual([
       { field: 'name', message: 'must not be empty' },
       { field: 'effect', message: 'must be allow or deny' },
-      { field: 'conditions.geo', message: 'unknown condition (the only condition is ip)' },
+      { field: 'conditions.geo', message: 'unknown condition (the conditions are ip and mfa)' },
       { field: 'conditions.ip.allowlist[0]', message: 'the prefix length must be 0 to 32' },
+    ]);
+  });
+});
+
+describe('conditions.mfa', () => {
+  const conditions = (mfa: unknown) => policyFieldsSchema.safeParse({ ...valid, conditions: { mfa } });
+
+  it('takes true or an object with an optional integer maxAgeSeconds from 1 to 31536000, kept as written', () => {
+    expect(policyConditionsSchema.parse({ mfa: true })).toEqual({ mfa: true });
+    expect(policyConditionsSchema.parse({ mfa: {} })).toEqual({ mfa: {} });
+    expect(policyConditionsSchema.parse({ mfa: { maxAgeSeconds: 300 } })).toEqual({ mfa: { maxAgeSeconds: 300 } });
+    expect(policyConditionsSchema.parse({ mfa: { maxAgeSeconds: 1 } })).toEqual({ mfa: { maxAgeSeconds: 1 } });
+    expect(policyConditionsSchema.parse({ mfa: { maxAgeSeconds: policyLimits.mfaMaxAgeSeconds } })).toEqual({ mfa: { maxAgeSeconds: 31_536_000 } });
+    // undefined keys are absent (a decoded protobuf message), as is a null mfa
+    expect(policyConditionsSchema.parse({ mfa: { maxAgeSeconds: undefined } })).toEqual({ mfa: {} });
+    expect(policyConditionsSchema.parse({ mfa: null })).toEqual({});
+    expect(policyConditionsSchema.parse({ ip: { allowlist: ['10.0.0.0/8'] }, mfa: true })).toEqual({ ip: { allowlist: ['10.0.0.0/8'] }, mfa: true });
+    expect(conditions(true).data?.conditions).toEqual({ mfa: true });
+  });
+
+  it('refuses false and other forms, naming conditions.mfa', () => {
+    for (const bad of [false, 'true', 1, [], [true]]) {
+      const r = conditions(bad);
+      expect(r.success || fieldErrors(r.error)).toEqual([{ field: 'conditions.mfa', message: 'must be true or an object with an optional maxAgeSeconds' }]);
+    }
+  });
+
+  it('refuses a maxAgeSeconds that is not an integer from 1 to 31536000, naming conditions.mfa.maxAgeSeconds', () => {
+    for (const bad of [0, -1, 1.5, policyLimits.mfaMaxAgeSeconds + 1, '300', null, true, Number.NaN, Infinity]) {
+      const r = conditions({ maxAgeSeconds: bad });
+      expect([bad, r.success || fieldErrors(r.error)]).toEqual([bad, [{ field: 'conditions.mfa.maxAgeSeconds', message: 'must be an integer from 1 to 31536000' }]]);
+    }
+  });
+
+  it('names an unknown field of the object and an unknown condition beside it, all at once', () => {
+    expect(faults(policyFieldsSchema, { ...valid, conditions: { mfa: { maxAgeSeconds: 0, acr: 'x' }, time: {} } })).toEqual([
+      'conditions.time',
+      'conditions.mfa.acr',
+      'conditions.mfa.maxAgeSeconds',
     ]);
   });
 });

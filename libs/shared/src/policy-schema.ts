@@ -18,14 +18,23 @@ export const policyLimits = {
   maxPoliciesPerEnvironment: 10_000,
   /** Draft policies in one simulation. */
   maxDrafts: 100,
+  /** conditions.mfa.maxAgeSeconds: 1 second to 365 days. */
+  mfaMaxAgeSeconds: 31_536_000,
 } as const;
 
 export const POLICY_EFFECTS = ['allow', 'deny'] as const;
 export type PolicyEffect = (typeof POLICY_EFFECTS)[number];
 
-/** `{}` (no condition) or an ip allowlist of CIDRs. */
+/**
+ * The mfa condition as written: `true`, or an object with an optional `maxAgeSeconds` (`{}` is the same as
+ * `true`). It holds when the caller's credential carries a completed MFA, at most maxAgeSeconds old.
+ */
+export type MfaConditionValue = true | { maxAgeSeconds?: number };
+
+/** `{}` (no condition), an ip allowlist of CIDRs, an mfa condition, or both. */
 export interface PolicyConditionsValue {
   ip?: { allowlist: string[] };
+  mfa?: MfaConditionValue;
 }
 
 const ROLE_NAME = /^[a-z0-9][a-z0-9_-]{0,62}$/;
@@ -180,17 +189,43 @@ export const cidrListSchema = entryList(cidrError, 'A CIDR, e.g. 10.0.0.0/8 or 2
 
 const isPlainObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
+const MFA_MAX_AGE_MESSAGE = `must be an integer from 1 to ${policyLimits.mfaMaxAgeSeconds}`;
+
 // What the document shows for conditions (the checks below are written out so that the unknown keys are
-// named first, then the allowlist's entries, each by its full path).
+// named first, then the allowlist's entries and the mfa fields, each by its full path).
 const { $schema: _dialect, ...conditionsDoc } = z.toJSONSchema(
-  z.strictObject({ ip: z.strictObject({ allowlist: z.array(z.string()).min(1).max(policyLimits.maxEntries) }).nullable().optional() }).nullable(),
+  z
+    .strictObject({
+      ip: z.strictObject({ allowlist: z.array(z.string()).min(1).max(policyLimits.maxEntries) }).nullable().optional(),
+      mfa: z
+        .union([
+          z.literal(true),
+          z.strictObject({
+            maxAgeSeconds: z
+              .number()
+              .int()
+              .min(1)
+              .max(policyLimits.mfaMaxAgeSeconds)
+              .optional()
+              .describe('The MFA was completed at most this many seconds before the request; absent: any age'),
+          }),
+        ])
+        .nullable()
+        .optional()
+        .describe('The credential carries a completed multi-factor authentication: true, or {maxAgeSeconds} to also bound its age'),
+    })
+    .nullable(),
   { io: 'input' },
 );
 
+const CONDITION_KEYS = new Set(['ip', 'mfa']);
+
 /**
- * Conditions: absent, null or `{}` is no condition; the only known key is `ip`, whose only key is
- * `allowlist`, a non-empty array of CIDRs. A key whose value is undefined counts as absent (a decoded
- * protobuf message carries `ip: undefined` when the field is not set). The output is `{}` or `{ip: {allowlist}}`.
+ * Conditions: absent, null or `{}` is no condition; the known keys are `ip`, whose only key is `allowlist`, a
+ * non-empty array of CIDRs, and `mfa`: `true`, or an object whose only key is the optional `maxAgeSeconds`,
+ * an integer from 1 to 31536000 (`false` and any other form are refused). A key whose value is undefined
+ * counts as absent (a decoded protobuf message carries `ip: undefined` when the field is not set), and so
+ * does a null `ip` or `mfa`. The output holds `ip: {allowlist}` and `mfa` (as written) when given.
  */
 export const policyConditionsSchema = z
   .unknown()
@@ -201,27 +236,55 @@ export const policyConditionsSchema = z
       return;
     }
     for (const key of Object.keys(value)) {
-      if (key !== 'ip' && value[key] !== undefined) ctx.addIssue({ code: 'custom', path: [key], message: 'unknown condition (the only condition is ip)' });
+      if (!CONDITION_KEYS.has(key) && value[key] !== undefined) ctx.addIssue({ code: 'custom', path: [key], message: 'unknown condition (the conditions are ip and mfa)' });
     }
-    const ip = value.ip;
-    if (ip === undefined || ip === null) return;
-    if (!isPlainObject(ip)) {
-      ctx.addIssue({ code: 'custom', path: ['ip'], message: 'must be an object with an allowlist' });
-      return;
-    }
-    for (const key of Object.keys(ip)) {
-      if (key !== 'allowlist' && ip[key] !== undefined) ctx.addIssue({ code: 'custom', path: ['ip', key], message: 'unknown field (the only field is allowlist)' });
-    }
-    const allowlist = cidrListSchema.safeParse(ip.allowlist);
-    if (!allowlist.success) {
-      for (const issue of allowlist.error.issues) ctx.addIssue({ code: 'custom', path: ['ip', 'allowlist', ...issue.path], message: issue.message });
-    }
+    checkIpCondition(value.ip, ctx);
+    checkMfaCondition(value.mfa, ctx);
   })
   .transform((value): PolicyConditionsValue => {
-    const ip = isPlainObject(value) && isPlainObject(value.ip) ? value.ip : undefined;
-    return ip ? { ip: { allowlist: ip.allowlist as string[] } } : {};
+    if (!isPlainObject(value)) return {};
+    const ip = isPlainObject(value.ip) ? { allowlist: value.ip.allowlist as string[] } : undefined;
+    const mfa = value.mfa === true ? true : isPlainObject(value.mfa) ? mfaOptions(value.mfa) : undefined;
+    return { ...(ip ? { ip } : {}), ...(mfa !== undefined ? { mfa } : {}) };
   })
-  .meta({ ...conditionsDoc, description: 'Conditions; known: ip.allowlist (CIDRs). {} = none.' });
+  .meta({ ...conditionsDoc, description: 'Conditions; known: ip.allowlist (CIDRs) and mfa (true or {maxAgeSeconds}). {} = none.' });
+
+type IssueSink = z.RefinementCtx<unknown>;
+
+function checkIpCondition(ip: unknown, ctx: IssueSink): void {
+  if (ip === undefined || ip === null) return;
+  if (!isPlainObject(ip)) {
+    ctx.addIssue({ code: 'custom', path: ['ip'], message: 'must be an object with an allowlist' });
+    return;
+  }
+  for (const key of Object.keys(ip)) {
+    if (key !== 'allowlist' && ip[key] !== undefined) ctx.addIssue({ code: 'custom', path: ['ip', key], message: 'unknown field (the only field is allowlist)' });
+  }
+  const allowlist = cidrListSchema.safeParse(ip.allowlist);
+  if (!allowlist.success) {
+    for (const issue of allowlist.error.issues) ctx.addIssue({ code: 'custom', path: ['ip', 'allowlist', ...issue.path], message: issue.message });
+  }
+}
+
+function checkMfaCondition(mfa: unknown, ctx: IssueSink): void {
+  if (mfa === undefined || mfa === null || mfa === true) return;
+  if (!isPlainObject(mfa)) {
+    ctx.addIssue({ code: 'custom', path: ['mfa'], message: 'must be true or an object with an optional maxAgeSeconds' });
+    return;
+  }
+  for (const key of Object.keys(mfa)) {
+    if (key !== 'maxAgeSeconds' && mfa[key] !== undefined) ctx.addIssue({ code: 'custom', path: ['mfa', key], message: 'unknown field (the only field is maxAgeSeconds)' });
+  }
+  const max = mfa.maxAgeSeconds;
+  if (max !== undefined && !(typeof max === 'number' && Number.isInteger(max) && max >= 1 && max <= policyLimits.mfaMaxAgeSeconds)) {
+    ctx.addIssue({ code: 'custom', path: ['mfa', 'maxAgeSeconds'], message: MFA_MAX_AGE_MESSAGE });
+  }
+}
+
+/** The object form as written: `{}` or `{maxAgeSeconds}` (a key whose value is undefined is absent). */
+function mfaOptions(mfa: Record<string, unknown>): { maxAgeSeconds?: number } {
+  return mfa.maxAgeSeconds === undefined ? {} : { maxAgeSeconds: mfa.maxAgeSeconds as number };
+}
 
 /** The fields of a policy (a POST /v1/policies body); description and conditions are optional. */
 export const policyShape = {

@@ -103,9 +103,22 @@ export class AuthCache implements CredentialChanges {
     return () => this.listeners.delete(listener);
   }
 
-  private invalidate(credentialId: string): void {
+  /**
+   * This gateway changed how a session authenticated (a step-up it just answered): its cached principals are
+   * dropped now, before the change feed says so, so the caller's next request sees the new MFA.
+   */
+  authenticationChanged(sessionId: string): void {
+    this.invalidate(`auth:${sessionId}`);
+  }
+
+  private invalidate(change: string): void {
+    // `auth:<session id>`: the session's authentication changed (a step-up), not a revocation: its cached
+    // principals are dropped (its new MFA counts at once) and its access tokens stay valid.
+    const stepUp = change.startsWith('auth:');
+    const credentialId = stepUp ? change.slice(5) : change;
     // The listeners include this cache's own principals (dropped when their credential changed).
     for (const l of this.listeners) l(credentialId);
+    if (stepUp) return;
     // Access tokens (JWTs) of a changed session or OAuth grant are refused while they could still be unexpired.
     if (credentialId.startsWith('ses_') || credentialId.startsWith('grt_')) this.revokedSessions.set(credentialId, Date.now() + this.revokedRetentionMs);
   }

@@ -36,7 +36,14 @@ async function verifyJwt(token: string, jwt: JwtVerifier, cache: AuthCache | und
     return { type: 'api_key', id: oauth.clientId, credentialId: claims.sid, keyType, environment: env(claims.env), plan: 'pro', ...oauth };
   }
   const email = typeof claims.email === 'string' ? { email: claims.email } : {};
-  return { type: 'user', id: claims.sub, credentialId: claims.sid, keyType: 'jwt', environment: env(claims.env), plan: 'pro', roles, ...email, ...oauth };
+  return { type: 'user', id: claims.sub, credentialId: claims.sid, keyType: 'jwt', environment: env(claims.env), plan: 'pro', roles, ...email, ...oauth, ...mfaOfClaims(claims) };
+}
+
+/** A token's amr (RFC 8176) and, when it says MFA was done, its auth_time as the time of that MFA. */
+function mfaOfClaims(claims: Record<string, unknown>): Pick<Principal, 'amr' | 'mfaAt'> {
+  const amr = Array.isArray(claims.amr) ? claims.amr.filter((m): m is string => typeof m === 'string') : [];
+  const mfaAt = amr.includes('mfa') && typeof claims.auth_time === 'number' && Number.isFinite(claims.auth_time) ? claims.auth_time : undefined;
+  return { ...(amr.length ? { amr } : {}), ...(mfaAt !== undefined ? { mfaAt } : {}) };
 }
 
 /** Resolves a bearer credential with the identity service: an API key or a session token. */
@@ -72,6 +79,8 @@ async function resolve(clients: ServiceClients, token: string, req: Request, dea
       environment: env(s.environment),
       plan: 'pro',
       roles: s.roles,
+      ...(s.amr.length ? { amr: s.amr } : {}),
+      ...(s.mfaAt ? { mfaAt: Math.floor(Date.parse(s.mfaAt) / 1000) } : {}),
     };
     return { principal, expiresAt: until(s.expiresAt) };
   }

@@ -23,7 +23,9 @@ export function discoveryDocument(issuer: string) {
     revocation_endpoint_auth_methods_supported: authMethods,
     introspection_endpoint_auth_methods_supported: authMethods,
     code_challenge_methods_supported: ['S256'],
-    claims_supported: ['sub', 'iss', 'aud', 'exp', 'iat', 'auth_time', 'nonce', 'at_hash', 'azp', 'name', 'updated_at', 'email', 'email_verified'],
+    claims_supported: ['sub', 'iss', 'aud', 'exp', 'iat', 'auth_time', 'amr', 'acr', 'nonce', 'at_hash', 'azp', 'name', 'updated_at', 'email', 'email_verified'],
+    // One factor, or more than one (MFA): the acr of tokens; acr_values=urn:secsvc:acr:mfa asks for a step-up.
+    acr_values_supported: ['urn:secsvc:acr:1fa', 'urn:secsvc:acr:mfa'],
     prompt_values_supported: ['none', 'login', 'consent'],
     authorization_response_iss_parameter_supported: true,
     request_parameter_supported: false,

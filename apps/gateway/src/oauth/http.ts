@@ -30,7 +30,7 @@ export function paramsOf(source: unknown): { get: (name: string) => string; repe
   };
 }
 
-/** The parameters of an authorization request, as the identity service takes them. */
+/** The parameters of an authorization request, carried through the pages' forms (identity takes all but acr_values). */
 export const AUTHORIZATION_PARAMS = [
   'client_id',
   'redirect_uri',
@@ -42,6 +42,8 @@ export const AUTHORIZATION_PARAMS = [
   'code_challenge_method',
   'prompt',
   'max_age',
+  // Read by the gateway (urn:secsvc:acr:mfa asks for a step-up), carried like the others; identity refuses it repeated.
+  'acr_values',
 ] as const;
 
 export function authorizationRequest(p: ReturnType<typeof paramsOf>) {

@@ -6,7 +6,8 @@ import { AppError } from '@secsvc/shared';
 import { formBody } from '../middleware/input';
 import { OAUTH_FORM_FIELDS } from '../openapi/surface';
 import { sendOAuthError } from './http';
-import { STYLESHEET } from './pages';
+import { PASSKEY_SCRIPT_PATH, STYLESHEET } from './pages';
+import { PASSKEY_SCRIPT } from './passkey-script';
 import { introspectEndpoint, revokeEndpoint, tokenEndpoint } from './token';
 import { userinfoEndpoint } from './userinfo';
 
@@ -14,8 +15,8 @@ export type { OAuthDeps } from './deps';
 
 /**
  * The OAuth 2.0 authorization server's HTTP surface (unversioned paths, as the standards name them):
- * discovery, the authorization endpoint with its login and consent pages, token, revocation, introspection
- * and userinfo. Every form body is urlencoded and at most 64 KiB.
+ * discovery, the authorization endpoint with its login, MFA and consent pages (their stylesheet and passkey
+ * script), token, revocation, introspection and userinfo. Every form body is urlencoded and at most 64 KiB.
  */
 export function oauthRouter(deps: OAuthDeps): express.Router {
   const router = express.Router();
@@ -24,6 +25,12 @@ export function oauthRouter(deps: OAuthDeps): express.Router {
   router.get('/oauth/assets/style.css', (_req: Request, res: Response) => {
     res.setHeader('Cache-Control', 'public, max-age=3600');
     res.type('text/css').send(STYLESHEET);
+  });
+  // The passkey pages' one script (their CSP allows script-src 'self'; see passkey-script.ts).
+  router.get(PASSKEY_SCRIPT_PATH, (_req: Request, res: Response) => {
+    res.setHeader('Cache-Control', 'public, max-age=3600');
+    res.setHeader('X-Content-Type-Options', 'nosniff');
+    res.type('text/javascript').send(PASSKEY_SCRIPT);
   });
   router.get('/oauth/authorize', authorizeGet(deps));
   router.post('/oauth/authorize', form, authorizePost(deps));

@@ -21,7 +21,8 @@ export interface DocumentOptions extends Surface {
 const ERROR_DOCS: Partial<Record<ErrorCode, string>> = {
   invalid_request: 'The request is invalid: every faulty field is named in error.details by its full path',
   unauthorized: 'Missing, malformed, unknown, expired or revoked credential',
-  forbidden: 'The credential may not call this operation (key type, OAuth scope or policy)',
+  forbidden:
+    'The credential may not call this operation (key type, OAuth scope or policy); code mfa_required when the policies would allow it after a multi-factor authentication: a session steps up with POST /v1/auth/step-up, an OAuth access token gets WWW-Authenticate insufficient_user_authentication (RFC 9470) with acr_values and max_age',
   not_found: 'No such resource',
   payload_too_large: 'The body is larger than 1 MiB',
   unsupported_media_type: 'The body is not application/json',
@@ -39,13 +40,21 @@ function common(o: DocumentOptions, set: SchemaSet) {
     'X-RateLimit-Remaining': { description: 'Requests left in the window', required: true, schema: { type: 'integer', minimum: 0 } },
     'X-RateLimit-Reset': { description: 'When the window resets (Unix time, seconds)', required: true, schema: { type: 'integer', minimum: 0 } },
     'Retry-After': { description: 'Seconds to wait before retrying', schema: { type: 'integer', minimum: 0 } },
-    'WWW-Authenticate': { description: 'The authentication scheme and, for OAuth tokens, the error (RFC 6750)', schema: { type: 'string' } },
+    'WWW-Authenticate': {
+      description: 'The authentication scheme and, for OAuth tokens, the error: insufficient_scope (RFC 6750), insufficient_user_authentication with acr_values and max_age (RFC 9470)',
+      schema: { type: 'string' },
+    },
   };
   const headerRefs = (extra: string[] = []): Json =>
     Object.fromEntries(
       ['X-Request-Id', ...(o.rateLimited ? ['X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Reset'] : []), ...extra].map((h) => [h, { $ref: `#/components/headers/${h}` }]),
     );
-  const extraHeaders: Partial<Record<ErrorCode, string[]>> = { unauthorized: ['WWW-Authenticate'], rate_limited: ['Retry-After'], unavailable: ['Retry-After'] };
+  const extraHeaders: Partial<Record<ErrorCode, string[]>> = {
+    unauthorized: ['WWW-Authenticate'],
+    forbidden: ['WWW-Authenticate'],
+    rate_limited: ['Retry-After'],
+    unavailable: ['Retry-After'],
+  };
   const errorBody = (code: ErrorCode, description: string): Json => ({
     description,
     headers: headerRefs(extraHeaders[code]),

@@ -52,6 +52,8 @@ function queryParams(props: Record<string, string>, required: string[] = [], sha
 /** The form parsers' parameter limits (oauth/index.ts, sso/router.ts). */
 export const OAUTH_FORM_FIELDS = 100;
 export const SAML_FORM_FIELDS = 10;
+/** The SAML MFA page's forms: its hidden fields and the answer. */
+export const SAML_MFA_FORM_FIELDS = 20;
 
 const ID_PARAM = { name: 'id', in: 'path', required: true, description: 'The SSO connection (sso_<id>)', schema: { type: 'string' } };
 
@@ -59,6 +61,7 @@ export function surfacePaths(o: Surface & { issuer: string }, set: SchemaSet, c:
   const h = c.headerRefs;
   const json = (description: string, schema: Json, extraHeaders: string[] = []): Json => ({ description, headers: h(extraHeaders), content: { 'application/json': { schema } } });
   const page = (description: string): Json => ({ description, headers: h(), content: { 'text/html': { schema: { type: 'string' } } } });
+  const withPage = (r: Json): Json => ({ ...r, content: { ...(r.content as Json), 'text/html': { schema: { type: 'string' } } } });
   const redirect = (description: string): Json => ({ description, headers: { ...h(), Location: { required: true, schema: { type: 'string' } } } });
   const errors = (...codes: ErrorCode[]): Record<string, Json> => Object.fromEntries(codes.map((code) => [String(errorCodes[code].http), c.errorResponse(code)]));
   const open = (op: Json): Json => ({ security: [], ...op });
@@ -103,6 +106,14 @@ export function surfacePaths(o: Surface & { issuer: string }, set: SchemaSet, c:
     paths['/oauth/assets/style.css'] = {
       get: open({ operationId: 'getLoginStylesheet', summary: 'The login pages\' stylesheet', tags: ['oauth'], responses: { 200: { description: 'CSS', headers: h(), content: { 'text/css': { schema: { type: 'string' } } } }, ...errors('invalid_request', 'rate_limited') } }),
     };
+    paths['/oauth/assets/passkey.js'] = {
+      get: open({
+        operationId: 'getPasskeyScript',
+        summary: 'The script of the login pages that offer a passkey (WebAuthn): the only script they run',
+        tags: ['oauth'],
+        responses: { 200: { description: 'JavaScript', headers: h(), content: { 'text/javascript': { schema: { type: 'string' } } } }, ...errors('invalid_request', 'rate_limited') },
+      }),
+    };
     set.add('OAuthError', {
       type: 'object',
       description: 'RFC 6749 5.2 error',
@@ -122,10 +133,11 @@ export function surfacePaths(o: Surface & { issuer: string }, set: SchemaSet, c:
       code_challenge: 'PKCE S256 challenge (43 characters of base64url)',
       code_challenge_method: 'S256',
       prompt: 'none, login or consent',
-      max_age: 'Seconds since the last login after which the user must log in again',
+      max_age: 'Seconds since the last authentication (login or MFA) after which the user must log in again',
+      acr_values: 'urn:secsvc:acr:mfa asks for MFA: a login session without it is stepped up first (when the user has a factor)',
     };
     const pageResponses = {
-      200: page('The login or consent page'),
+      200: page('The login, MFA (second step or step-up) or consent page'),
       400: {
         description: 'The authorization request is invalid and cannot be sent back to the client (an error page), or the input guard refused the query or form (JSON)',
         headers: h(),
@@ -144,22 +156,36 @@ export function surfacePaths(o: Surface & { issuer: string }, set: SchemaSet, c:
       }),
       post: open({
         operationId: 'authorizeForm',
-        summary: 'The login (action=login), consent (action=consent) and SSO (action=sso) forms of the authorization pages',
+        summary: 'The forms of the authorization pages: login, mfa (second step), passkey (passwordless), step_up, consent and sso',
         tags: ['oauth'],
         requestBody: {
           required: true,
           content: {
             'application/x-www-form-urlencoded': {
-              schema: fields({ ...authorizationParams, csrf_token: 'The page\'s CSRF token (double submit with its cookie)', action: 'login, consent or sso', email: 'Email (login, sso)', password: 'Password (login)', consent: 'allow or deny (consent)' }),
+              schema: fields({
+                ...authorizationParams,
+                csrf_token: 'The page\'s CSRF token (double submit with its cookie)',
+                action: 'login, mfa, passkey, step_up, consent or sso',
+                email: 'Email (login, sso)',
+                password: 'Password (login)',
+                mfa_token: 'The login\'s second-step token (mfa)',
+                mfa_type: 'totp, recovery_code or passkey (mfa, step_up)',
+                code: 'The 6-digit authenticator code or a recovery code (mfa, step_up)',
+                credential: 'The passkey\'s assertion, AuthenticationResponseJSON (passkey; mfa and step_up with mfa_type=passkey)',
+                challenge_id: 'The passkey challenge of the page (passkey, step_up)',
+                consent: 'allow or deny (consent)',
+              }),
             },
           },
         },
         responses: {
           ...pageResponses,
           303: redirect('On to the client, the consent page or the SSO login'),
-          401: page('Invalid email or password (the login page again)'),
+          401: page('Invalid email or password, or a second factor that was not accepted (the page again)'),
           403: page('The form\'s CSRF token is missing or invalid (an error page)'),
           413: eitherError('The form is larger than 64 KiB or has more than 100 parameters'),
+          // Over the ip's rate limit (JSON), or too many failed sign-ins or second factors (the page again).
+          429: withPage(c.errorResponse('rate_limited', 'Too many requests (JSON), or too many failed sign-ins or second factors: the page again (HTML); Retry-After')),
         },
       }),
     };
@@ -246,7 +272,12 @@ export function surfacePaths(o: Surface & { issuer: string }, set: SchemaSet, c:
         tags: ['sso'],
         parameters: [ID_PARAM],
         requestBody: samlForm({ SAMLResponse: 'The base64 SAML Response', RelayState: 'RelayState' }, ['SAMLResponse']),
-        responses: { 200: json('Signed in (no browser binding): a session', anyObject), 303: redirect('On to the continuation, the OAuth login or the app\'s login initiation URL'), ...refusals, ...errors('payload_too_large') },
+        responses: {
+          200: withPage(json('Signed in (no browser binding): a session; or (text/html) the MFA page, when the connection requires MFA the IdP did not assert', anyObject)),
+          303: redirect('On to the continuation, the OAuth login or the app\'s login initiation URL'),
+          ...refusals,
+          ...errors('payload_too_large'),
+        },
       }),
     };
     paths['/v1/sso/saml/{id}/continue'] = {
@@ -255,7 +286,43 @@ export function surfacePaths(o: Surface & { issuer: string }, set: SchemaSet, c:
         summary: 'Finishes a browser\'s login in that browser (the binding cookie of /login)',
         tags: ['sso'],
         parameters: [ID_PARAM, ...queryParams({ state: 'The sealed state from the ACS' }, ['state'])],
-        responses: { 200: json('Signed in: a session', anyObject), 303: redirect('On to the OAuth login or the app'), ...refusals },
+        responses: { 200: withPage(json('Signed in: a session; or (text/html) the MFA page, when the connection requires MFA the IdP did not assert', anyObject)), 303: redirect('On to the OAuth login or the app'), ...refusals },
+      }),
+    };
+    paths['/v1/sso/saml/{id}/mfa'] = {
+      post: open({
+        operationId: 'completeSamlMfa',
+        summary: 'The MFA page\'s answer (a login through a connection that requires MFA the IdP did not assert): a TOTP code, a recovery code or a passkey; then on as the login would go',
+        tags: ['sso'],
+        parameters: [ID_PARAM],
+        requestBody: {
+          required: true,
+          content: {
+            'application/x-www-form-urlencoded': {
+              schema: fields(
+                {
+                  csrf_token: 'The CSRF token of the page (double submit with its cookie)',
+                  mfa_token: 'The login challenge\'s token (from the page)',
+                  mfa_type: 'totp, recovery_code or passkey',
+                  code: 'The TOTP or recovery code',
+                  credential: 'A passkey\'s AuthenticationResponseJSON',
+                },
+                ['csrf_token', 'mfa_token', 'mfa_type'],
+                SAML_MFA_FORM_FIELDS,
+              ),
+            },
+          },
+        },
+        responses: {
+          200: json('Signed in, when the login answers JSON: a session', anyObject),
+          303: redirect('On to the OAuth login or the app\'s login initiation URL'),
+          ...refusals,
+          400: withPage(c.errorResponse('invalid_request', 'An unknown, used or expired mfa_token (JSON: sign in again), or a malformed answer (the page again, HTML)')),
+          401: withPage(c.errorResponse('unauthorized', 'The second factor was not accepted: the page again (HTML)')),
+          403: page('The CSRF token is missing or does not match its cookie (an error page)'),
+          429: withPage(c.errorResponse('rate_limited', 'Too many requests (JSON), or too many failed second factors: the page again (HTML); Retry-After')),
+          ...errors('payload_too_large'),
+        },
       }),
     };
     const sloResponses = { 200: json('Sessions ended, or the logout finished', anyObject), 302: redirect('To the IdP with the signed LogoutResponse'), 303: redirect('To the returnTo of an SP-initiated logout'), ...refusals };

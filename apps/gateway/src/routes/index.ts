@@ -1,6 +1,7 @@
 import { apiKeyRoutes } from './api-keys';
 import { authRoutes } from './auth';
 import { logRoutes } from './logs';
+import { mfaRoutes } from './mfa';
 import { oauthClientRoutes } from './oauth-clients';
 import { policyRoutes } from './policies';
 import type { Route } from './route';
@@ -13,6 +14,7 @@ export const routes: Route[] = [
   ...userRoutes,
   ...apiKeyRoutes,
   ...sessionRoutes,
+  ...mfaRoutes,
   ...authRoutes,
   ...policyRoutes,
   ...logRoutes,

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import type { Request } from 'express';
-import type { OAUTH_SCOPES } from '@secsvc/shared';
+import { errorCodes, type ErrorCode, type OAUTH_SCOPES } from '@secsvc/shared';
 import type { Principal, RouteContext } from '../context';
 
 /** The scopes of API areas (read:users, write:policies, export:logs, ...): what an OAuth token needs for a route. */
@@ -73,7 +73,8 @@ export const listOf = <T extends z.ZodType>(schema: T) => z.object({ data: z.arr
 
 export const errorSchema = z.object({
   error: z.object({
-    code: z.string(),
+    // every code of the one table (@secsvc/shared errors.ts), so a client can switch on them
+    code: z.enum(Object.keys(errorCodes) as [ErrorCode, ...ErrorCode[]]),
     message: z.string(),
     details: z.array(z.object({ field: z.string(), message: z.string() })).optional(),
   }),

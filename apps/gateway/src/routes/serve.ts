@@ -61,9 +61,21 @@ export function requireCredential(route: Pick<Route, 'anonymous'>, principal: Pr
   if (principal.type === 'anonymous' && !route.anonymous) throw new AppError('unauthorized', 'Missing Authorization header (Bearer API key or session token)');
 }
 
+/** Where a user steps up (completes a multi-factor authentication on their session). */
+export const STEP_UP_PATH = 'POST /v1/auth/step-up';
+
+/** Where a step's answer headers go (the Express response). */
+type HeaderSink = { setHeader: (name: string, value: string) => unknown };
+
+/** The acr value of a multi-factor authentication (RFC 9470 acr_values; the identity service's urn:secsvc:acr:mfa). */
+export const MFA_ACR = 'urn:secsvc:acr:mfa';
+
 /**
  * Users are authorized by the policies on every call (API keys act as administrators), unless the route lets
- * them act on the very credential they presented (their own session).
+ * them act on the very credential they presented (their own session). The policies see whether the
+ * credential carries a completed MFA and its age (mfa conditions); a denial that an MFA completed now would
+ * lift is `mfa_required` (403) rather than `forbidden`, and an OAuth access token gets RFC 9470's
+ * WWW-Authenticate challenge (insufficient_user_authentication) saying which acr and max_age to ask for.
  */
 export async function authorizePolicy(
   route: Pick<Route, 'method' | 'action' | 'ownCredential'>,
@@ -71,10 +83,24 @@ export async function authorizePolicy(
   principal: Principal,
   policy: Pick<ServiceClients['policy'], 'authorize'>,
   deadlineMs: number,
+  res: HeaderSink,
+  now: () => number = Date.now,
 ): Promise<void> {
   if (principal.type !== 'user' || route.ownCredential?.(req, principal)) return;
+  const mfaAt = principal.mfaAt;
+  const mfa = mfaAt !== undefined && Number.isFinite(mfaAt);
+  const mfaAgeSeconds = mfa ? Math.max(0, Math.floor(now() / 1000 - mfaAt)) : 0;
   const decision = await policy.authorize(
-    { environment: principal.environment, userId: principal.id, roles: principal.roles ?? [], action: route.action ?? ACTIONS[route.method], resource: req.path, ip: req.ip ?? '' },
+    {
+      environment: principal.environment,
+      userId: principal.id,
+      roles: principal.roles ?? [],
+      action: route.action ?? ACTIONS[route.method],
+      resource: req.path,
+      ip: req.ip ?? '',
+      mfa,
+      mfaAgeSeconds,
+    },
     {
       requestId: req.requestId,
       deadlineMs,
@@ -85,7 +111,30 @@ export async function authorizePolicy(
       },
     },
   );
-  if (!decision.allowed) throw new AppError('forbidden', 'Denied by policy');
+  if (decision.allowed) return;
+  if (decision.mfaRequired) throw mfaRequired(principal, decision.mfaMaxAgeSeconds, res);
+  throw new AppError('forbidden', 'Denied by policy');
+}
+
+/**
+ * The step-up answer: `mfa_required` naming the max age when there is one. A session steps up on itself; an
+ * OAuth access token cannot, so it also gets the RFC 9470 challenge (the acr and max_age its client asks the
+ * authorization server for in a new authorization request).
+ */
+function mfaRequired(principal: Principal, maxAgeSeconds: number, res: HeaderSink): AppError {
+  const needed = `a multi-factor authentication${maxAgeSeconds > 0 ? ` within the last ${maxAgeSeconds} seconds` : ''} is required`;
+  const jwt = principal.keyType === 'jwt';
+  if (jwt) {
+    res.setHeader(
+      'WWW-Authenticate',
+      `Bearer error="insufficient_user_authentication", error_description="${needed[0]!.toUpperCase()}${needed.slice(1)}", acr_values="${MFA_ACR}"${maxAgeSeconds > 0 ? `, max_age=${maxAgeSeconds}` : ''}`,
+    );
+  }
+  return new AppError(
+    'mfa_required',
+    `Multi-factor authentication required${maxAgeSeconds > 0 ? ` (completed within the last ${maxAgeSeconds} seconds)` : ''}: step up with ${STEP_UP_PATH}`,
+    [{ field: 'mfa', message: jwt ? `${needed}: request a new access token with acr_values=${MFA_ACR}${maxAgeSeconds > 0 ? ` and max_age=${maxAgeSeconds}` : ''}` : needed }],
+  );
 }
 
 /** API keys call only the routes that allow their type (secret and test keys unless the route says otherwise). */

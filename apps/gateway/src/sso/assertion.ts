@@ -11,6 +11,29 @@ export interface AssertionFacts {
   id: string;
   /** Until when this assertion could be accepted (the earliest NotOnOrAfter plus the skew): replay memory. */
   expiresAt: Date;
+  /**
+   * How the IdP authenticated the subject (identity decides whether that was MFA): the AuthnStatements'
+   * AuthnContextClassRef values, then the values of Microsoft's authnmethodsreferences attribute (Entra ID
+   * says MFA only there, AD FS in both). At most 8 distinct values of at most 256 characters.
+   */
+  authnContextClassRefs: string[];
+}
+
+/** Where Entra ID and AD FS list the authentication methods used (http://schemas.microsoft.com/claims/multipleauthn for MFA). */
+export const MS_AUTHN_METHODS_ATTRIBUTE = 'http://schemas.microsoft.com/claims/authnmethodsreferences';
+const CLASS_REFS_MAX = 8;
+const CLASS_REF_MAX_CHARS = 256;
+
+/** The authentication context classes an assertion names (see AssertionFacts.authnContextClassRefs). */
+export function authnContextClassRefs(assertion: Element): string[] {
+  const classRefs = descendantsNS(assertion, NS.saml, 'AuthnStatement')
+    .flatMap((statement) => childrenNS(statement, NS.saml, 'AuthnContext'))
+    .flatMap((context) => childrenNS(context, NS.saml, 'AuthnContextClassRef'));
+  const methods = descendantsNS(assertion, NS.saml, 'Attribute')
+    .filter((a) => a.getAttribute('Name') === MS_AUTHN_METHODS_ATTRIBUTE)
+    .flatMap((a) => childrenNS(a, NS.saml, 'AttributeValue'));
+  const values = [...classRefs, ...methods].map((e) => (e.textContent ?? '').trim()).filter((v) => v && v.length <= CLASS_REF_MAX_CHARS);
+  return [...new Set(values)].slice(0, CLASS_REFS_MAX);
 }
 
 /** Before any parsing: the base64 SAMLResponse decoded, refused when it carries a DTD or comments. */
@@ -39,7 +62,7 @@ export function checkResponseRoot(responseXml: string, acsUrl: string): { inResp
 
 /**
  * Reads the validated (signed, and decrypted) assertion: its id, its Issuer (the connection's IdP), a bearer
- * SubjectConfirmationData whose Recipient is our ACS URL, and its expiry.
+ * SubjectConfirmationData whose Recipient is our ACS URL, its expiry, and how the IdP authenticated the subject.
  */
 export function assertionFacts(assertionXml: string, expected: { acsUrl: string; issuer: string }, skewMs: number): AssertionFacts {
   const { acsUrl } = expected;
@@ -57,7 +80,7 @@ export function assertionFacts(assertionXml: string, expected: { acsUrl: string;
     .map((v) => Date.parse(v))
     .filter((t) => !Number.isNaN(t));
   if (!limits.length) throw new SamlRefusal('assertion_without_expiry');
-  return { id, expiresAt: new Date(Math.min(...limits) + skewMs) };
+  return { id, expiresAt: new Date(Math.min(...limits) + skewMs), authnContextClassRefs: authnContextClassRefs(assertion) };
 }
 
 /** The first string of a profile attribute (node-saml gives one value or an array). */

@@ -52,6 +52,8 @@ export interface PendingLogin {
   name: string;
   returnTo: string;
   relayState: string;
+  /** The assertion's AuthnContextClassRef values (absent in a state sealed before they were kept). */
+  authnContextClassRefs?: string[];
   binding: string;
   /** Epoch ms after which the state is refused. */
   expires: number;

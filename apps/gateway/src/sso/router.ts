@@ -1,11 +1,14 @@
 import express, { type Request, type Response } from 'express';
+import type { identity } from '@secsvc/proto';
 import { AppError } from '@secsvc/shared';
 import { formBody } from '../middleware/input';
-import { SAML_FORM_FIELDS } from '../openapi/surface';
-import { SESSION_COOKIE, setCookie } from '../http/cookies';
+import { SAML_FORM_FIELDS, SAML_MFA_FORM_FIELDS } from '../openapi/surface';
+import { setCookie } from '../http/cookies';
 import { assertionFacts, checkResponseRoot, decodeResponse, firstString, SamlRefusal } from './assertion';
 import { bindingCookie, bindingOf, browserNonce, openState, sameBrowser, sealState, stateKey, STATE_TTL_MS, type PendingLogin } from './binding';
 import { callOptions, connectionOf, handler, keysOf, RELAY_STATE_MAX, store, type SsoDeps } from './context';
+import { samlMfaHandler, showSamlMfa, stateOfChallenge } from './mfa';
+import { signIn } from './sign-in';
 import { sha1Policy } from './signatures';
 import { sloHandler } from './slo';
 import { ANY_REQUEST, requestIdCache, samlFor, spMetadataXml, spUrls, validateResponse } from './sp';
@@ -15,10 +18,6 @@ export type { SsoDeps } from './context';
 
 /** The OAuth authorization request a login from the OAuth login page continues with (its query string). */
 const OAUTH_QUERY_MAX = 4096;
-/** The OAuth login session lasts as long as one from the password form. */
-const OAUTH_SESSION_SECONDS = 24 * 3600;
-
-
 
 /** A refused response or continuation: user.login failure with the reason, then 401 naming SAMLResponse. */
 async function refuse(deps: SsoDeps, req: Request, connectionId: string, reason: string): Promise<never> {
@@ -30,11 +29,19 @@ async function refuse(deps: SsoDeps, req: Request, connectionId: string, reason:
 }
 
 /**
- * A validated response becomes a login: user found or created, session opened; then on into the OAuth
- * authorization request it started from, or (IdP-initiated) to the app's login initiation URL, signed in on the
- * OAuth login page either way; else the JSON answer.
+ * A validated response becomes a login: user found or created, session opened, and on as signIn says (the
+ * OAuth authorization request it started from, the app's login initiation URL, or the JSON answer). When the
+ * connection requires MFA the IdP did not assert, identity answers with a challenge instead: the MFA page,
+ * whose answer (POST /mfa) opens the session and goes on the same way.
  */
-async function completeLogin(deps: SsoDeps, req: Request, res: Response, login: Omit<PendingLogin, 'binding' | 'expires'>, initiateLoginUrl = ''): Promise<void> {
+async function completeLogin(
+  deps: SsoDeps,
+  req: Request,
+  res: Response,
+  connection: identity.SsoConnection,
+  login: Omit<PendingLogin, 'binding' | 'expires'>,
+  initiateLoginUrl = '',
+): Promise<void> {
   const out = await deps.clients.identity.completeSamlLogin(
     {
       connectionId: login.connectionId,
@@ -47,42 +54,15 @@ async function completeLogin(deps: SsoDeps, req: Request, res: Response, login: 
       expiresInSeconds: 0,
       sessionIndex: login.sessionIndex,
       nameIdFormat: login.nameIdFormat,
+      authnContextClassRefs: login.authnContextClassRefs ?? [],
     },
     callOptions(deps, req),
   );
-  res.setHeader('Cache-Control', 'no-store');
-  const signInOnLoginPage = () =>
-    setCookie(res, SESSION_COOKIE, out.session!.token, { secure: deps.baseUrl.startsWith('https:'), sameSite: 'Lax', maxAgeSeconds: OAUTH_SESSION_SECONDS });
-  if (login.returnTo) {
-    // Started on the OAuth login page: signed in there now, the authorization request goes on (consent
-    // page or straight back to the client). The path is fixed; identity checks the request again.
-    signInOnLoginPage();
-    res.redirect(303, `${deps.baseUrl.replace(/\/+$/, '')}/oauth/authorize?${login.returnTo}`);
-    return;
-  }
-  if (initiateLoginUrl) {
-    // IdP-initiated (a tile on the IdP's dashboard): the app starts an ordinary authorization request (OpenID
-    // Connect third-party-initiated login, `iss` names us), which finds the user signed in. No code or token
-    // travels in this redirect.
-    signInOnLoginPage();
-    const target = new URL(initiateLoginUrl);
-    target.searchParams.set('iss', deps.baseUrl.replace(/\/+$/, ''));
-    res.redirect(303, target.href);
-    return;
-  }
-  res.status(200).json({
-    data: {
-      token: out.session!.token,
-      expiresAt: out.session!.session!.expiresAt,
-      userId: out.userId,
-      provisioned: out.provisioned,
-      connectionId: login.connectionId,
-      relayState: login.relayState,
-    },
-    meta: { requestId: req.requestId },
-  });
+  const next = { connectionId: login.connectionId, returnTo: login.returnTo, relayState: login.relayState, initiateLoginUrl, userId: out.userId, provisioned: out.provisioned };
+  if (out.mfa) return showSamlMfa(deps, res, connection, stateOfChallenge(out.mfa, next));
+  if (!out.session) throw new AppError('internal_error', 'CompleteSamlLogin answered neither a session nor a challenge');
+  signIn(deps, req, res, { token: out.session.token, expiresAt: out.session.session?.expiresAt }, next);
 }
-
 
 /**
  * The SAML 2.0 service provider endpoints of each connection (no credential: browsers and IdPs call them):
@@ -162,6 +142,7 @@ export function ssoRouter(deps: SsoDeps): express.Router {
           name: mapping.name ? firstString(profile[mapping.name]) : '',
           returnTo: cache.taken()?.returnTo ?? '',
           relayState,
+          authnContextClassRefs: facts.authnContextClassRefs,
         };
       } catch (err) {
         if (err instanceof SamlRefusal) return refuse(deps, req, connection.id, err.reason);
@@ -179,7 +160,7 @@ export function ssoRouter(deps: SsoDeps): express.Router {
         res.redirect(303, `${continueUrl}?state=${state}`);
         return;
       }
-      await completeLogin(deps, req, res, login, connection.initiateLoginUrl);
+      await completeLogin(deps, req, res, connection, login, connection.initiateLoginUrl);
     }),
   );
 
@@ -194,9 +175,12 @@ export function ssoRouter(deps: SsoDeps): express.Router {
       if (typeof state === 'string') return refuse(deps, req, connection.id, state);
       // Login CSRF: a response obtained in another browser (or a link to this page) has no matching nonce.
       if (!sameBrowser(req, cookie.name, state.binding)) return refuse(deps, req, connection.id, 'browser_mismatch');
-      await completeLogin(deps, req, res, state);
+      await completeLogin(deps, req, res, connection, state);
     }),
   );
+  // The second step of a login through a connection that requires MFA the IdP did not assert (mfa.ts).
+  router.post('/:id/mfa', formBody('64kb', SAML_MFA_FORM_FIELDS), samlMfaHandler(deps));
+
   const slo = sloHandler(deps);
   router.get('/:id/slo', slo);
   router.post('/:id/slo', form, slo);

@@ -198,7 +198,7 @@ describe('users and anonymous callers', () => {
 
   it('limits a user across all their sessions, each user on their own', async () => {
     const [ada, bob] = [newId('user'), newId('user')];
-    const session = (userId: string): identity.SessionPrincipal => ({ sessionId: newId('ses'), userId, environment: 'live', roles: [], expiresAt: undefined as never, email: `${userId}@example.com` });
+    const session = (userId: string): identity.SessionPrincipal => ({ sessionId: newId('ses'), userId, environment: 'live', roles: [], expiresAt: undefined as never, email: `${userId}@example.com`, amr: [], acr: '' });
     gw.fake.sessions.set('sst_ada_phone', session(ada));
     gw.fake.sessions.set('sst_ada_laptop', session(ada));
     gw.fake.sessions.set('sst_bob', session(bob));

@@ -1,10 +1,17 @@
+import { randomBytes } from 'node:crypto';
 import type { identity } from '@secsvc/proto';
 import { AppError, newId } from '@secsvc/shared';
 import { PRINCIPAL, VALID_KEY } from './fake-identity';
 
+/** The classes this fake takes for MFA done at the IdP (identity's list is longer; see its domain/sso.ts). */
+const FAKE_MFA_CLASSES = ['https://refeds.org/profile/mfa', 'http://schemas.microsoft.com/claims/multipleauthn'];
+/** The one TOTP code the fake's users answer a second step with. */
+export const FAKE_TOTP_CODE = '123456';
+
 /**
  * An in-memory identity with what the SSO endpoints call (the real one is covered by identity's sso tests
- * and the e2e): connections, AuthnRequest ids, remembered assertion ids, logins and failures.
+ * and the e2e): connections, AuthnRequest ids, remembered assertion ids, logins and failures, and the second
+ * step of logins through connections that require MFA (one TOTP factor per user, answered by FAKE_TOTP_CODE).
  */
 export class FakeSsoIdentity {
   readonly connections = new Map<string, identity.SsoConnection>();
@@ -12,6 +19,9 @@ export class FakeSsoIdentity {
   readonly assertions = new Set<string>();
   readonly logins: identity.CompleteSamlLoginRequest[] = [];
   readonly failures: identity.ReportSamlLoginFailureRequest[] = [];
+  /** Second steps waiting (by token): the index of their login in `logins`. */
+  readonly challenges = new Map<string, number>();
+  readonly mfaLogins: identity.CompleteMfaLoginRequest[] = [];
 
   async authenticateApiKey(req: identity.AuthenticateApiKeyRequest): Promise<identity.ApiKeyPrincipal> {
     if (req.key !== VALID_KEY) throw new AppError('unauthorized', 'Invalid API key');
@@ -52,6 +62,7 @@ export class FakeSsoIdentity {
       ...(req.allowIdpInitiated !== undefined && { allowIdpInitiated: req.allowIdpInitiated }),
       ...(req.initiateLoginUrl !== undefined && { initiateLoginUrl: req.initiateLoginUrl }),
       ...(req.allowSha1Signatures !== undefined && { allowSha1Signatures: req.allowSha1Signatures }),
+      ...(req.requireMfa !== undefined && { requireMfa: req.requireMfa }),
     };
     this.connections.set(c.id, next);
     return next;
@@ -83,11 +94,32 @@ export class FakeSsoIdentity {
     this.assertions.add(key);
     this.logins.push(req);
     const now = new Date().toISOString();
-    return {
-      session: { token: `ses_token_${this.logins.length}`, session: { id: newId('ses'), environment: 'live', userId: 'user_x', metadataJson: '{}', createdAt: now, expiresAt: now } },
-      userId: 'user_x',
-      provisioned: true,
-    };
+    if (this.connections.get(req.connectionId)?.requireMfa && !req.authnContextClassRefs.some((r) => FAKE_MFA_CLASSES.includes(r))) {
+      const mfaToken = `mft_${randomBytes(32).toString('base64url')}`;
+      this.challenges.set(mfaToken, this.logins.length - 1);
+      // Users whose email starts with "nofactor" have no factor at all.
+      const factors = req.email.startsWith('nofactor')
+        ? []
+        : [{ id: 'mfa_fake', environment: 'live', userId: 'user_x', type: 'totp', name: 'Phone', confirmed: true, createdAt: now, remainingCodes: 0, backedUp: false }];
+      return { mfa: { mfaToken, expiresAt: now, factors, passkeyOptionsJson: '', enrollmentRequired: false }, userId: 'user_x', provisioned: true };
+    }
+    return { session: this.sessionOf(this.logins.length, now), userId: 'user_x', provisioned: true };
+  }
+
+  /** The session of the n-th login (its token ses_token_<n>: revokeSession finds its SAML subject). */
+  private sessionOf(n: number, now: string): identity.CreatedSession {
+    return { token: `ses_token_${n}`, session: { id: newId('ses'), environment: 'live', userId: 'user_x', metadataJson: '{}', createdAt: now, expiresAt: now, amr: [], acr: '' } };
+  }
+
+  async completeMfaLogin(req: identity.CompleteMfaLoginRequest): Promise<identity.CreatedSession> {
+    const index = this.challenges.get(req.mfaToken);
+    if (index === undefined) throw AppError.field('mfaToken', 'unknown, used or expired token');
+    if (req.proof?.type !== 'totp' || req.proof.code !== FAKE_TOTP_CODE) {
+      throw new AppError('unauthorized', 'The second factor was not accepted', [{ field: 'code', message: 'is not a current code' }]);
+    }
+    this.challenges.delete(req.mfaToken);
+    this.mfaLogins.push(req);
+    return this.sessionOf(index + 1, new Date().toISOString());
   }
 
   readonly logouts: identity.EndSamlSessionsRequest[] = [];

@@ -1,5 +1,16 @@
 import { createHash } from 'node:crypto';
-import { atHash, checkAuthorization, parseScope, pkceMatches, redirectUriProblem, redirectWith, scopesOutside } from './oauth';
+import {
+  atHash,
+  authenticationClaims,
+  authenticationOfSession,
+  checkAuthorization,
+  parseScope,
+  pkceMatches,
+  redirectUriProblem,
+  redirectWith,
+  scopesOutside,
+  sessionAuthTime,
+} from './oauth';
 
 const params = (over: Partial<Parameters<typeof checkAuthorization>[0]> = {}) => ({
   responseType: 'code',
@@ -59,5 +70,36 @@ describe('oauth domain rules', () => {
 
   it('adds response parameters to the redirect URI, keeping its own query', () => {
     expect(redirectWith('https://app.example.com/cb?x=1', { code: 'c', state: 's&t', iss: undefined })).toBe('https://app.example.com/cb?x=1&code=c&state=s%26t');
+  });
+});
+
+describe('how the user authenticated (amr, acr, auth_time)', () => {
+  const created = new Date('2025-03-01T10:00:00.900Z');
+  const mfaAt = new Date('2025-03-01T10:20:00.000Z');
+
+  it('auth_time is the latest MFA of the session, else its login', () => {
+    expect(sessionAuthTime({ created_at: created, mfa_at: null })).toBe(created);
+    expect(sessionAuthTime({ created_at: created, mfa_at: mfaAt })).toBe(mfaAt);
+  });
+
+  it('claims: amr an array, acr, auth_time in epoch seconds; unknown values left out', () => {
+    const session = { amr: ['pwd', 'otp', 'mfa'], acr: 'urn:secsvc:acr:mfa', created_at: created, mfa_at: mfaAt };
+    expect(authenticationClaims(authenticationOfSession(session))).toEqual({ amr: ['pwd', 'otp', 'mfa'], acr: 'urn:secsvc:acr:mfa', auth_time: 1740824400 });
+    expect(authenticationClaims(authenticationOfSession({ amr: ['pwd'], acr: 'urn:secsvc:acr:1fa', created_at: created, mfa_at: null }))).toEqual({
+      amr: ['pwd'],
+      acr: 'urn:secsvc:acr:1fa',
+      auth_time: 1740823200,
+    });
+    // A session the application opened: only when.
+    expect(authenticationClaims({ amr: [], acr: '', authTime: created })).toEqual({ auth_time: 1740823200 });
+    // No user (client_credentials): nothing.
+    expect(authenticationClaims({ amr: [], acr: '', authTime: null })).toEqual({});
+  });
+
+  it('the claims hold a copy of the amr (a token never shares the row it came from)', () => {
+    const amr = ['pwd'];
+    const claims = authenticationClaims({ amr, acr: '', authTime: null });
+    amr.push('otp');
+    expect(claims.amr).toEqual(['pwd']);
   });
 });

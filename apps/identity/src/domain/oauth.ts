@@ -210,6 +210,41 @@ export function userClaims(user: { name: string; email: string; email_verified: 
   };
 }
 
+/** How a user authenticated, as a session, a code and a grant record it. */
+export interface Authentication {
+  /** RFC 8176 methods (pwd, otp, hwk, user, mfa); empty when nothing is known (a session the application opened). */
+  amr: string[];
+  /** The authentication context class (urn:secsvc:acr:1fa or urn:secsvc:acr:mfa); empty when unknown. */
+  acr: string;
+  /** When the user last authenticated; null for grants without a user (client_credentials). */
+  authTime: Date | null;
+}
+
+/**
+ * OpenID Connect auth_time of a session: its latest completed MFA (a step-up authenticates the user again),
+ * else when it was opened (its login).
+ */
+export const sessionAuthTime = (s: { created_at: Date; mfa_at: Date | null }): Date => s.mfa_at ?? s.created_at;
+
+/** A session's authentication (amr, acr, auth_time). */
+export const authenticationOfSession = (s: { amr: string[]; acr: string; created_at: Date; mfa_at: Date | null }): Authentication => ({
+  amr: s.amr,
+  acr: s.acr,
+  authTime: sessionAuthTime(s),
+});
+
+/**
+ * The claims of ID tokens, access tokens (RFC 9068 2.2.1) and introspection answers that tell how the user
+ * authenticated: amr (an array, RFC 8176), acr and auth_time (epoch seconds). Unknown values are left out.
+ */
+export function authenticationClaims(a: Authentication): { amr?: string[]; acr?: string; auth_time?: number } {
+  return {
+    ...(a.amr.length ? { amr: [...a.amr] } : {}),
+    ...(a.acr ? { acr: a.acr } : {}),
+    ...(a.authTime ? { auth_time: Math.floor(a.authTime.getTime() / 1000) } : {}),
+  };
+}
+
 /** Scopes of a client_credentials token must be API scopes: the user ones have no user to speak of. */
 export const apiScopesOf = (scopes: string[]) => scopes.filter((s) => !USER_SCOPES.has(s));
 

@@ -28,6 +28,10 @@ export interface CodeRow {
   expires_at: Date;
   used_at: Date | null;
   grant_id: string | null;
+  /** The login session the code was issued from, and how its user had authenticated then. */
+  session_id: string | null;
+  amr: string[];
+  acr: string;
 }
 
 export interface GrantRow {
@@ -39,6 +43,10 @@ export interface GrantRow {
   auth_time: Date | null;
   created_at: Date;
   revoked_at: Date | null;
+  /** The login session of the authorization (none for client_credentials) and how its user had authenticated. */
+  session_id: string | null;
+  amr: string[];
+  acr: string;
 }
 
 export interface RefreshTokenRow {
@@ -48,7 +56,11 @@ export interface RefreshTokenRow {
 }
 
 const CLIENT_COLUMNS = 'id, environment, name, type, secret_hash, redirect_uris, scopes, first_party, created_at, updated_at';
-const GRANT_COLUMNS = 'id, environment, client_id, user_id, scopes, auth_time, created_at, revoked_at';
+const GRANT_COLUMNS = 'id, environment, client_id, user_id, scopes, auth_time, created_at, revoked_at, session_id, amr, acr';
+/** The grant's columns as `g`, for the statements that join it. */
+const G_COLUMNS = GRANT_COLUMNS.split(', ').map((c) => `g.${c}`).join(', ');
+/** A code's columns as `c` (CodeRow). */
+const CODE_COLUMNS = 'environment, client_id, user_id, redirect_uri, scopes, nonce, code_challenge, auth_time, expires_at, used_at, grant_id, session_id, amr, acr';
 /** The user of a code or grant, joined as `u` (UserRow's columns, prefixed u_). */
 const USER_COLUMNS = `u.id AS u_id, u.environment AS u_environment, u.email AS u_email, u.name AS u_name, u.email_verified AS u_email_verified,
   u.roles AS u_roles, u.metadata::text AS u_metadata, u.created_at AS u_created_at, u.updated_at AS u_updated_at`;
@@ -78,6 +90,9 @@ function grantOf(r: Record<string, unknown>): GrantRow {
     auth_time: r.auth_time as Date | null,
     created_at: r.created_at as Date,
     revoked_at: r.revoked_at as Date | null,
+    session_id: r.session_id as string | null,
+    amr: r.amr as string[],
+    acr: r.acr as string,
   };
 }
 
@@ -92,7 +107,18 @@ function outboxInsert(first: number, from: string): string {
 
 /** A new grant as the issuing statements take it: its row, its refresh token (hash, or null) and its event. */
 export interface NewGrant {
-  grant: { id: string; environment: string; clientId: string; userId: string | null; scopes: string[]; authTime: Date | null };
+  grant: {
+    id: string;
+    environment: string;
+    clientId: string;
+    userId: string | null;
+    scopes: string[];
+    authTime: Date | null;
+    /** The login session it came from, and how its user had authenticated (empty for client_credentials). */
+    sessionId: string | null;
+    amr: string[];
+    acr: string;
+  };
   refreshTokenHash: Buffer | null;
   refreshTokenTtlSeconds: number;
   event: EventInput;
@@ -109,7 +135,7 @@ const prepared = (name: string, text: string, values: unknown[]) => ({ name, tex
 /**
  * The statement that issues a grant: the grant row (only when `gate` yields a row), its refresh token and its
  * oauth.token.issued event, all or nothing. `gate` (none: always) is a CTE named c that may use the grant's
- * parameters ($1 its id, $3 its client); its own parameters follow the statement's fourteen ($15 on).
+ * parameters ($1 its id, $3 its client); its own parameters follow the statement's seventeen ($18 on).
  */
 async function issueGrant(db: Db, g: NewGrant, gate: { name: string; cte: string; params: unknown[] } | undefined): Promise<GrantRow | undefined> {
   const { grant } = g;
@@ -118,13 +144,27 @@ async function issueGrant(db: Db, g: NewGrant, gate: { name: string; cte: string
     prepared(
       gate ? gate.name : 'oauth_issue_grant',
       `WITH ${gate ? `c AS (${gate.cte}),` : ''}
-     g AS (INSERT INTO oauth_grants (id, environment, client_id, user_id, scopes, auth_time)
-           SELECT $1::text, $2::text, $3::text, $4::text, $5::text[], $6::timestamptz FROM ${from} RETURNING ${GRANT_COLUMNS}),
+     g AS (INSERT INTO oauth_grants (id, environment, client_id, user_id, scopes, auth_time, session_id, amr, acr)
+           SELECT $1::text, $2::text, $3::text, $4::text, $5::text[], $6::timestamptz, $9::text, $10::text[], $11::text FROM ${from} RETURNING ${GRANT_COLUMNS}),
      r AS (INSERT INTO oauth_refresh_tokens (token_hash, grant_id, expires_at)
            SELECT $7::bytea, g.id, now() + make_interval(secs => $8::int) FROM g WHERE $7::bytea IS NOT NULL),
-     o AS (${outboxInsert(9, 'g')})
+     o AS (${outboxInsert(12, 'g')})
      SELECT ${GRANT_COLUMNS} FROM g`,
-      [grant.id, grant.environment, grant.clientId, grant.userId, grant.scopes, grant.authTime, g.refreshTokenHash, g.refreshTokenTtlSeconds, ...outboxRow(g.event), ...(gate?.params ?? [])],
+      [
+        grant.id,
+        grant.environment,
+        grant.clientId,
+        grant.userId,
+        grant.scopes,
+        grant.authTime,
+        g.refreshTokenHash,
+        g.refreshTokenTtlSeconds,
+        grant.sessionId,
+        grant.amr,
+        grant.acr,
+        ...outboxRow(g.event),
+        ...(gate?.params ?? []),
+      ],
     ),
   );
   return rows[0] ? grantOf(rows[0]) : undefined;
@@ -203,20 +243,23 @@ export const oauthCodesRepository = {
       codeChallenge: string;
       authTime: Date;
       ttlSeconds: number;
+      /** The login session, and how its user had authenticated (amr, acr). */
+      sessionId: string;
+      amr: string[];
+      acr: string;
     },
   ): Promise<void> {
     await db.query(
-      `INSERT INTO oauth_codes (code_hash, environment, client_id, user_id, redirect_uri, scopes, nonce, code_challenge, auth_time, expires_at)
-       VALUES ($1, $2, $3, $4, $5, $6, NULLIF($7, ''), NULLIF($8, ''), $9, now() + make_interval(secs => $10))`,
-      [c.hash, c.environment, c.clientId, c.userId, c.redirectUri, c.scopes, c.nonce, c.codeChallenge, c.authTime, c.ttlSeconds],
+      `INSERT INTO oauth_codes (code_hash, environment, client_id, user_id, redirect_uri, scopes, nonce, code_challenge, auth_time, expires_at, session_id, amr, acr)
+       VALUES ($1, $2, $3, $4, $5, $6, NULLIF($7, ''), NULLIF($8, ''), $9, now() + make_interval(secs => $10), $11, $12, $13)`,
+      [c.hash, c.environment, c.clientId, c.userId, c.redirectUri, c.scopes, c.nonce, c.codeChallenge, c.authTime, c.ttlSeconds, c.sessionId, c.amr, c.acr],
     );
   },
 
   /** The code (any state), locked for this transaction, with whether it has expired on the database's clock. */
   async lock(db: Db, hash: Buffer): Promise<(CodeRow & { expired: boolean }) | undefined> {
     const { rows } = await db.query<CodeRow & { expired: boolean }>(
-      `SELECT environment, client_id, user_id, redirect_uri, scopes, nonce, code_challenge, auth_time, expires_at, used_at, grant_id,
-              expires_at <= now() AS expired
+      `SELECT ${CODE_COLUMNS}, expires_at <= now() AS expired
        FROM oauth_codes WHERE code_hash = $1 FOR UPDATE`,
       [hash],
     );
@@ -232,8 +275,7 @@ export const oauthCodesRepository = {
     const { rows } = await db.query<CodeRow & { expired: boolean } & Record<string, unknown>>(
       prepared(
         'oauth_code_find',
-        `SELECT c.environment, c.client_id, c.user_id, c.redirect_uri, c.scopes, c.nonce, c.code_challenge, c.auth_time, c.expires_at, c.used_at,
-              c.grant_id, c.expires_at <= now() AS expired, ${USER_COLUMNS}
+        `SELECT ${CODE_COLUMNS.split(', ').map((col) => `c.${col}`).join(', ')}, c.expires_at <= now() AS expired, ${USER_COLUMNS}
        FROM oauth_codes c LEFT JOIN users u ON u.id = c.user_id AND u.environment = c.environment WHERE c.code_hash = $1`,
         [hash],
       ),
@@ -250,7 +292,7 @@ export const oauthCodesRepository = {
   redeem(db: Db, hash: Buffer, g: NewGrant): Promise<GrantRow | undefined> {
     return issueGrant(db, g, {
       name: 'oauth_redeem_code',
-      cte: `UPDATE oauth_codes SET used_at = now(), grant_id = $1 WHERE code_hash = $15 AND client_id = $3 AND used_at IS NULL AND expires_at > now() RETURNING 1`,
+      cte: `UPDATE oauth_codes SET used_at = now(), grant_id = $1 WHERE code_hash = $18 AND client_id = $3 AND used_at IS NULL AND expires_at > now() RETURNING 1`,
       params: [hash],
     });
   },
@@ -288,8 +330,7 @@ export const oauthRefreshTokensRepository = {
   /** The refresh token (any state) with its grant, locked for this transaction; expiry on the database's clock. */
   async lock(db: Db, hash: Buffer): Promise<(RefreshTokenRow & { expired: boolean; grant: GrantRow }) | undefined> {
     const { rows } = await db.query<RefreshTokenRow & { expired: boolean } & Record<string, unknown>>(
-      `SELECT t.grant_id, t.expires_at, t.used_at, t.expires_at <= now() AS expired,
-              g.id, g.environment, g.client_id, g.user_id, g.scopes, g.auth_time, g.created_at, g.revoked_at
+      `SELECT t.grant_id, t.expires_at, t.used_at, t.expires_at <= now() AS expired, ${G_COLUMNS}
        FROM oauth_refresh_tokens t JOIN oauth_grants g ON g.id = t.grant_id
        WHERE t.token_hash = $1 FOR UPDATE OF t, g`,
       [hash],
@@ -300,10 +341,16 @@ export const oauthRefreshTokensRepository = {
   },
 
   /** Without locking: for introspection and revocation. */
-  async find(db: Db, hash: Buffer): Promise<(RefreshTokenRow & { expired: boolean; client_id: string; environment: string; user_id: string | null; scopes: string[]; revoked_at: Date | null; created_at: Date }) | undefined> {
+  async find(
+    db: Db,
+    hash: Buffer,
+  ): Promise<
+    | (RefreshTokenRow & { expired: boolean; created_at: Date } & Pick<GrantRow, 'client_id' | 'environment' | 'user_id' | 'scopes' | 'revoked_at' | 'auth_time' | 'amr' | 'acr'>)
+    | undefined
+  > {
     const { rows } = await db.query(
       `SELECT t.grant_id, t.expires_at, t.used_at, t.expires_at <= now() AS expired, t.created_at,
-              g.client_id, g.environment, g.user_id, g.scopes, g.revoked_at
+              g.client_id, g.environment, g.user_id, g.scopes, g.revoked_at, g.auth_time, g.amr, g.acr
        FROM oauth_refresh_tokens t JOIN oauth_grants g ON g.id = t.grant_id WHERE t.token_hash = $1`,
       [hash],
     );
@@ -315,8 +362,7 @@ export const oauthRefreshTokensRepository = {
     const { rows } = await db.query(
       prepared(
         'oauth_refresh_find',
-        `SELECT t.grant_id, t.expires_at, t.used_at, t.expires_at <= now() AS expired,
-              g.id, g.environment, g.client_id, g.user_id, g.scopes, g.auth_time, g.created_at, g.revoked_at, ${USER_COLUMNS}
+        `SELECT t.grant_id, t.expires_at, t.used_at, t.expires_at <= now() AS expired, ${G_COLUMNS}, ${USER_COLUMNS}
        FROM oauth_refresh_tokens t JOIN oauth_grants g ON g.id = t.grant_id
        LEFT JOIN users u ON u.id = g.user_id AND u.environment = g.environment
        WHERE t.token_hash = $1`,

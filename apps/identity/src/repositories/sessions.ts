@@ -9,23 +9,45 @@ export interface SessionRow {
   created_at: Date;
   expires_at: Date;
   revoked_at: Date | null;
+  /** RFC 8176 authentication methods, the authentication context class, the latest completed MFA. */
+  amr: string[];
+  acr: string;
+  mfa_at: Date | null;
+}
+
+/** How a session's user authenticated (absent: the application opened it; nothing is known). */
+export interface SessionAuthentication {
+  amr: string[];
+  acr: string;
+  /** A completed MFA: the session records it as done now. */
+  mfa: boolean;
 }
 
 type Db = Pool | PoolClient;
-export const SESSION_COLUMNS = 'id, environment, user_id, token_hash, metadata::text AS metadata, created_at, expires_at, revoked_at';
+export const SESSION_COLUMNS = 'id, environment, user_id, token_hash, metadata::text AS metadata, created_at, expires_at, revoked_at, amr, acr, mfa_at';
 const COLUMNS = SESSION_COLUMNS;
 
 export const sessionsRepository = {
   async insert(
     db: Db,
-    s: { id: string; environment: string; userId: string; hash: Buffer; metadata: string; expiresInSeconds: number },
+    s: { id: string; environment: string; userId: string; hash: Buffer; metadata: string; expiresInSeconds: number; auth?: SessionAuthentication },
   ): Promise<SessionRow> {
     const { rows } = await db.query<SessionRow>(
-      `INSERT INTO sessions (id, environment, user_id, token_hash, metadata, expires_at)
-       VALUES ($1, $2, $3, $4, $5::json, now() + make_interval(secs => $6)) RETURNING ${COLUMNS}`,
-      [s.id, s.environment, s.userId, s.hash, s.metadata, s.expiresInSeconds],
+      `INSERT INTO sessions (id, environment, user_id, token_hash, metadata, expires_at, amr, acr, mfa_at)
+       VALUES ($1, $2, $3, $4, $5::json, now() + make_interval(secs => $6), $7, $8, CASE WHEN $9::boolean THEN now() END) RETURNING ${COLUMNS}`,
+      [s.id, s.environment, s.userId, s.hash, s.metadata, s.expiresInSeconds, s.auth?.amr ?? [], s.auth?.acr ?? '', s.auth?.mfa ?? false],
     );
     return rows[0]!;
+  },
+
+  /** A step-up on the active session `id` of the user: its MFA done now, its amr and acr replaced. */
+  async stepUp(db: Db, environment: string, userId: string, id: string, amr: string[], acr: string): Promise<SessionRow | undefined> {
+    const { rows } = await db.query<SessionRow>(
+      `UPDATE sessions SET mfa_at = now(), amr = $4, acr = $5
+       WHERE id = $1 AND environment = $2 AND user_id = $3 AND revoked_at IS NULL AND expires_at > now() RETURNING ${COLUMNS}`,
+      [id, environment, userId, amr, acr],
+    );
+    return rows[0];
   },
 
   /** The active (not revoked, not expired) session with this token hash (in `environment` when given). */

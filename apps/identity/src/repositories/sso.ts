@@ -18,6 +18,8 @@ export interface SsoConnectionRow {
   allow_idp_initiated: boolean;
   initiate_login_url: string;
   allow_sha1_signatures: boolean;
+  /** A login whose assertion does not say the IdP did MFA needs the user's own second factor here. */
+  require_mfa: boolean;
   created_at: Date;
   updated_at: Date;
 }
@@ -34,19 +36,35 @@ export interface SsoConnectionFields {
   allowIdpInitiated: boolean;
   initiateLoginUrl: string;
   allowSha1Signatures: boolean;
+  requireMfa: boolean;
 }
 
 const COLUMNS = `id, environment, name, idp_metadata_xml, idp_entity_id, idp_sso_url, idp_certificates, domains, default_roles,
-  attribute_mapping::text AS attribute_mapping, allow_idp_initiated, initiate_login_url, allow_sha1_signatures, created_at, updated_at`;
+  attribute_mapping::text AS attribute_mapping, allow_idp_initiated, initiate_login_url, allow_sha1_signatures, require_mfa, created_at, updated_at`;
 const USER_COLUMNS = 'id, environment, email, name, email_verified, roles, metadata::text AS metadata, created_at, updated_at';
 
 export const ssoConnectionsRepository = {
   async insert(db: Db, id: string, environment: string, f: SsoConnectionFields): Promise<SsoConnectionRow> {
     const { rows } = await db.query<SsoConnectionRow>(
       `INSERT INTO sso_connections (id, environment, name, idp_metadata_xml, idp_entity_id, idp_sso_url, idp_certificates, domains,
-         default_roles, attribute_mapping, allow_idp_initiated, initiate_login_url, allow_sha1_signatures)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10::jsonb, $11, $12, $13) RETURNING ${COLUMNS}`,
-      [id, environment, f.name, f.idpMetadataXml, f.idpEntityId, f.idpSsoUrl, f.idpCertificates, f.domains, f.defaultRoles, f.attributeMapping, f.allowIdpInitiated, f.initiateLoginUrl, f.allowSha1Signatures],
+         default_roles, attribute_mapping, allow_idp_initiated, initiate_login_url, allow_sha1_signatures, require_mfa)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10::jsonb, $11, $12, $13, $14) RETURNING ${COLUMNS}`,
+      [
+        id,
+        environment,
+        f.name,
+        f.idpMetadataXml,
+        f.idpEntityId,
+        f.idpSsoUrl,
+        f.idpCertificates,
+        f.domains,
+        f.defaultRoles,
+        f.attributeMapping,
+        f.allowIdpInitiated,
+        f.initiateLoginUrl,
+        f.allowSha1Signatures,
+        f.requireMfa,
+      ],
     );
     return rows[0]!;
   },
@@ -102,6 +120,7 @@ export const ssoConnectionsRepository = {
          allow_idp_initiated = COALESCE($11, allow_idp_initiated),
          initiate_login_url = COALESCE($12, initiate_login_url),
          allow_sha1_signatures = COALESCE($13, allow_sha1_signatures),
+         require_mfa = COALESCE($14, require_mfa),
          updated_at = now()
        WHERE environment = $1 AND id = $2 RETURNING ${COLUMNS}`,
       [
@@ -118,6 +137,7 @@ export const ssoConnectionsRepository = {
         u.allowIdpInitiated ?? null,
         u.initiateLoginUrl ?? null,
         u.allowSha1Signatures ?? null,
+        u.requireMfa ?? null,
       ],
     );
     return rows[0];

@@ -14,5 +14,8 @@ export const authenticateSession =
       roles: user.roles,
       expiresAt: session.expires_at.toISOString(),
       email: user.email,
+      amr: session.amr,
+      acr: session.acr,
+      mfaAt: session.mfa_at?.toISOString(),
     };
   };

@@ -47,6 +47,21 @@ import { updateSsoConnection } from './update-sso-connection';
 import { updateUser } from './update-user';
 import { verifySession } from './verify-session';
 import { watchCredentialChanges } from './watch-credential-changes';
+import { completeMfaLogin } from './complete-mfa-login';
+import { completePasskeyLogin } from './complete-passkey-login';
+import { confirmTotp } from './confirm-totp';
+import { deleteMfaFactor } from './delete-mfa-factor';
+import { enrollTotp } from './enroll-totp';
+import { enrollTotpForLogin } from './enroll-totp-for-login';
+import { finishPasskeyRegistration } from './finish-passkey-registration';
+import { getMfaSettings } from './get-mfa-settings';
+import { listMfaFactors } from './list-mfa-factors';
+import { regenerateRecoveryCodes } from './regenerate-recovery-codes';
+import { startPasskeyAuthentication } from './start-passkey-authentication';
+import { startPasskeyRegistration } from './start-passkey-registration';
+import { stepUpSession } from './step-up-session';
+import { updateMfaFactor } from './update-mfa-factor';
+import { updateMfaSettings } from './update-mfa-settings';
 
 export type { IdentityDeps } from '../services';
 
@@ -73,6 +88,21 @@ export function identityService(ctx: IdentityContext, deps: IdentityDeps) {
     reportRateLimitExceeded: reportRateLimitExceeded(s.authEvents),
     setPassword: setPassword(s.passwords),
     login: login(s.passwords),
+    listMfaFactors: listMfaFactors(s.mfa),
+    enrollTotp: enrollTotp(s.mfa),
+    confirmTotp: confirmTotp(s.mfa),
+    startPasskeyRegistration: startPasskeyRegistration(s.mfa),
+    finishPasskeyRegistration: finishPasskeyRegistration(s.mfa),
+    regenerateRecoveryCodes: regenerateRecoveryCodes(s.mfa),
+    updateMfaFactor: updateMfaFactor(s.mfa),
+    deleteMfaFactor: deleteMfaFactor(s.mfa),
+    completeMfaLogin: completeMfaLogin(s.mfa),
+    enrollTotpForLogin: enrollTotpForLogin(s.mfa),
+    startPasskeyAuthentication: startPasskeyAuthentication(s.mfa),
+    completePasskeyLogin: completePasskeyLogin(s.mfa),
+    stepUpSession: stepUpSession(s.mfa),
+    getMfaSettings: getMfaSettings(s.mfa),
+    updateMfaSettings: updateMfaSettings(s.mfa),
     requestPasswordReset: requestPasswordReset(s.passwords),
     confirmPasswordReset: confirmPasswordReset(s.passwords),
     createSession: createSession(s.sessions),

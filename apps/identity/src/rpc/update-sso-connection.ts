@@ -18,6 +18,7 @@ export const updateSsoConnection =
       allowIdpInitiated: req.allowIdpInitiated,
       initiateLoginUrl: req.initiateLoginUrl,
       allowSha1Signatures: req.allowSha1Signatures,
+      requireMfa: req.requireMfa,
     };
     return toConnectionMessage(await connections.update(environmentOf(req.environment), req.id, changes, call));
   };

@@ -1,5 +1,6 @@
 import { AppError } from '@secsvc/shared';
 import type { IdentityConfig } from '../config';
+import { authenticationClaims, authenticationOfSession } from '../domain/oauth';
 import { hashSessionToken, looksLikeSessionToken } from '../domain/sessions';
 import { signJwt, type SigningKeyStore } from '../domain/signing-keys';
 import type { Database } from './ports';
@@ -20,7 +21,8 @@ export class AccessTokensService {
 
   /**
    * A short-lived ES256 JWT for an active session: iss, sub (user id), aud, iat, exp, jti, sid, env, roles, email
-   * (the holder's own; audit entries name the actor by it). It never outlives its session.
+   * (the holder's own; audit entries name the actor by it), and how the user authenticated: amr, acr and
+   * auth_time (the session's latest MFA, else its login; RFC 9068 2.2.1). It never outlives its session.
    */
   async issue(sessionToken: string): Promise<{ accessToken: string; expiresIn: number; sessionId: string }> {
     const { db, sessions, users, keys, config } = this.deps;
@@ -37,7 +39,7 @@ export class AccessTokensService {
     const accessToken = await signJwt(
       keys,
       'at+jwt',
-      { sid: session.id, env: session.environment, roles: user.roles, email: user.email },
+      { sid: session.id, env: session.environment, roles: user.roles, email: user.email, ...authenticationClaims(authenticationOfSession(session)) },
       { issuer: config.ISSUER, subject: session.user_id, audience: config.JWT_AUDIENCE, issuedAt: now, expiresAt: exp },
     );
     return { accessToken, expiresIn: exp - now, sessionId: session.id };

@@ -8,6 +8,7 @@ import { credentialChangesRepository } from '../repositories/credential-changes'
 import { mailRepository } from '../repositories/mail';
 import { oauthClientsRepository, oauthCodesRepository, oauthConsentsRepository, oauthGrantsRepository, oauthRefreshTokensRepository } from '../repositories/oauth';
 import { appendEvent } from '../repositories/outbox';
+import { mfaChallengesRepository, mfaFactorsRepository, mfaSettingsRepository } from '../repositories/mfa';
 import { passwordsRepository } from '../repositories/passwords';
 import { sessionsRepository } from '../repositories/sessions';
 import { samlIdsRepository, samlSessionsRepository, ssoConnectionsRepository, ssoUsersRepository } from '../repositories/sso';
@@ -16,6 +17,7 @@ import { AccessTokensService } from './access-tokens';
 import { ApiKeysService } from './api-keys';
 import { AuthEventsService } from './auth-events';
 import { CredentialChangesService } from './credential-changes';
+import { MfaService, relyingPartyOf } from './mfa';
 import { OAuthService } from './oauth';
 import { OAuthClientCache } from './oauth-client-cache';
 import { OAuthClientsService } from './oauth-clients';
@@ -53,6 +55,25 @@ export function identityServices(ctx: IdentityContext, deps: IdentityDeps) {
     serverSecret,
     authEvents,
   });
+  const rp = relyingPartyOf(ctx.config);
+  if (/^\d+\.\d+\.\d+\.\d+$|:/.test(rp.id)) {
+    logger.warn({ rpId: rp.id }, 'passkeys need a domain name: set ISSUER or WEBAUTHN_RP_ID to one (localhost works in development); TOTP and recovery codes work as they are');
+  }
+  const mfa = new MfaService({
+    db,
+    factors: mfaFactorsRepository,
+    challenges: mfaChallengesRepository,
+    settings: mfaSettingsRepository,
+    users: usersRepository,
+    sessions,
+    sessionRows: sessionsRepository,
+    throttle: passwordsRepository,
+    outbox,
+    samlSessions: samlSessionsRepository,
+    serverSecret,
+    rp,
+    issuerName: rp.name,
+  });
   const accessTokens = new AccessTokensService({ db, sessions: sessionsRepository, users: usersRepository, keys: deps.signingKeys, config: ctx.config });
   const passwords = new PasswordsService({
     db,
@@ -64,6 +85,7 @@ export function identityServices(ctx: IdentityContext, deps: IdentityDeps) {
     mailJobs: mailRepository,
     mailWorker: ctx.mail,
     outbox,
+    mfa,
     serverSecret,
   });
   const clientCache = new OAuthClientCache(deps.feed);
@@ -92,6 +114,7 @@ export function identityServices(ctx: IdentityContext, deps: IdentityDeps) {
     samlSessions: samlSessionsRepository,
     ssoUsers: ssoUsersRepository,
     sessions,
+    mfa,
     outbox,
   });
   const credentialChanges = new CredentialChangesService({
@@ -100,7 +123,7 @@ export function identityServices(ctx: IdentityContext, deps: IdentityDeps) {
     changes: credentialChangesRepository,
     accessTokenTtlSeconds: ctx.config.ACCESS_TOKEN_TTL_SECONDS,
   });
-  return { credentialChanges, authEvents, users, apiKeys, sessions, accessTokens, passwords, oauthClients, oauth, ssoConnections, samlLogins };
+  return { credentialChanges, authEvents, users, apiKeys, sessions, mfa, accessTokens, passwords, oauthClients, oauth, ssoConnections, samlLogins };
 }
 
 export type IdentityServices = ReturnType<typeof identityServices>;

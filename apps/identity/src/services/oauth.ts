@@ -7,6 +7,8 @@ import {
   actorOf,
   apiScopesOf,
   atHash,
+  authenticationClaims,
+  authenticationOfSession,
   checkAuthorization,
   clientThrottleKey,
   CODE_PREFIX,
@@ -23,6 +25,7 @@ import {
   redirectWith,
   REFRESH_TOKEN_PREFIX,
   scopesOutside,
+  sessionAuthTime,
   userClaims,
   USER_SCOPES,
   type AccessClaims,
@@ -34,6 +37,7 @@ import { generateOpaqueToken, looksLikeOpaqueToken, sameHash } from '../domain/o
 import { hashSessionToken, looksLikeSessionToken } from '../domain/sessions';
 import { signJwt, type SigningKeyStore } from '../domain/signing-keys';
 import type {
+  CodeRow,
   GrantRow,
   NewGrant,
   oauthClientsRepository,
@@ -264,7 +268,8 @@ export class OAuthService {
       ? await sessions.findActiveByHash(db.pool, client.environment, hashSessionToken(req.sessionToken, config.SERVER_SECRET))
       : undefined;
     const user = session ? await users.get(db.pool, client.environment, session.user_id) : undefined;
-    const tooOld = maxAge !== undefined && session !== undefined && Date.now() - session.created_at.getTime() > maxAge * 1000;
+    // OpenID Connect Core 3.1.2.1: max_age counts from the user's latest authentication (a completed MFA counts).
+    const tooOld = maxAge !== undefined && session !== undefined && Date.now() - sessionAuthTime(session).getTime() > maxAge * 1000;
     if (!user || !session || (!req.freshLogin && (prompts.has('login') || tooOld))) {
       if (prompts.has('none')) return backWithError('login_required', 'the user is not logged in');
       return { ...base, outcome: 'login' };
@@ -297,7 +302,11 @@ export class OAuthService {
         scopes,
         nonce: req.nonce,
         codeChallenge: req.codeChallenge,
-        authTime: session.created_at,
+        // How the user authenticated, kept by the grant for its ID and access tokens (amr, acr, auth_time).
+        authTime: sessionAuthTime(session),
+        sessionId: session.id,
+        amr: session.amr,
+        acr: session.acr,
         ttlSeconds: CODE_TTL_SECONDS,
       });
     });
@@ -374,11 +383,21 @@ export class OAuthService {
     db: Db,
     hash: Buffer,
     client: OAuthClientRow,
-    code: { environment: string; user_id: string; scopes: string[]; auth_time: Date; nonce: string | null },
+    code: Pick<CodeRow, 'environment' | 'user_id' | 'scopes' | 'auth_time' | 'nonce' | 'session_id' | 'amr' | 'acr'>,
     user: UserRow,
     call: CallContext,
   ): Promise<Decided | undefined> {
-    const grant = { id: newId('grt'), environment: code.environment, clientId: client.id, userId: user.id, scopes: code.scopes, authTime: code.auth_time };
+    const grant = {
+      id: newId('grt'),
+      environment: code.environment,
+      clientId: client.id,
+      userId: user.id,
+      scopes: code.scopes,
+      authTime: code.auth_time,
+      sessionId: code.session_id,
+      amr: code.amr,
+      acr: code.acr,
+    };
     const refresh = this.newRefreshToken(code.scopes);
     const event = this.issuedEvent(call, grant, user, 'authorization_code', code.scopes, refresh.token !== '');
     try {
@@ -448,7 +467,7 @@ export class OAuthService {
     const beyond = scopesOutside(requested, client.scopes);
     if (beyond.length) return failure('invalid_scope', `scope: not allowed for this client: ${beyond.join(' ')}`);
     if (!requested.length) return failure('invalid_scope', 'scope: the client has no API scopes');
-    const grant = { id: newId('grt'), environment: client.environment, clientId: client.id, userId: null, scopes: requested, authTime: null };
+    const grant = { id: newId('grt'), environment: client.environment, clientId: client.id, userId: null, scopes: requested, authTime: null, sessionId: null, amr: [], acr: '' };
     const event = this.issuedEvent(call, grant, undefined, 'client_credentials', requested, false);
     let row: GrantRow;
     try {
@@ -498,7 +517,8 @@ export class OAuthService {
   /**
    * Signs the tokens of one grant (after its transaction committed, so no row stays locked meanwhile): an
    * access token (JWT, aud = the API, `scope`, `client_id`, sid = the grant) and an ID token when `scopes`
-   * hold openid.
+   * hold openid. Both tell how the user authenticated for the grant (amr, acr, auth_time; refreshed tokens the
+   * same: a refresh is no authentication); client_credentials tokens have no user and none of them.
    */
   private async signTokens(grant: GrantRow, scopes: string[], user: UserRow | undefined, refreshToken: string, nonce?: string | null): Promise<IssuedTokens> {
     const { keys, config } = this.deps;
@@ -506,6 +526,7 @@ export class OAuthService {
     const exp = now + config.ACCESS_TOKEN_TTL_SECONDS;
     const scope = scopes.join(' ');
     const subject = grant.user_id ?? grant.client_id;
+    const authentication = grant.user_id ? authenticationClaims({ amr: grant.amr, acr: grant.acr, authTime: grant.auth_time }) : {};
     // The email only when the client was granted it (scope email): it names the actor of audit entries.
     const claims = {
       sid: grant.id,
@@ -514,14 +535,14 @@ export class OAuthService {
       client_id: grant.client_id,
       ...(user ? { roles: user.roles } : {}),
       ...(user && scopes.includes('email') ? { email: user.email } : {}),
+      ...authentication,
     };
     const std = { issuer: config.ISSUER, subject, issuedAt: now, expiresAt: exp };
     const accessToken = await signJwt(keys, 'at+jwt', claims, { ...std, audience: config.JWT_AUDIENCE });
     let idToken = '';
     if (user && scopes.includes('openid')) {
-      const idClaims: Record<string, unknown> = { azp: grant.client_id, at_hash: atHash(accessToken) };
+      const idClaims: Record<string, unknown> = { azp: grant.client_id, at_hash: atHash(accessToken), ...authentication };
       if (nonce) idClaims.nonce = nonce;
-      if (grant.auth_time) idClaims.auth_time = Math.floor(grant.auth_time.getTime() / 1000);
       Object.assign(idClaims, userClaims(user, scopes));
       idToken = await signJwt(keys, 'JWT', idClaims, { ...std, audience: grant.client_id });
     }
@@ -584,7 +605,8 @@ export class OAuthService {
   /**
    * RFC 7662 token introspection for any credential, so resource servers have one way to check them: access
    * tokens (ours, also session JWTs), refresh tokens (only their own client's), session tokens and API keys.
-   * Only credentials of the client's own environment can be active; anything else is {"active": false}.
+   * Only credentials of the client's own environment can be active; anything else is {"active": false}. A
+   * user's credentials tell how the user authenticated (amr, acr, auth_time), as their tokens do.
    */
   async introspect(req: ClientAuthentication & { token: string }, call: CallContext): Promise<Failure | Record<string, unknown>> {
     const client = await this.authenticateClient(req, call);
@@ -606,12 +628,21 @@ export class OAuthService {
     if (looksLikeOpaqueToken(REFRESH_TOKEN_PREFIX, token)) {
       const rt = await refreshTokens.find(db.pool, hashRefreshToken(token, config.SERVER_SECRET));
       if (!rt || rt.client_id !== client.id || rt.used_at || rt.expired || rt.revoked_at) return INACTIVE;
-      return { active: true, token_type: 'refresh_token', scope: rt.scopes.join(' '), client_id: rt.client_id, sub: rt.user_id, exp: seconds(rt.expires_at), iat: seconds(rt.created_at) };
+      return {
+        active: true,
+        token_type: 'refresh_token',
+        scope: rt.scopes.join(' '),
+        client_id: rt.client_id,
+        sub: rt.user_id,
+        exp: seconds(rt.expires_at),
+        iat: seconds(rt.created_at),
+        ...authenticationClaims({ amr: rt.amr, acr: rt.acr, authTime: rt.auth_time }),
+      };
     }
     if (looksLikeSessionToken(token)) {
       const s = await sessions.findActiveByHash(db.pool, env, hashSessionToken(token, config.SERVER_SECRET));
       if (!s) return INACTIVE;
-      return { active: true, token_type: 'session', sub: s.user_id, sid: s.id, exp: seconds(s.expires_at), iat: seconds(s.created_at) };
+      return { active: true, token_type: 'session', sub: s.user_id, sid: s.id, exp: seconds(s.expires_at), iat: seconds(s.created_at), ...authenticationClaims(authenticationOfSession(s)) };
     }
     if (looksLikeKey(token)) {
       const hash = hashKey(token, config.SERVER_SECRET);

@@ -55,7 +55,7 @@ describe('PasswordsService: login', () => {
     const { db, users, passwords, sessionRows, service } = setup();
     users.add({ id: 'user_ada', email: 'ada@example.com' }, `v2$${GOOD}`);
     await passwords.recordFailure(db.pool, 'live', 'ada@example.com', '198.51.100.1');
-    const { row, token } = await service.login('live', attempt({ email: 'ADA@example.com' }), fakeCall({ 'x-client-ip': '10.0.0.1' }));
+    const { row, token } = (await service.login('live', attempt({ email: 'ADA@example.com' }), fakeCall({ 'x-client-ip': '10.0.0.1' }))).session!;
     expect(token).toMatch(/^sst_/);
     expect(row.expires_at.getTime() - row.created_at.getTime()).toBe(24 * 3600_000);
     expect(JSON.parse(sessionRows.rows.get(row.id)!.metadata)).toEqual({ ip: '203.0.113.1', userAgent: 'jest' });
@@ -68,7 +68,7 @@ describe('PasswordsService: login', () => {
         // the client the gateway saw, not the caller of the RPC
         context: { ip: '203.0.113.1', userAgent: 'jest' },
         target: { id: row.id, type: 'session' },
-        metadata: { authMethod: 'password', mfaUsed: false },
+        metadata: { authMethod: 'password', mfaUsed: false, amr: ['pwd'] },
       }),
     ]);
   });
@@ -77,7 +77,7 @@ describe('PasswordsService: login', () => {
     const { db, users, service } = setup();
     users.add({ id: 'user_ada', email: 'ada@example.com' }, `v2$${GOOD}`);
     await service.login('live', attempt({ oauthClientId: 'cli_1' }), fakeCall());
-    expect(db.events[0]!.metadata).toEqual({ authMethod: 'oauth', clientId: 'cli_1', mfaUsed: false });
+    expect(db.events[0]!.metadata).toEqual({ authMethod: 'oauth', clientId: 'cli_1', mfaUsed: false, amr: ['pwd'] });
   });
 
   it('refuses a wrong password, an unknown email and an account without password alike, each verified once', async () => {
@@ -107,7 +107,7 @@ describe('PasswordsService: login', () => {
     passwords.failed.length = 0;
     for (let i = 0; i < 20; i++) await passwords.recordFailure(db.pool, 'live', `spray${i}@example.com`, '192.0.2.7');
     expect((await refusal(service.login('live', attempt({ ip: '192.0.2.7' }), fakeCall()))).code).toBe('rate_limited');
-    expect((await service.login('live', attempt({ ip: '192.0.2.8' }), fakeCall())).token).toMatch(/^sst_/);
+    expect((await service.login('live', attempt({ ip: '192.0.2.8' }), fakeCall())).session!.token).toMatch(/^sst_/);
     expect(hasher.verified).toHaveLength(1);
   });
 
@@ -211,7 +211,7 @@ describe('PasswordsService: setting and resetting passwords', () => {
   it('confirms a reset once: new password, every session and grant ended; then the token is refused', async () => {
     const { db, users, sessionRows, revokedGrants, service, composer, queued } = setup();
     users.add({ id: 'user_ada', email: 'ada@example.com' }, `v2$${GOOD}`);
-    const session = await service.login('live', attempt(), fakeCall());
+    const session = (await service.login('live', attempt(), fakeCall())).session!;
     await service.requestReset('live', 'ada@example.com', keyCall());
     const { token } = (await db.transaction((tx) => composer(tx, { id: '1', ...queued[0]! })))!.data;
     expect((await refusal(service.confirmReset('live', token!, 'short', keyCall()))).details[0]!.field).toBe('password');

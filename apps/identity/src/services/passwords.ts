@@ -6,6 +6,8 @@ import type { MailComposer } from '../mail/queue';
 import type { mailRepository } from '../repositories/mail';
 import type { oauthGrantsRepository } from '../repositories/oauth';
 import type { passwordsRepository } from '../repositories/passwords';
+import { PASSWORD_ONLY } from '../domain/mfa';
+import type { LoginChallenge, MfaService } from './mfa';
 import type { Database, Db, Outbox } from './ports';
 import type { OpenedSession, SessionsRepository, SessionsService } from './sessions';
 import type { UsersRepository } from './users';
@@ -28,6 +30,8 @@ export interface PasswordsDeps {
   /** Wakes this process's mail worker after a job was queued (absent: the next poll of any replica takes it). */
   mailWorker?: { wake(): void };
   outbox: Outbox;
+  /** A login of a user with MFA factors (or whom the environment requires MFA of) answers with a challenge. */
+  mfa?: Pick<MfaService, 'loginChallenge'>;
   /** Reset tokens are stored as HMACs under it. */
   serverSecret: string;
   hasher?: PasswordHasher;
@@ -89,9 +93,11 @@ export class PasswordsService {
    * A password login: a session, or 401 alike for a wrong password, an unknown email and an account without a
    * password (the same scrypt work on every path, so timing tells nothing); 429 after 5 failures for the
    * account or 20 for the ip within 15 minutes. A stored hash made with parameters below the current ones is
-   * replaced by a new hash of the password, in the login's transaction.
+   * replaced by a new hash of the password, in the login's transaction. A user with a TOTP or passkey factor
+   * (or whom the environment requires MFA of) gets a challenge for the second step instead of a session; the
+   * user.login event is then written when that step succeeds.
    */
-  async login(environment: string, input: LoginInput, call: CallContext): Promise<OpenedSession> {
+  async login(environment: string, input: LoginInput, call: CallContext): Promise<{ session?: OpenedSession; challenge?: LoginChallenge }> {
     const { db, passwords, outbox } = this.deps;
     const seconds = input.expiresInSeconds || DEFAULT_SESSION_SECONDS;
     if (seconds < SESSION_MIN_SECONDS || seconds > SESSION_MAX_SECONDS) throw AppError.field('expiresIn', 'must be from 1m to 30d');
@@ -130,12 +136,20 @@ export class PasswordsService {
     return db.transaction(async (tx) => {
       await passwords.clearFailures(tx, environment, email);
       if (upgraded) await passwords.rehash(tx, environment, user.id, stored, upgraded);
-      const opened = await this.deps.sessions.open(tx, environment, user.id, seconds, context);
+      const pending = { ip: input.ip, userAgent: input.userAgent, expiresInSeconds: seconds, oauthClientId: input.oauthClientId, amr: PASSWORD_ONLY.amr, loginMethod };
+      const challenge = await this.deps.mfa?.loginChallenge(tx, environment, user.id, pending);
+      if (challenge) return { challenge };
+      const opened = await this.deps.sessions.open(tx, environment, user.id, seconds, context, PASSWORD_ONLY);
       await outbox.append(
         tx,
-        loginEvent({ actor: userActor(user), target: { id: opened.row.id, type: 'session' }, result: 'success', metadata: { ...loginMethod, mfaUsed: false } }),
+        loginEvent({
+          actor: userActor(user),
+          target: { id: opened.row.id, type: 'session' },
+          result: 'success',
+          metadata: { ...loginMethod, mfaUsed: false, amr: PASSWORD_ONLY.amr },
+        }),
       );
-      return opened;
+      return { session: opened };
     });
   }
 

@@ -1,14 +1,18 @@
 import { AppError, emailSchema, environmentOf, eventOfCall, newId, type CallContext, type CallEvent, type EventInput, type PoolClient } from '@secsvc/shared';
+import { ACR_MFA, ACR_SINGLE_FACTOR } from '../domain/mfa';
 import { SESSION_MAX_SECONDS, SESSION_MIN_SECONDS } from '../domain/sessions';
-import { emailDomain } from '../domain/sso';
+import { AMR_FEDERATED, cleanClassRefs, emailDomain, idpDidMfa } from '../domain/sso';
+import type { SessionAuthentication } from '../repositories/sessions';
 import type { samlIdsRepository, samlSessionsRepository, SsoConnectionRow, ssoUsersRepository } from '../repositories/sso';
+import type { LoginChallenge, MfaService } from './mfa';
 import type { Database, Outbox } from './ports';
 import type { OpenedSession, SessionsService } from './sessions';
 import type { SsoConnectionsRepository } from './sso-connections';
 import { userEvent } from './users';
 
 // The identity side of SAML logins: AuthnRequest ids (InResponseTo), replay protection, just-in-time users,
-// sessions and the user.login events. The gateway has validated the XML, signature and conditions.
+// sessions and the user.login events, and the second factor a connection that requires MFA asks for when the
+// IdP did not assert it. The gateway has validated the XML, signature and conditions.
 
 export interface SamlLoginsDeps {
   db: Database;
@@ -17,6 +21,8 @@ export interface SamlLoginsDeps {
   samlSessions: Pick<typeof samlSessionsRepository, 'record' | 'revoke'>;
   ssoUsers: Pick<typeof ssoUsersRepository, 'findByEmail' | 'insertVerified'>;
   sessions: Pick<SessionsService, 'open'>;
+  /** The second step of a login through a connection that requires MFA the IdP did not assert. */
+  mfa?: Pick<MfaService, 'loginChallenge'>;
   outbox: Outbox;
 }
 
@@ -46,6 +52,8 @@ export interface SamlAssertion extends Browser {
   name: string;
   /** 0: a day. */
   expiresInSeconds: number;
+  /** The AuthnStatement's AuthnContextClassRef values (and Microsoft's authnmethodsreferences): whether the IdP did MFA. */
+  authnContextClassRefs: string[];
 }
 
 export interface SamlLogoutRequest extends Browser {
@@ -56,7 +64,19 @@ export interface SamlLogoutRequest extends Browser {
   requestExpiresAt: string | undefined;
 }
 
-type Outcome = { ok: true; value: { opened: OpenedSession; userId: string; provisioned: boolean } } | { ok: false; reason: string; message: string };
+/** A SAML login: its session, or (a connection requiring MFA the IdP did not assert) the challenge of its second step. */
+export interface SamlLoginResult {
+  opened?: OpenedSession;
+  challenge?: LoginChallenge;
+  userId: string;
+  provisioned: boolean;
+}
+
+type Outcome = { ok: true; value: SamlLoginResult } | { ok: false; reason: string; message: string };
+
+/** How a SAML login authenticated its user: the IdP's authentication, with MFA when the IdP asserted it. */
+const IDP_MFA: SessionAuthentication = { amr: [AMR_FEDERATED, 'mfa'], acr: ACR_MFA, mfa: true };
+const IDP_SINGLE_FACTOR: SessionAuthentication = { amr: [AMR_FEDERATED], acr: ACR_SINGLE_FACTOR, mfa: false };
 
 export class SamlLoginsService {
   constructor(private readonly deps: SamlLoginsDeps) {}
@@ -110,9 +130,14 @@ export class SamlLoginsService {
   /**
    * A validated assertion logs its subject in: refused when replayed, without a valid email, or for an email
    * outside the connection's domains (401, with user.login failure); the user is created just in time when new
-   * (verified email, the connection's default roles); a session opens, remembered for single logout.
+   * (verified email, the connection's default roles); a session opens, remembered for single logout, with amr
+   * `fed` (plus `mfa`, acr urn:secsvc:acr:mfa and its MFA time when the assertion's AuthnContextClassRef says
+   * the IdP did MFA). When the connection requires MFA and the assertion does not say so, no session opens:
+   * the answer is the challenge of a second step (the user's own factor here, even when the user has none:
+   * then nothing can answer it, as no factor can be enrolled during it), and its completion opens the session
+   * with this login's metadata, subject and user.login event.
    */
-  async completeLogin(input: SamlAssertion, call: CallContext): Promise<{ opened: OpenedSession; userId: string; provisioned: boolean }> {
+  async completeLogin(input: SamlAssertion, call: CallContext): Promise<SamlLoginResult> {
     const { db, samlIds, samlSessions, ssoUsers, outbox } = this.deps;
     const connection = await this.connectionOf(input.connectionId);
     const environment = environmentOf(connection.environment);
@@ -122,6 +147,8 @@ export class SamlLoginsService {
     if (!input.assertionId || !expiresAt || Number.isNaN(expiresAt.getTime())) throw AppError.field('assertionId', 'an assertion id and its expiry are required');
     const email = input.email.trim();
     const who = { email, ip: input.ip, userAgent: input.userAgent };
+    const classRefs = cleanClassRefs(input.authnContextClassRefs ?? []);
+    const idpMfa = idpDidMfa(classRefs);
 
     const outcome = await db.transaction(async (tx): Promise<Outcome> => {
       // First: a replayed assertion is refused whatever else it says.
@@ -146,14 +173,38 @@ export class SamlLoginsService {
           user = (await ssoUsers.findByEmail(tx, environment, email))!;
         }
       }
-      const opened = await this.deps.sessions.open(tx, environment, user.id, seconds, { ip: input.ip, userAgent: input.userAgent, authMethod: 'saml', connectionId: connection.id });
-      await samlSessions.record(tx, {
-        sessionId: opened.row.id,
+      const sessionMetadata = { authMethod: 'saml', connectionId: connection.id };
+      const subject = {
         connectionId: connection.id,
         nameId: input.nameId,
         nameIdFormat: input.nameIdFormat.slice(0, SAML_ID_MAX),
         sessionIndex: input.sessionIndex.slice(0, SAML_ID_MAX),
-      });
+      };
+      if (connection.require_mfa && !idpMfa) {
+        // The user, the remembered assertion id and user.created stay; the session, its SAML subject and
+        // user.login come with the second step (the challenge keeps what they need).
+        if (!this.deps.mfa) throw new AppError('internal_error', 'MFA is not available for SAML logins here');
+        const challenge = await this.deps.mfa.loginChallenge(
+          tx,
+          environment,
+          user.id,
+          {
+            ip: input.ip,
+            userAgent: input.userAgent,
+            expiresInSeconds: seconds,
+            oauthClientId: '',
+            amr: IDP_SINGLE_FACTOR.amr,
+            loginMethod: { ...sessionMetadata, provisioned },
+            sessionMetadata,
+            samlSubject: subject,
+          },
+          { required: true, enrollment: false },
+        );
+        return { ok: true, value: { challenge, userId: user.id, provisioned } };
+      }
+      const auth = idpMfa ? IDP_MFA : IDP_SINGLE_FACTOR;
+      const opened = await this.deps.sessions.open(tx, environment, user.id, seconds, { ip: input.ip, userAgent: input.userAgent, ...sessionMetadata }, auth);
+      await samlSessions.record(tx, { ...subject, sessionId: opened.row.id });
       await outbox.append(
         tx,
         this.browserEvent(call, input, {
@@ -162,7 +213,7 @@ export class SamlLoginsService {
           type: 'user.login',
           target: { id: opened.row.id, type: 'session' },
           result: 'success',
-          metadata: { authMethod: 'saml', connectionId: connection.id, mfaUsed: false, provisioned },
+          metadata: { ...sessionMetadata, mfaUsed: idpMfa, provisioned, amr: auth.amr, ...(idpMfa && { mfaBy: 'idp' }) },
         }),
       );
       return { ok: true, value: { opened, userId: user.id, provisioned } };

@@ -1,14 +1,14 @@
 import { AppError, callerOf, eventOfCall, newId, type CallContext, type PoolClient } from '@secsvc/shared';
 import { generateSessionToken, hashSessionToken, looksLikeSessionToken, SESSION_MAX_SECONDS, SESSION_MIN_SECONDS } from '../domain/sessions';
 import { parseMetadataJson } from '../domain/users';
-import type { sessionsRepository, SessionRow } from '../repositories/sessions';
+import type { SessionAuthentication, sessionsRepository, SessionRow } from '../repositories/sessions';
 import type { samlSessionsRepository } from '../repositories/sso';
 import type { UserRow } from '../repositories/users';
 import type { AuthEventsService } from './auth-events';
 import type { Database, Db, Outbox } from './ports';
 import type { UsersRepository } from './users';
 
-export type SessionsRepository = Pick<typeof sessionsRepository, 'insert' | 'findActiveByHash' | 'revokeByHash' | 'listActive' | 'revokeAllOfUser'>;
+export type SessionsRepository = Pick<typeof sessionsRepository, 'insert' | 'findActiveByHash' | 'revokeByHash' | 'listActive' | 'revokeAllOfUser' | 'stepUp'>;
 
 export interface SessionsDeps {
   db: Database;
@@ -73,8 +73,8 @@ export class SessionsService {
     return hashSessionToken(token, this.deps.serverSecret);
   }
 
-  /** Inserts a session in the caller's transaction (a login's) and returns it with its token. */
-  async open(tx: Db, environment: string, userId: string, expiresInSeconds: number, metadata: Record<string, unknown>): Promise<OpenedSession> {
+  /** Inserts a session in the caller's transaction (a login's) and returns it with its token and how its user authenticated. */
+  async open(tx: Db, environment: string, userId: string, expiresInSeconds: number, metadata: Record<string, unknown>, auth?: SessionAuthentication): Promise<OpenedSession> {
     const token = generateSessionToken();
     const row = await this.deps.sessions.insert(tx, {
       id: newId('ses'),
@@ -83,6 +83,7 @@ export class SessionsService {
       hash: this.hash(token),
       metadata: JSON.stringify(metadata),
       expiresInSeconds,
+      auth,
     });
     return { row, token };
   }

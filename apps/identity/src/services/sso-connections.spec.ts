@@ -26,6 +26,7 @@ const fields = (over: Partial<SsoConnectionInput> = {}): SsoConnectionInput => (
   allowIdpInitiated: false,
   initiateLoginUrl: '',
   allowSha1Signatures: false,
+  requireMfa: false,
   ...over,
 });
 

@@ -17,7 +17,7 @@ export async function identityTestDb(config: Partial<IdentityConfig> = {}, extra
   const db = await testDatabase();
   const pool = createPool(db.url, 5, logger, 'identity');
   await migrate(pool, 'identity', await readMigrations(migrationsDir), logger);
-  return { db, pool, ctx: { pool, logger, config: { SERVER_SECRET: 's'.repeat(40), ...config } as IdentityConfig, ...extra } };
+  return { db, pool, ctx: { pool, logger, config: { SERVER_SECRET: 's'.repeat(40), ISSUER: 'http://127.0.0.1:8080', WEBAUTHN_RP_NAME: 'Security Service', ...config } as IdentityConfig, ...extra } };
 }
 
 export async function closeIdentityTestDb(t: IdentityTestDb | undefined): Promise<void> {

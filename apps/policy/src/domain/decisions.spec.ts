@@ -140,6 +140,19 @@ describe('PolicyDecisions', () => {
     expect((await h.decisions.decide('live', request)).allowed).toBe(false);
   });
 
+  it('answers the step-up fields with every decision, explained or not', async () => {
+    const h = harness();
+    h.stored.live = [{ ...allowAll('pol_1'), conditions: { mfa: { maxAgeSeconds: 300 } } }];
+    for (const explain of [false, true]) {
+      expect(await h.decisions.decide('live', request, { explain })).toMatchObject({ allowed: false, mfaRequired: true, mfaMaxAgeSeconds: 300 });
+      expect(await h.decisions.decide('live', { ...request, context: { mfa: true, mfaAgeSeconds: 10 } }, { explain })).toMatchObject({
+        allowed: true,
+        mfaRequired: false,
+        mfaMaxAgeSeconds: 0,
+      });
+    }
+  });
+
   it('explains on request only, and decides drafts over the loaded engine without reloading it', async () => {
     const h = harness();
     h.stored.live = [allowAll('pol_1'), { ...allowAll('pol_2'), actions: ['delete'] }];

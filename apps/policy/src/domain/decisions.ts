@@ -1,5 +1,6 @@
 import type { Logger } from '@secsvc/shared';
 import type { AuthzRequest, Decision, EnginePolicy, ExplainedDecision, PolicyEngine } from '../engine';
+import { stepUpOf, type StepUp } from './step-up';
 
 export interface DecisionPorts {
   /** Every stored policy of one environment. */
@@ -87,8 +88,8 @@ class EnvironmentPolicies {
   }
 }
 
-export interface TimedDecision extends Decision {
-  /** Milliseconds spent in the engine's evaluate (not waiting for a load). */
+export interface TimedDecision extends Decision, StepUp {
+  /** Milliseconds spent in the engine's evaluations (not waiting for a load), the step-up check's included. */
   evaluationMs: number;
   /** With `explain`: the policies that did not match and why. */
   explanation?: Pick<ExplainedDecision, 'notMatched' | 'notMatchedCount'>;
@@ -138,17 +139,20 @@ export class PolicyDecisions {
   /**
    * The decision for `request` over the environment's stored policies (and the request's drafts, which the
    * engine takes in its input, leaving the loaded policies as they are); with `explain`, also why each
-   * policy that did not match failed.
+   * policy that did not match failed. A denial is evaluated once more to tell whether an MFA completed just
+   * now would allow it (step-up.ts); an allow costs one evaluation.
    */
   async decide(environment: string, request: AuthzRequest, options: { explain?: boolean } = {}): Promise<TimedDecision> {
     const engine = await this.of(environment).engineForDecision();
     const started = performance.now();
     if (!options.explain) {
       const decision = engine.evaluate(request);
-      return { ...decision, evaluationMs: performance.now() - started };
+      const stepUp = stepUpOf(engine, request, decision);
+      return { ...decision, ...stepUp, evaluationMs: performance.now() - started };
     }
     const { notMatched, notMatchedCount, ...decision } = engine.explain(request);
-    return { ...decision, evaluationMs: performance.now() - started, explanation: { notMatched, notMatchedCount } };
+    const stepUp = stepUpOf(engine, request, decision);
+    return { ...decision, ...stepUp, evaluationMs: performance.now() - started, explanation: { notMatched, notMatchedCount } };
   }
 
   /** Waits until `environment` reflects every change this replica has been told of (tests, warm-up). */

@@ -1,6 +1,6 @@
 // Policy input rules (no I/O): what each field accepts and refuses, and the field each error names.
 import { AppError, newId } from '@secsvc/shared';
-import { actionError, cidrError, principalError, resourceError, simulationLimits, validateCreate, validateSimulation, validateUpdate } from './policies';
+import { actionError, cidrError, principalError, requestContext, resourceError, simulationLimits, validateCreate, validateSimulation, validateUpdate } from './policies';
 
 const valid = { name: 'n', effect: 'allow', principals: ['*'], actions: ['read'], resources: ['*'] };
 
@@ -60,6 +60,22 @@ describe('validateCreate', () => {
     expect(errorOf(() => validateCreate({ ...valid, conditions: { ip: { allowlist: many } } })).details[0]!.field).toBe('conditions.ip.allowlist');
   });
 
+  it('takes an mfa condition as written and names its faults by their full path', () => {
+    expect(validateCreate({ ...valid, conditions: { mfa: true } }).conditions).toEqual({ mfa: true });
+    expect(validateCreate({ ...valid, conditions: { mfa: {} } }).conditions).toEqual({ mfa: {} });
+    expect(validateCreate({ ...valid, conditions: { mfa: { maxAgeSeconds: 300 }, ip: { allowlist: ['10.0.0.0/8'] } } }).conditions).toEqual({
+      ip: { allowlist: ['10.0.0.0/8'] },
+      mfa: { maxAgeSeconds: 300 },
+    });
+    expect(errorOf(() => validateCreate({ ...valid, conditions: { mfa: false } })).details).toEqual([
+      { field: 'conditions.mfa', message: 'must be true or an object with an optional maxAgeSeconds' },
+    ]);
+    expect(errorOf(() => validateCreate({ ...valid, conditions: { mfa: { maxAgeSeconds: 31_536_001 } } })).details).toEqual([
+      { field: 'conditions.mfa.maxAgeSeconds', message: 'must be an integer from 1 to 31536000' },
+    ]);
+    expect(errorOf(() => validateUpdate({ conditions: { mfa: { maxAge: 5 } } })).details.map((d) => d.field)).toEqual(['conditions.mfa.maxAge']);
+  });
+
   it('requires name, effect and the lists', () => {
     expect(errorOf(() => validateCreate({})).details.map((d) => d.field)).toEqual(['name', 'effect', 'principals', 'actions', 'resources']);
   });
@@ -86,9 +102,21 @@ describe('validateSimulation', () => {
       explain: false,
     });
   });
-  it('names principal, action, resource and ip', () => {
-    const err = errorOf(() => validateSimulation({ principal: 'role:dev', action: '', resource: '', ip: '300.1.1.1', roles: [] }));
-    expect(err.details.map((d) => d.field)).toEqual(['principal', 'action', 'resource', 'ip']);
+  it('names principal, action, resource, ip and mfaAgeSeconds', () => {
+    const err = errorOf(() => validateSimulation({ principal: 'role:dev', action: '', resource: '', ip: '300.1.1.1', mfa: true, mfaAgeSeconds: -1, roles: [] }));
+    expect(err.details.map((d) => d.field)).toEqual(['principal', 'action', 'resource', 'ip', 'mfaAgeSeconds']);
+    expect(errorOf(() => validateSimulation({ principal: `user:${id}`, action: 'a', resource: '/r', ip: '', mfaAgeSeconds: 1.5, roles: [] })).details).toEqual([
+      { field: 'mfaAgeSeconds', message: 'must be an integer of at least 0' },
+    ]);
+  });
+
+  it('carries an MFA and its age (default 0) only when mfa is true', () => {
+    const base = { principal: `user:${id}`, action: 'read', resource: '/x', ip: '', roles: [] };
+    expect(validateSimulation({ ...base, mfa: true, mfaAgeSeconds: 120 }).mfa).toEqual({ ageSeconds: 120 });
+    expect(validateSimulation({ ...base, mfa: true }).mfa).toEqual({ ageSeconds: 0 });
+    expect(validateSimulation({ ...base, mfa: false, mfaAgeSeconds: 120 }).mfa).toBeUndefined();
+    expect(requestContext(validateSimulation({ ...base, ip: '10.0.0.1', mfa: true, mfaAgeSeconds: 7 }))).toEqual({ ip: '10.0.0.1', mfa: true, mfaAgeSeconds: 7 });
+    expect(requestContext(validateSimulation({ ...base, mfa: false, mfaAgeSeconds: 7 }))).toEqual({});
   });
 });
 

@@ -11,7 +11,7 @@ import {
   POLICY_UPDATE_EMPTY,
   type FieldError,
 } from '@secsvc/shared';
-import type { Effect, EnginePolicy, PolicyConditions, SimulationDrafts } from '../engine';
+import type { AuthzRequest, Effect, EnginePolicy, PolicyConditions, SimulationDrafts } from '../engine';
 
 // Input rules of a policy (issue 5, README "Limits"). The rules themselves are the shared zod schemas of
 // @secsvc/shared (policy-schema.ts), which the gateway applies to the JSON bodies too, so both ends enforce
@@ -27,7 +27,7 @@ export interface PolicyFields {
   principals: string[];
   actions: string[];
   resources: string[];
-  /** `{}` or `{ ip: { allowlist } }`. */
+  /** `{}`, or `ip: { allowlist }` and/or `mfa: true | { maxAgeSeconds? }` (as written). */
   conditions: PolicyConditions;
 }
 
@@ -96,6 +96,8 @@ export interface SimulationInput {
   action: string;
   resource: string;
   ip?: string;
+  /** The caller's credential carries a completed MFA this many seconds old; absent: no MFA. */
+  mfa?: { ageSeconds: number };
   roles: string[];
   /** Draft policies (never stored) and how they combine with the stored ones; absent: stored only. */
   drafts?: SimulationDrafts;
@@ -110,6 +112,9 @@ export interface SimulationRequestInput {
   action: string;
   resource: string;
   ip: string;
+  /** The credential carries a completed MFA (default false), `mfaAgeSeconds` ago (an integer >= 0, default 0). */
+  mfa?: boolean;
+  mfaAgeSeconds?: number;
   roles: string[];
   /** Draft policies, validated like CreatePolicy bodies; errors name `policies[<i>].<field>`. */
   policies?: readonly (PolicyInput & { id?: unknown })[];
@@ -153,8 +158,9 @@ function checkDrafts(input: SimulationRequestInput, out: Collector): SimulationD
 }
 
 /**
- * A simulated request: principal `user:<id>`, non-empty action and resource, an optional ip address; for
- * simulations also draft policies with their mode, and whether to explain.
+ * A simulated request: principal `user:<id>`, non-empty action and resource, an optional ip address, whether
+ * the credential carries a completed MFA and its age (an integer >= 0, read only with mfa); for simulations
+ * also draft policies with their mode, and whether to explain.
  */
 export function validateSimulation(input: SimulationRequestInput): SimulationInput {
   const out = new Collector();
@@ -167,6 +173,8 @@ export function validateSimulation(input: SimulationRequestInput): SimulationInp
     out.add('resource', `must be at most ${simulationLimits.resourceMaxLength} characters`);
   }
   if (input.ip !== '' && isIP(input.ip) === 0) out.add('ip', 'must be an IPv4 or IPv6 address');
+  const mfaAgeSeconds = input.mfaAgeSeconds ?? 0;
+  if (!Number.isSafeInteger(mfaAgeSeconds) || mfaAgeSeconds < 0) out.add('mfaAgeSeconds', 'must be an integer of at least 0');
   if (input.roles.length > simulationLimits.maxRoles) out.add('roles', `must have at most ${simulationLimits.maxRoles} entries`);
   const withDrafts = (input.policies !== undefined && input.policies.length > 0) || (input.mode !== undefined && input.mode !== '');
   const drafts = withDrafts ? checkDrafts(input, out) : undefined;
@@ -176,8 +184,17 @@ export function validateSimulation(input: SimulationRequestInput): SimulationInp
     action: input.action,
     resource: input.resource,
     ip: input.ip || undefined,
+    ...(input.mfa === true ? { mfa: { ageSeconds: mfaAgeSeconds } } : {}),
     roles: input.roles,
     ...(drafts ? { drafts } : {}),
     explain: input.explain === true,
+  };
+}
+
+/** The engine's request context of a validated request: the ip when known, the MFA and its age when there is one. */
+export function requestContext(input: Pick<SimulationInput, 'ip' | 'mfa'>): NonNullable<AuthzRequest['context']> {
+  return {
+    ...(input.ip === undefined ? {} : { ip: input.ip }),
+    ...(input.mfa ? { mfa: true, mfaAgeSeconds: input.mfa.ageSeconds } : {}),
   };
 }

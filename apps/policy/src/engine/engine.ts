@@ -46,6 +46,8 @@ interface RawExplainedDecision extends RawDecision {
  */
 export class PolicyEngine {
   private policyCount = 0;
+  /** The loaded data document's policies by id (for the step-up answer: the conditions of a policy). */
+  private loaded: Record<string, EnginePolicy> = Object.create(null) as Record<string, EnginePolicy>;
   private readonly entrypoint: number;
   private readonly explainEntrypoint: number;
 
@@ -70,10 +72,16 @@ export class PolicyEngine {
     // under Jest, fail the SDK's instanceof check and be loaded as `{}`.
     this.policy.setData(data);
     this.policyCount = Object.keys(data.policies).length;
+    this.loaded = data.policies;
   }
 
   get size(): number {
     return this.policyCount;
+  }
+
+  /** The loaded (stored) policy with this id, as the program reads it; undefined when there is none. */
+  storedPolicy(id: string): EnginePolicy | undefined {
+    return Object.prototype.hasOwnProperty.call(this.loaded, id) ? this.loaded[id] : undefined;
   }
 
   /** Current size of the module's linear memory in bytes (it never shrinks). */

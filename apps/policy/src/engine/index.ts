@@ -11,6 +11,7 @@ export type {
   Explanation,
   FailedPart,
   IpCondition,
+  MfaCondition,
   MatchedPolicy,
   PolicyConditions,
   SimulationDrafts,

@@ -8,8 +8,16 @@ export interface IpCondition {
   allowlist: readonly string[];
 }
 
+/**
+ * The mfa condition: the request's credential carries a completed multi-factor authentication; with
+ * `maxAgeSeconds`, completed at most that many seconds before the request. Written `true` or as an object
+ * (`{}` is the same as `true`), and kept as written.
+ */
+export type MfaCondition = true | { maxAgeSeconds?: number };
+
 export interface PolicyConditions {
   ip?: IpCondition;
+  mfa?: MfaCondition;
 }
 
 export interface EnginePolicy {
@@ -40,7 +48,13 @@ export interface AuthzRequest {
   principal: { id: string; roles: readonly string[] };
   action: string;
   resource: string;
-  context?: { ip?: string | null };
+  context?: {
+    ip?: string | null;
+    /** The caller's credential carries a completed multi-factor authentication (absent: it does not). */
+    mfa?: boolean;
+    /** Seconds since that MFA (read only when `mfa` is true); an mfa condition with a maximum age needs it. */
+    mfaAgeSeconds?: number;
+  };
   /** Simulations only: draft policies, passed in the input (the stored data document is left alone). */
   drafts?: SimulationDrafts;
 }
@@ -66,13 +80,14 @@ export interface Explanation {
   name: string;
   effect: Effect;
   failed: FailedPart;
-  /** The condition that failed (`ip.allowlist`); null for the other parts. */
+  /** The condition that failed (`ip.allowlist`, `mfa`, `mfa.maxAgeSeconds`); null for the other parts. */
   condition: string | null;
-  /** The policy's patterns for that part, or the condition's CIDRs. */
+  /** The policy's patterns for that part, the condition's CIDRs, or an mfa condition's maxAgeSeconds as a decimal string ([] when none). */
   expected: string[];
   /**
    * The request's value: for a principal, `user:<id>` then `role:<name>` for each `role_<name>` held; the
-   * action or resource; for a condition, context.ip as given (null when there is none).
+   * action or resource; for an ip condition, context.ip as given (null when there is none); for an mfa
+   * condition, context.mfaAgeSeconds as a decimal string when context.mfa is true (null otherwise).
    */
   actual: string | string[] | null;
 }

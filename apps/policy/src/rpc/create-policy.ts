@@ -1,6 +1,6 @@
 import type { policy } from '@secsvc/proto';
 import { AppError, newId, withTransaction, type CallContext } from '@secsvc/shared';
-import { environmentOf, toPolicyMessage, type PolicyContext } from '../context';
+import { conditionsInput, environmentOf, toPolicyMessage, type PolicyContext } from '../context';
 import { policyLimits, validateCreate } from '../domain/policies';
 import { appendPolicyEvent } from '../repositories/outbox';
 import { policiesRepository } from '../repositories/policies';
@@ -9,7 +9,7 @@ export const createPolicy =
   (ctx: PolicyContext) =>
   async (req: policy.CreatePolicyRequest, call: CallContext): Promise<policy.Policy> => {
     const environment = environmentOf(req.environment);
-    const input = validateCreate(req);
+    const input = validateCreate({ ...req, conditions: conditionsInput(req.conditions) });
     const row = await withTransaction(ctx.pool, async (client) => {
       if ((await policiesRepository.lockAndCount(client, environment)) >= policyLimits.maxPoliciesPerEnvironment) {
         throw new AppError(

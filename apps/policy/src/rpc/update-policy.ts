@@ -1,6 +1,6 @@
 import type { policy } from '@secsvc/proto';
 import { AppError, withTransaction, type CallContext } from '@secsvc/shared';
-import { environmentOf, toPolicyMessage, type PolicyContext } from '../context';
+import { conditionsInput, environmentOf, toPolicyMessage, type PolicyContext } from '../context';
 import { validateUpdate } from '../domain/policies';
 import { appendPolicyEvent } from '../repositories/outbox';
 import { policiesRepository } from '../repositories/policies';
@@ -17,7 +17,7 @@ export const updatePolicy =
       principals: req.principals?.values,
       actions: req.actions?.values,
       resources: req.resources?.values,
-      conditions: req.conditions,
+      conditions: conditionsInput(req.conditions),
     });
     const row = await withTransaction(ctx.pool, async (client) => {
       const updated = await policiesRepository.update(client, environment, req.id, changes);

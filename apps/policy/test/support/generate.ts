@@ -1,5 +1,5 @@
 // Seeded generators of policy sets and requests for the differential test, the soak test and the latency script.
-import type { AuthzRequest, EnginePolicy, SimulationDrafts } from '../../src/engine';
+import type { AuthzRequest, EnginePolicy, MfaCondition, SimulationDrafts } from '../../src/engine';
 
 export type Rng = () => number;
 
@@ -56,6 +56,11 @@ export const SMALL = {
     '2001:db8::g', '10.1.2.3 ', '::FFFF:192.168.1.5', '::ffff:a01:203', '0:0:0:0:0:ffff:10.1.2.3', '::1.2.3.4',
     'fe80::1%eth0', '::ffff:', '1::2:', '1::', ':', '::ffff:10.1.2.3/8', '2001:DB8::1', '01.2.3.4', '1.2.3.4.', null, undefined,
   ],
+  /** mfa conditions: the valid forms, and a few the service refuses (the program must still agree with opa). */
+  mfaConditions: [true, {}, { maxAgeSeconds: 60 }, { maxAgeSeconds: 60 }, { maxAgeSeconds: 300 }, { maxAgeSeconds: 300 }, false, { maxAgeSeconds: '300' }, { maxAgeSeconds: 60, other: 1 }],
+  /** A request's mfa and mfaAgeSeconds (undefined: the key is absent). */
+  mfa: [true, true, true, false, undefined, 'true'],
+  mfaAges: [0, 1, 59, 60, 61, 300, 301, 299.5, 300.5, 86400, -1, -5.5, 1e3, undefined, null, '10'],
 } as const;
 
 let serial = 0;
@@ -63,8 +68,18 @@ let serial = 0;
 export function randomPolicy(rng: Rng, id: string): EnginePolicy {
   const v = SMALL;
   const roll = rng();
+  // the mfa forms the service refuses are cast: the program is checked on them too
+  const mfa = () => pick(rng, v.mfaConditions) as MfaCondition;
   const conditions =
-    roll < 0.1 ? undefined : roll < 0.6 ? {} : { ip: { allowlist: some(rng, v.cidrs, 3) } };
+    roll < 0.1
+      ? undefined
+      : roll < 0.4
+        ? {}
+        : roll < 0.7
+          ? { ip: { allowlist: some(rng, v.cidrs, 3) } }
+          : roll < 0.9
+            ? { mfa: mfa() }
+            : { ip: { allowlist: some(rng, v.cidrs, 3) }, mfa: mfa() };
   return {
     id,
     name: `policy ${id}`,
@@ -91,11 +106,19 @@ export function randomRequest(rng: Rng): AuthzRequest {
   const v = SMALL;
   const roles = rng() < 0.2 ? [] : some(rng, v.roles, 3);
   const ip = pick(rng, v.ips);
+  const mfa = pick(rng, v.mfa);
+  const age = pick(rng, v.mfaAges);
+  // mfa and its age as the service sends them, and (cast) values it never sends
+  const context = {
+    ...(ip === undefined ? {} : { ip: ip as string }),
+    ...(mfa === undefined ? {} : { mfa: mfa as boolean }),
+    ...(age === undefined ? {} : { mfaAgeSeconds: age as number }),
+  };
   return {
     principal: { id: pick(rng, v.users), roles },
     action: pick(rng, v.requestActions),
     resource: pick(rng, v.requestResources),
-    context: ip === undefined ? {} : { ip: ip as string },
+    context,
   };
 }
 

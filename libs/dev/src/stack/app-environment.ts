@@ -29,7 +29,7 @@ export const APP_VARIABLES: Readonly<Record<AppName, readonly string[]>> = {
     ...['GRPC_HOST', 'GRPC_PORT', 'ADMIN_PORT', 'ISSUER', 'JWT_AUDIENCE', 'ACCESS_TOKEN_TTL_SECONDS', 'OAUTH_REFRESH_TOKEN_TTL_SECONDS'],
     ...names(grpcTlsConfig),
     ...['JWT_MASTER_KEY', 'IDENTITY_RETENTION_DAYS', 'RETENTION_SWEEP_INTERVAL_SECONDS', 'MAIL_DIR', 'SMTP_URL', 'SMTP_USERNAME', 'SMTP_PASSWORD'],
-    ...['MAIL_FROM', 'SMTP_TIMEOUT_MS', 'SMTP_REQUIRE_TLS', 'BOOTSTRAP_API_KEY'],
+    ...['MAIL_FROM', 'SMTP_TIMEOUT_MS', 'SMTP_REQUIRE_TLS', 'BOOTSTRAP_API_KEY', 'WEBAUTHN_RP_ID', 'WEBAUTHN_RP_NAME', 'WEBAUTHN_ORIGINS'],
   ],
   policy: [...names(commonConfig), ...names(databaseConfig), ...names(busConfig), ...names(migrationConfig), 'GRPC_HOST', 'GRPC_PORT', 'ADMIN_PORT', ...names(grpcTlsConfig)],
   audit: [

@@ -2,15 +2,18 @@ import type { policy } from '@secsvc/proto';
 import { draftIdSchema, duplicateDraftIds, policyConditionsSchema, policyLimits, POLICY_UPDATE_EMPTY, policyShape } from '@secsvc/shared';
 import { isIP } from 'node:net';
 import { z } from 'zod';
-import { atLeastOne, evenWithFaultyFields } from '../body-rules';
+import { atLeastOne, evenWithFaultyFields, integerSchema } from '../body-rules';
 
 // The policy fields are the shared schemas of @secsvc/shared (policy-schema.ts), which the policy service
 // applies too: every rule (effect, patterns, CIDRs, counts) is checked here, all faults at once, each named by
-// its full path (principals[2], conditions.ip.allowlist[0], policies[1].effect).
+// its full path (principals[2], conditions.ip.allowlist[0], conditions.mfa.maxAgeSeconds, policies[1].effect).
 
 const isPlainObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
-/** `{ip: {allowlist: [...]}}`; the dotted form `{"ip.allowlist": [...]}` is accepted as a synonym. */
+/**
+ * `{ip: {allowlist: [...]}, mfa: true | {maxAgeSeconds}}`; the dotted form `{"ip.allowlist": [...]}` is accepted
+ * as a synonym.
+ */
 export const conditionsSchema = z.preprocess((v) => {
   if (isPlainObject(v) && 'ip.allowlist' in v) {
     const { 'ip.allowlist': allowlist, ...rest } = v;
@@ -65,6 +68,13 @@ export const simulateBody = z
             .meta({ anyOf: [{ const: '' }, { format: 'ipv4' }, { format: 'ipv6' }] })
             .optional()
             .describe('The client address to evaluate ip conditions against'),
+          mfa: z
+            .boolean({ error: 'must be true or false' })
+            .optional()
+            .describe("The user's credential carries a completed multi-factor authentication (default false), for mfa conditions"),
+          mfaAgeSeconds: integerSchema(0, Number.MAX_SAFE_INTEGER, 'must be an integer of at least 0')
+            .optional()
+            .describe('Seconds since that MFA (default 0: just now); read only with mfa: true'),
         },
         { error: 'must be an object' },
       )
@@ -98,7 +108,13 @@ export const simulateBody = z
   );
 
 const timestamp = z.string().describe('ISO 8601 UTC');
-const conditionsOut = z.object({ ip: z.object({ allowlist: z.array(z.string()) }).optional() });
+const conditionsOut = z.object({
+  ip: z.object({ allowlist: z.array(z.string()) }).optional(),
+  mfa: z
+    .union([z.literal(true), z.object({ maxAgeSeconds: z.number().int().optional() })])
+    .optional()
+    .describe('As written: true, or {maxAgeSeconds} ({} = any age)'),
+});
 
 export const policyListItem = z.object({
   id: z.string().describe('pol_<id>'),
@@ -117,11 +133,18 @@ export const explanationSchema = z.object({
   name: z.string(),
   effect: z.enum(['allow', 'deny']),
   failed: z.enum(['principal', 'action', 'resource', 'condition']).describe('The first part that did not match, in this order'),
-  condition: z.string().optional().describe('For failed = condition: which one (ip.allowlist)'),
-  expected: z.array(z.string()).describe("The policy's patterns for that part, or the condition's CIDRs"),
+  condition: z
+    .string()
+    .optional()
+    .describe('For failed = condition: which one: ip.allowlist, mfa (no MFA), mfa.maxAgeSeconds (an MFA, but too long ago or of unknown age)'),
+  expected: z
+    .array(z.string())
+    .describe("The policy's patterns for that part, the condition's CIDRs, or an mfa condition's maxAgeSeconds as a decimal string ([] when it has none)"),
   actual: z
     .union([z.string(), z.array(z.string()), z.null()])
-    .describe("The request's value: principal: [user:<id>, role:<name>...]; action; resource; condition: context.ip (null when none)"),
+    .describe(
+      "The request's value: principal: [user:<id>, role:<name>...]; action; resource; ip condition: context.ip (null when none); mfa condition: context.mfaAgeSeconds as a decimal string (null without MFA)",
+    ),
 });
 
 export const simulationResult = z.object({
@@ -135,10 +158,23 @@ export const simulationResult = z.object({
     .optional()
     .describe('With explain: the policies that did not match, drafts first, then nearest misses first; at most 100'),
   notMatchedCount: z.number().int().optional().describe('With explain: how many policies did not match'),
+  mfaRequired: z
+    .boolean()
+    .describe('Denied, but the same request with a multi-factor authentication completed just now would be allowed (the caller would be asked to step up)'),
+  mfaMaxAgeSeconds: z
+    .number()
+    .int()
+    .describe('With mfaRequired: the smallest maxAgeSeconds of the mfa conditions that would allow it; 0 when none gives one (and without mfaRequired)'),
+  reason: z
+    .string()
+    .describe('One line for people: "allowed by <name>", "denied by policy <name>", "denied: requires MFA" (or "... within <n> s"), "no policy allows it"'),
 });
 
-export function conditionsOf(p: policy.Policy) {
-  return p.conditions?.ip ? { ip: { allowlist: p.conditions.ip.allowlist } } : {};
+/** Conditions as the API shows them: `ip` and `mfa` when set, `mfa` in the form it was written. */
+export function conditionsOf(p: policy.Policy): z.infer<typeof conditionsOut> {
+  const c = p.conditions;
+  const mfa = c?.mfa?.required === true ? true : c?.mfa?.options ? (c.mfa.options.maxAgeSeconds === undefined ? {} : { maxAgeSeconds: c.mfa.options.maxAgeSeconds }) : undefined;
+  return { ...(c?.ip ? { ip: { allowlist: c.ip.allowlist } } : {}), ...(mfa !== undefined ? { mfa } : {}) };
 }
 
 export const policyForms = {
@@ -154,5 +190,11 @@ export const policyForms = {
   full: (p: policy.Policy) => ({ ...policyForms.listItem(p), description: p.description, conditions: conditionsOf(p), updatedAt: p.updatedAt! }),
 };
 
+/** `mfa: true` travels as `{required: true}`, an object as `{options}` (policy.proto MfaCondition). */
 export const toProtoConditions = (c: z.infer<typeof conditionsSchema> | undefined): policy.Conditions | undefined =>
-  c === undefined ? undefined : { ip: c.ip ? { allowlist: c.ip.allowlist } : undefined };
+  c === undefined
+    ? undefined
+    : {
+        ip: c.ip ? { allowlist: c.ip.allowlist } : undefined,
+        mfa: c.mfa === undefined ? undefined : c.mfa === true ? { required: true } : { options: c.mfa.maxAgeSeconds === undefined ? {} : { maxAgeSeconds: c.mfa.maxAgeSeconds } },
+      };

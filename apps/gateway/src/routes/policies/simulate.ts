@@ -9,7 +9,7 @@ export const simulateRoute = defineRoute({
   scope: 'read:policies',
   operationId: 'simulatePolicies',
   summary:
-    'Evaluate a request against the stored policies (who: user:<id>, what action, which resource, from which ip), optionally with draft policies (merge or replace) and an explanation of every policy that did not match',
+    'Evaluate a request against the stored policies (who: user:<id>, what action, which resource, from which ip, with or without MFA), optionally with draft policies (merge or replace) and an explanation of every policy that did not match',
   tags: ['policies'],
   action: 'simulate',
   body: simulateBody,
@@ -36,6 +36,8 @@ export const simulateRoute = defineRoute({
       action: body.action,
       resource: body.resource,
       ip: body.context?.ip ?? '',
+      mfa: body.context?.mfa === true,
+      mfaAgeSeconds: body.context?.mfaAgeSeconds ?? 0,
       roles,
       policies: (body.policies ?? []).map(
         (d): policy.DraftPolicy => ({
@@ -53,8 +55,8 @@ export const simulateRoute = defineRoute({
       explain: body.explain === true,
     };
     const res = await ctx.clients.policy.simulate(request, ctx.call).catch((err: unknown) => {
-      // the policy service names the address `ip`; in this body it is context.ip
-      throw err instanceof AppError ? err.withFields((f) => (f === 'ip' ? 'context.ip' : f)) : err;
+      // the policy service names the request context's fields `ip` and `mfaAgeSeconds`; in this body they are in context
+      throw err instanceof AppError ? err.withFields((f) => (f === 'ip' || f === 'mfaAgeSeconds' ? `context.${f}` : f)) : err;
     });
     return {
       status: 200,
@@ -66,13 +68,16 @@ export const simulateRoute = defineRoute({
           evaluationTimeMs: res.evaluationTimeMs,
           decisionId: res.decisionId,
           ...(body.explain === true ? { explanations: res.explanations.map(explanationOf), notMatchedCount: res.notMatchedCount } : {}),
+          mfaRequired: res.mfaRequired,
+          mfaMaxAgeSeconds: res.mfaMaxAgeSeconds,
+          reason: res.reason,
         },
       },
     };
   },
 });
 
-/** The JSON form: `actual` is the principal list, the action or resource, or the ip (null when none). */
+/** The JSON form: `actual` is the principal list, the action or resource, the ip, or the MFA's age (null when none). */
 function explanationOf(e: policy.PolicyExplanation) {
   return {
     policyId: e.policyId,

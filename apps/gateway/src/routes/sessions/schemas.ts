@@ -20,6 +20,9 @@ export const sessionForm = z.object({
   createdAt: timestamp,
   expiresAt: timestamp,
   metadata: z.record(z.string(), z.unknown()),
+  amr: z.array(z.string()).describe('How the user authenticated (RFC 8176: pwd, otp, hwk, user, mfa); empty for sessions the application opened'),
+  acr: z.string().describe('urn:secsvc:acr:1fa (one factor) or urn:secsvc:acr:mfa; empty when unknown'),
+  mfaAt: timestamp.nullable().describe('When the latest MFA of this session was completed; null when none'),
 });
 
 export const createdSessionForm = sessionForm.extend({ token: z.string().describe('shown only in this response') });
@@ -31,5 +34,8 @@ export function sessionOf(s: identity.Session): z.infer<typeof sessionForm> {
     createdAt: s.createdAt!,
     expiresAt: s.expiresAt!,
     metadata: s.metadataJson ? (JSON.parse(s.metadataJson) as Record<string, unknown>) : {},
+    amr: s.amr,
+    acr: s.acr,
+    mfaAt: s.mfaAt ?? null,
   };
 }

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import type { VerifyAnswer } from '../../auth/verify-cache';
 import { userForms, userFull } from '../users/schemas';
 import { dataOf, defineRoute, errorSchema } from '../route';
-import { tokenBody } from './schemas';
+import { sessionForm, tokenBody } from './schemas';
 
 export const verifySessionRoute = defineRoute({
   method: 'post',
@@ -20,7 +20,7 @@ export const verifySessionRoute = defineRoute({
         z.object({
           valid: z.boolean(),
           user: userFull.optional(),
-          session: z.object({ id: z.string(), expiresAt: z.string() }).optional(),
+          session: sessionForm.pick({ id: true, expiresAt: true, amr: true, acr: true, mfaAt: true }).optional(),
         }),
       ),
     },
@@ -31,7 +31,7 @@ export const verifySessionRoute = defineRoute({
       const res = await ctx.clients.identity.verifySession({ environment: ctx.principal.environment, token: body.token }, ctx.call);
       if (!res.valid || !res.user || !res.session) return { body: { data: { valid: false } } };
       return {
-        body: { data: { valid: true, user: userForms.full(res.user), session: { id: res.session.id, expiresAt: res.session.expiresAt } } },
+        body: { data: { valid: true, user: userForms.full(res.user), session: { id: res.session.id, expiresAt: res.session.expiresAt, amr: res.session.amr, acr: res.session.acr, mfaAt: res.session.mfaAt ?? null } } },
         session: { sessionId: res.session.id, userId: res.user.id, expiresAt: Date.parse(res.session.expiresAt!) },
       };
     };

@@ -30,6 +30,7 @@ export const createConnectionRoute = defineRoute({
           allowIdpInitiated: body.allowIdpInitiated ?? false,
           initiateLoginUrl: body.initiateLoginUrl ?? '',
           allowSha1Signatures: body.allowSha1Signatures ?? false,
+          requireMfa: body.requireMfa ?? false,
         },
       },
       ctx.call,

@@ -32,6 +32,7 @@ const fields = {
   allowIdpInitiated: z.boolean({ error: 'must be a boolean' }).optional(),
   initiateLoginUrl: ssoInitiateLoginUrlSchema.optional(),
   allowSha1Signatures: z.boolean({ error: 'must be a boolean' }).optional(),
+  requireMfa: z.boolean({ error: 'must be a boolean' }).optional(),
 };
 
 export const createConnectionBody = z.strictObject(fields);
@@ -46,8 +47,9 @@ export const updateConnectionBody = atLeastOne(
     allowIdpInitiated: fields.allowIdpInitiated,
     initiateLoginUrl: fields.initiateLoginUrl,
     allowSha1Signatures: fields.allowSha1Signatures,
+    requireMfa: fields.requireMfa,
   }),
-  'give at least one of name, idpMetadataXml, domains, defaultRoles, attributeMapping, allowIdpInitiated, initiateLoginUrl, allowSha1Signatures',
+  'give at least one of name, idpMetadataXml, domains, defaultRoles, attributeMapping, allowIdpInitiated, initiateLoginUrl, allowSha1Signatures, requireMfa',
 );
 
 const timestamp = z.string().describe('ISO 8601 UTC');
@@ -67,6 +69,11 @@ export const connectionForm = z.object({
   allowSha1Signatures: z
     .boolean()
     .describe('accept RSA-SHA1 signatures and SHA-1 digests from this IdP (legacy IdPs only; each use is logged); off by default: SHA-1 is refused on every SAML message'),
+  requireMfa: z
+    .boolean()
+    .describe(
+      "a login whose assertion does not say the IdP did MFA (AuthnContextClassRef such as https://refeds.org/profile/mfa) needs the user's own second factor here (TOTP, passkey or recovery code) before a session opens; off by default",
+    ),
   idp: z.object({
     entityId: z.string(),
     ssoUrl: z.string(),
@@ -91,6 +98,7 @@ export function connectionOf(c: identity.SsoConnection, baseUrl: string | undefi
     allowIdpInitiated: c.allowIdpInitiated,
     initiateLoginUrl: c.initiateLoginUrl || null,
     allowSha1Signatures: c.allowSha1Signatures,
+    requireMfa: c.requireMfa,
     idp: {
       entityId: c.idpEntityId,
       ssoUrl: c.idpSsoUrl,

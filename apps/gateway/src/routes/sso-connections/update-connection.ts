@@ -6,7 +6,7 @@ export const updateConnectionRoute = defineRoute({
   method: 'patch',
   path: '/sso/connections/:id',
   operationId: 'updateSsoConnection',
-  summary: 'Change an SSO connection: name, idpMetadataXml (validated again), domains and defaultRoles (replace the stored ones), attributeMapping, allowIdpInitiated, initiateLoginUrl, allowSha1Signatures',
+  summary: 'Change an SSO connection: name, idpMetadataXml (validated again), domains and defaultRoles (replace the stored ones), attributeMapping, allowIdpInitiated, initiateLoginUrl, allowSha1Signatures, requireMfa',
   tags: ['sso'],
   params: connectionIdParams,
   body: updateConnectionBody,
@@ -35,6 +35,7 @@ export const updateConnectionRoute = defineRoute({
         allowIdpInitiated: body.allowIdpInitiated,
         initiateLoginUrl: body.initiateLoginUrl,
         allowSha1Signatures: body.allowSha1Signatures,
+        requireMfa: body.requireMfa,
       },
       ctx.call,
     );

@@ -4,7 +4,7 @@ import type { ApiKeyRow } from '../../repositories/api-keys';
 import type { PasswordHasher } from '../../domain/passwords';
 import type { OAuthClientRow } from '../../repositories/oauth';
 import type { ResetTokenRow } from '../../repositories/passwords';
-import type { SessionRow } from '../../repositories/sessions';
+import type { SessionAuthentication, SessionRow } from '../../repositories/sessions';
 import type { SsoConnectionFields, SsoConnectionRow } from '../../repositories/sso';
 import type { UserRow } from '../../repositories/users';
 import type { ApiKeysRepository } from '../api-keys';
@@ -227,7 +227,10 @@ export class FakeSessions implements SessionsRepository {
     return r.revoked_at === null && r.expires_at.getTime() > Date.now();
   }
 
-  async insert(_db: Db, s: { id: string; environment: string; userId: string; hash: Buffer; metadata: string; expiresInSeconds: number }): Promise<SessionRow> {
+  async insert(
+    _db: Db,
+    s: { id: string; environment: string; userId: string; hash: Buffer; metadata: string; expiresInSeconds: number; auth?: SessionAuthentication },
+  ): Promise<SessionRow> {
     const created = new Date();
     const row: SessionRow = {
       id: s.id,
@@ -238,6 +241,9 @@ export class FakeSessions implements SessionsRepository {
       created_at: created,
       expires_at: new Date(created.getTime() + s.expiresInSeconds * 1000),
       revoked_at: null,
+      amr: s.auth?.amr ?? [],
+      acr: s.auth?.acr ?? '',
+      mfa_at: s.auth?.mfa ? created : null,
     };
     this.rows.set(row.id, row);
     return { ...row };
@@ -264,6 +270,13 @@ export class FakeSessions implements SessionsRepository {
     const rows = await this.listActive(db, environment, userId);
     for (const r of rows) this.rows.get(r.id)!.revoked_at = new Date();
     return rows.map((r) => ({ ...this.rows.get(r.id)! }));
+  }
+
+  async stepUp(_db: Db, environment: string, userId: string, id: string, amr: string[], acr: string): Promise<SessionRow | undefined> {
+    const row = this.rows.get(id);
+    if (!row || row.environment !== environment || row.user_id !== userId || !this.active(row)) return undefined;
+    Object.assign(row, { amr, acr, mfa_at: new Date() });
+    return { ...row };
   }
 }
 
@@ -434,6 +447,7 @@ export class FakeSsoConnections implements SsoConnectionsRepository {
       allow_idp_initiated: f.allowIdpInitiated,
       initiate_login_url: f.initiateLoginUrl,
       allow_sha1_signatures: f.allowSha1Signatures,
+      require_mfa: f.requireMfa,
       created_at: at,
       updated_at: at,
     };
@@ -479,6 +493,7 @@ export class FakeSsoConnections implements SsoConnectionsRepository {
       ['allowIdpInitiated', 'allow_idp_initiated'],
       ['initiateLoginUrl', 'initiate_login_url'],
       ['allowSha1Signatures', 'allow_sha1_signatures'],
+      ['requireMfa', 'require_mfa'],
     ];
     for (const [field, column] of columns) if (u[field] !== undefined) Object.assign(row, { [column]: u[field] });
     row.updated_at = tick();

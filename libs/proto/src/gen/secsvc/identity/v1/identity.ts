@@ -122,6 +122,9 @@ export interface SessionPrincipal {
     | undefined;
   /** The user's email now (audit entries name the actor by it). */
   email: string;
+  amr: string[];
+  acr: string;
+  mfaAt?: string | undefined;
 }
 
 export interface WatchCredentialChangesRequest {
@@ -301,7 +304,16 @@ export interface Session {
   metadataJson: string;
   createdAt: string | undefined;
   expiresAt: string | undefined;
-  revokedAt?: string | undefined;
+  revokedAt?:
+    | string
+    | undefined;
+  /**
+   * How the user authenticated (RFC 8176 values: pwd, otp, hwk, user, mfa, ...), the authentication context
+   * class, and the time of the latest completed MFA (absent: none).
+   */
+  amr: string[];
+  acr: string;
+  mfaAt?: string | undefined;
 }
 
 export interface CreatedSession {
@@ -585,6 +597,11 @@ export interface SsoConnection {
   initiateLoginUrl: string;
   /** Accept RSA-SHA1 signatures and SHA-1 digests from this IdP (legacy IdPs only; off by default). */
   allowSha1Signatures: boolean;
+  /**
+   * A login whose assertion does not say MFA was done at the IdP (AuthnContextClassRef) needs the user's own
+   * second factor here (off by default).
+   */
+  requireMfa: boolean;
 }
 
 export interface SsoConnectionFields {
@@ -599,6 +616,7 @@ export interface SsoConnectionFields {
   allowIdpInitiated: boolean;
   initiateLoginUrl: string;
   allowSha1Signatures: boolean;
+  requireMfa: boolean;
 }
 
 export interface CreateSsoConnectionRequest {
@@ -645,6 +663,7 @@ export interface UpdateSsoConnectionRequest {
   /** Empty string: cleared. */
   initiateLoginUrl?: string | undefined;
   allowSha1Signatures?: boolean | undefined;
+  requireMfa?: boolean | undefined;
 }
 
 export interface DeleteSsoConnectionRequest {
@@ -702,10 +721,17 @@ export interface CompleteSamlLoginRequest {
   sessionIndex: string;
   /** The NameID's Format attribute, or empty. */
   nameIdFormat: string;
+  /** The AuthnStatement's AuthnContextClassRef values (whether the IdP did MFA), or empty. */
+  authnContextClassRefs: string[];
 }
 
 export interface CompleteSamlLoginResponse {
-  session: CreatedSession | undefined;
+  /**
+   * Absent when `mfa` is set: the connection requires MFA the IdP did not assert, and the user answers the
+   * challenge (CompleteMfaLogin) to get the session.
+   */
+  session?: CreatedSession | undefined;
+  mfa?: MfaChallenge | undefined;
   userId: string;
   /** The user was created by this login (just-in-time provisioning). */
   provisioned: boolean;
@@ -736,6 +762,201 @@ export interface EndSamlSessionsRequest {
 
 export interface EndSamlSessionsResponse {
   revoked: number;
+}
+
+export interface LoginResponse {
+  /** Set when the login is complete. */
+  session?:
+    | CreatedSession
+    | undefined;
+  /** Set when a second factor is needed. */
+  mfa?: MfaChallenge | undefined;
+}
+
+export interface MfaChallenge {
+  /** Answers the second step once (POST /v1/auth/login/mfa); shown once, stored as an HMAC. */
+  mfaToken: string;
+  expiresAt:
+    | string
+    | undefined;
+  /** The user's confirmed factors (names and kinds only). */
+  factors: MfaFactor[];
+  /** When the user has passkeys: PublicKeyCredentialRequestOptionsJSON for navigator.credentials.get(). */
+  passkeyOptionsJson: string;
+  /** The environment requires MFA of the user, who has no factor yet: enroll TOTP with the token first. */
+  enrollmentRequired: boolean;
+}
+
+export interface MfaFactor {
+  id: string;
+  environment: string;
+  userId: string;
+  /** totp | passkey | recovery_codes */
+  type: string;
+  name: string;
+  confirmed: boolean;
+  createdAt: string | undefined;
+  lastUsedAt?:
+    | string
+    | undefined;
+  /** recovery_codes: how many are left unused. */
+  remainingCodes: number;
+  /** passkey: whether the credential is synced (backed up) by its provider. */
+  backedUp: boolean;
+}
+
+export interface ListMfaFactorsRequest {
+  environment: string;
+  userId: string;
+}
+
+export interface ListMfaFactorsResponse {
+  factors: MfaFactor[];
+  /** Whether the environment's settings require MFA of this user. */
+  mfaRequired: boolean;
+}
+
+export interface EnrollTotpRequest {
+  environment: string;
+  userId: string;
+  name: string;
+}
+
+export interface TotpEnrollment {
+  factor:
+    | MfaFactor
+    | undefined;
+  /** The shared secret in base32 (shown once), the otpauth:// URI and a QR code of it (SVG data URI). */
+  secret: string;
+  otpauthUri: string;
+  qrCode: string;
+}
+
+export interface ConfirmTotpRequest {
+  environment: string;
+  userId: string;
+  factorId: string;
+  code: string;
+  ip: string;
+}
+
+export interface StartPasskeyRegistrationRequest {
+  environment: string;
+  userId: string;
+}
+
+export interface PasskeyChallenge {
+  challengeId: string;
+  /** PublicKeyCredentialCreationOptionsJSON or PublicKeyCredentialRequestOptionsJSON. */
+  optionsJson: string;
+  expiresAt: string | undefined;
+}
+
+export interface FinishPasskeyRegistrationRequest {
+  environment: string;
+  userId: string;
+  challengeId: string;
+  name: string;
+  /** RegistrationResponseJSON from navigator.credentials.create(). */
+  credentialJson: string;
+}
+
+export interface RegenerateRecoveryCodesRequest {
+  environment: string;
+  userId: string;
+}
+
+export interface RecoveryCodes {
+  factor:
+    | MfaFactor
+    | undefined;
+  /** Shown once; each works once. */
+  codes: string[];
+}
+
+export interface UpdateMfaFactorRequest {
+  environment: string;
+  userId: string;
+  factorId: string;
+  name: string;
+}
+
+export interface DeleteMfaFactorRequest {
+  environment: string;
+  userId: string;
+  factorId: string;
+}
+
+export interface DeleteMfaFactorResponse {
+}
+
+/** A factor's proof: a TOTP code, a recovery code, or a passkey's assertion. */
+export interface MfaProof {
+  /** totp | recovery_code | passkey */
+  type: string;
+  code: string;
+  /** AuthenticationResponseJSON from navigator.credentials.get(). */
+  credentialJson: string;
+}
+
+export interface CompleteMfaLoginRequest {
+  environment: string;
+  mfaToken: string;
+  proof: MfaProof | undefined;
+  ip: string;
+  userAgent: string;
+}
+
+export interface EnrollTotpForLoginRequest {
+  environment: string;
+  mfaToken: string;
+  name: string;
+}
+
+export interface StartPasskeyAuthenticationRequest {
+  environment: string;
+  /** Empty: a passwordless login (any discoverable passkey of the environment). */
+  userId: string;
+}
+
+export interface CompletePasskeyLoginRequest {
+  environment: string;
+  challengeId: string;
+  credentialJson: string;
+  ip: string;
+  userAgent: string;
+  /** 0 = the default (24 hours). */
+  expiresInSeconds: number;
+  oauthClientId: string;
+}
+
+export interface StepUpSessionRequest {
+  environment: string;
+  sessionId: string;
+  proof:
+    | MfaProof
+    | undefined;
+  /** passkey: the challenge from StartPasskeyAuthentication. */
+  challengeId: string;
+  ip: string;
+}
+
+export interface GetMfaSettingsRequest {
+  environment: string;
+}
+
+export interface UpdateMfaSettingsRequest {
+  environment: string;
+  /** off | all | roles */
+  required: string;
+  roles: string[];
+}
+
+export interface MfaSettings {
+  environment: string;
+  required: string;
+  roles: string[];
+  updatedAt: string | undefined;
 }
 
 function createBaseUser(): User {
@@ -1967,7 +2188,17 @@ export const AuthenticateSessionRequest: MessageFns<AuthenticateSessionRequest> 
 };
 
 function createBaseSessionPrincipal(): SessionPrincipal {
-  return { sessionId: "", userId: "", environment: "", roles: [], expiresAt: undefined, email: "" };
+  return {
+    sessionId: "",
+    userId: "",
+    environment: "",
+    roles: [],
+    expiresAt: undefined,
+    email: "",
+    amr: [],
+    acr: "",
+    mfaAt: undefined,
+  };
 }
 
 export const SessionPrincipal: MessageFns<SessionPrincipal> = {
@@ -1989,6 +2220,15 @@ export const SessionPrincipal: MessageFns<SessionPrincipal> = {
     }
     if (message.email !== "") {
       writer.uint32(50).string(message.email);
+    }
+    for (const v of message.amr) {
+      writer.uint32(58).string(v!);
+    }
+    if (message.acr !== "") {
+      writer.uint32(66).string(message.acr);
+    }
+    if (message.mfaAt !== undefined) {
+      Timestamp.encode(toTimestamp(message.mfaAt), writer.uint32(74).fork()).join();
     }
     return writer;
   },
@@ -2054,6 +2294,30 @@ export const SessionPrincipal: MessageFns<SessionPrincipal> = {
             message.email = reader.string();
             continue;
           }
+          case 7: {
+            if (tag !== 58) {
+              break;
+            }
+
+            message.amr.push(reader.string());
+            continue;
+          }
+          case 8: {
+            if (tag !== 66) {
+              break;
+            }
+
+            message.acr = reader.string();
+            continue;
+          }
+          case 9: {
+            if (tag !== 74) {
+              break;
+            }
+
+            message.mfaAt = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -2086,6 +2350,13 @@ export const SessionPrincipal: MessageFns<SessionPrincipal> = {
         ? globalThis.String(object.expires_at)
         : undefined,
       email: isSet(object.email) ? globalThis.String(object.email) : "",
+      amr: globalThis.Array.isArray(object?.amr) ? object.amr.map((e: any) => globalThis.String(e)) : [],
+      acr: isSet(object.acr) ? globalThis.String(object.acr) : "",
+      mfaAt: isSet(object.mfaAt)
+        ? globalThis.String(object.mfaAt)
+        : isSet(object.mfa_at)
+        ? globalThis.String(object.mfa_at)
+        : undefined,
     };
   },
 
@@ -2109,6 +2380,15 @@ export const SessionPrincipal: MessageFns<SessionPrincipal> = {
     if (message.email !== "") {
       obj.email = message.email;
     }
+    if (message.amr?.length) {
+      obj.amr = message.amr;
+    }
+    if (message.acr !== "") {
+      obj.acr = message.acr;
+    }
+    if (message.mfaAt !== undefined) {
+      obj.mfaAt = message.mfaAt;
+    }
     return obj;
   },
 
@@ -2123,6 +2403,9 @@ export const SessionPrincipal: MessageFns<SessionPrincipal> = {
     message.roles = object.roles?.map((e) => e) || [];
     message.expiresAt = object.expiresAt ?? undefined;
     message.email = object.email ?? "";
+    message.amr = object.amr?.map((e) => e) || [];
+    message.acr = object.acr ?? "";
+    message.mfaAt = object.mfaAt ?? undefined;
     return message;
   },
 };
@@ -4632,6 +4915,9 @@ function createBaseSession(): Session {
     createdAt: undefined,
     expiresAt: undefined,
     revokedAt: undefined,
+    amr: [],
+    acr: "",
+    mfaAt: undefined,
   };
 }
 
@@ -4657,6 +4943,15 @@ export const Session: MessageFns<Session> = {
     }
     if (message.revokedAt !== undefined) {
       Timestamp.encode(toTimestamp(message.revokedAt), writer.uint32(58).fork()).join();
+    }
+    for (const v of message.amr) {
+      writer.uint32(66).string(v!);
+    }
+    if (message.acr !== "") {
+      writer.uint32(74).string(message.acr);
+    }
+    if (message.mfaAt !== undefined) {
+      Timestamp.encode(toTimestamp(message.mfaAt), writer.uint32(82).fork()).join();
     }
     return writer;
   },
@@ -4730,6 +5025,30 @@ export const Session: MessageFns<Session> = {
             message.revokedAt = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
             continue;
           }
+          case 8: {
+            if (tag !== 66) {
+              break;
+            }
+
+            message.amr.push(reader.string());
+            continue;
+          }
+          case 9: {
+            if (tag !== 74) {
+              break;
+            }
+
+            message.acr = reader.string();
+            continue;
+          }
+          case 10: {
+            if (tag !== 82) {
+              break;
+            }
+
+            message.mfaAt = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -4771,6 +5090,15 @@ export const Session: MessageFns<Session> = {
         : isSet(object.revoked_at)
         ? globalThis.String(object.revoked_at)
         : undefined,
+      amr: globalThis.Array.isArray(object?.amr)
+        ? object.amr.map((e: any) => globalThis.String(e))
+        : [],
+      acr: isSet(object.acr) ? globalThis.String(object.acr) : "",
+      mfaAt: isSet(object.mfaAt)
+        ? globalThis.String(object.mfaAt)
+        : isSet(object.mfa_at)
+        ? globalThis.String(object.mfa_at)
+        : undefined,
     };
   },
 
@@ -4797,6 +5125,15 @@ export const Session: MessageFns<Session> = {
     if (message.revokedAt !== undefined) {
       obj.revokedAt = message.revokedAt;
     }
+    if (message.amr?.length) {
+      obj.amr = message.amr;
+    }
+    if (message.acr !== "") {
+      obj.acr = message.acr;
+    }
+    if (message.mfaAt !== undefined) {
+      obj.mfaAt = message.mfaAt;
+    }
     return obj;
   },
 
@@ -4812,6 +5149,9 @@ export const Session: MessageFns<Session> = {
     message.createdAt = object.createdAt ?? undefined;
     message.expiresAt = object.expiresAt ?? undefined;
     message.revokedAt = object.revokedAt ?? undefined;
+    message.amr = object.amr?.map((e) => e) || [];
+    message.acr = object.acr ?? "";
+    message.mfaAt = object.mfaAt ?? undefined;
     return message;
   },
 };
@@ -8944,6 +9284,7 @@ function createBaseSsoConnection(): SsoConnection {
     updatedAt: undefined,
     initiateLoginUrl: "",
     allowSha1Signatures: false,
+    requireMfa: false,
   };
 }
 
@@ -8993,6 +9334,9 @@ export const SsoConnection: MessageFns<SsoConnection> = {
     }
     if (message.allowSha1Signatures !== false) {
       writer.uint32(120).bool(message.allowSha1Signatures);
+    }
+    if (message.requireMfa !== false) {
+      writer.uint32(128).bool(message.requireMfa);
     }
     return writer;
   },
@@ -9130,6 +9474,14 @@ export const SsoConnection: MessageFns<SsoConnection> = {
             message.allowSha1Signatures = reader.bool();
             continue;
           }
+          case 16: {
+            if (tag !== 128) {
+              break;
+            }
+
+            message.requireMfa = reader.bool();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -9203,6 +9555,11 @@ export const SsoConnection: MessageFns<SsoConnection> = {
         : isSet(object.allow_sha1_signatures)
         ? globalThis.Boolean(object.allow_sha1_signatures)
         : false,
+      requireMfa: isSet(object.requireMfa)
+        ? globalThis.Boolean(object.requireMfa)
+        : isSet(object.require_mfa)
+        ? globalThis.Boolean(object.require_mfa)
+        : false,
     };
   },
 
@@ -9253,6 +9610,9 @@ export const SsoConnection: MessageFns<SsoConnection> = {
     if (message.allowSha1Signatures !== false) {
       obj.allowSha1Signatures = message.allowSha1Signatures;
     }
+    if (message.requireMfa !== false) {
+      obj.requireMfa = message.requireMfa;
+    }
     return obj;
   },
 
@@ -9276,6 +9636,7 @@ export const SsoConnection: MessageFns<SsoConnection> = {
     message.updatedAt = object.updatedAt ?? undefined;
     message.initiateLoginUrl = object.initiateLoginUrl ?? "";
     message.allowSha1Signatures = object.allowSha1Signatures ?? false;
+    message.requireMfa = object.requireMfa ?? false;
     return message;
   },
 };
@@ -9293,6 +9654,7 @@ function createBaseSsoConnectionFields(): SsoConnectionFields {
     allowIdpInitiated: false,
     initiateLoginUrl: "",
     allowSha1Signatures: false,
+    requireMfa: false,
   };
 }
 
@@ -9330,6 +9692,9 @@ export const SsoConnectionFields: MessageFns<SsoConnectionFields> = {
     }
     if (message.allowSha1Signatures !== false) {
       writer.uint32(88).bool(message.allowSha1Signatures);
+    }
+    if (message.requireMfa !== false) {
+      writer.uint32(96).bool(message.requireMfa);
     }
     return writer;
   },
@@ -9435,6 +9800,14 @@ export const SsoConnectionFields: MessageFns<SsoConnectionFields> = {
             message.allowSha1Signatures = reader.bool();
             continue;
           }
+          case 12: {
+            if (tag !== 96) {
+              break;
+            }
+
+            message.requireMfa = reader.bool();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -9498,6 +9871,11 @@ export const SsoConnectionFields: MessageFns<SsoConnectionFields> = {
         : isSet(object.allow_sha1_signatures)
         ? globalThis.Boolean(object.allow_sha1_signatures)
         : false,
+      requireMfa: isSet(object.requireMfa)
+        ? globalThis.Boolean(object.requireMfa)
+        : isSet(object.require_mfa)
+        ? globalThis.Boolean(object.require_mfa)
+        : false,
     };
   },
 
@@ -9536,6 +9914,9 @@ export const SsoConnectionFields: MessageFns<SsoConnectionFields> = {
     if (message.allowSha1Signatures !== false) {
       obj.allowSha1Signatures = message.allowSha1Signatures;
     }
+    if (message.requireMfa !== false) {
+      obj.requireMfa = message.requireMfa;
+    }
     return obj;
   },
 
@@ -9555,6 +9936,7 @@ export const SsoConnectionFields: MessageFns<SsoConnectionFields> = {
     message.allowIdpInitiated = object.allowIdpInitiated ?? false;
     message.initiateLoginUrl = object.initiateLoginUrl ?? "";
     message.allowSha1Signatures = object.allowSha1Signatures ?? false;
+    message.requireMfa = object.requireMfa ?? false;
     return message;
   },
 };
@@ -9978,6 +10360,7 @@ function createBaseUpdateSsoConnectionRequest(): UpdateSsoConnectionRequest {
     allowIdpInitiated: undefined,
     initiateLoginUrl: undefined,
     allowSha1Signatures: undefined,
+    requireMfa: undefined,
   };
 }
 
@@ -10021,6 +10404,9 @@ export const UpdateSsoConnectionRequest: MessageFns<UpdateSsoConnectionRequest> 
     }
     if (message.allowSha1Signatures !== undefined) {
       writer.uint32(104).bool(message.allowSha1Signatures);
+    }
+    if (message.requireMfa !== undefined) {
+      writer.uint32(112).bool(message.requireMfa);
     }
     return writer;
   },
@@ -10142,6 +10528,14 @@ export const UpdateSsoConnectionRequest: MessageFns<UpdateSsoConnectionRequest> 
             message.allowSha1Signatures = reader.bool();
             continue;
           }
+          case 14: {
+            if (tag !== 112) {
+              break;
+            }
+
+            message.requireMfa = reader.bool();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -10205,6 +10599,11 @@ export const UpdateSsoConnectionRequest: MessageFns<UpdateSsoConnectionRequest> 
         : isSet(object.allow_sha1_signatures)
         ? globalThis.Boolean(object.allow_sha1_signatures)
         : undefined,
+      requireMfa: isSet(object.requireMfa)
+        ? globalThis.Boolean(object.requireMfa)
+        : isSet(object.require_mfa)
+        ? globalThis.Boolean(object.require_mfa)
+        : undefined,
     };
   },
 
@@ -10249,6 +10648,9 @@ export const UpdateSsoConnectionRequest: MessageFns<UpdateSsoConnectionRequest> 
     if (message.allowSha1Signatures !== undefined) {
       obj.allowSha1Signatures = message.allowSha1Signatures;
     }
+    if (message.requireMfa !== undefined) {
+      obj.requireMfa = message.requireMfa;
+    }
     return obj;
   },
 
@@ -10276,6 +10678,7 @@ export const UpdateSsoConnectionRequest: MessageFns<UpdateSsoConnectionRequest> 
     message.allowIdpInitiated = object.allowIdpInitiated ?? undefined;
     message.initiateLoginUrl = object.initiateLoginUrl ?? undefined;
     message.allowSha1Signatures = object.allowSha1Signatures ?? undefined;
+    message.requireMfa = object.requireMfa ?? undefined;
     return message;
   },
 };
@@ -10914,6 +11317,7 @@ function createBaseCompleteSamlLoginRequest(): CompleteSamlLoginRequest {
     expiresInSeconds: 0,
     sessionIndex: "",
     nameIdFormat: "",
+    authnContextClassRefs: [],
   };
 }
 
@@ -10951,6 +11355,9 @@ export const CompleteSamlLoginRequest: MessageFns<CompleteSamlLoginRequest> = {
     }
     if (message.nameIdFormat !== "") {
       writer.uint32(90).string(message.nameIdFormat);
+    }
+    for (const v of message.authnContextClassRefs) {
+      writer.uint32(98).string(v!);
     }
     return writer;
   },
@@ -11056,6 +11463,14 @@ export const CompleteSamlLoginRequest: MessageFns<CompleteSamlLoginRequest> = {
             message.nameIdFormat = reader.string();
             continue;
           }
+          case 12: {
+            if (tag !== 98) {
+              break;
+            }
+
+            message.authnContextClassRefs.push(reader.string());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -11113,6 +11528,11 @@ export const CompleteSamlLoginRequest: MessageFns<CompleteSamlLoginRequest> = {
         : isSet(object.name_id_format)
         ? globalThis.String(object.name_id_format)
         : "",
+      authnContextClassRefs: globalThis.Array.isArray(object?.authnContextClassRefs)
+        ? object.authnContextClassRefs.map((e: any) => globalThis.String(e))
+        : globalThis.Array.isArray(object?.authn_context_class_refs)
+        ? object.authn_context_class_refs.map((e: any) => globalThis.String(e))
+        : [],
     };
   },
 
@@ -11151,6 +11571,9 @@ export const CompleteSamlLoginRequest: MessageFns<CompleteSamlLoginRequest> = {
     if (message.nameIdFormat !== "") {
       obj.nameIdFormat = message.nameIdFormat;
     }
+    if (message.authnContextClassRefs?.length) {
+      obj.authnContextClassRefs = message.authnContextClassRefs;
+    }
     return obj;
   },
 
@@ -11170,18 +11593,22 @@ export const CompleteSamlLoginRequest: MessageFns<CompleteSamlLoginRequest> = {
     message.expiresInSeconds = object.expiresInSeconds ?? 0;
     message.sessionIndex = object.sessionIndex ?? "";
     message.nameIdFormat = object.nameIdFormat ?? "";
+    message.authnContextClassRefs = object.authnContextClassRefs?.map((e) => e) || [];
     return message;
   },
 };
 
 function createBaseCompleteSamlLoginResponse(): CompleteSamlLoginResponse {
-  return { session: undefined, userId: "", provisioned: false };
+  return { session: undefined, mfa: undefined, userId: "", provisioned: false };
 }
 
 export const CompleteSamlLoginResponse: MessageFns<CompleteSamlLoginResponse> = {
   encode(message: CompleteSamlLoginResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
     if (message.session !== undefined) {
       CreatedSession.encode(message.session, writer.uint32(10).fork()).join();
+    }
+    if (message.mfa !== undefined) {
+      MfaChallenge.encode(message.mfa, writer.uint32(34).fork()).join();
     }
     if (message.userId !== "") {
       writer.uint32(18).string(message.userId);
@@ -11211,6 +11638,14 @@ export const CompleteSamlLoginResponse: MessageFns<CompleteSamlLoginResponse> = 
             }
 
             message.session = CreatedSession.decode(reader, reader.uint32());
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.mfa = MfaChallenge.decode(reader, reader.uint32());
             continue;
           }
           case 2: {
@@ -11244,6 +11679,7 @@ export const CompleteSamlLoginResponse: MessageFns<CompleteSamlLoginResponse> = 
   fromJSON(object: any): CompleteSamlLoginResponse {
     return {
       session: isSet(object.session) ? CreatedSession.fromJSON(object.session) : undefined,
+      mfa: isSet(object.mfa) ? MfaChallenge.fromJSON(object.mfa) : undefined,
       userId: isSet(object.userId)
         ? globalThis.String(object.userId)
         : isSet(object.user_id)
@@ -11257,6 +11693,9 @@ export const CompleteSamlLoginResponse: MessageFns<CompleteSamlLoginResponse> = 
     const obj: any = {};
     if (message.session !== undefined) {
       obj.session = CreatedSession.toJSON(message.session);
+    }
+    if (message.mfa !== undefined) {
+      obj.mfa = MfaChallenge.toJSON(message.mfa);
     }
     if (message.userId !== "") {
       obj.userId = message.userId;
@@ -11275,6 +11714,7 @@ export const CompleteSamlLoginResponse: MessageFns<CompleteSamlLoginResponse> = 
     message.session = (object.session !== undefined && object.session !== null)
       ? CreatedSession.fromPartial(object.session)
       : undefined;
+    message.mfa = (object.mfa !== undefined && object.mfa !== null) ? MfaChallenge.fromPartial(object.mfa) : undefined;
     message.userId = object.userId ?? "";
     message.provisioned = object.provisioned ?? false;
     return message;
@@ -11740,6 +12180,2925 @@ export const EndSamlSessionsResponse: MessageFns<EndSamlSessionsResponse> = {
   },
 };
 
+function createBaseLoginResponse(): LoginResponse {
+  return { session: undefined, mfa: undefined };
+}
+
+export const LoginResponse: MessageFns<LoginResponse> = {
+  encode(message: LoginResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.session !== undefined) {
+      CreatedSession.encode(message.session, writer.uint32(10).fork()).join();
+    }
+    if (message.mfa !== undefined) {
+      MfaChallenge.encode(message.mfa, writer.uint32(18).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): LoginResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseLoginResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.session = CreatedSession.decode(reader, reader.uint32());
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.mfa = MfaChallenge.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): LoginResponse {
+    return {
+      session: isSet(object.session) ? CreatedSession.fromJSON(object.session) : undefined,
+      mfa: isSet(object.mfa) ? MfaChallenge.fromJSON(object.mfa) : undefined,
+    };
+  },
+
+  toJSON(message: LoginResponse): unknown {
+    const obj: any = {};
+    if (message.session !== undefined) {
+      obj.session = CreatedSession.toJSON(message.session);
+    }
+    if (message.mfa !== undefined) {
+      obj.mfa = MfaChallenge.toJSON(message.mfa);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<LoginResponse>, I>>(base?: I): LoginResponse {
+    return LoginResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<LoginResponse>, I>>(object: I): LoginResponse {
+    const message = createBaseLoginResponse();
+    message.session = (object.session !== undefined && object.session !== null)
+      ? CreatedSession.fromPartial(object.session)
+      : undefined;
+    message.mfa = (object.mfa !== undefined && object.mfa !== null) ? MfaChallenge.fromPartial(object.mfa) : undefined;
+    return message;
+  },
+};
+
+function createBaseMfaChallenge(): MfaChallenge {
+  return { mfaToken: "", expiresAt: undefined, factors: [], passkeyOptionsJson: "", enrollmentRequired: false };
+}
+
+export const MfaChallenge: MessageFns<MfaChallenge> = {
+  encode(message: MfaChallenge, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.mfaToken !== "") {
+      writer.uint32(10).string(message.mfaToken);
+    }
+    if (message.expiresAt !== undefined) {
+      Timestamp.encode(toTimestamp(message.expiresAt), writer.uint32(18).fork()).join();
+    }
+    for (const v of message.factors) {
+      MfaFactor.encode(v!, writer.uint32(26).fork()).join();
+    }
+    if (message.passkeyOptionsJson !== "") {
+      writer.uint32(34).string(message.passkeyOptionsJson);
+    }
+    if (message.enrollmentRequired !== false) {
+      writer.uint32(40).bool(message.enrollmentRequired);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): MfaChallenge {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseMfaChallenge();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.mfaToken = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.expiresAt = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.factors.push(MfaFactor.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.passkeyOptionsJson = reader.string();
+            continue;
+          }
+          case 5: {
+            if (tag !== 40) {
+              break;
+            }
+
+            message.enrollmentRequired = reader.bool();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): MfaChallenge {
+    return {
+      mfaToken: isSet(object.mfaToken)
+        ? globalThis.String(object.mfaToken)
+        : isSet(object.mfa_token)
+        ? globalThis.String(object.mfa_token)
+        : "",
+      expiresAt: isSet(object.expiresAt)
+        ? globalThis.String(object.expiresAt)
+        : isSet(object.expires_at)
+        ? globalThis.String(object.expires_at)
+        : undefined,
+      factors: globalThis.Array.isArray(object?.factors) ? object.factors.map((e: any) => MfaFactor.fromJSON(e)) : [],
+      passkeyOptionsJson: isSet(object.passkeyOptionsJson)
+        ? globalThis.String(object.passkeyOptionsJson)
+        : isSet(object.passkey_options_json)
+        ? globalThis.String(object.passkey_options_json)
+        : "",
+      enrollmentRequired: isSet(object.enrollmentRequired)
+        ? globalThis.Boolean(object.enrollmentRequired)
+        : isSet(object.enrollment_required)
+        ? globalThis.Boolean(object.enrollment_required)
+        : false,
+    };
+  },
+
+  toJSON(message: MfaChallenge): unknown {
+    const obj: any = {};
+    if (message.mfaToken !== "") {
+      obj.mfaToken = message.mfaToken;
+    }
+    if (message.expiresAt !== undefined) {
+      obj.expiresAt = message.expiresAt;
+    }
+    if (message.factors?.length) {
+      obj.factors = message.factors.map((e) => MfaFactor.toJSON(e));
+    }
+    if (message.passkeyOptionsJson !== "") {
+      obj.passkeyOptionsJson = message.passkeyOptionsJson;
+    }
+    if (message.enrollmentRequired !== false) {
+      obj.enrollmentRequired = message.enrollmentRequired;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<MfaChallenge>, I>>(base?: I): MfaChallenge {
+    return MfaChallenge.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<MfaChallenge>, I>>(object: I): MfaChallenge {
+    const message = createBaseMfaChallenge();
+    message.mfaToken = object.mfaToken ?? "";
+    message.expiresAt = object.expiresAt ?? undefined;
+    message.factors = object.factors?.map((e) => MfaFactor.fromPartial(e)) || [];
+    message.passkeyOptionsJson = object.passkeyOptionsJson ?? "";
+    message.enrollmentRequired = object.enrollmentRequired ?? false;
+    return message;
+  },
+};
+
+function createBaseMfaFactor(): MfaFactor {
+  return {
+    id: "",
+    environment: "",
+    userId: "",
+    type: "",
+    name: "",
+    confirmed: false,
+    createdAt: undefined,
+    lastUsedAt: undefined,
+    remainingCodes: 0,
+    backedUp: false,
+  };
+}
+
+export const MfaFactor: MessageFns<MfaFactor> = {
+  encode(message: MfaFactor, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.id !== "") {
+      writer.uint32(10).string(message.id);
+    }
+    if (message.environment !== "") {
+      writer.uint32(18).string(message.environment);
+    }
+    if (message.userId !== "") {
+      writer.uint32(26).string(message.userId);
+    }
+    if (message.type !== "") {
+      writer.uint32(34).string(message.type);
+    }
+    if (message.name !== "") {
+      writer.uint32(42).string(message.name);
+    }
+    if (message.confirmed !== false) {
+      writer.uint32(48).bool(message.confirmed);
+    }
+    if (message.createdAt !== undefined) {
+      Timestamp.encode(toTimestamp(message.createdAt), writer.uint32(58).fork()).join();
+    }
+    if (message.lastUsedAt !== undefined) {
+      Timestamp.encode(toTimestamp(message.lastUsedAt), writer.uint32(66).fork()).join();
+    }
+    if (message.remainingCodes !== 0) {
+      writer.uint32(72).int32(message.remainingCodes);
+    }
+    if (message.backedUp !== false) {
+      writer.uint32(80).bool(message.backedUp);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): MfaFactor {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseMfaFactor();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.id = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.environment = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.userId = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.type = reader.string();
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.name = reader.string();
+            continue;
+          }
+          case 6: {
+            if (tag !== 48) {
+              break;
+            }
+
+            message.confirmed = reader.bool();
+            continue;
+          }
+          case 7: {
+            if (tag !== 58) {
+              break;
+            }
+
+            message.createdAt = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 8: {
+            if (tag !== 66) {
+              break;
+            }
+
+            message.lastUsedAt = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 9: {
+            if (tag !== 72) {
+              break;
+            }
+
+            message.remainingCodes = reader.int32();
+            continue;
+          }
+          case 10: {
+            if (tag !== 80) {
+              break;
+            }
+
+            message.backedUp = reader.bool();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): MfaFactor {
+    return {
+      id: isSet(object.id) ? globalThis.String(object.id) : "",
+      environment: isSet(object.environment) ? globalThis.String(object.environment) : "",
+      userId: isSet(object.userId)
+        ? globalThis.String(object.userId)
+        : isSet(object.user_id)
+        ? globalThis.String(object.user_id)
+        : "",
+      type: isSet(object.type) ? globalThis.String(object.type) : "",
+      name: isSet(object.name) ? globalThis.String(object.name) : "",
+      confirmed: isSet(object.confirmed) ? globalThis.Boolean(object.confirmed) : false,
+      createdAt: isSet(object.createdAt)
+        ? globalThis.String(object.createdAt)
+        : isSet(object.created_at)
+        ? globalThis.String(object.created_at)
+        : undefined,
+      lastUsedAt: isSet(object.lastUsedAt)
+        ? globalThis.String(object.lastUsedAt)
+        : isSet(object.last_used_at)
+        ? globalThis.String(object.last_used_at)
+        : undefined,
+      remainingCodes: isSet(object.remainingCodes)
+        ? globalThis.Number(object.remainingCodes)
+        : isSet(object.remaining_codes)
+        ? globalThis.Number(object.remaining_codes)
+        : 0,
+      backedUp: isSet(object.backedUp)
+        ? globalThis.Boolean(object.backedUp)
+        : isSet(object.backed_up)
+        ? globalThis.Boolean(object.backed_up)
+        : false,
+    };
+  },
+
+  toJSON(message: MfaFactor): unknown {
+    const obj: any = {};
+    if (message.id !== "") {
+      obj.id = message.id;
+    }
+    if (message.environment !== "") {
+      obj.environment = message.environment;
+    }
+    if (message.userId !== "") {
+      obj.userId = message.userId;
+    }
+    if (message.type !== "") {
+      obj.type = message.type;
+    }
+    if (message.name !== "") {
+      obj.name = message.name;
+    }
+    if (message.confirmed !== false) {
+      obj.confirmed = message.confirmed;
+    }
+    if (message.createdAt !== undefined) {
+      obj.createdAt = message.createdAt;
+    }
+    if (message.lastUsedAt !== undefined) {
+      obj.lastUsedAt = message.lastUsedAt;
+    }
+    if (message.remainingCodes !== 0) {
+      obj.remainingCodes = Math.round(message.remainingCodes);
+    }
+    if (message.backedUp !== false) {
+      obj.backedUp = message.backedUp;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<MfaFactor>, I>>(base?: I): MfaFactor {
+    return MfaFactor.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<MfaFactor>, I>>(object: I): MfaFactor {
+    const message = createBaseMfaFactor();
+    message.id = object.id ?? "";
+    message.environment = object.environment ?? "";
+    message.userId = object.userId ?? "";
+    message.type = object.type ?? "";
+    message.name = object.name ?? "";
+    message.confirmed = object.confirmed ?? false;
+    message.createdAt = object.createdAt ?? undefined;
+    message.lastUsedAt = object.lastUsedAt ?? undefined;
+    message.remainingCodes = object.remainingCodes ?? 0;
+    message.backedUp = object.backedUp ?? false;
+    return message;
+  },
+};
+
+function createBaseListMfaFactorsRequest(): ListMfaFactorsRequest {
+  return { environment: "", userId: "" };
+}
+
+export const ListMfaFactorsRequest: MessageFns<ListMfaFactorsRequest> = {
+  encode(message: ListMfaFactorsRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.environment !== "") {
+      writer.uint32(10).string(message.environment);
+    }
+    if (message.userId !== "") {
+      writer.uint32(18).string(message.userId);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ListMfaFactorsRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseListMfaFactorsRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.environment = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.userId = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ListMfaFactorsRequest {
+    return {
+      environment: isSet(object.environment) ? globalThis.String(object.environment) : "",
+      userId: isSet(object.userId)
+        ? globalThis.String(object.userId)
+        : isSet(object.user_id)
+        ? globalThis.String(object.user_id)
+        : "",
+    };
+  },
+
+  toJSON(message: ListMfaFactorsRequest): unknown {
+    const obj: any = {};
+    if (message.environment !== "") {
+      obj.environment = message.environment;
+    }
+    if (message.userId !== "") {
+      obj.userId = message.userId;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ListMfaFactorsRequest>, I>>(base?: I): ListMfaFactorsRequest {
+    return ListMfaFactorsRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ListMfaFactorsRequest>, I>>(object: I): ListMfaFactorsRequest {
+    const message = createBaseListMfaFactorsRequest();
+    message.environment = object.environment ?? "";
+    message.userId = object.userId ?? "";
+    return message;
+  },
+};
+
+function createBaseListMfaFactorsResponse(): ListMfaFactorsResponse {
+  return { factors: [], mfaRequired: false };
+}
+
+export const ListMfaFactorsResponse: MessageFns<ListMfaFactorsResponse> = {
+  encode(message: ListMfaFactorsResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.factors) {
+      MfaFactor.encode(v!, writer.uint32(10).fork()).join();
+    }
+    if (message.mfaRequired !== false) {
+      writer.uint32(16).bool(message.mfaRequired);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ListMfaFactorsResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseListMfaFactorsResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.factors.push(MfaFactor.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.mfaRequired = reader.bool();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ListMfaFactorsResponse {
+    return {
+      factors: globalThis.Array.isArray(object?.factors) ? object.factors.map((e: any) => MfaFactor.fromJSON(e)) : [],
+      mfaRequired: isSet(object.mfaRequired)
+        ? globalThis.Boolean(object.mfaRequired)
+        : isSet(object.mfa_required)
+        ? globalThis.Boolean(object.mfa_required)
+        : false,
+    };
+  },
+
+  toJSON(message: ListMfaFactorsResponse): unknown {
+    const obj: any = {};
+    if (message.factors?.length) {
+      obj.factors = message.factors.map((e) => MfaFactor.toJSON(e));
+    }
+    if (message.mfaRequired !== false) {
+      obj.mfaRequired = message.mfaRequired;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ListMfaFactorsResponse>, I>>(base?: I): ListMfaFactorsResponse {
+    return ListMfaFactorsResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ListMfaFactorsResponse>, I>>(object: I): ListMfaFactorsResponse {
+    const message = createBaseListMfaFactorsResponse();
+    message.factors = object.factors?.map((e) => MfaFactor.fromPartial(e)) || [];
+    message.mfaRequired = object.mfaRequired ?? false;
+    return message;
+  },
+};
+
+function createBaseEnrollTotpRequest(): EnrollTotpRequest {
+  return { environment: "", userId: "", name: "" };
+}
+
+export const EnrollTotpRequest: MessageFns<EnrollTotpRequest> = {
+  encode(message: EnrollTotpRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.environment !== "") {
+      writer.uint32(10).string(message.environment);
+    }
+    if (message.userId !== "") {
+      writer.uint32(18).string(message.userId);
+    }
+    if (message.name !== "") {
+      writer.uint32(26).string(message.name);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): EnrollTotpRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseEnrollTotpRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.environment = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.userId = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.name = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): EnrollTotpRequest {
+    return {
+      environment: isSet(object.environment) ? globalThis.String(object.environment) : "",
+      userId: isSet(object.userId)
+        ? globalThis.String(object.userId)
+        : isSet(object.user_id)
+        ? globalThis.String(object.user_id)
+        : "",
+      name: isSet(object.name) ? globalThis.String(object.name) : "",
+    };
+  },
+
+  toJSON(message: EnrollTotpRequest): unknown {
+    const obj: any = {};
+    if (message.environment !== "") {
+      obj.environment = message.environment;
+    }
+    if (message.userId !== "") {
+      obj.userId = message.userId;
+    }
+    if (message.name !== "") {
+      obj.name = message.name;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<EnrollTotpRequest>, I>>(base?: I): EnrollTotpRequest {
+    return EnrollTotpRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<EnrollTotpRequest>, I>>(object: I): EnrollTotpRequest {
+    const message = createBaseEnrollTotpRequest();
+    message.environment = object.environment ?? "";
+    message.userId = object.userId ?? "";
+    message.name = object.name ?? "";
+    return message;
+  },
+};
+
+function createBaseTotpEnrollment(): TotpEnrollment {
+  return { factor: undefined, secret: "", otpauthUri: "", qrCode: "" };
+}
+
+export const TotpEnrollment: MessageFns<TotpEnrollment> = {
+  encode(message: TotpEnrollment, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.factor !== undefined) {
+      MfaFactor.encode(message.factor, writer.uint32(10).fork()).join();
+    }
+    if (message.secret !== "") {
+      writer.uint32(18).string(message.secret);
+    }
+    if (message.otpauthUri !== "") {
+      writer.uint32(26).string(message.otpauthUri);
+    }
+    if (message.qrCode !== "") {
+      writer.uint32(34).string(message.qrCode);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): TotpEnrollment {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseTotpEnrollment();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.factor = MfaFactor.decode(reader, reader.uint32());
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.secret = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.otpauthUri = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.qrCode = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): TotpEnrollment {
+    return {
+      factor: isSet(object.factor) ? MfaFactor.fromJSON(object.factor) : undefined,
+      secret: isSet(object.secret) ? globalThis.String(object.secret) : "",
+      otpauthUri: isSet(object.otpauthUri)
+        ? globalThis.String(object.otpauthUri)
+        : isSet(object.otpauth_uri)
+        ? globalThis.String(object.otpauth_uri)
+        : "",
+      qrCode: isSet(object.qrCode)
+        ? globalThis.String(object.qrCode)
+        : isSet(object.qr_code)
+        ? globalThis.String(object.qr_code)
+        : "",
+    };
+  },
+
+  toJSON(message: TotpEnrollment): unknown {
+    const obj: any = {};
+    if (message.factor !== undefined) {
+      obj.factor = MfaFactor.toJSON(message.factor);
+    }
+    if (message.secret !== "") {
+      obj.secret = message.secret;
+    }
+    if (message.otpauthUri !== "") {
+      obj.otpauthUri = message.otpauthUri;
+    }
+    if (message.qrCode !== "") {
+      obj.qrCode = message.qrCode;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<TotpEnrollment>, I>>(base?: I): TotpEnrollment {
+    return TotpEnrollment.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<TotpEnrollment>, I>>(object: I): TotpEnrollment {
+    const message = createBaseTotpEnrollment();
+    message.factor = (object.factor !== undefined && object.factor !== null)
+      ? MfaFactor.fromPartial(object.factor)
+      : undefined;
+    message.secret = object.secret ?? "";
+    message.otpauthUri = object.otpauthUri ?? "";
+    message.qrCode = object.qrCode ?? "";
+    return message;
+  },
+};
+
+function createBaseConfirmTotpRequest(): ConfirmTotpRequest {
+  return { environment: "", userId: "", factorId: "", code: "", ip: "" };
+}
+
+export const ConfirmTotpRequest: MessageFns<ConfirmTotpRequest> = {
+  encode(message: ConfirmTotpRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.environment !== "") {
+      writer.uint32(10).string(message.environment);
+    }
+    if (message.userId !== "") {
+      writer.uint32(18).string(message.userId);
+    }
+    if (message.factorId !== "") {
+      writer.uint32(26).string(message.factorId);
+    }
+    if (message.code !== "") {
+      writer.uint32(34).string(message.code);
+    }
+    if (message.ip !== "") {
+      writer.uint32(42).string(message.ip);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ConfirmTotpRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseConfirmTotpRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.environment = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.userId = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.factorId = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.code = reader.string();
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.ip = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ConfirmTotpRequest {
+    return {
+      environment: isSet(object.environment) ? globalThis.String(object.environment) : "",
+      userId: isSet(object.userId)
+        ? globalThis.String(object.userId)
+        : isSet(object.user_id)
+        ? globalThis.String(object.user_id)
+        : "",
+      factorId: isSet(object.factorId)
+        ? globalThis.String(object.factorId)
+        : isSet(object.factor_id)
+        ? globalThis.String(object.factor_id)
+        : "",
+      code: isSet(object.code) ? globalThis.String(object.code) : "",
+      ip: isSet(object.ip) ? globalThis.String(object.ip) : "",
+    };
+  },
+
+  toJSON(message: ConfirmTotpRequest): unknown {
+    const obj: any = {};
+    if (message.environment !== "") {
+      obj.environment = message.environment;
+    }
+    if (message.userId !== "") {
+      obj.userId = message.userId;
+    }
+    if (message.factorId !== "") {
+      obj.factorId = message.factorId;
+    }
+    if (message.code !== "") {
+      obj.code = message.code;
+    }
+    if (message.ip !== "") {
+      obj.ip = message.ip;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ConfirmTotpRequest>, I>>(base?: I): ConfirmTotpRequest {
+    return ConfirmTotpRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ConfirmTotpRequest>, I>>(object: I): ConfirmTotpRequest {
+    const message = createBaseConfirmTotpRequest();
+    message.environment = object.environment ?? "";
+    message.userId = object.userId ?? "";
+    message.factorId = object.factorId ?? "";
+    message.code = object.code ?? "";
+    message.ip = object.ip ?? "";
+    return message;
+  },
+};
+
+function createBaseStartPasskeyRegistrationRequest(): StartPasskeyRegistrationRequest {
+  return { environment: "", userId: "" };
+}
+
+export const StartPasskeyRegistrationRequest: MessageFns<StartPasskeyRegistrationRequest> = {
+  encode(message: StartPasskeyRegistrationRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.environment !== "") {
+      writer.uint32(10).string(message.environment);
+    }
+    if (message.userId !== "") {
+      writer.uint32(18).string(message.userId);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): StartPasskeyRegistrationRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseStartPasskeyRegistrationRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.environment = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.userId = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): StartPasskeyRegistrationRequest {
+    return {
+      environment: isSet(object.environment) ? globalThis.String(object.environment) : "",
+      userId: isSet(object.userId)
+        ? globalThis.String(object.userId)
+        : isSet(object.user_id)
+        ? globalThis.String(object.user_id)
+        : "",
+    };
+  },
+
+  toJSON(message: StartPasskeyRegistrationRequest): unknown {
+    const obj: any = {};
+    if (message.environment !== "") {
+      obj.environment = message.environment;
+    }
+    if (message.userId !== "") {
+      obj.userId = message.userId;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<StartPasskeyRegistrationRequest>, I>>(base?: I): StartPasskeyRegistrationRequest {
+    return StartPasskeyRegistrationRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<StartPasskeyRegistrationRequest>, I>>(
+    object: I,
+  ): StartPasskeyRegistrationRequest {
+    const message = createBaseStartPasskeyRegistrationRequest();
+    message.environment = object.environment ?? "";
+    message.userId = object.userId ?? "";
+    return message;
+  },
+};
+
+function createBasePasskeyChallenge(): PasskeyChallenge {
+  return { challengeId: "", optionsJson: "", expiresAt: undefined };
+}
+
+export const PasskeyChallenge: MessageFns<PasskeyChallenge> = {
+  encode(message: PasskeyChallenge, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.challengeId !== "") {
+      writer.uint32(10).string(message.challengeId);
+    }
+    if (message.optionsJson !== "") {
+      writer.uint32(18).string(message.optionsJson);
+    }
+    if (message.expiresAt !== undefined) {
+      Timestamp.encode(toTimestamp(message.expiresAt), writer.uint32(26).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): PasskeyChallenge {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBasePasskeyChallenge();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.challengeId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.optionsJson = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.expiresAt = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): PasskeyChallenge {
+    return {
+      challengeId: isSet(object.challengeId)
+        ? globalThis.String(object.challengeId)
+        : isSet(object.challenge_id)
+        ? globalThis.String(object.challenge_id)
+        : "",
+      optionsJson: isSet(object.optionsJson)
+        ? globalThis.String(object.optionsJson)
+        : isSet(object.options_json)
+        ? globalThis.String(object.options_json)
+        : "",
+      expiresAt: isSet(object.expiresAt)
+        ? globalThis.String(object.expiresAt)
+        : isSet(object.expires_at)
+        ? globalThis.String(object.expires_at)
+        : undefined,
+    };
+  },
+
+  toJSON(message: PasskeyChallenge): unknown {
+    const obj: any = {};
+    if (message.challengeId !== "") {
+      obj.challengeId = message.challengeId;
+    }
+    if (message.optionsJson !== "") {
+      obj.optionsJson = message.optionsJson;
+    }
+    if (message.expiresAt !== undefined) {
+      obj.expiresAt = message.expiresAt;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<PasskeyChallenge>, I>>(base?: I): PasskeyChallenge {
+    return PasskeyChallenge.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<PasskeyChallenge>, I>>(object: I): PasskeyChallenge {
+    const message = createBasePasskeyChallenge();
+    message.challengeId = object.challengeId ?? "";
+    message.optionsJson = object.optionsJson ?? "";
+    message.expiresAt = object.expiresAt ?? undefined;
+    return message;
+  },
+};
+
+function createBaseFinishPasskeyRegistrationRequest(): FinishPasskeyRegistrationRequest {
+  return { environment: "", userId: "", challengeId: "", name: "", credentialJson: "" };
+}
+
+export const FinishPasskeyRegistrationRequest: MessageFns<FinishPasskeyRegistrationRequest> = {
+  encode(message: FinishPasskeyRegistrationRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.environment !== "") {
+      writer.uint32(10).string(message.environment);
+    }
+    if (message.userId !== "") {
+      writer.uint32(18).string(message.userId);
+    }
+    if (message.challengeId !== "") {
+      writer.uint32(26).string(message.challengeId);
+    }
+    if (message.name !== "") {
+      writer.uint32(34).string(message.name);
+    }
+    if (message.credentialJson !== "") {
+      writer.uint32(42).string(message.credentialJson);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): FinishPasskeyRegistrationRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseFinishPasskeyRegistrationRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.environment = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.userId = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.challengeId = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.name = reader.string();
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.credentialJson = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): FinishPasskeyRegistrationRequest {
+    return {
+      environment: isSet(object.environment) ? globalThis.String(object.environment) : "",
+      userId: isSet(object.userId)
+        ? globalThis.String(object.userId)
+        : isSet(object.user_id)
+        ? globalThis.String(object.user_id)
+        : "",
+      challengeId: isSet(object.challengeId)
+        ? globalThis.String(object.challengeId)
+        : isSet(object.challenge_id)
+        ? globalThis.String(object.challenge_id)
+        : "",
+      name: isSet(object.name) ? globalThis.String(object.name) : "",
+      credentialJson: isSet(object.credentialJson)
+        ? globalThis.String(object.credentialJson)
+        : isSet(object.credential_json)
+        ? globalThis.String(object.credential_json)
+        : "",
+    };
+  },
+
+  toJSON(message: FinishPasskeyRegistrationRequest): unknown {
+    const obj: any = {};
+    if (message.environment !== "") {
+      obj.environment = message.environment;
+    }
+    if (message.userId !== "") {
+      obj.userId = message.userId;
+    }
+    if (message.challengeId !== "") {
+      obj.challengeId = message.challengeId;
+    }
+    if (message.name !== "") {
+      obj.name = message.name;
+    }
+    if (message.credentialJson !== "") {
+      obj.credentialJson = message.credentialJson;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<FinishPasskeyRegistrationRequest>, I>>(
+    base?: I,
+  ): FinishPasskeyRegistrationRequest {
+    return FinishPasskeyRegistrationRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<FinishPasskeyRegistrationRequest>, I>>(
+    object: I,
+  ): FinishPasskeyRegistrationRequest {
+    const message = createBaseFinishPasskeyRegistrationRequest();
+    message.environment = object.environment ?? "";
+    message.userId = object.userId ?? "";
+    message.challengeId = object.challengeId ?? "";
+    message.name = object.name ?? "";
+    message.credentialJson = object.credentialJson ?? "";
+    return message;
+  },
+};
+
+function createBaseRegenerateRecoveryCodesRequest(): RegenerateRecoveryCodesRequest {
+  return { environment: "", userId: "" };
+}
+
+export const RegenerateRecoveryCodesRequest: MessageFns<RegenerateRecoveryCodesRequest> = {
+  encode(message: RegenerateRecoveryCodesRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.environment !== "") {
+      writer.uint32(10).string(message.environment);
+    }
+    if (message.userId !== "") {
+      writer.uint32(18).string(message.userId);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): RegenerateRecoveryCodesRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseRegenerateRecoveryCodesRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.environment = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.userId = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): RegenerateRecoveryCodesRequest {
+    return {
+      environment: isSet(object.environment) ? globalThis.String(object.environment) : "",
+      userId: isSet(object.userId)
+        ? globalThis.String(object.userId)
+        : isSet(object.user_id)
+        ? globalThis.String(object.user_id)
+        : "",
+    };
+  },
+
+  toJSON(message: RegenerateRecoveryCodesRequest): unknown {
+    const obj: any = {};
+    if (message.environment !== "") {
+      obj.environment = message.environment;
+    }
+    if (message.userId !== "") {
+      obj.userId = message.userId;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<RegenerateRecoveryCodesRequest>, I>>(base?: I): RegenerateRecoveryCodesRequest {
+    return RegenerateRecoveryCodesRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<RegenerateRecoveryCodesRequest>, I>>(
+    object: I,
+  ): RegenerateRecoveryCodesRequest {
+    const message = createBaseRegenerateRecoveryCodesRequest();
+    message.environment = object.environment ?? "";
+    message.userId = object.userId ?? "";
+    return message;
+  },
+};
+
+function createBaseRecoveryCodes(): RecoveryCodes {
+  return { factor: undefined, codes: [] };
+}
+
+export const RecoveryCodes: MessageFns<RecoveryCodes> = {
+  encode(message: RecoveryCodes, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.factor !== undefined) {
+      MfaFactor.encode(message.factor, writer.uint32(10).fork()).join();
+    }
+    for (const v of message.codes) {
+      writer.uint32(18).string(v!);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): RecoveryCodes {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseRecoveryCodes();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.factor = MfaFactor.decode(reader, reader.uint32());
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.codes.push(reader.string());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): RecoveryCodes {
+    return {
+      factor: isSet(object.factor) ? MfaFactor.fromJSON(object.factor) : undefined,
+      codes: globalThis.Array.isArray(object?.codes) ? object.codes.map((e: any) => globalThis.String(e)) : [],
+    };
+  },
+
+  toJSON(message: RecoveryCodes): unknown {
+    const obj: any = {};
+    if (message.factor !== undefined) {
+      obj.factor = MfaFactor.toJSON(message.factor);
+    }
+    if (message.codes?.length) {
+      obj.codes = message.codes;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<RecoveryCodes>, I>>(base?: I): RecoveryCodes {
+    return RecoveryCodes.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<RecoveryCodes>, I>>(object: I): RecoveryCodes {
+    const message = createBaseRecoveryCodes();
+    message.factor = (object.factor !== undefined && object.factor !== null)
+      ? MfaFactor.fromPartial(object.factor)
+      : undefined;
+    message.codes = object.codes?.map((e) => e) || [];
+    return message;
+  },
+};
+
+function createBaseUpdateMfaFactorRequest(): UpdateMfaFactorRequest {
+  return { environment: "", userId: "", factorId: "", name: "" };
+}
+
+export const UpdateMfaFactorRequest: MessageFns<UpdateMfaFactorRequest> = {
+  encode(message: UpdateMfaFactorRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.environment !== "") {
+      writer.uint32(10).string(message.environment);
+    }
+    if (message.userId !== "") {
+      writer.uint32(18).string(message.userId);
+    }
+    if (message.factorId !== "") {
+      writer.uint32(26).string(message.factorId);
+    }
+    if (message.name !== "") {
+      writer.uint32(34).string(message.name);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): UpdateMfaFactorRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseUpdateMfaFactorRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.environment = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.userId = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.factorId = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.name = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): UpdateMfaFactorRequest {
+    return {
+      environment: isSet(object.environment) ? globalThis.String(object.environment) : "",
+      userId: isSet(object.userId)
+        ? globalThis.String(object.userId)
+        : isSet(object.user_id)
+        ? globalThis.String(object.user_id)
+        : "",
+      factorId: isSet(object.factorId)
+        ? globalThis.String(object.factorId)
+        : isSet(object.factor_id)
+        ? globalThis.String(object.factor_id)
+        : "",
+      name: isSet(object.name) ? globalThis.String(object.name) : "",
+    };
+  },
+
+  toJSON(message: UpdateMfaFactorRequest): unknown {
+    const obj: any = {};
+    if (message.environment !== "") {
+      obj.environment = message.environment;
+    }
+    if (message.userId !== "") {
+      obj.userId = message.userId;
+    }
+    if (message.factorId !== "") {
+      obj.factorId = message.factorId;
+    }
+    if (message.name !== "") {
+      obj.name = message.name;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<UpdateMfaFactorRequest>, I>>(base?: I): UpdateMfaFactorRequest {
+    return UpdateMfaFactorRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<UpdateMfaFactorRequest>, I>>(object: I): UpdateMfaFactorRequest {
+    const message = createBaseUpdateMfaFactorRequest();
+    message.environment = object.environment ?? "";
+    message.userId = object.userId ?? "";
+    message.factorId = object.factorId ?? "";
+    message.name = object.name ?? "";
+    return message;
+  },
+};
+
+function createBaseDeleteMfaFactorRequest(): DeleteMfaFactorRequest {
+  return { environment: "", userId: "", factorId: "" };
+}
+
+export const DeleteMfaFactorRequest: MessageFns<DeleteMfaFactorRequest> = {
+  encode(message: DeleteMfaFactorRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.environment !== "") {
+      writer.uint32(10).string(message.environment);
+    }
+    if (message.userId !== "") {
+      writer.uint32(18).string(message.userId);
+    }
+    if (message.factorId !== "") {
+      writer.uint32(26).string(message.factorId);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): DeleteMfaFactorRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseDeleteMfaFactorRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.environment = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.userId = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.factorId = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): DeleteMfaFactorRequest {
+    return {
+      environment: isSet(object.environment) ? globalThis.String(object.environment) : "",
+      userId: isSet(object.userId)
+        ? globalThis.String(object.userId)
+        : isSet(object.user_id)
+        ? globalThis.String(object.user_id)
+        : "",
+      factorId: isSet(object.factorId)
+        ? globalThis.String(object.factorId)
+        : isSet(object.factor_id)
+        ? globalThis.String(object.factor_id)
+        : "",
+    };
+  },
+
+  toJSON(message: DeleteMfaFactorRequest): unknown {
+    const obj: any = {};
+    if (message.environment !== "") {
+      obj.environment = message.environment;
+    }
+    if (message.userId !== "") {
+      obj.userId = message.userId;
+    }
+    if (message.factorId !== "") {
+      obj.factorId = message.factorId;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<DeleteMfaFactorRequest>, I>>(base?: I): DeleteMfaFactorRequest {
+    return DeleteMfaFactorRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<DeleteMfaFactorRequest>, I>>(object: I): DeleteMfaFactorRequest {
+    const message = createBaseDeleteMfaFactorRequest();
+    message.environment = object.environment ?? "";
+    message.userId = object.userId ?? "";
+    message.factorId = object.factorId ?? "";
+    return message;
+  },
+};
+
+function createBaseDeleteMfaFactorResponse(): DeleteMfaFactorResponse {
+  return {};
+}
+
+export const DeleteMfaFactorResponse: MessageFns<DeleteMfaFactorResponse> = {
+  encode(_: DeleteMfaFactorResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): DeleteMfaFactorResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseDeleteMfaFactorResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(_: any): DeleteMfaFactorResponse {
+    return {};
+  },
+
+  toJSON(_: DeleteMfaFactorResponse): unknown {
+    const obj: any = {};
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<DeleteMfaFactorResponse>, I>>(base?: I): DeleteMfaFactorResponse {
+    return DeleteMfaFactorResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<DeleteMfaFactorResponse>, I>>(_: I): DeleteMfaFactorResponse {
+    const message = createBaseDeleteMfaFactorResponse();
+    return message;
+  },
+};
+
+function createBaseMfaProof(): MfaProof {
+  return { type: "", code: "", credentialJson: "" };
+}
+
+export const MfaProof: MessageFns<MfaProof> = {
+  encode(message: MfaProof, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.type !== "") {
+      writer.uint32(10).string(message.type);
+    }
+    if (message.code !== "") {
+      writer.uint32(18).string(message.code);
+    }
+    if (message.credentialJson !== "") {
+      writer.uint32(26).string(message.credentialJson);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): MfaProof {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseMfaProof();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.type = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.code = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.credentialJson = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): MfaProof {
+    return {
+      type: isSet(object.type) ? globalThis.String(object.type) : "",
+      code: isSet(object.code) ? globalThis.String(object.code) : "",
+      credentialJson: isSet(object.credentialJson)
+        ? globalThis.String(object.credentialJson)
+        : isSet(object.credential_json)
+        ? globalThis.String(object.credential_json)
+        : "",
+    };
+  },
+
+  toJSON(message: MfaProof): unknown {
+    const obj: any = {};
+    if (message.type !== "") {
+      obj.type = message.type;
+    }
+    if (message.code !== "") {
+      obj.code = message.code;
+    }
+    if (message.credentialJson !== "") {
+      obj.credentialJson = message.credentialJson;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<MfaProof>, I>>(base?: I): MfaProof {
+    return MfaProof.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<MfaProof>, I>>(object: I): MfaProof {
+    const message = createBaseMfaProof();
+    message.type = object.type ?? "";
+    message.code = object.code ?? "";
+    message.credentialJson = object.credentialJson ?? "";
+    return message;
+  },
+};
+
+function createBaseCompleteMfaLoginRequest(): CompleteMfaLoginRequest {
+  return { environment: "", mfaToken: "", proof: undefined, ip: "", userAgent: "" };
+}
+
+export const CompleteMfaLoginRequest: MessageFns<CompleteMfaLoginRequest> = {
+  encode(message: CompleteMfaLoginRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.environment !== "") {
+      writer.uint32(10).string(message.environment);
+    }
+    if (message.mfaToken !== "") {
+      writer.uint32(18).string(message.mfaToken);
+    }
+    if (message.proof !== undefined) {
+      MfaProof.encode(message.proof, writer.uint32(26).fork()).join();
+    }
+    if (message.ip !== "") {
+      writer.uint32(34).string(message.ip);
+    }
+    if (message.userAgent !== "") {
+      writer.uint32(42).string(message.userAgent);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): CompleteMfaLoginRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseCompleteMfaLoginRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.environment = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.mfaToken = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.proof = MfaProof.decode(reader, reader.uint32());
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.ip = reader.string();
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.userAgent = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): CompleteMfaLoginRequest {
+    return {
+      environment: isSet(object.environment) ? globalThis.String(object.environment) : "",
+      mfaToken: isSet(object.mfaToken)
+        ? globalThis.String(object.mfaToken)
+        : isSet(object.mfa_token)
+        ? globalThis.String(object.mfa_token)
+        : "",
+      proof: isSet(object.proof) ? MfaProof.fromJSON(object.proof) : undefined,
+      ip: isSet(object.ip) ? globalThis.String(object.ip) : "",
+      userAgent: isSet(object.userAgent)
+        ? globalThis.String(object.userAgent)
+        : isSet(object.user_agent)
+        ? globalThis.String(object.user_agent)
+        : "",
+    };
+  },
+
+  toJSON(message: CompleteMfaLoginRequest): unknown {
+    const obj: any = {};
+    if (message.environment !== "") {
+      obj.environment = message.environment;
+    }
+    if (message.mfaToken !== "") {
+      obj.mfaToken = message.mfaToken;
+    }
+    if (message.proof !== undefined) {
+      obj.proof = MfaProof.toJSON(message.proof);
+    }
+    if (message.ip !== "") {
+      obj.ip = message.ip;
+    }
+    if (message.userAgent !== "") {
+      obj.userAgent = message.userAgent;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<CompleteMfaLoginRequest>, I>>(base?: I): CompleteMfaLoginRequest {
+    return CompleteMfaLoginRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<CompleteMfaLoginRequest>, I>>(object: I): CompleteMfaLoginRequest {
+    const message = createBaseCompleteMfaLoginRequest();
+    message.environment = object.environment ?? "";
+    message.mfaToken = object.mfaToken ?? "";
+    message.proof = (object.proof !== undefined && object.proof !== null)
+      ? MfaProof.fromPartial(object.proof)
+      : undefined;
+    message.ip = object.ip ?? "";
+    message.userAgent = object.userAgent ?? "";
+    return message;
+  },
+};
+
+function createBaseEnrollTotpForLoginRequest(): EnrollTotpForLoginRequest {
+  return { environment: "", mfaToken: "", name: "" };
+}
+
+export const EnrollTotpForLoginRequest: MessageFns<EnrollTotpForLoginRequest> = {
+  encode(message: EnrollTotpForLoginRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.environment !== "") {
+      writer.uint32(10).string(message.environment);
+    }
+    if (message.mfaToken !== "") {
+      writer.uint32(18).string(message.mfaToken);
+    }
+    if (message.name !== "") {
+      writer.uint32(26).string(message.name);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): EnrollTotpForLoginRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseEnrollTotpForLoginRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.environment = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.mfaToken = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.name = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): EnrollTotpForLoginRequest {
+    return {
+      environment: isSet(object.environment) ? globalThis.String(object.environment) : "",
+      mfaToken: isSet(object.mfaToken)
+        ? globalThis.String(object.mfaToken)
+        : isSet(object.mfa_token)
+        ? globalThis.String(object.mfa_token)
+        : "",
+      name: isSet(object.name) ? globalThis.String(object.name) : "",
+    };
+  },
+
+  toJSON(message: EnrollTotpForLoginRequest): unknown {
+    const obj: any = {};
+    if (message.environment !== "") {
+      obj.environment = message.environment;
+    }
+    if (message.mfaToken !== "") {
+      obj.mfaToken = message.mfaToken;
+    }
+    if (message.name !== "") {
+      obj.name = message.name;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<EnrollTotpForLoginRequest>, I>>(base?: I): EnrollTotpForLoginRequest {
+    return EnrollTotpForLoginRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<EnrollTotpForLoginRequest>, I>>(object: I): EnrollTotpForLoginRequest {
+    const message = createBaseEnrollTotpForLoginRequest();
+    message.environment = object.environment ?? "";
+    message.mfaToken = object.mfaToken ?? "";
+    message.name = object.name ?? "";
+    return message;
+  },
+};
+
+function createBaseStartPasskeyAuthenticationRequest(): StartPasskeyAuthenticationRequest {
+  return { environment: "", userId: "" };
+}
+
+export const StartPasskeyAuthenticationRequest: MessageFns<StartPasskeyAuthenticationRequest> = {
+  encode(message: StartPasskeyAuthenticationRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.environment !== "") {
+      writer.uint32(10).string(message.environment);
+    }
+    if (message.userId !== "") {
+      writer.uint32(18).string(message.userId);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): StartPasskeyAuthenticationRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseStartPasskeyAuthenticationRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.environment = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.userId = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): StartPasskeyAuthenticationRequest {
+    return {
+      environment: isSet(object.environment) ? globalThis.String(object.environment) : "",
+      userId: isSet(object.userId)
+        ? globalThis.String(object.userId)
+        : isSet(object.user_id)
+        ? globalThis.String(object.user_id)
+        : "",
+    };
+  },
+
+  toJSON(message: StartPasskeyAuthenticationRequest): unknown {
+    const obj: any = {};
+    if (message.environment !== "") {
+      obj.environment = message.environment;
+    }
+    if (message.userId !== "") {
+      obj.userId = message.userId;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<StartPasskeyAuthenticationRequest>, I>>(
+    base?: I,
+  ): StartPasskeyAuthenticationRequest {
+    return StartPasskeyAuthenticationRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<StartPasskeyAuthenticationRequest>, I>>(
+    object: I,
+  ): StartPasskeyAuthenticationRequest {
+    const message = createBaseStartPasskeyAuthenticationRequest();
+    message.environment = object.environment ?? "";
+    message.userId = object.userId ?? "";
+    return message;
+  },
+};
+
+function createBaseCompletePasskeyLoginRequest(): CompletePasskeyLoginRequest {
+  return {
+    environment: "",
+    challengeId: "",
+    credentialJson: "",
+    ip: "",
+    userAgent: "",
+    expiresInSeconds: 0,
+    oauthClientId: "",
+  };
+}
+
+export const CompletePasskeyLoginRequest: MessageFns<CompletePasskeyLoginRequest> = {
+  encode(message: CompletePasskeyLoginRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.environment !== "") {
+      writer.uint32(10).string(message.environment);
+    }
+    if (message.challengeId !== "") {
+      writer.uint32(18).string(message.challengeId);
+    }
+    if (message.credentialJson !== "") {
+      writer.uint32(26).string(message.credentialJson);
+    }
+    if (message.ip !== "") {
+      writer.uint32(34).string(message.ip);
+    }
+    if (message.userAgent !== "") {
+      writer.uint32(42).string(message.userAgent);
+    }
+    if (message.expiresInSeconds !== 0) {
+      writer.uint32(48).int32(message.expiresInSeconds);
+    }
+    if (message.oauthClientId !== "") {
+      writer.uint32(58).string(message.oauthClientId);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): CompletePasskeyLoginRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseCompletePasskeyLoginRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.environment = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.challengeId = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.credentialJson = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.ip = reader.string();
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.userAgent = reader.string();
+            continue;
+          }
+          case 6: {
+            if (tag !== 48) {
+              break;
+            }
+
+            message.expiresInSeconds = reader.int32();
+            continue;
+          }
+          case 7: {
+            if (tag !== 58) {
+              break;
+            }
+
+            message.oauthClientId = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): CompletePasskeyLoginRequest {
+    return {
+      environment: isSet(object.environment) ? globalThis.String(object.environment) : "",
+      challengeId: isSet(object.challengeId)
+        ? globalThis.String(object.challengeId)
+        : isSet(object.challenge_id)
+        ? globalThis.String(object.challenge_id)
+        : "",
+      credentialJson: isSet(object.credentialJson)
+        ? globalThis.String(object.credentialJson)
+        : isSet(object.credential_json)
+        ? globalThis.String(object.credential_json)
+        : "",
+      ip: isSet(object.ip) ? globalThis.String(object.ip) : "",
+      userAgent: isSet(object.userAgent)
+        ? globalThis.String(object.userAgent)
+        : isSet(object.user_agent)
+        ? globalThis.String(object.user_agent)
+        : "",
+      expiresInSeconds: isSet(object.expiresInSeconds)
+        ? globalThis.Number(object.expiresInSeconds)
+        : isSet(object.expires_in_seconds)
+        ? globalThis.Number(object.expires_in_seconds)
+        : 0,
+      oauthClientId: isSet(object.oauthClientId)
+        ? globalThis.String(object.oauthClientId)
+        : isSet(object.oauth_client_id)
+        ? globalThis.String(object.oauth_client_id)
+        : "",
+    };
+  },
+
+  toJSON(message: CompletePasskeyLoginRequest): unknown {
+    const obj: any = {};
+    if (message.environment !== "") {
+      obj.environment = message.environment;
+    }
+    if (message.challengeId !== "") {
+      obj.challengeId = message.challengeId;
+    }
+    if (message.credentialJson !== "") {
+      obj.credentialJson = message.credentialJson;
+    }
+    if (message.ip !== "") {
+      obj.ip = message.ip;
+    }
+    if (message.userAgent !== "") {
+      obj.userAgent = message.userAgent;
+    }
+    if (message.expiresInSeconds !== 0) {
+      obj.expiresInSeconds = Math.round(message.expiresInSeconds);
+    }
+    if (message.oauthClientId !== "") {
+      obj.oauthClientId = message.oauthClientId;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<CompletePasskeyLoginRequest>, I>>(base?: I): CompletePasskeyLoginRequest {
+    return CompletePasskeyLoginRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<CompletePasskeyLoginRequest>, I>>(object: I): CompletePasskeyLoginRequest {
+    const message = createBaseCompletePasskeyLoginRequest();
+    message.environment = object.environment ?? "";
+    message.challengeId = object.challengeId ?? "";
+    message.credentialJson = object.credentialJson ?? "";
+    message.ip = object.ip ?? "";
+    message.userAgent = object.userAgent ?? "";
+    message.expiresInSeconds = object.expiresInSeconds ?? 0;
+    message.oauthClientId = object.oauthClientId ?? "";
+    return message;
+  },
+};
+
+function createBaseStepUpSessionRequest(): StepUpSessionRequest {
+  return { environment: "", sessionId: "", proof: undefined, challengeId: "", ip: "" };
+}
+
+export const StepUpSessionRequest: MessageFns<StepUpSessionRequest> = {
+  encode(message: StepUpSessionRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.environment !== "") {
+      writer.uint32(10).string(message.environment);
+    }
+    if (message.sessionId !== "") {
+      writer.uint32(18).string(message.sessionId);
+    }
+    if (message.proof !== undefined) {
+      MfaProof.encode(message.proof, writer.uint32(26).fork()).join();
+    }
+    if (message.challengeId !== "") {
+      writer.uint32(34).string(message.challengeId);
+    }
+    if (message.ip !== "") {
+      writer.uint32(42).string(message.ip);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): StepUpSessionRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseStepUpSessionRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.environment = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.sessionId = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.proof = MfaProof.decode(reader, reader.uint32());
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.challengeId = reader.string();
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.ip = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): StepUpSessionRequest {
+    return {
+      environment: isSet(object.environment) ? globalThis.String(object.environment) : "",
+      sessionId: isSet(object.sessionId)
+        ? globalThis.String(object.sessionId)
+        : isSet(object.session_id)
+        ? globalThis.String(object.session_id)
+        : "",
+      proof: isSet(object.proof) ? MfaProof.fromJSON(object.proof) : undefined,
+      challengeId: isSet(object.challengeId)
+        ? globalThis.String(object.challengeId)
+        : isSet(object.challenge_id)
+        ? globalThis.String(object.challenge_id)
+        : "",
+      ip: isSet(object.ip) ? globalThis.String(object.ip) : "",
+    };
+  },
+
+  toJSON(message: StepUpSessionRequest): unknown {
+    const obj: any = {};
+    if (message.environment !== "") {
+      obj.environment = message.environment;
+    }
+    if (message.sessionId !== "") {
+      obj.sessionId = message.sessionId;
+    }
+    if (message.proof !== undefined) {
+      obj.proof = MfaProof.toJSON(message.proof);
+    }
+    if (message.challengeId !== "") {
+      obj.challengeId = message.challengeId;
+    }
+    if (message.ip !== "") {
+      obj.ip = message.ip;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<StepUpSessionRequest>, I>>(base?: I): StepUpSessionRequest {
+    return StepUpSessionRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<StepUpSessionRequest>, I>>(object: I): StepUpSessionRequest {
+    const message = createBaseStepUpSessionRequest();
+    message.environment = object.environment ?? "";
+    message.sessionId = object.sessionId ?? "";
+    message.proof = (object.proof !== undefined && object.proof !== null)
+      ? MfaProof.fromPartial(object.proof)
+      : undefined;
+    message.challengeId = object.challengeId ?? "";
+    message.ip = object.ip ?? "";
+    return message;
+  },
+};
+
+function createBaseGetMfaSettingsRequest(): GetMfaSettingsRequest {
+  return { environment: "" };
+}
+
+export const GetMfaSettingsRequest: MessageFns<GetMfaSettingsRequest> = {
+  encode(message: GetMfaSettingsRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.environment !== "") {
+      writer.uint32(10).string(message.environment);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): GetMfaSettingsRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseGetMfaSettingsRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.environment = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): GetMfaSettingsRequest {
+    return { environment: isSet(object.environment) ? globalThis.String(object.environment) : "" };
+  },
+
+  toJSON(message: GetMfaSettingsRequest): unknown {
+    const obj: any = {};
+    if (message.environment !== "") {
+      obj.environment = message.environment;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<GetMfaSettingsRequest>, I>>(base?: I): GetMfaSettingsRequest {
+    return GetMfaSettingsRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<GetMfaSettingsRequest>, I>>(object: I): GetMfaSettingsRequest {
+    const message = createBaseGetMfaSettingsRequest();
+    message.environment = object.environment ?? "";
+    return message;
+  },
+};
+
+function createBaseUpdateMfaSettingsRequest(): UpdateMfaSettingsRequest {
+  return { environment: "", required: "", roles: [] };
+}
+
+export const UpdateMfaSettingsRequest: MessageFns<UpdateMfaSettingsRequest> = {
+  encode(message: UpdateMfaSettingsRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.environment !== "") {
+      writer.uint32(10).string(message.environment);
+    }
+    if (message.required !== "") {
+      writer.uint32(18).string(message.required);
+    }
+    for (const v of message.roles) {
+      writer.uint32(26).string(v!);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): UpdateMfaSettingsRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseUpdateMfaSettingsRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.environment = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.required = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.roles.push(reader.string());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): UpdateMfaSettingsRequest {
+    return {
+      environment: isSet(object.environment) ? globalThis.String(object.environment) : "",
+      required: isSet(object.required) ? globalThis.String(object.required) : "",
+      roles: globalThis.Array.isArray(object?.roles) ? object.roles.map((e: any) => globalThis.String(e)) : [],
+    };
+  },
+
+  toJSON(message: UpdateMfaSettingsRequest): unknown {
+    const obj: any = {};
+    if (message.environment !== "") {
+      obj.environment = message.environment;
+    }
+    if (message.required !== "") {
+      obj.required = message.required;
+    }
+    if (message.roles?.length) {
+      obj.roles = message.roles;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<UpdateMfaSettingsRequest>, I>>(base?: I): UpdateMfaSettingsRequest {
+    return UpdateMfaSettingsRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<UpdateMfaSettingsRequest>, I>>(object: I): UpdateMfaSettingsRequest {
+    const message = createBaseUpdateMfaSettingsRequest();
+    message.environment = object.environment ?? "";
+    message.required = object.required ?? "";
+    message.roles = object.roles?.map((e) => e) || [];
+    return message;
+  },
+};
+
+function createBaseMfaSettings(): MfaSettings {
+  return { environment: "", required: "", roles: [], updatedAt: undefined };
+}
+
+export const MfaSettings: MessageFns<MfaSettings> = {
+  encode(message: MfaSettings, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.environment !== "") {
+      writer.uint32(10).string(message.environment);
+    }
+    if (message.required !== "") {
+      writer.uint32(18).string(message.required);
+    }
+    for (const v of message.roles) {
+      writer.uint32(26).string(v!);
+    }
+    if (message.updatedAt !== undefined) {
+      Timestamp.encode(toTimestamp(message.updatedAt), writer.uint32(34).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): MfaSettings {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseMfaSettings();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.environment = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.required = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.roles.push(reader.string());
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.updatedAt = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): MfaSettings {
+    return {
+      environment: isSet(object.environment) ? globalThis.String(object.environment) : "",
+      required: isSet(object.required) ? globalThis.String(object.required) : "",
+      roles: globalThis.Array.isArray(object?.roles) ? object.roles.map((e: any) => globalThis.String(e)) : [],
+      updatedAt: isSet(object.updatedAt)
+        ? globalThis.String(object.updatedAt)
+        : isSet(object.updated_at)
+        ? globalThis.String(object.updated_at)
+        : undefined,
+    };
+  },
+
+  toJSON(message: MfaSettings): unknown {
+    const obj: any = {};
+    if (message.environment !== "") {
+      obj.environment = message.environment;
+    }
+    if (message.required !== "") {
+      obj.required = message.required;
+    }
+    if (message.roles?.length) {
+      obj.roles = message.roles;
+    }
+    if (message.updatedAt !== undefined) {
+      obj.updatedAt = message.updatedAt;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<MfaSettings>, I>>(base?: I): MfaSettings {
+    return MfaSettings.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<MfaSettings>, I>>(object: I): MfaSettings {
+    const message = createBaseMfaSettings();
+    message.environment = object.environment ?? "";
+    message.required = object.required ?? "";
+    message.roles = object.roles?.map((e) => e) || [];
+    message.updatedAt = object.updatedAt ?? undefined;
+    return message;
+  },
+};
+
 /**
  * Users and credentials. Every request names the environment ("live" or "test") it is scoped to; nothing
  * created in one environment is visible from the other.
@@ -11947,14 +15306,15 @@ export const IdentityServiceService = {
     responseSerialize: (value: SetPasswordResponse): Buffer => Buffer.from(SetPasswordResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): SetPasswordResponse => SetPasswordResponse.decode(value),
   },
+  /** A session, or (when the user has MFA factors or must use MFA) a challenge its second step answers. */
   login: {
     path: "/secsvc.identity.v1.IdentityService/Login" as const,
     requestStream: false as const,
     responseStream: false as const,
     requestSerialize: (value: LoginRequest): Buffer => Buffer.from(LoginRequest.encode(value).finish()),
     requestDeserialize: (value: Buffer): LoginRequest => LoginRequest.decode(value),
-    responseSerialize: (value: CreatedSession): Buffer => Buffer.from(CreatedSession.encode(value).finish()),
-    responseDeserialize: (value: Buffer): CreatedSession => CreatedSession.decode(value),
+    responseSerialize: (value: LoginResponse): Buffer => Buffer.from(LoginResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): LoginResponse => LoginResponse.decode(value),
   },
   /** Always succeeds (no account enumeration); the token goes to the mail port, never to the audit log. */
   requestPasswordReset: {
@@ -12285,6 +15645,175 @@ export const IdentityServiceService = {
       Buffer.from(EndSamlSessionsResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): EndSamlSessionsResponse => EndSamlSessionsResponse.decode(value),
   },
+  /**
+   * Multi-factor authentication. Factors of a user: TOTP (pending until confirmed by a first code), passkeys
+   * (WebAuthn), one set of recovery codes. Every change has its user.mfa.* event; failures are throttled like
+   * passwords (per user and per ip).
+   */
+  listMfaFactors: {
+    path: "/secsvc.identity.v1.IdentityService/ListMfaFactors" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: ListMfaFactorsRequest): Buffer =>
+      Buffer.from(ListMfaFactorsRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): ListMfaFactorsRequest => ListMfaFactorsRequest.decode(value),
+    responseSerialize: (value: ListMfaFactorsResponse): Buffer =>
+      Buffer.from(ListMfaFactorsResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): ListMfaFactorsResponse => ListMfaFactorsResponse.decode(value),
+  },
+  enrollTotp: {
+    path: "/secsvc.identity.v1.IdentityService/EnrollTotp" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: EnrollTotpRequest): Buffer => Buffer.from(EnrollTotpRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): EnrollTotpRequest => EnrollTotpRequest.decode(value),
+    responseSerialize: (value: TotpEnrollment): Buffer => Buffer.from(TotpEnrollment.encode(value).finish()),
+    responseDeserialize: (value: Buffer): TotpEnrollment => TotpEnrollment.decode(value),
+  },
+  confirmTotp: {
+    path: "/secsvc.identity.v1.IdentityService/ConfirmTotp" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: ConfirmTotpRequest): Buffer => Buffer.from(ConfirmTotpRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): ConfirmTotpRequest => ConfirmTotpRequest.decode(value),
+    responseSerialize: (value: MfaFactor): Buffer => Buffer.from(MfaFactor.encode(value).finish()),
+    responseDeserialize: (value: Buffer): MfaFactor => MfaFactor.decode(value),
+  },
+  startPasskeyRegistration: {
+    path: "/secsvc.identity.v1.IdentityService/StartPasskeyRegistration" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: StartPasskeyRegistrationRequest): Buffer =>
+      Buffer.from(StartPasskeyRegistrationRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): StartPasskeyRegistrationRequest =>
+      StartPasskeyRegistrationRequest.decode(value),
+    responseSerialize: (value: PasskeyChallenge): Buffer => Buffer.from(PasskeyChallenge.encode(value).finish()),
+    responseDeserialize: (value: Buffer): PasskeyChallenge => PasskeyChallenge.decode(value),
+  },
+  finishPasskeyRegistration: {
+    path: "/secsvc.identity.v1.IdentityService/FinishPasskeyRegistration" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: FinishPasskeyRegistrationRequest): Buffer =>
+      Buffer.from(FinishPasskeyRegistrationRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): FinishPasskeyRegistrationRequest =>
+      FinishPasskeyRegistrationRequest.decode(value),
+    responseSerialize: (value: MfaFactor): Buffer => Buffer.from(MfaFactor.encode(value).finish()),
+    responseDeserialize: (value: Buffer): MfaFactor => MfaFactor.decode(value),
+  },
+  regenerateRecoveryCodes: {
+    path: "/secsvc.identity.v1.IdentityService/RegenerateRecoveryCodes" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: RegenerateRecoveryCodesRequest): Buffer =>
+      Buffer.from(RegenerateRecoveryCodesRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): RegenerateRecoveryCodesRequest => RegenerateRecoveryCodesRequest.decode(value),
+    responseSerialize: (value: RecoveryCodes): Buffer => Buffer.from(RecoveryCodes.encode(value).finish()),
+    responseDeserialize: (value: Buffer): RecoveryCodes => RecoveryCodes.decode(value),
+  },
+  updateMfaFactor: {
+    path: "/secsvc.identity.v1.IdentityService/UpdateMfaFactor" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: UpdateMfaFactorRequest): Buffer =>
+      Buffer.from(UpdateMfaFactorRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): UpdateMfaFactorRequest => UpdateMfaFactorRequest.decode(value),
+    responseSerialize: (value: MfaFactor): Buffer => Buffer.from(MfaFactor.encode(value).finish()),
+    responseDeserialize: (value: Buffer): MfaFactor => MfaFactor.decode(value),
+  },
+  /** Refused (FAILED_PRECONDITION) for the last factor of a user the environment requires MFA of. */
+  deleteMfaFactor: {
+    path: "/secsvc.identity.v1.IdentityService/DeleteMfaFactor" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: DeleteMfaFactorRequest): Buffer =>
+      Buffer.from(DeleteMfaFactorRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): DeleteMfaFactorRequest => DeleteMfaFactorRequest.decode(value),
+    responseSerialize: (value: DeleteMfaFactorResponse): Buffer =>
+      Buffer.from(DeleteMfaFactorResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): DeleteMfaFactorResponse => DeleteMfaFactorResponse.decode(value),
+  },
+  /** The second step of a login: the challenge's token and a factor's proof; a session with its amr. */
+  completeMfaLogin: {
+    path: "/secsvc.identity.v1.IdentityService/CompleteMfaLogin" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: CompleteMfaLoginRequest): Buffer =>
+      Buffer.from(CompleteMfaLoginRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): CompleteMfaLoginRequest => CompleteMfaLoginRequest.decode(value),
+    responseSerialize: (value: CreatedSession): Buffer => Buffer.from(CreatedSession.encode(value).finish()),
+    responseDeserialize: (value: Buffer): CreatedSession => CreatedSession.decode(value),
+  },
+  /**
+   * A user the environment requires MFA of, who has no factor yet, enrolls TOTP during the login's second
+   * step (the challenge's token authorizes it); the first code given to CompleteMfaLogin confirms it.
+   */
+  enrollTotpForLogin: {
+    path: "/secsvc.identity.v1.IdentityService/EnrollTotpForLogin" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: EnrollTotpForLoginRequest): Buffer =>
+      Buffer.from(EnrollTotpForLoginRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): EnrollTotpForLoginRequest => EnrollTotpForLoginRequest.decode(value),
+    responseSerialize: (value: TotpEnrollment): Buffer => Buffer.from(TotpEnrollment.encode(value).finish()),
+    responseDeserialize: (value: Buffer): TotpEnrollment => TotpEnrollment.decode(value),
+  },
+  /**
+   * A WebAuthn authentication challenge: for a passwordless login (no user: any discoverable passkey) or a
+   * step-up of a user's session (their passkeys).
+   */
+  startPasskeyAuthentication: {
+    path: "/secsvc.identity.v1.IdentityService/StartPasskeyAuthentication" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: StartPasskeyAuthenticationRequest): Buffer =>
+      Buffer.from(StartPasskeyAuthenticationRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): StartPasskeyAuthenticationRequest =>
+      StartPasskeyAuthenticationRequest.decode(value),
+    responseSerialize: (value: PasskeyChallenge): Buffer => Buffer.from(PasskeyChallenge.encode(value).finish()),
+    responseDeserialize: (value: Buffer): PasskeyChallenge => PasskeyChallenge.decode(value),
+  },
+  /** A passwordless login with a passkey (user verification required: it counts as MFA). */
+  completePasskeyLogin: {
+    path: "/secsvc.identity.v1.IdentityService/CompletePasskeyLogin" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: CompletePasskeyLoginRequest): Buffer =>
+      Buffer.from(CompletePasskeyLoginRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): CompletePasskeyLoginRequest => CompletePasskeyLoginRequest.decode(value),
+    responseSerialize: (value: CreatedSession): Buffer => Buffer.from(CreatedSession.encode(value).finish()),
+    responseDeserialize: (value: Buffer): CreatedSession => CreatedSession.decode(value),
+  },
+  /** Step-up: a factor's proof on an existing session; the session's mfa_at and amr are updated. */
+  stepUpSession: {
+    path: "/secsvc.identity.v1.IdentityService/StepUpSession" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: StepUpSessionRequest): Buffer => Buffer.from(StepUpSessionRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): StepUpSessionRequest => StepUpSessionRequest.decode(value),
+    responseSerialize: (value: Session): Buffer => Buffer.from(Session.encode(value).finish()),
+    responseDeserialize: (value: Buffer): Session => Session.decode(value),
+  },
+  getMfaSettings: {
+    path: "/secsvc.identity.v1.IdentityService/GetMfaSettings" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: GetMfaSettingsRequest): Buffer =>
+      Buffer.from(GetMfaSettingsRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): GetMfaSettingsRequest => GetMfaSettingsRequest.decode(value),
+    responseSerialize: (value: MfaSettings): Buffer => Buffer.from(MfaSettings.encode(value).finish()),
+    responseDeserialize: (value: Buffer): MfaSettings => MfaSettings.decode(value),
+  },
+  updateMfaSettings: {
+    path: "/secsvc.identity.v1.IdentityService/UpdateMfaSettings" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: UpdateMfaSettingsRequest): Buffer =>
+      Buffer.from(UpdateMfaSettingsRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): UpdateMfaSettingsRequest => UpdateMfaSettingsRequest.decode(value),
+    responseSerialize: (value: MfaSettings): Buffer => Buffer.from(MfaSettings.encode(value).finish()),
+    responseDeserialize: (value: Buffer): MfaSettings => MfaSettings.decode(value),
+  },
 } as const;
 
 export interface IdentityServiceServer extends UntypedServiceImplementation {
@@ -12327,7 +15856,8 @@ export interface IdentityServiceServer extends UntypedServiceImplementation {
    * RESOURCE_EXHAUSTED (with a retry-after) while an account or ip is throttled.
    */
   setPassword: handleUnaryCall<SetPasswordRequest, SetPasswordResponse>;
-  login: handleUnaryCall<LoginRequest, CreatedSession>;
+  /** A session, or (when the user has MFA factors or must use MFA) a challenge its second step answers. */
+  login: handleUnaryCall<LoginRequest, LoginResponse>;
   /** Always succeeds (no account enumeration); the token goes to the mail port, never to the audit log. */
   requestPasswordReset: handleUnaryCall<RequestPasswordResetRequest, RequestPasswordResetResponse>;
   confirmPasswordReset: handleUnaryCall<ConfirmPasswordResetRequest, ConfirmPasswordResetResponse>;
@@ -12400,6 +15930,38 @@ export interface IdentityServiceServer extends UntypedServiceImplementation {
    * remembered until it expires: a replayed LogoutRequest is refused.
    */
   endSamlSessions: handleUnaryCall<EndSamlSessionsRequest, EndSamlSessionsResponse>;
+  /**
+   * Multi-factor authentication. Factors of a user: TOTP (pending until confirmed by a first code), passkeys
+   * (WebAuthn), one set of recovery codes. Every change has its user.mfa.* event; failures are throttled like
+   * passwords (per user and per ip).
+   */
+  listMfaFactors: handleUnaryCall<ListMfaFactorsRequest, ListMfaFactorsResponse>;
+  enrollTotp: handleUnaryCall<EnrollTotpRequest, TotpEnrollment>;
+  confirmTotp: handleUnaryCall<ConfirmTotpRequest, MfaFactor>;
+  startPasskeyRegistration: handleUnaryCall<StartPasskeyRegistrationRequest, PasskeyChallenge>;
+  finishPasskeyRegistration: handleUnaryCall<FinishPasskeyRegistrationRequest, MfaFactor>;
+  regenerateRecoveryCodes: handleUnaryCall<RegenerateRecoveryCodesRequest, RecoveryCodes>;
+  updateMfaFactor: handleUnaryCall<UpdateMfaFactorRequest, MfaFactor>;
+  /** Refused (FAILED_PRECONDITION) for the last factor of a user the environment requires MFA of. */
+  deleteMfaFactor: handleUnaryCall<DeleteMfaFactorRequest, DeleteMfaFactorResponse>;
+  /** The second step of a login: the challenge's token and a factor's proof; a session with its amr. */
+  completeMfaLogin: handleUnaryCall<CompleteMfaLoginRequest, CreatedSession>;
+  /**
+   * A user the environment requires MFA of, who has no factor yet, enrolls TOTP during the login's second
+   * step (the challenge's token authorizes it); the first code given to CompleteMfaLogin confirms it.
+   */
+  enrollTotpForLogin: handleUnaryCall<EnrollTotpForLoginRequest, TotpEnrollment>;
+  /**
+   * A WebAuthn authentication challenge: for a passwordless login (no user: any discoverable passkey) or a
+   * step-up of a user's session (their passkeys).
+   */
+  startPasskeyAuthentication: handleUnaryCall<StartPasskeyAuthenticationRequest, PasskeyChallenge>;
+  /** A passwordless login with a passkey (user verification required: it counts as MFA). */
+  completePasskeyLogin: handleUnaryCall<CompletePasskeyLoginRequest, CreatedSession>;
+  /** Step-up: a factor's proof on an existing session; the session's mfa_at and amr are updated. */
+  stepUpSession: handleUnaryCall<StepUpSessionRequest, Session>;
+  getMfaSettings: handleUnaryCall<GetMfaSettingsRequest, MfaSettings>;
+  updateMfaSettings: handleUnaryCall<UpdateMfaSettingsRequest, MfaSettings>;
 }
 
 export interface IdentityServiceClient extends Client {
@@ -12699,20 +16261,21 @@ export interface IdentityServiceClient extends Client {
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: SetPasswordResponse) => void,
   ): ClientUnaryCall;
+  /** A session, or (when the user has MFA factors or must use MFA) a challenge its second step answers. */
   login(
     request: LoginRequest,
-    callback: (error: ServiceError | null, response: CreatedSession) => void,
+    callback: (error: ServiceError | null, response: LoginResponse) => void,
   ): ClientUnaryCall;
   login(
     request: LoginRequest,
     metadata: Metadata,
-    callback: (error: ServiceError | null, response: CreatedSession) => void,
+    callback: (error: ServiceError | null, response: LoginResponse) => void,
   ): ClientUnaryCall;
   login(
     request: LoginRequest,
     metadata: Metadata,
     options: Partial<CallOptions>,
-    callback: (error: ServiceError | null, response: CreatedSession) => void,
+    callback: (error: ServiceError | null, response: LoginResponse) => void,
   ): ClientUnaryCall;
   /** Always succeeds (no account enumeration); the token goes to the mail port, never to the audit log. */
   requestPasswordReset(
@@ -13160,6 +16723,248 @@ export interface IdentityServiceClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: EndSamlSessionsResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * Multi-factor authentication. Factors of a user: TOTP (pending until confirmed by a first code), passkeys
+   * (WebAuthn), one set of recovery codes. Every change has its user.mfa.* event; failures are throttled like
+   * passwords (per user and per ip).
+   */
+  listMfaFactors(
+    request: ListMfaFactorsRequest,
+    callback: (error: ServiceError | null, response: ListMfaFactorsResponse) => void,
+  ): ClientUnaryCall;
+  listMfaFactors(
+    request: ListMfaFactorsRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: ListMfaFactorsResponse) => void,
+  ): ClientUnaryCall;
+  listMfaFactors(
+    request: ListMfaFactorsRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: ListMfaFactorsResponse) => void,
+  ): ClientUnaryCall;
+  enrollTotp(
+    request: EnrollTotpRequest,
+    callback: (error: ServiceError | null, response: TotpEnrollment) => void,
+  ): ClientUnaryCall;
+  enrollTotp(
+    request: EnrollTotpRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: TotpEnrollment) => void,
+  ): ClientUnaryCall;
+  enrollTotp(
+    request: EnrollTotpRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: TotpEnrollment) => void,
+  ): ClientUnaryCall;
+  confirmTotp(
+    request: ConfirmTotpRequest,
+    callback: (error: ServiceError | null, response: MfaFactor) => void,
+  ): ClientUnaryCall;
+  confirmTotp(
+    request: ConfirmTotpRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: MfaFactor) => void,
+  ): ClientUnaryCall;
+  confirmTotp(
+    request: ConfirmTotpRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: MfaFactor) => void,
+  ): ClientUnaryCall;
+  startPasskeyRegistration(
+    request: StartPasskeyRegistrationRequest,
+    callback: (error: ServiceError | null, response: PasskeyChallenge) => void,
+  ): ClientUnaryCall;
+  startPasskeyRegistration(
+    request: StartPasskeyRegistrationRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: PasskeyChallenge) => void,
+  ): ClientUnaryCall;
+  startPasskeyRegistration(
+    request: StartPasskeyRegistrationRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: PasskeyChallenge) => void,
+  ): ClientUnaryCall;
+  finishPasskeyRegistration(
+    request: FinishPasskeyRegistrationRequest,
+    callback: (error: ServiceError | null, response: MfaFactor) => void,
+  ): ClientUnaryCall;
+  finishPasskeyRegistration(
+    request: FinishPasskeyRegistrationRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: MfaFactor) => void,
+  ): ClientUnaryCall;
+  finishPasskeyRegistration(
+    request: FinishPasskeyRegistrationRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: MfaFactor) => void,
+  ): ClientUnaryCall;
+  regenerateRecoveryCodes(
+    request: RegenerateRecoveryCodesRequest,
+    callback: (error: ServiceError | null, response: RecoveryCodes) => void,
+  ): ClientUnaryCall;
+  regenerateRecoveryCodes(
+    request: RegenerateRecoveryCodesRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: RecoveryCodes) => void,
+  ): ClientUnaryCall;
+  regenerateRecoveryCodes(
+    request: RegenerateRecoveryCodesRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: RecoveryCodes) => void,
+  ): ClientUnaryCall;
+  updateMfaFactor(
+    request: UpdateMfaFactorRequest,
+    callback: (error: ServiceError | null, response: MfaFactor) => void,
+  ): ClientUnaryCall;
+  updateMfaFactor(
+    request: UpdateMfaFactorRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: MfaFactor) => void,
+  ): ClientUnaryCall;
+  updateMfaFactor(
+    request: UpdateMfaFactorRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: MfaFactor) => void,
+  ): ClientUnaryCall;
+  /** Refused (FAILED_PRECONDITION) for the last factor of a user the environment requires MFA of. */
+  deleteMfaFactor(
+    request: DeleteMfaFactorRequest,
+    callback: (error: ServiceError | null, response: DeleteMfaFactorResponse) => void,
+  ): ClientUnaryCall;
+  deleteMfaFactor(
+    request: DeleteMfaFactorRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: DeleteMfaFactorResponse) => void,
+  ): ClientUnaryCall;
+  deleteMfaFactor(
+    request: DeleteMfaFactorRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: DeleteMfaFactorResponse) => void,
+  ): ClientUnaryCall;
+  /** The second step of a login: the challenge's token and a factor's proof; a session with its amr. */
+  completeMfaLogin(
+    request: CompleteMfaLoginRequest,
+    callback: (error: ServiceError | null, response: CreatedSession) => void,
+  ): ClientUnaryCall;
+  completeMfaLogin(
+    request: CompleteMfaLoginRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: CreatedSession) => void,
+  ): ClientUnaryCall;
+  completeMfaLogin(
+    request: CompleteMfaLoginRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: CreatedSession) => void,
+  ): ClientUnaryCall;
+  /**
+   * A user the environment requires MFA of, who has no factor yet, enrolls TOTP during the login's second
+   * step (the challenge's token authorizes it); the first code given to CompleteMfaLogin confirms it.
+   */
+  enrollTotpForLogin(
+    request: EnrollTotpForLoginRequest,
+    callback: (error: ServiceError | null, response: TotpEnrollment) => void,
+  ): ClientUnaryCall;
+  enrollTotpForLogin(
+    request: EnrollTotpForLoginRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: TotpEnrollment) => void,
+  ): ClientUnaryCall;
+  enrollTotpForLogin(
+    request: EnrollTotpForLoginRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: TotpEnrollment) => void,
+  ): ClientUnaryCall;
+  /**
+   * A WebAuthn authentication challenge: for a passwordless login (no user: any discoverable passkey) or a
+   * step-up of a user's session (their passkeys).
+   */
+  startPasskeyAuthentication(
+    request: StartPasskeyAuthenticationRequest,
+    callback: (error: ServiceError | null, response: PasskeyChallenge) => void,
+  ): ClientUnaryCall;
+  startPasskeyAuthentication(
+    request: StartPasskeyAuthenticationRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: PasskeyChallenge) => void,
+  ): ClientUnaryCall;
+  startPasskeyAuthentication(
+    request: StartPasskeyAuthenticationRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: PasskeyChallenge) => void,
+  ): ClientUnaryCall;
+  /** A passwordless login with a passkey (user verification required: it counts as MFA). */
+  completePasskeyLogin(
+    request: CompletePasskeyLoginRequest,
+    callback: (error: ServiceError | null, response: CreatedSession) => void,
+  ): ClientUnaryCall;
+  completePasskeyLogin(
+    request: CompletePasskeyLoginRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: CreatedSession) => void,
+  ): ClientUnaryCall;
+  completePasskeyLogin(
+    request: CompletePasskeyLoginRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: CreatedSession) => void,
+  ): ClientUnaryCall;
+  /** Step-up: a factor's proof on an existing session; the session's mfa_at and amr are updated. */
+  stepUpSession(
+    request: StepUpSessionRequest,
+    callback: (error: ServiceError | null, response: Session) => void,
+  ): ClientUnaryCall;
+  stepUpSession(
+    request: StepUpSessionRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: Session) => void,
+  ): ClientUnaryCall;
+  stepUpSession(
+    request: StepUpSessionRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: Session) => void,
+  ): ClientUnaryCall;
+  getMfaSettings(
+    request: GetMfaSettingsRequest,
+    callback: (error: ServiceError | null, response: MfaSettings) => void,
+  ): ClientUnaryCall;
+  getMfaSettings(
+    request: GetMfaSettingsRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: MfaSettings) => void,
+  ): ClientUnaryCall;
+  getMfaSettings(
+    request: GetMfaSettingsRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: MfaSettings) => void,
+  ): ClientUnaryCall;
+  updateMfaSettings(
+    request: UpdateMfaSettingsRequest,
+    callback: (error: ServiceError | null, response: MfaSettings) => void,
+  ): ClientUnaryCall;
+  updateMfaSettings(
+    request: UpdateMfaSettingsRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: MfaSettings) => void,
+  ): ClientUnaryCall;
+  updateMfaSettings(
+    request: UpdateMfaSettingsRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: MfaSettings) => void,
   ): ClientUnaryCall;
 }
 

@@ -28,8 +28,28 @@ export interface IpConditions {
   allowlist: string[];
 }
 
+/**
+ * conditions.mfa: the caller's credential carries a completed multi-factor authentication, and with a maximum
+ * age a recent one. The JSON forms are kept as written: `true` is `required: true`, an object (`{}` or
+ * `{"maxAgeSeconds": N}`) is `options`. Exactly one is set; `required: false` is refused.
+ */
+export interface MfaCondition {
+  /** The JSON `true`. */
+  required?:
+    | boolean
+    | undefined;
+  /** The JSON object. */
+  options?: MfaConditionOptions | undefined;
+}
+
+export interface MfaConditionOptions {
+  /** 1..31536000: the MFA was completed at most this many seconds before the request. Unset: any age. */
+  maxAgeSeconds?: number | undefined;
+}
+
 export interface Conditions {
   ip?: IpConditions | undefined;
+  mfa?: MfaCondition | undefined;
 }
 
 export interface Policy {
@@ -108,7 +128,10 @@ export interface SimulateRequest {
   principal: string;
   action: string;
   resource: string;
-  /** Request context; today only the caller's ip. */
+  /**
+   * Request context: the caller's ip ("" none), whether its credential carries a completed MFA, and the
+   * seconds since it (read only when mfa is true; 0 is "just now").
+   */
   ip: string;
   /** The acting user's roles (role_<name>), resolved from the identity service by the caller. */
   roles: string[];
@@ -121,6 +144,9 @@ export interface SimulateRequest {
   mode: string;
   /** Explain every policy that did not match (SimulateResponse.explanations). */
   explain: boolean;
+  mfa: boolean;
+  /** At least 0. */
+  mfaAgeSeconds: number;
 }
 
 /** A policy to simulate without storing it. */
@@ -147,11 +173,20 @@ export interface PolicyExplanation {
   effect: string;
   /** "principal" | "action" | "resource" | "condition" */
   failed: string;
-  /** For failed = "condition": which one ("ip.allowlist"). */
+  /**
+   * For failed = "condition": which one ("ip.allowlist"; "mfa": no completed MFA; "mfa.maxAgeSeconds": an
+   * MFA, but not recent enough or of unknown age).
+   */
   condition: string;
-  /** The policy's patterns for that part (principals, actions or resources), or the condition's CIDRs. */
+  /**
+   * The policy's patterns for that part (principals, actions or resources), the condition's CIDRs, or an mfa
+   * condition's maxAgeSeconds as a decimal string (none when it has no maximum).
+   */
   expected: string[];
-  /** For failed = "action" | "resource": the request's; for "condition": the request's ip (unset when none). */
+  /**
+   * For failed = "action" | "resource": the request's; for an ip condition: the request's ip (unset when
+   * none); for an mfa condition: the request's MFA age in seconds as a decimal string (unset without MFA).
+   */
   actual?:
     | string
     | undefined;
@@ -171,6 +206,10 @@ export interface AuthorizeRequest {
   /** The request path without /v1, e.g. /users/user_... */
   resource: string;
   ip: string;
+  /** The caller's credential carries a completed multi-factor authentication. */
+  mfa: boolean;
+  /** Seconds since that MFA (at least 0; read only when mfa is true). */
+  mfaAgeSeconds: number;
 }
 
 export interface AuthorizeResponse {
@@ -178,6 +217,16 @@ export interface AuthorizeResponse {
   matchedPolicies: MatchedPolicy[];
   /** dec_...: also in the authz.denied event of a denial. */
   decisionId: string;
+  /**
+   * Denied, and the same request with an MFA completed just now (mfa true, age 0) would be allowed: the
+   * caller should step up. Only a denial is evaluated a second time.
+   */
+  mfaRequired: boolean;
+  /**
+   * With mfa_required: the smallest maxAgeSeconds of the mfa conditions of the policies that would allow it;
+   * 0 when none gives a maximum (and when mfa_required is false).
+   */
+  mfaMaxAgeSeconds: number;
 }
 
 export interface MatchedPolicy {
@@ -197,6 +246,15 @@ export interface SimulateResponse {
   explanations: PolicyExplanation[];
   /** With explain: how many policies did not match (explanations may list fewer). */
   notMatchedCount: number;
+  /** As in AuthorizeResponse: denied, but allowed with an MFA completed just now. */
+  mfaRequired: boolean;
+  /** As in AuthorizeResponse. */
+  mfaMaxAgeSeconds: number;
+  /**
+   * One line for people: "allowed by <name>", "denied by policy <name>", "denied: requires MFA" (or "denied:
+   * requires MFA within <n> s"), "no policy allows it".
+   */
+  reason: string;
 }
 
 function createBaseIpConditions(): IpConditions {
@@ -270,14 +328,177 @@ export const IpConditions: MessageFns<IpConditions> = {
   },
 };
 
+function createBaseMfaCondition(): MfaCondition {
+  return { required: undefined, options: undefined };
+}
+
+export const MfaCondition: MessageFns<MfaCondition> = {
+  encode(message: MfaCondition, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.required !== undefined) {
+      writer.uint32(8).bool(message.required);
+    }
+    if (message.options !== undefined) {
+      MfaConditionOptions.encode(message.options, writer.uint32(18).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): MfaCondition {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseMfaCondition();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.required = reader.bool();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.options = MfaConditionOptions.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): MfaCondition {
+    return {
+      required: isSet(object.required) ? globalThis.Boolean(object.required) : undefined,
+      options: isSet(object.options) ? MfaConditionOptions.fromJSON(object.options) : undefined,
+    };
+  },
+
+  toJSON(message: MfaCondition): unknown {
+    const obj: any = {};
+    if (message.required !== undefined) {
+      obj.required = message.required;
+    }
+    if (message.options !== undefined) {
+      obj.options = MfaConditionOptions.toJSON(message.options);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<MfaCondition>, I>>(base?: I): MfaCondition {
+    return MfaCondition.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<MfaCondition>, I>>(object: I): MfaCondition {
+    const message = createBaseMfaCondition();
+    message.required = object.required ?? undefined;
+    message.options = (object.options !== undefined && object.options !== null)
+      ? MfaConditionOptions.fromPartial(object.options)
+      : undefined;
+    return message;
+  },
+};
+
+function createBaseMfaConditionOptions(): MfaConditionOptions {
+  return { maxAgeSeconds: undefined };
+}
+
+export const MfaConditionOptions: MessageFns<MfaConditionOptions> = {
+  encode(message: MfaConditionOptions, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.maxAgeSeconds !== undefined) {
+      writer.uint32(8).int32(message.maxAgeSeconds);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): MfaConditionOptions {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseMfaConditionOptions();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.maxAgeSeconds = reader.int32();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): MfaConditionOptions {
+    return {
+      maxAgeSeconds: isSet(object.maxAgeSeconds)
+        ? globalThis.Number(object.maxAgeSeconds)
+        : isSet(object.max_age_seconds)
+        ? globalThis.Number(object.max_age_seconds)
+        : undefined,
+    };
+  },
+
+  toJSON(message: MfaConditionOptions): unknown {
+    const obj: any = {};
+    if (message.maxAgeSeconds !== undefined) {
+      obj.maxAgeSeconds = Math.round(message.maxAgeSeconds);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<MfaConditionOptions>, I>>(base?: I): MfaConditionOptions {
+    return MfaConditionOptions.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<MfaConditionOptions>, I>>(object: I): MfaConditionOptions {
+    const message = createBaseMfaConditionOptions();
+    message.maxAgeSeconds = object.maxAgeSeconds ?? undefined;
+    return message;
+  },
+};
+
 function createBaseConditions(): Conditions {
-  return { ip: undefined };
+  return { ip: undefined, mfa: undefined };
 }
 
 export const Conditions: MessageFns<Conditions> = {
   encode(message: Conditions, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
     if (message.ip !== undefined) {
       IpConditions.encode(message.ip, writer.uint32(10).fork()).join();
+    }
+    if (message.mfa !== undefined) {
+      MfaCondition.encode(message.mfa, writer.uint32(18).fork()).join();
     }
     return writer;
   },
@@ -303,6 +524,14 @@ export const Conditions: MessageFns<Conditions> = {
             message.ip = IpConditions.decode(reader, reader.uint32());
             continue;
           }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.mfa = MfaCondition.decode(reader, reader.uint32());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -316,13 +545,19 @@ export const Conditions: MessageFns<Conditions> = {
   },
 
   fromJSON(object: any): Conditions {
-    return { ip: isSet(object.ip) ? IpConditions.fromJSON(object.ip) : undefined };
+    return {
+      ip: isSet(object.ip) ? IpConditions.fromJSON(object.ip) : undefined,
+      mfa: isSet(object.mfa) ? MfaCondition.fromJSON(object.mfa) : undefined,
+    };
   },
 
   toJSON(message: Conditions): unknown {
     const obj: any = {};
     if (message.ip !== undefined) {
       obj.ip = IpConditions.toJSON(message.ip);
+    }
+    if (message.mfa !== undefined) {
+      obj.mfa = MfaCondition.toJSON(message.mfa);
     }
     return obj;
   },
@@ -333,6 +568,7 @@ export const Conditions: MessageFns<Conditions> = {
   fromPartial<I extends Exact<DeepPartial<Conditions>, I>>(object: I): Conditions {
     const message = createBaseConditions();
     message.ip = (object.ip !== undefined && object.ip !== null) ? IpConditions.fromPartial(object.ip) : undefined;
+    message.mfa = (object.mfa !== undefined && object.mfa !== null) ? MfaCondition.fromPartial(object.mfa) : undefined;
     return message;
   },
 };
@@ -1515,6 +1751,8 @@ function createBaseSimulateRequest(): SimulateRequest {
     policies: [],
     mode: "",
     explain: false,
+    mfa: false,
+    mfaAgeSeconds: 0,
   };
 }
 
@@ -1546,6 +1784,12 @@ export const SimulateRequest: MessageFns<SimulateRequest> = {
     }
     if (message.explain !== false) {
       writer.uint32(72).bool(message.explain);
+    }
+    if (message.mfa !== false) {
+      writer.uint32(80).bool(message.mfa);
+    }
+    if (message.mfaAgeSeconds !== 0) {
+      writer.uint32(88).int64(message.mfaAgeSeconds);
     }
     return writer;
   },
@@ -1635,6 +1879,22 @@ export const SimulateRequest: MessageFns<SimulateRequest> = {
             message.explain = reader.bool();
             continue;
           }
+          case 10: {
+            if (tag !== 80) {
+              break;
+            }
+
+            message.mfa = reader.bool();
+            continue;
+          }
+          case 11: {
+            if (tag !== 88) {
+              break;
+            }
+
+            message.mfaAgeSeconds = longToNumber(reader.int64());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1660,6 +1920,12 @@ export const SimulateRequest: MessageFns<SimulateRequest> = {
         : [],
       mode: isSet(object.mode) ? globalThis.String(object.mode) : "",
       explain: isSet(object.explain) ? globalThis.Boolean(object.explain) : false,
+      mfa: isSet(object.mfa) ? globalThis.Boolean(object.mfa) : false,
+      mfaAgeSeconds: isSet(object.mfaAgeSeconds)
+        ? globalThis.Number(object.mfaAgeSeconds)
+        : isSet(object.mfa_age_seconds)
+        ? globalThis.Number(object.mfa_age_seconds)
+        : 0,
     };
   },
 
@@ -1692,6 +1958,12 @@ export const SimulateRequest: MessageFns<SimulateRequest> = {
     if (message.explain !== false) {
       obj.explain = message.explain;
     }
+    if (message.mfa !== false) {
+      obj.mfa = message.mfa;
+    }
+    if (message.mfaAgeSeconds !== 0) {
+      obj.mfaAgeSeconds = Math.round(message.mfaAgeSeconds);
+    }
     return obj;
   },
 
@@ -1709,6 +1981,8 @@ export const SimulateRequest: MessageFns<SimulateRequest> = {
     message.policies = object.policies?.map((e) => DraftPolicy.fromPartial(e)) || [];
     message.mode = object.mode ?? "";
     message.explain = object.explain ?? false;
+    message.mfa = object.mfa ?? false;
+    message.mfaAgeSeconds = object.mfaAgeSeconds ?? 0;
     return message;
   },
 };
@@ -2108,7 +2382,7 @@ export const PolicyExplanation: MessageFns<PolicyExplanation> = {
 };
 
 function createBaseAuthorizeRequest(): AuthorizeRequest {
-  return { environment: "", userId: "", roles: [], action: "", resource: "", ip: "" };
+  return { environment: "", userId: "", roles: [], action: "", resource: "", ip: "", mfa: false, mfaAgeSeconds: 0 };
 }
 
 export const AuthorizeRequest: MessageFns<AuthorizeRequest> = {
@@ -2130,6 +2404,12 @@ export const AuthorizeRequest: MessageFns<AuthorizeRequest> = {
     }
     if (message.ip !== "") {
       writer.uint32(50).string(message.ip);
+    }
+    if (message.mfa !== false) {
+      writer.uint32(56).bool(message.mfa);
+    }
+    if (message.mfaAgeSeconds !== 0) {
+      writer.uint32(64).int64(message.mfaAgeSeconds);
     }
     return writer;
   },
@@ -2195,6 +2475,22 @@ export const AuthorizeRequest: MessageFns<AuthorizeRequest> = {
             message.ip = reader.string();
             continue;
           }
+          case 7: {
+            if (tag !== 56) {
+              break;
+            }
+
+            message.mfa = reader.bool();
+            continue;
+          }
+          case 8: {
+            if (tag !== 64) {
+              break;
+            }
+
+            message.mfaAgeSeconds = longToNumber(reader.int64());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -2219,6 +2515,12 @@ export const AuthorizeRequest: MessageFns<AuthorizeRequest> = {
       action: isSet(object.action) ? globalThis.String(object.action) : "",
       resource: isSet(object.resource) ? globalThis.String(object.resource) : "",
       ip: isSet(object.ip) ? globalThis.String(object.ip) : "",
+      mfa: isSet(object.mfa) ? globalThis.Boolean(object.mfa) : false,
+      mfaAgeSeconds: isSet(object.mfaAgeSeconds)
+        ? globalThis.Number(object.mfaAgeSeconds)
+        : isSet(object.mfa_age_seconds)
+        ? globalThis.Number(object.mfa_age_seconds)
+        : 0,
     };
   },
 
@@ -2242,6 +2544,12 @@ export const AuthorizeRequest: MessageFns<AuthorizeRequest> = {
     if (message.ip !== "") {
       obj.ip = message.ip;
     }
+    if (message.mfa !== false) {
+      obj.mfa = message.mfa;
+    }
+    if (message.mfaAgeSeconds !== 0) {
+      obj.mfaAgeSeconds = Math.round(message.mfaAgeSeconds);
+    }
     return obj;
   },
 
@@ -2256,12 +2564,14 @@ export const AuthorizeRequest: MessageFns<AuthorizeRequest> = {
     message.action = object.action ?? "";
     message.resource = object.resource ?? "";
     message.ip = object.ip ?? "";
+    message.mfa = object.mfa ?? false;
+    message.mfaAgeSeconds = object.mfaAgeSeconds ?? 0;
     return message;
   },
 };
 
 function createBaseAuthorizeResponse(): AuthorizeResponse {
-  return { allowed: false, matchedPolicies: [], decisionId: "" };
+  return { allowed: false, matchedPolicies: [], decisionId: "", mfaRequired: false, mfaMaxAgeSeconds: 0 };
 }
 
 export const AuthorizeResponse: MessageFns<AuthorizeResponse> = {
@@ -2274,6 +2584,12 @@ export const AuthorizeResponse: MessageFns<AuthorizeResponse> = {
     }
     if (message.decisionId !== "") {
       writer.uint32(26).string(message.decisionId);
+    }
+    if (message.mfaRequired !== false) {
+      writer.uint32(32).bool(message.mfaRequired);
+    }
+    if (message.mfaMaxAgeSeconds !== 0) {
+      writer.uint32(40).int64(message.mfaMaxAgeSeconds);
     }
     return writer;
   },
@@ -2315,6 +2631,22 @@ export const AuthorizeResponse: MessageFns<AuthorizeResponse> = {
             message.decisionId = reader.string();
             continue;
           }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.mfaRequired = reader.bool();
+            continue;
+          }
+          case 5: {
+            if (tag !== 40) {
+              break;
+            }
+
+            message.mfaMaxAgeSeconds = longToNumber(reader.int64());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -2340,6 +2672,16 @@ export const AuthorizeResponse: MessageFns<AuthorizeResponse> = {
         : isSet(object.decision_id)
         ? globalThis.String(object.decision_id)
         : "",
+      mfaRequired: isSet(object.mfaRequired)
+        ? globalThis.Boolean(object.mfaRequired)
+        : isSet(object.mfa_required)
+        ? globalThis.Boolean(object.mfa_required)
+        : false,
+      mfaMaxAgeSeconds: isSet(object.mfaMaxAgeSeconds)
+        ? globalThis.Number(object.mfaMaxAgeSeconds)
+        : isSet(object.mfa_max_age_seconds)
+        ? globalThis.Number(object.mfa_max_age_seconds)
+        : 0,
     };
   },
 
@@ -2354,6 +2696,12 @@ export const AuthorizeResponse: MessageFns<AuthorizeResponse> = {
     if (message.decisionId !== "") {
       obj.decisionId = message.decisionId;
     }
+    if (message.mfaRequired !== false) {
+      obj.mfaRequired = message.mfaRequired;
+    }
+    if (message.mfaMaxAgeSeconds !== 0) {
+      obj.mfaMaxAgeSeconds = Math.round(message.mfaMaxAgeSeconds);
+    }
     return obj;
   },
 
@@ -2365,6 +2713,8 @@ export const AuthorizeResponse: MessageFns<AuthorizeResponse> = {
     message.allowed = object.allowed ?? false;
     message.matchedPolicies = object.matchedPolicies?.map((e) => MatchedPolicy.fromPartial(e)) || [];
     message.decisionId = object.decisionId ?? "";
+    message.mfaRequired = object.mfaRequired ?? false;
+    message.mfaMaxAgeSeconds = object.mfaMaxAgeSeconds ?? 0;
     return message;
   },
 };
@@ -2479,6 +2829,9 @@ function createBaseSimulateResponse(): SimulateResponse {
     decisionId: "",
     explanations: [],
     notMatchedCount: 0,
+    mfaRequired: false,
+    mfaMaxAgeSeconds: 0,
+    reason: "",
   };
 }
 
@@ -2504,6 +2857,15 @@ export const SimulateResponse: MessageFns<SimulateResponse> = {
     }
     if (message.notMatchedCount !== 0) {
       writer.uint32(56).int32(message.notMatchedCount);
+    }
+    if (message.mfaRequired !== false) {
+      writer.uint32(64).bool(message.mfaRequired);
+    }
+    if (message.mfaMaxAgeSeconds !== 0) {
+      writer.uint32(72).int64(message.mfaMaxAgeSeconds);
+    }
+    if (message.reason !== "") {
+      writer.uint32(82).string(message.reason);
     }
     return writer;
   },
@@ -2577,6 +2939,30 @@ export const SimulateResponse: MessageFns<SimulateResponse> = {
             message.notMatchedCount = reader.int32();
             continue;
           }
+          case 8: {
+            if (tag !== 64) {
+              break;
+            }
+
+            message.mfaRequired = reader.bool();
+            continue;
+          }
+          case 9: {
+            if (tag !== 72) {
+              break;
+            }
+
+            message.mfaMaxAgeSeconds = longToNumber(reader.int64());
+            continue;
+          }
+          case 10: {
+            if (tag !== 82) {
+              break;
+            }
+
+            message.reason = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -2616,6 +3002,17 @@ export const SimulateResponse: MessageFns<SimulateResponse> = {
         : isSet(object.not_matched_count)
         ? globalThis.Number(object.not_matched_count)
         : 0,
+      mfaRequired: isSet(object.mfaRequired)
+        ? globalThis.Boolean(object.mfaRequired)
+        : isSet(object.mfa_required)
+        ? globalThis.Boolean(object.mfa_required)
+        : false,
+      mfaMaxAgeSeconds: isSet(object.mfaMaxAgeSeconds)
+        ? globalThis.Number(object.mfaMaxAgeSeconds)
+        : isSet(object.mfa_max_age_seconds)
+        ? globalThis.Number(object.mfa_max_age_seconds)
+        : 0,
+      reason: isSet(object.reason) ? globalThis.String(object.reason) : "",
     };
   },
 
@@ -2642,6 +3039,15 @@ export const SimulateResponse: MessageFns<SimulateResponse> = {
     if (message.notMatchedCount !== 0) {
       obj.notMatchedCount = Math.round(message.notMatchedCount);
     }
+    if (message.mfaRequired !== false) {
+      obj.mfaRequired = message.mfaRequired;
+    }
+    if (message.mfaMaxAgeSeconds !== 0) {
+      obj.mfaMaxAgeSeconds = Math.round(message.mfaMaxAgeSeconds);
+    }
+    if (message.reason !== "") {
+      obj.reason = message.reason;
+    }
     return obj;
   },
 
@@ -2657,6 +3063,9 @@ export const SimulateResponse: MessageFns<SimulateResponse> = {
     message.decisionId = object.decisionId ?? "";
     message.explanations = object.explanations?.map((e) => PolicyExplanation.fromPartial(e)) || [];
     message.notMatchedCount = object.notMatchedCount ?? 0;
+    message.mfaRequired = object.mfaRequired ?? false;
+    message.mfaMaxAgeSeconds = object.mfaMaxAgeSeconds ?? 0;
+    message.reason = object.reason ?? "";
     return message;
   },
 };
@@ -2893,6 +3302,17 @@ function fromTimestamp(t: Timestamp): string {
   let millis = (t.seconds || 0) * 1_000;
   millis += (t.nanos || 0) / 1_000_000;
   return new globalThis.Date(millis).toISOString();
+}
+
+function longToNumber(int64: { toString(): string }): number {
+  const num = globalThis.Number(int64.toString());
+  if (num > globalThis.Number.MAX_SAFE_INTEGER) {
+    throw new globalThis.Error("Value is larger than Number.MAX_SAFE_INTEGER");
+  }
+  if (num < globalThis.Number.MIN_SAFE_INTEGER) {
+    throw new globalThis.Error("Value is smaller than Number.MIN_SAFE_INTEGER");
+  }
+  return num;
 }
 
 function isSet(value: any): boolean {
