@@ -62,6 +62,19 @@ CREATE TABLE mfa_challenges (
 
 CREATE INDEX mfa_challenges_expiry ON mfa_challenges (expires_at);
 
+-- Failed second-factor proofs, counted per user (NULL: no user could be named, counted per ip only) and per ip
+-- over the login window (15 minutes), apart from password failures so no login form can write into them.
+CREATE TABLE mfa_failures (
+  id          bigserial PRIMARY KEY,
+  environment text NOT NULL CHECK (environment IN ('live', 'test')),
+  user_id     text REFERENCES users (id) ON DELETE CASCADE,
+  ip          text NOT NULL,
+  failed_at   timestamptz NOT NULL DEFAULT now()
+);
+
+CREATE INDEX mfa_failures_user ON mfa_failures (user_id, failed_at);
+CREATE INDEX mfa_failures_ip ON mfa_failures (ip, failed_at);
+
 -- Who must use MFA, per environment: nobody (off), every user (all), or users holding one of `roles`.
 CREATE TABLE mfa_settings (
   environment text PRIMARY KEY CHECK (environment IN ('live', 'test')),

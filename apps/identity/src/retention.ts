@@ -35,6 +35,8 @@ const RULES: Rule[] = [
   // Request and assertion ids are needed until they expire (replay and InResponseTo checks), not after.
   { table: 'saml_requests', key: 'id', where: `expires_at < now()` },
   { table: 'saml_assertions', key: 'connection_id, assertion_id', where: `expires_at < now()` },
+  // Second-factor failures count for 15 minutes, like login failures; a day is kept for investigation.
+  { table: 'mfa_failures', key: 'id', where: `failed_at < now() - least($1::interval, interval '1 day')` },
   // MFA challenges live minutes (a login's second step, WebAuthn ceremonies); a day past expiry they are of no use.
   { table: 'mfa_challenges', key: 'id', where: `expires_at < now() - interval '1 day'` },
   // TOTP enrollments never confirmed within a day: the secret shown then is abandoned.

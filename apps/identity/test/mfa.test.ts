@@ -305,6 +305,39 @@ describe('password login with a second step', () => {
     expect(await events('user.login', u.id)).toEqual([]);
   });
 
+  it('counts wrong codes sent in parallel like codes sent in a row: at most 5 are checked', async () => {
+    const u = await userWithPassword();
+    const e = await withTotp(u.id);
+    const ip = nextIp();
+    const mfa = await challenged(u.email, ip);
+    const answers = await Promise.all(Array.from({ length: 20 }, () => rejected(complete(mfa.mfaToken, proof('totp', wrongCode(e.secret)), ip))));
+    const codes = answers.map((a) => a.code);
+    expect(codes.filter((c) => c === 'unauthorized')).toHaveLength(5);
+    expect(codes.every((c) => c === 'unauthorized' || c === 'rate_limited' || c === 'invalid_request')).toBe(true);
+    const challenge = await pool.query('SELECT attempts FROM mfa_challenges WHERE user_id = $1', [u.id]);
+    expect(challenge.rows[0].attempts).toBe(5);
+    expect((await pool.query('SELECT count(*)::int AS n FROM mfa_failures WHERE user_id = $1', [u.id])).rows[0].n).toBeLessThanOrEqual(6);
+  });
+
+  it('a passwordless attempt naming another user (the handle is unsigned) never throttles that user', async () => {
+    const u = await userWithPassword();
+    const e = await withTotp(u.id);
+    const handle = Buffer.from(u.id).toString('base64url');
+    for (let i = 0; i < 8; i++) {
+      const c = await rpc.startPasskeyAuthentication({ environment: 'live', userId: '' }, call());
+      const forged = { id: 'AAAA', rawId: 'AAAA', type: 'public-key', response: { clientDataJSON: 'AAAA', authenticatorData: 'AAAA', signature: 'AAAA', userHandle: handle }, clientExtensionResults: {} };
+      const err = await rejected(
+        rpc.completePasskeyLogin({ environment: 'live', challengeId: c.challengeId, credentialJson: JSON.stringify(forged), ip: nextIp(), userAgent: 'jest', expiresInSeconds: 0, oauthClientId: '' }, call()),
+      );
+      expect(['unauthorized', 'invalid_request']).toContain(err.code);
+    }
+    expect(await events('user.mfa.failed', u.id)).toEqual([]);
+    // the user's own second step still works
+    const mfa = await challenged(u.email, nextIp());
+    const session = await complete(mfa.mfaToken, proof('totp', totp(e.secret, 0)), nextIp());
+    expect(session.session!.amr).toContain('mfa');
+  });
+
   it('refuses unknown and malformed tokens as invalid_request naming mfaToken', async () => {
     for (const token of ['mft_' + 'A'.repeat(43), 'garbage', '']) {
       const err = await rejected(complete(token, proof('totp', '123456'), nextIp()));
@@ -524,8 +557,8 @@ describe('passkeys', () => {
     );
     expect(replay.code).toBe('invalid_request');
     expect(replay.details[0]!.field).toBe('challengeId');
-    // the credential named its user: the replay counts as a failure of theirs
-    expect((await events('user.mfa.failed', u.id)).map((f) => f.metadata.reason)).toEqual(['invalid_request']);
+    // the user handle is not signed: a replayed challenge counts against the ip only, never the user it names
+    expect((await events('user.mfa.failed', u.id)).map((f) => f.metadata.reason)).toEqual([]);
 
     // a copy of the authenticator whose counter lags behind (1 after 2)
     const again = await rpc.startPasskeyAuthentication({ environment: 'live', userId: '' });
@@ -538,7 +571,7 @@ describe('passkeys', () => {
     );
     expect(refused.code).toBe('unauthorized');
     expect(refused.details[0]!.field).toBe('credential');
-    const failed = (await events('user.mfa.failed', u.id))[1]!;
+    const failed = (await events('user.mfa.failed', u.id))[0]!;
     expect(failed.payload.actor).toMatchObject({ id: u.id, type: 'user' });
     expect(failed.payload.target).toEqual({ id: u.id, type: 'user' });
     expect(failed.metadata).toMatchObject({ factorType: 'passkey', reason: 'cloned_authenticator' });
@@ -554,7 +587,7 @@ describe('passkeys', () => {
         call(),
       ),
     );
-    expect((await events('user.mfa.failed', u.id)).map((f) => f.metadata.reason)).toEqual(['invalid_request', 'cloned_authenticator', 'passkey_signature']);
+    expect((await events('user.mfa.failed', u.id)).map((f) => f.metadata.reason)).toEqual(['cloned_authenticator', 'passkey_signature']);
   });
 
   it('counts failed passkey logins like passwords: a success clears them, 5 in a row throttle the account', async () => {

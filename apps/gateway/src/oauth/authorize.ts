@@ -3,9 +3,9 @@ import type { NextFunction, Request, Response } from 'express';
 import type { identity } from '@secsvc/proto';
 import { AppError, fromGrpcError } from '@secsvc/shared';
 import { readCookie, SESSION_COOKIE, setCookie } from '../http/cookies';
-import { MAX_CREDENTIAL_CHARS, proofOf, refusalOf } from './mfa-answers';
+import { MAX_CREDENTIAL_CHARS, mfaStateOfChallenge, mfaStateOfForm, proofOf, refusalOf, type MfaFormState } from './mfa-answers';
 import { AUTHORIZATION_PARAMS, authorizationRequest, CSRF_COOKIE, csrfValid, newCsrfToken, paramsOf } from './http';
-import { consentPage, continuePage, errorPage, jsonDataBlock, loginPage, mfaPage, sendPage, type MfaMethods, type PasskeyOffer } from './pages';
+import { consentPage, continuePage, errorPage, loginPage, mfaPage, sendPage, type MfaMethods, type PasskeyOffer } from './pages';
 import { callOptions, type OAuthDeps } from './deps';
 import { requestOrigin } from '../http/origin';
 
@@ -19,7 +19,6 @@ export const ACR_MFA = 'urn:secsvc:acr:mfa';
 export const SIGN_IN_EXPIRED = 'Your sign-in expired; start again';
 
 /** The longest answers the forms take: a WebAuthn assertion (JSON) and a code. */
-const MAX_PASSKEY_OPTIONS_CHARS = 8192;
 
 type Params = ReturnType<typeof paramsOf>;
 type Extra = { error?: string; email?: string; status?: number };
@@ -97,36 +96,8 @@ const isPage = (d: identity.AuthorizeResponse) => d.outcome === 'login' || d.out
 
 // --- The second step: a factor's proof ------------------------------------------------------------------
 
-/** What a login's second-step page carries in hidden fields so that a refused answer can show it again. */
-interface LoginMfaState {
-  mfaToken: string;
-  /** The forms to offer: totp, recovery_code. */
-  methods: string[];
-  /** The login challenge's passkey options (the user's passkeys), or ''. */
-  passkeyOptionsJson: string;
-}
-
-const METHODS = ['totp', 'recovery_code'];
-
-function stateOfChallenge(c: identity.MfaChallenge): LoginMfaState {
-  const methods = [
-    ...(c.factors.some((f) => f.type === 'totp') ? ['totp'] : []),
-    ...(c.factors.some((f) => f.type === 'recovery_codes' && f.remainingCodes > 0) ? ['recovery_code'] : []),
-  ];
-  return { mfaToken: c.mfaToken, methods, passkeyOptionsJson: c.passkeyOptionsJson };
-}
-
-function stateOfForm(p: Params): LoginMfaState {
-  const options = p.get('passkey_options');
-  return {
-    mfaToken: p.get('mfa_token').slice(0, 128),
-    methods: p.get('mfa_methods').split(' ').filter((m) => METHODS.includes(m)),
-    passkeyOptionsJson: options.length <= MAX_PASSKEY_OPTIONS_CHARS && jsonDataBlock(options) !== undefined ? options : '',
-  };
-}
-
 /** The MFA page of a login's second step (action=mfa), for the request `before` checked. */
-function showLoginMfa(res: Response, deps: OAuthDeps, p: Params, before: identity.AuthorizeResponse, state: LoginMfaState, extra: Extra = {}): void {
+function showLoginMfa(res: Response, deps: OAuthDeps, p: Params, before: identity.AuthorizeResponse, state: MfaFormState, extra: Extra = {}): void {
   const methods: MfaMethods = {
     totp: state.methods.includes('totp'),
     recoveryCode: state.methods.includes('recovery_code'),
@@ -148,7 +119,7 @@ function showLoginMfa(res: Response, deps: OAuthDeps, p: Params, before: identit
 async function completeLoginMfa(deps: OAuthDeps, req: Request, res: Response, p: Params): Promise<void> {
   const before = await check(deps, req, p);
   if (!isPage(before)) return respond(req, res, deps, p, before);
-  const state = stateOfForm(p);
+  const state = mfaStateOfForm(p);
   if (!state.mfaToken) return respond(req, res, deps, p, before, { error: SIGN_IN_EXPIRED, status: 400 });
   const proof = proofOf(p);
   if ('error' in proof) return showLoginMfa(res, deps, p, before, state, { error: proof.error, status: 400 });
@@ -185,21 +156,33 @@ async function sessionOf(deps: OAuthDeps, req: Request, environment: string, tok
  * fallback. None without TOTP or a usable passkey: then the request goes on with the session's acr
  * (acr_values is a wish, OpenID Connect Core 3.1.2.1; the client sees the acr claim).
  */
-async function stepUpFactors(deps: OAuthDeps, req: Request, environment: string, userId: string): Promise<{ totp: boolean; passkey: boolean; recoveryCode: boolean } | undefined> {
-  const factors = (await deps.clients.identity.listMfaFactors({ environment, userId }, callOptions(deps, req))).factors.filter((f) => f.confirmed);
+async function stepUpFactors(
+  deps: OAuthDeps,
+  req: Request,
+  environment: string,
+  userId: string,
+): Promise<{ kinds: { totp: boolean; passkey: boolean; recoveryCode: boolean } | undefined; mfaRequired: boolean }> {
+  const listed = await deps.clients.identity.listMfaFactors({ environment, userId }, callOptions(deps, req));
+  const factors = listed.factors.filter((f) => f.confirmed);
   const kinds = {
     totp: factors.some((f) => f.type === 'totp'),
     passkey: factors.some((f) => f.type === 'passkey') && passkeysUsable(deps.issuer),
     recoveryCode: factors.some((f) => f.type === 'recovery_codes' && f.remainingCodes > 0),
   };
-  return kinds.totp || kinds.passkey ? kinds : undefined;
+  return { kinds: kinds.totp || kinds.passkey ? kinds : undefined, mfaRequired: listed.mfaRequired };
 }
 
 /** The step-up page for the session's user (action=step_up), with a fresh passkey challenge when they have passkeys. False: nothing to step up with. */
 async function showStepUp(deps: OAuthDeps, req: Request, res: Response, p: Params, before: identity.AuthorizeResponse, userId: string, extra: Extra = {}): Promise<boolean> {
   const environment = before.environment;
-  const kinds = await stepUpFactors(deps, req, environment, userId);
-  if (!kinds) return false;
+  const { kinds, mfaRequired } = await stepUpFactors(deps, req, environment, userId);
+  if (!kinds && !mfaRequired) return false;
+  if (!kinds) {
+    // The environment requires MFA of the user, who has nothing to do it with: no code is issued.
+    const page = mfaPage({ clientName: before.clientName, params: carried(p), csrf: csrfFor(res, deps), action: 'step_up', state: {}, methods: { totp: false, recoveryCode: false }, error: extra.error });
+    sendPage(res, 403, page, before.redirectUri);
+    return true;
+  }
   let passkey: PasskeyOffer | undefined;
   if (kinds.passkey) {
     const c = await deps.clients.identity.startPasskeyAuthentication({ environment, userId }, callOptions(deps, req));
@@ -212,16 +195,19 @@ async function showStepUp(deps: OAuthDeps, req: Request, res: Response, p: Param
 }
 
 /**
- * When the client asks for MFA (acr_values) and the login session has none: the step-up page instead of a
- * code. True when it answered (the page, or the error a request without interaction gets).
+ * When the login session has no MFA and the client asks for it (acr_values) or the environment requires it of
+ * the user: the step-up page instead of a code. True when it answered (the page, or the error a request
+ * without interaction gets).
  */
 async function stepUpInstead(deps: OAuthDeps, req: Request, res: Response, p: Params, sessionToken: string): Promise<boolean> {
   const before = await check(deps, req, p);
   const found = await sessionOf(deps, req, before.environment, sessionToken);
   if (!found || found.session.amr.includes('mfa')) return false;
+  const { kinds, mfaRequired } = await stepUpFactors(deps, req, before.environment, found.session.userId);
+  if (!asksForMfa(p) && !mfaRequired) return false;
   if (before.outcome === 'redirect' && p.get('prompt').split(' ').includes('none')) {
     // No page may be shown: identity's answer for a request without a (sufficient) login is login_required.
-    if (!(await stepUpFactors(deps, req, before.environment, found.session.userId))) return false;
+    if (!kinds && !mfaRequired) return false;
     await respond(req, res, deps, p, before);
     return true;
   }
@@ -230,12 +216,12 @@ async function stepUpInstead(deps: OAuthDeps, req: Request, res: Response, p: Pa
 }
 
 /**
- * On with the authorization request for a login session: a step-up first when the client asks for MFA the
- * session lacks (not with prompt=login unless the user just logged in: identity shows the login page), then
+ * On with the authorization request for a login session: a step-up first when the session lacks MFA the
+ * client asks for (acr_values) or the environment requires of the user (not with prompt=login unless the user just logged in: identity shows the login page), then
  * identity's decision (consent, or back to the client with a code).
  */
 async function proceed(deps: OAuthDeps, req: Request, res: Response, p: Params, sessionToken: string, freshLogin: boolean): Promise<void> {
-  if (sessionToken && asksForMfa(p) && (freshLogin || !p.get('prompt').split(' ').includes('login'))) {
+  if (sessionToken && (freshLogin || !p.get('prompt').split(' ').includes('login'))) {
     if (await stepUpInstead(deps, req, res, p, sessionToken)) return;
   }
   await respond(req, res, deps, p, await ask(deps, req, p, { sessionToken, freshLogin }));
@@ -309,7 +295,7 @@ async function passwordLogin(deps: OAuthDeps, req: Request, res: Response, p: Pa
     }
     throw e;
   }
-  if (result.mfa) return showLoginMfa(res, deps, p, before, stateOfChallenge(result.mfa));
+  if (result.mfa) return showLoginMfa(res, deps, p, before, mfaStateOfChallenge(result.mfa));
   if (!result.session) throw new AppError('internal_error', 'login answered neither a session nor a challenge');
   return signedIn(deps, req, res, p, result.session.token);
 }

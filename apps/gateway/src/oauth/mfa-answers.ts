@@ -1,6 +1,7 @@
 import type { Response } from 'express';
 import type { identity } from '@secsvc/proto';
 import type { AppError } from '@secsvc/shared';
+import { jsonDataBlock } from './pages';
 import type { paramsOf } from './http';
 
 // The answers of the second-step forms (the OAuth login's and step-up's, and the SAML login's): what a form
@@ -48,4 +49,37 @@ export function refusalOf(e: AppError, type: string, res: Response): { error: st
     return { error: type === 'passkey' ? 'Your passkey could not be used; try again' : 'Check what you entered and try again', status: 400 };
   }
   return undefined;
+}
+
+/** What a second-step page carries in hidden fields so that a refused answer can show it again. */
+export interface MfaFormState {
+  mfaToken: string;
+  /** The forms to offer: totp, recovery_code. */
+  methods: string[];
+  /** The challenge's passkey options (the user's passkeys), or ''. */
+  passkeyOptionsJson: string;
+}
+
+const METHODS = ['totp', 'recovery_code'];
+
+/** The largest passkey options a form carries back (a user may have 20 passkeys with long credential ids). */
+const MAX_PASSKEY_OPTIONS_CHARS = 32_768;
+
+/** The forms a challenge calls for: a TOTP code, a recovery code while some are left, and its passkey options. */
+export function mfaStateOfChallenge(c: identity.MfaChallenge): MfaFormState {
+  const methods = [
+    ...(c.factors.some((f) => f.type === 'totp') ? ['totp'] : []),
+    ...(c.factors.some((f) => f.type === 'recovery_codes' && f.remainingCodes > 0) ? ['recovery_code'] : []),
+  ];
+  return { mfaToken: c.mfaToken, methods, passkeyOptionsJson: c.passkeyOptionsJson };
+}
+
+/** The same, as a refused answer's form carried it back (anything unusable dropped). */
+export function mfaStateOfForm(p: Params): MfaFormState {
+  const options = p.get('passkey_options');
+  return {
+    mfaToken: p.get('mfa_token').slice(0, 128),
+    methods: p.get('mfa_methods').split(' ').filter((m) => METHODS.includes(m)),
+    passkeyOptionsJson: options.length <= MAX_PASSKEY_OPTIONS_CHARS && jsonDataBlock(options) !== undefined ? options : '',
+  };
 }

@@ -6,7 +6,7 @@ import { readCookie, setCookie } from '../http/cookies';
 import { requestOrigin } from '../http/origin';
 import { passkeysUsable } from '../oauth/authorize';
 import { newCsrfToken, paramsOf } from '../oauth/http';
-import { proofOf, refusalOf } from '../oauth/mfa-answers';
+import { mfaStateOfChallenge, mfaStateOfForm, proofOf, refusalOf, type MfaFormState } from '../oauth/mfa-answers';
 import { errorPage, jsonDataBlock, mfaPage, sendPage, type MfaMethods } from '../oauth/pages';
 import { callOptions, connectionOf, handler, RELAY_STATE_MAX, type SsoDeps } from './context';
 import { signIn, type LoginContinuation } from './sign-in';
@@ -32,9 +32,7 @@ export function csrfCookie(secure: boolean): { name: string; path: string } {
 const CSRF_COOKIE_SECONDS = 600;
 
 const CSRF_TOKEN = /^[A-Za-z0-9_-]{43}$/;
-const MAX_PASSKEY_OPTIONS_CHARS = 8192;
 const MAX_RETURN_TO = 4096;
-const METHODS = ['totp', 'recovery_code'];
 
 /** Double submit: the form's token equals the cookie's (compared in constant time). */
 function csrfValid(req: Request, cookieName: string, formValue: string): boolean {
@@ -49,12 +47,7 @@ function csrfValid(req: Request, cookieName: string, formValue: string): boolean
  * it), the OAuth request goes to a fixed path where identity checks it again, and the app's URL is the
  * connection's.
  */
-export interface SamlMfaState {
-  mfaToken: string;
-  /** The forms to offer: totp, recovery_code. */
-  methods: string[];
-  /** The challenge's passkey options (the user's passkeys), or ''. */
-  passkeyOptionsJson: string;
+export interface SamlMfaState extends MfaFormState {
   returnTo: string;
   relayState: string;
   /** IdP-initiated into the app (the connection's initiateLoginUrl). */
@@ -64,14 +57,8 @@ export interface SamlMfaState {
 
 /** The state of a challenge CompleteSamlLogin answered, for the login `next` describes. */
 export function stateOfChallenge(c: identity.MfaChallenge, next: Omit<LoginContinuation, 'userId' | 'connectionId'>): SamlMfaState {
-  const methods = [
-    ...(c.factors.some((f) => f.type === 'totp') ? ['totp'] : []),
-    ...(c.factors.some((f) => f.type === 'recovery_codes' && f.remainingCodes > 0) ? ['recovery_code'] : []),
-  ];
   return {
-    mfaToken: c.mfaToken,
-    methods,
-    passkeyOptionsJson: c.passkeyOptionsJson,
+    ...mfaStateOfChallenge(c),
     returnTo: next.returnTo,
     relayState: next.relayState,
     idpInitiated: next.initiateLoginUrl !== '',
@@ -82,12 +69,9 @@ export function stateOfChallenge(c: identity.MfaChallenge, next: Omit<LoginConti
 type Params = ReturnType<typeof paramsOf>;
 
 function stateOfForm(p: Params): SamlMfaState {
-  const options = p.get('passkey_options');
   const returnTo = p.get('return_to');
   return {
-    mfaToken: p.get('mfa_token').slice(0, 128),
-    methods: p.get('mfa_methods').split(' ').filter((m) => METHODS.includes(m)),
-    passkeyOptionsJson: options.length <= MAX_PASSKEY_OPTIONS_CHARS && jsonDataBlock(options) !== undefined ? options : '',
+    ...mfaStateOfForm(p),
     // A query string as the login page wrote it: printable ASCII only.
     returnTo: returnTo.length <= MAX_RETURN_TO && /^[\x21-\x7e]*$/.test(returnTo) ? returnTo : '',
     relayState: Buffer.byteLength(p.get('relay_state')) <= RELAY_STATE_MAX ? p.get('relay_state') : '',
@@ -170,6 +154,7 @@ export function samlMfaHandler(deps: SsoDeps) {
         userId: created.session?.userId ?? '',
         provisioned: state.provisioned,
       },
+      true,
     );
   });
 }

@@ -1,5 +1,6 @@
 import type { Request, Response } from 'express';
 import { SESSION_COOKIE, setCookie } from '../http/cookies';
+import { continuePage, sendPage } from '../oauth/pages';
 import type { SsoDeps } from './context';
 
 /** The OAuth login session a SAML login sets lasts as long as one from the password form. */
@@ -21,15 +22,27 @@ export interface LoginContinuation {
  * A SAML login has its session: on into the OAuth authorization request it started from, or (IdP-initiated)
  * to the app's login initiation URL, signed in on the OAuth login page either way; else the JSON answer.
  */
-export function signIn(deps: SsoDeps, req: Request, res: Response, session: { token: string; expiresAt: string | undefined }, next: LoginContinuation): void {
+export function signIn(
+  deps: SsoDeps,
+  req: Request,
+  res: Response,
+  session: { token: string; expiresAt: string | undefined },
+  next: LoginContinuation,
+  /**
+   * Answering a form of our own page (the MFA step), whose CSP's form-action would also bind the redirects
+   * that follow the submission (to the client's redirect URI, to the app): go on through a page instead.
+   */
+  afterForm = false,
+): void {
   res.setHeader('Cache-Control', 'no-store');
+  const go = (url: string) => (afterForm ? sendPage(res, 200, continuePage(url, 'Signed in')) : res.redirect(303, url));
   const signInOnLoginPage = () =>
     setCookie(res, SESSION_COOKIE, session.token, { secure: deps.baseUrl.startsWith('https:'), sameSite: 'Lax', maxAgeSeconds: OAUTH_SESSION_SECONDS });
   if (next.returnTo) {
     // Started on the OAuth login page: signed in there now, the authorization request goes on (consent
     // page or straight back to the client). The path is fixed; identity checks the request again.
     signInOnLoginPage();
-    res.redirect(303, `${deps.baseUrl.replace(/\/+$/, '')}/oauth/authorize?${next.returnTo}`);
+    go(`${deps.baseUrl.replace(/\/+$/, '')}/oauth/authorize?${next.returnTo}`);
     return;
   }
   if (next.initiateLoginUrl) {
@@ -39,7 +52,7 @@ export function signIn(deps: SsoDeps, req: Request, res: Response, session: { to
     signInOnLoginPage();
     const target = new URL(next.initiateLoginUrl);
     target.searchParams.set('iss', deps.baseUrl.replace(/\/+$/, ''));
-    res.redirect(303, target.href);
+    go(target.href);
     return;
   }
   res.status(200).json({

@@ -54,9 +54,6 @@ export function hashMfaToken(token: string, serverSecret: string): Buffer {
 /** The key TOTP secrets are sealed with (bound to each factor's id as associated data). */
 export const totpSealingKey = (serverSecret: string) => deriveKey(serverSecret, 'mfa-totp-secret');
 
-/** The throttle key (passwordsRepository's login_failures) of a user's second-factor failures. */
-export const mfaThrottleKey = (userId: string) => `mfa:${userId}`;
-
 /** Factor names: 1 to 64 characters, no control characters. */
 export function factorNameProblem(name: string): string | undefined {
   if ([...name].length > 64) return 'must be at most 64 characters';

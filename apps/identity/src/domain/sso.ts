@@ -49,8 +49,6 @@ export const MFA_AUTHN_CONTEXT_CLASSES: readonly string[] = [
   'urn:oasis:names:tc:SAML:2.0:ac:classes:MobileTwoFactorContract',
   'urn:oasis:names:tc:SAML:2.0:ac:classes:MobileTwoFactorUnregistered',
   'urn:oasis:names:tc:SAML:2.0:ac:classes:TimeSyncToken',
-  'urn:oasis:names:tc:SAML:2.0:ac:classes:X509',
-  'urn:oasis:names:tc:SAML:2.0:ac:classes:Smartcard',
   'urn:oasis:names:tc:SAML:2.0:ac:classes:SmartcardPKI',
   'https://refeds.org/profile/mfa',
 ];

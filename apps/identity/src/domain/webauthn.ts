@@ -1,3 +1,4 @@
+import { isId } from '@secsvc/shared';
 import {
   generateAuthenticationOptions,
   generateRegistrationOptions,
@@ -85,7 +86,9 @@ export function userIdOfHandle(handle: string): string | undefined {
   const bytes = base64urlOrUndefined(handle, Math.ceil((MAX_USER_HANDLE_BYTES * 4) / 3));
   if (!bytes || bytes.length === 0) return undefined;
   try {
-    return new TextDecoder('utf-8', { fatal: true }).decode(bytes);
+    const id = new TextDecoder('utf-8', { fatal: true }).decode(bytes);
+    // Only a user id can be one (no NUL or other bytes a database refuses: an anonymous caller chooses it).
+    return isId('user', id) ? id : undefined;
   } catch {
     return undefined;
   }

@@ -1,4 +1,7 @@
 import type { Pool, PoolClient } from '@secsvc/shared';
+import type { FailureCounts } from '../domain/login-throttle';
+import { CHALLENGE_MAX_ATTEMPTS } from '../domain/mfa';
+import { LOGIN_WINDOW_SECONDS } from './passwords';
 
 type Db = Pool | PoolClient;
 
@@ -182,12 +185,12 @@ export const mfaChallengesRepository = {
     return rows[0]!;
   },
 
-  /** The live (unused, unexpired) login challenge with this token hash, locked. */
+  /** The live (unused, unexpired, not out of attempts) login challenge with this token hash, locked. */
   async lockLogin(db: Db, environment: string, tokenHash: Buffer): Promise<ChallengeRow | undefined> {
     const { rows } = await db.query<ChallengeRow>(
       `SELECT ${CHALLENGE_COLUMNS} FROM mfa_challenges
-       WHERE token_hash = $1 AND environment = $2 AND purpose = 'login' AND used_at IS NULL AND expires_at > now() FOR UPDATE`,
-      [tokenHash, environment],
+       WHERE token_hash = $1 AND environment = $2 AND purpose = 'login' AND used_at IS NULL AND expires_at > now() AND attempts < $3 FOR UPDATE`,
+      [tokenHash, environment, CHALLENGE_MAX_ATTEMPTS],
     );
     return rows[0];
   },
@@ -230,5 +233,43 @@ export const mfaSettingsRepository = {
       [environment, required, roles],
     );
     return rows[0]!;
+  },
+};
+
+/** Failed second-factor proofs (the throttle of MfaService), per user and per ip over the login window. */
+export const mfaFailuresRepository = {
+  /**
+   * One attempt at a time per user and per ip: the caller's transaction waits for any other attempt of the same
+   * user or ip, so the counts it reads next include every failure before it (no guesses in parallel).
+   */
+  async serialize(db: Db, userId: string | null, ip: string): Promise<void> {
+    if (userId) await db.query(`SELECT pg_advisory_xact_lock(hashtext('secsvc:mfa-user'), hashtext($1))`, [userId]);
+    await db.query(`SELECT pg_advisory_xact_lock(hashtext('secsvc:mfa-ip'), hashtext($1))`, [ip]);
+  },
+
+  /** The user's failures (0 without a user) and the ip's, in the window, with the seconds until the oldest counted one leaves it. */
+  async counts(db: Db, environment: string, userId: string | null, ip: string): Promise<FailureCounts> {
+    const { rows } = await db.query<FailureCounts>(
+      `SELECT
+         (SELECT count(*)::int FROM mfa_failures WHERE environment = $1 AND user_id = $2 AND failed_at > now() - make_interval(secs => $4)) AS account,
+         (SELECT ceil(extract(epoch FROM min(failed_at) + make_interval(secs => $4) - now()))::int FROM
+            (SELECT failed_at FROM mfa_failures WHERE environment = $1 AND user_id = $2 AND failed_at > now() - make_interval(secs => $4)
+             ORDER BY failed_at DESC LIMIT 5) recent) AS account_wait,
+         (SELECT count(*)::int FROM mfa_failures WHERE ip = $3 AND failed_at > now() - make_interval(secs => $4)) AS by_ip,
+         (SELECT ceil(extract(epoch FROM min(failed_at) + make_interval(secs => $4) - now()))::int FROM
+            (SELECT failed_at FROM mfa_failures WHERE ip = $3 AND failed_at > now() - make_interval(secs => $4)
+             ORDER BY failed_at DESC LIMIT 20) recent) AS ip_wait`,
+      [environment, userId, ip, LOGIN_WINDOW_SECONDS],
+    );
+    return rows[0]!;
+  },
+
+  async record(db: Db, environment: string, userId: string | null, ip: string): Promise<void> {
+    await db.query(`INSERT INTO mfa_failures (environment, user_id, ip) VALUES ($1, $2, $3)`, [environment, userId, ip]);
+  },
+
+  /** A proof succeeded: the user's failures no longer count (the ip's do). */
+  async clear(db: Db, environment: string, userId: string): Promise<void> {
+    await db.query(`DELETE FROM mfa_failures WHERE environment = $1 AND user_id = $2`, [environment, userId]);
   },
 };

@@ -8,7 +8,7 @@ import { credentialChangesRepository } from '../repositories/credential-changes'
 import { mailRepository } from '../repositories/mail';
 import { oauthClientsRepository, oauthCodesRepository, oauthConsentsRepository, oauthGrantsRepository, oauthRefreshTokensRepository } from '../repositories/oauth';
 import { appendEvent } from '../repositories/outbox';
-import { mfaChallengesRepository, mfaFactorsRepository, mfaSettingsRepository } from '../repositories/mfa';
+import { mfaChallengesRepository, mfaFactorsRepository, mfaFailuresRepository, mfaSettingsRepository } from '../repositories/mfa';
 import { passwordsRepository } from '../repositories/passwords';
 import { sessionsRepository } from '../repositories/sessions';
 import { samlIdsRepository, samlSessionsRepository, ssoConnectionsRepository, ssoUsersRepository } from '../repositories/sso';
@@ -67,7 +67,7 @@ export function identityServices(ctx: IdentityContext, deps: IdentityDeps) {
     users: usersRepository,
     sessions,
     sessionRows: sessionsRepository,
-    throttle: passwordsRepository,
+    throttle: mfaFailuresRepository,
     outbox,
     samlSessions: samlSessionsRepository,
     serverSecret,

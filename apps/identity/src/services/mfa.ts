@@ -11,7 +11,6 @@ import {
   looksLikeMfaToken,
   MAX_FACTORS_PER_USER,
   mfaRequiredOf,
-  mfaThrottleKey,
   totpSealingKey,
   type MfaRequiredMode,
   type ProofType,
@@ -31,11 +30,10 @@ import {
   WebAuthnError,
   type RelyingParty,
 } from '../domain/webauthn';
-import type { ChallengeRow, FactorRow, mfaChallengesRepository, mfaFactorsRepository, mfaSettingsRepository, SettingsRow } from '../repositories/mfa';
+import type { ChallengeRow, FactorRow, mfaChallengesRepository, mfaFactorsRepository, mfaFailuresRepository, mfaSettingsRepository, SettingsRow } from '../repositories/mfa';
 import type { SessionAuthentication, SessionRow } from '../repositories/sessions';
 import type { samlSessionsRepository } from '../repositories/sso';
 import type { UserRow } from '../repositories/users';
-import type { PasswordsRepository } from './passwords';
 import type { Database, Db, Outbox } from './ports';
 import type { OpenedSession, SessionsRepository, SessionsService } from './sessions';
 import type { UsersRepository } from './users';
@@ -48,8 +46,8 @@ export interface MfaDeps {
   users: Pick<UsersRepository, 'get'>;
   sessions: Pick<SessionsService, 'open'>;
   sessionRows: Pick<SessionsRepository, 'stepUp'>;
-  /** Second-factor failures are counted like failed logins (per user and per ip). */
-  throttle: Pick<PasswordsRepository, 'recordFailure' | 'failures' | 'clearFailures'>;
+  /** Failed proofs, counted per user and per ip like failed logins (in their own table). */
+  throttle: typeof mfaFailuresRepository;
   outbox: Outbox;
   /** Where a SAML login's session is recorded with its NameID and SessionIndex once its second step opened it. */
   samlSessions?: Pick<typeof samlSessionsRepository, 'record'>;
@@ -125,8 +123,20 @@ class ProofFailure {
     readonly factorType: string,
     readonly field: string,
     readonly message: string,
+    /** The login challenge the wrong answer counts against (5 at most). */
+    readonly challengeId?: string,
+    /** Counted against the ip only: the user could not be named with certainty. */
+    readonly ipOnly = false,
   ) {}
 }
+
+/** The user or the ip has too many failures in the window: the seconds to wait. */
+class Throttled {
+  constructor(readonly waitSeconds: number) {}
+}
+
+/** The same failure, counted against the login challenge it answered. */
+const withChallenge = (f: ProofFailure, challengeId: string) => new ProofFailure(f.reason, f.factorType, f.field, f.message, challengeId, f.ipOnly);
 
 /** The factors that make MFA apply at login: confirmed TOTP and passkeys (recovery codes are a fallback). */
 const isPrimaryFactor = (f: FactorRow) => f.confirmed_at !== null && (f.kind === 'totp' || f.kind === 'passkey');
@@ -176,7 +186,9 @@ export class MfaService {
     return { factors: rows, mfaRequired };
   }
 
+  /** Under the user's lock (factors of one user are added one at a time): refused past the limit. */
   private async roomForFactor(db: Db, userId: string): Promise<void> {
+    await this.deps.factors.lockUser(db, userId);
     if ((await this.deps.factors.count(db, userId)) >= MAX_FACTORS_PER_USER) {
       throw new AppError('conflict', `A user has at most ${MAX_FACTORS_PER_USER} factors; remove one first`);
     }
@@ -208,8 +220,7 @@ export class MfaService {
   async confirmTotp(environment: string, userId: string, factorId: string, code: string, ip: string, call: CallContext): Promise<FactorRow> {
     const { db, factors } = this.deps;
     const user = await this.user(db.pool, environment, userId);
-    await this.checkThrottle(environment, userId, ip);
-    const outcome = await db.transaction(async (tx) => {
+    return this.attempt(environment, user, ip, call, async (tx) => {
       const factor = await factors.lock(tx, factorId);
       if (!factor || factor.user_id !== userId || factor.environment !== environment || factor.kind !== 'totp') throw AppError.notFound('Factor');
       if (factor.confirmed_at) throw new AppError('conflict', 'This factor is confirmed already');
@@ -223,8 +234,6 @@ export class MfaService {
       });
       return (await factors.get(tx, environment, userId, factor.id))!;
     });
-    if (outcome instanceof ProofFailure) await this.fail(environment, user, ip, outcome, call);
-    return outcome as FactorRow;
   }
 
   /** The matching time step of a TOTP code for this factor (after its last used step), or undefined. */
@@ -369,26 +378,40 @@ export class MfaService {
 
   // --- Proofs --------------------------------------------------------------------------------------
 
-  private async checkThrottle(environment: string, userId: string, ip: string): Promise<void> {
-    const wait = throttleWait(await this.deps.throttle.failures(this.deps.db.pool, environment, mfaThrottleKey(userId), ip || 'unknown'));
-    if (wait !== undefined) throw new AppError('rate_limited', 'Too many failed second-factor attempts; try again later', [], wait);
-  }
-
-  /** Records a failed proof (counted for the throttle, user.mfa.failed) and throws the answer. */
-  private async fail(environment: string, user: UserRow | undefined, ip: string, failure: ProofFailure, call: CallContext, challengeId?: string): Promise<never> {
+  /**
+   * One attempt at a proof, in one transaction: attempts of the same user (and of the same ip) wait for each
+   * other, the throttle is read inside (so guesses in parallel are counted like guesses in a row), and a
+   * failed proof is recorded in that same transaction (the throttle, the challenge's attempts, user.mfa.failed)
+   * before the answer: 401 (or 400 for a malformed proof), 429 with the wait once a limit is reached. A success
+   * clears the user's failures. `user` undefined: nobody could be named (counted per ip only).
+   */
+  private async attempt<T>(environment: string, user: UserRow | undefined, ip: string, call: CallContext, body: (tx: Db) => Promise<T | ProofFailure>): Promise<T> {
     const { db, throttle, challenges } = this.deps;
-    await db.transaction(async (tx) => {
-      if (user) await throttle.recordFailure(tx, environment, mfaThrottleKey(user.id), ip || 'unknown');
-      if (challengeId) await challenges.fail(tx, challengeId, CHALLENGE_MAX_ATTEMPTS);
+    const from = ip || 'unknown';
+    const outcome = await db.transaction(async (tx): Promise<T | ProofFailure | Throttled> => {
+      await throttle.serialize(tx, user?.id ?? null, from);
+      const wait = throttleWait(await throttle.counts(tx, environment, user?.id ?? null, from));
+      if (wait !== undefined) return new Throttled(wait);
+      const result = await body(tx);
+      if (!(result instanceof ProofFailure)) {
+        if (user) await throttle.clear(tx, environment, user.id);
+        return result;
+      }
+      const named = user && !result.ipOnly ? user : undefined;
+      await throttle.record(tx, environment, named?.id ?? null, from);
+      if (result.challengeId) await challenges.fail(tx, result.challengeId, CHALLENGE_MAX_ATTEMPTS);
       await this.event(tx, call, environment, 'user.mfa.failed', {
-        actor: user ? userActor(user) : { type: 'anonymous' },
-        target: user ? { id: user.id, type: 'user' } : undefined,
+        actor: named ? userActor(named) : { type: 'anonymous' },
+        target: named ? { id: named.id, type: 'user' } : undefined,
         result: 'failure',
-        metadata: { factorType: failure.factorType, reason: failure.reason },
+        metadata: { factorType: result.factorType, reason: result.reason },
       });
+      return result;
     });
-    if (failure.reason === 'invalid_request') throw AppError.field(failure.field, failure.message);
-    throw new AppError('unauthorized', 'The second factor was not accepted', [{ field: failure.field, message: failure.message }]);
+    if (outcome instanceof Throttled) throw new AppError('rate_limited', 'Too many failed second-factor attempts; try again later', [], outcome.waitSeconds);
+    if (!(outcome instanceof ProofFailure)) return outcome;
+    if (outcome.reason === 'invalid_request') throw AppError.field(outcome.field, outcome.message);
+    throw new AppError('unauthorized', 'The second factor was not accepted', [{ field: outcome.field, message: outcome.message }]);
   }
 
   /**
@@ -484,7 +507,9 @@ export class MfaService {
       tokenHash: hashMfaToken(token, serverSecret),
       webauthnChallenge: webauthn?.challenge,
       // A user without a TOTP or passkey who may not enroll one here: enrollTotpForLogin refuses this token.
-      data: { ...pending, ...(primaries.length === 0 && !enrollmentRequired && { enrollment: false }) },
+      // Enrollment at login only where it was allowed when the challenge was made (a factor removed since
+      // does not open it).
+      data: { ...pending, enrollment: primaries.length === 0 && enrollmentRequired },
       ttlSeconds: CHALLENGE_TTL_SECONDS,
     });
     return { token, expiresAt: row.expires_at, factors: all, passkeyOptionsJson: webauthn ? JSON.stringify(webauthn.options) : '', enrollmentRequired };
@@ -492,19 +517,18 @@ export class MfaService {
 
   /** The login's second step: the session (amr with the factor), user.login with mfaUsed; a wrong proof is a 401. */
   async completeLogin(environment: string, token: string, proof: Proof, origin: { ip: string; userAgent: string }, call: CallContext): Promise<OpenedSession> {
-    const { db, challenges, serverSecret, throttle } = this.deps;
+    const { db, challenges, serverSecret } = this.deps;
     if (!looksLikeMfaToken(token)) throw AppError.field('mfaToken', 'unknown, used or expired token');
     const tokenHash = hashMfaToken(token, serverSecret);
     const peek = await db.transaction((tx) => challenges.lockLogin(tx, environment, tokenHash));
     if (!peek || !peek.user_id) throw AppError.field('mfaToken', 'unknown, used or expired token');
     const user = await this.user(db.pool, environment, peek.user_id);
     const ip = origin.ip || (peek.data.ip as string) || 'unknown';
-    await this.checkThrottle(environment, user.id, ip);
-    const outcome = await db.transaction(async (tx) => {
+    return this.attempt(environment, user, ip, call, async (tx) => {
       const challenge = await challenges.lockLogin(tx, environment, tokenHash);
-      if (!challenge) return new ProofFailure('invalid_request', String(proof.type), 'mfaToken', 'unknown, used or expired token');
+      if (!challenge) return new ProofFailure('invalid_request', String(proof.type).slice(0, 32), 'mfaToken', 'unknown, used or expired token');
       const verified = await this.verifyProof(tx, environment, user.id, proof, challenge.webauthn_challenge, challenge.data.enrollingFactorId as string | undefined);
-      if (verified instanceof ProofFailure) return verified;
+      if (verified instanceof ProofFailure) return withChallenge(verified, challenge.id);
       await challenges.use(tx, challenge.id);
       if (verified.enrolled) {
         await this.event(tx, call, environment, 'user.mfa.factor_added', {
@@ -514,13 +538,10 @@ export class MfaService {
           metadata: { userId: user.id, factorType: 'totp', name: verified.enrolled.name, atLogin: true },
         });
       }
-      await throttle.clearFailures(tx, environment, mfaThrottleKey(user.id));
       const pending = challenge.data as unknown as PendingLogin;
       const auth = { ...authenticationOf(pending.amr ?? ['pwd'], verified.type), mfa: true };
       return this.openLoginSession(tx, environment, user, pending, auth, verified, call);
     });
-    if (outcome instanceof ProofFailure) return this.fail(environment, user, ip, outcome, call, outcome.field === 'mfaToken' ? undefined : peek.id);
-    return outcome;
   }
 
   private async openLoginSession(
@@ -573,13 +594,14 @@ export class MfaService {
       if ((await factors.list(tx, environment, user.id)).some(isPrimaryFactor)) {
         throw new AppError('conflict', 'This user has a factor already: answer the challenge with it');
       }
-      if (challenge.data.enrollment === false) {
+      if (challenge.data.enrollment !== true) {
         throw new AppError('conflict', 'This login cannot enroll a factor: an administrator must set one up for the user', [
           { field: 'mfaToken', message: 'is answered with an existing factor only' },
         ]);
       }
       const earlier = challenge.data.enrollingFactorId;
       if (typeof earlier === 'string') await factors.delete(tx, environment, user.id, earlier);
+      await this.roomForFactor(tx, user.id);
       const row = await factors.insertTotp(tx, { id, environment, userId: user.id, name: factorName, secret: seal(totpSealingKey(serverSecret), id, base32Encode(secret)) });
       await challenges.setData(tx, challenge.id, { ...challenge.data, enrollingFactorId: id });
       return { factor: row, email: user.email };
@@ -624,30 +646,27 @@ export class MfaService {
     const handle = userHandleOfResponse(response);
     const userId = handle ? userIdOfHandle(handle) : undefined;
     const user = userId ? await this.deps.users.get(db.pool, environment, userId) : undefined;
-    const ip = input.ip || 'unknown';
-    if (user) await this.checkThrottle(environment, user.id, ip);
     const loginMethod = input.oauthClientId ? { authMethod: 'oauth', clientId: input.oauthClientId.slice(0, 64) } : { authMethod: 'passkey' };
-    const outcome = await db.transaction(async (tx) => {
+    // The user handle is not signed: a failure counts against the user it names only when the credential is one
+    // of that user's passkeys and did not verify (else anyone could throttle any user by naming them).
+    return this.attempt(environment, user, input.ip, call, async (tx) => {
       const challenge = await challenges.lock(tx, environment, input.challengeId, 'passkey_authentication');
-      if (!challenge || challenge.user_id !== null) return new ProofFailure('invalid_request', 'passkey', 'challengeId', 'unknown, used or expired challenge');
+      if (!challenge || challenge.user_id !== null) return new ProofFailure('invalid_request', 'passkey', 'challengeId', 'unknown, used or expired challenge', undefined, true);
       await challenges.use(tx, challenge.id);
-      if (!user) return new ProofFailure('unknown_credential', 'passkey', 'credential', 'is not a passkey of this environment');
+      if (!user) return new ProofFailure('unknown_credential', 'passkey', 'credential', 'is not a passkey of this environment', undefined, true);
       const verified = await this.verifyProof(tx, environment, user.id, { type: 'passkey', code: '', credentialJson: input.credentialJson }, challenge.webauthn_challenge);
-      if (verified instanceof ProofFailure) return verified;
-      await this.deps.throttle.clearFailures(tx, environment, mfaThrottleKey(user.id));
+      // Not a passkey of the user the handle names: the ip's failure, not theirs.
+      if (verified instanceof ProofFailure) return verified.reason === 'unknown_credential' ? new ProofFailure(verified.reason, 'passkey', verified.field, verified.message, undefined, true) : verified;
       const auth = { ...authenticationOf([], 'passkey'), mfa: true };
       return this.openLoginSession(tx, environment, user, { ip: input.ip, userAgent: input.userAgent, expiresInSeconds: seconds, loginMethod }, auth, verified, call);
     });
-    if (outcome instanceof ProofFailure) return this.fail(environment, user, ip, outcome, call);
-    return outcome;
   }
 
   /** Step-up of an active session with a factor's proof (user.mfa.step_up): the session with its new mfa_at and amr. */
   async stepUp(environment: string, input: { sessionId: string; userId: string; proof: Proof; challengeId: string; ip: string }, call: CallContext): Promise<SessionRow> {
-    const { db, challenges, sessionRows, throttle } = this.deps;
+    const { db, challenges, sessionRows } = this.deps;
     const user = await this.user(db.pool, environment, input.userId);
-    await this.checkThrottle(environment, user.id, input.ip);
-    const outcome = await db.transaction(async (tx) => {
+    return this.attempt(environment, user, input.ip, call, async (tx) => {
       let webauthnChallenge: string | null = null;
       if (input.proof.type === 'passkey') {
         const challenge = input.challengeId ? await challenges.lock(tx, environment, input.challengeId, 'passkey_authentication') : undefined;
@@ -657,7 +676,6 @@ export class MfaService {
       }
       const verified = await this.verifyProof(tx, environment, user.id, input.proof, webauthnChallenge);
       if (verified instanceof ProofFailure) return verified;
-      await throttle.clearFailures(tx, environment, mfaThrottleKey(user.id));
       const current = await tx.query<{ amr: string[] }>(`SELECT amr FROM sessions WHERE id = $1`, [input.sessionId]).then((r) => r.rows[0]?.amr ?? []);
       const { amr, acr } = authenticationOf(current, verified.type);
       const row = await sessionRows.stepUp(tx, environment, user.id, input.sessionId, amr, acr);
@@ -670,8 +688,6 @@ export class MfaService {
       });
       return row;
     });
-    if (outcome instanceof ProofFailure) return this.fail(environment, user, input.ip, outcome, call);
-    return outcome;
   }
 
   // --- Settings ------------------------------------------------------------------------------------

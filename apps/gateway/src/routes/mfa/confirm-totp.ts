@@ -4,7 +4,6 @@ import { checkIds, confirmTotpBody, factorForm, factorOf, factorParams } from '.
 export const confirmTotpRoute = defineRoute({
   method: 'post',
   path: '/users/:id/mfa/totp/:factorId/confirm',
-  scope: 'write:users',
   operationId: 'confirmTotp',
   summary: "Confirm a pending TOTP factor with the authenticator's current code (user.mfa.factor_added)",
   tags: ['mfa'],

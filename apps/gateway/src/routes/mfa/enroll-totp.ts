@@ -4,7 +4,6 @@ import { checkIds, enrollTotpBody, totpEnrollmentForm, totpEnrollmentOf, userFac
 export const enrollTotpRoute = defineRoute({
   method: 'post',
   path: '/users/:id/mfa/totp',
-  scope: 'write:users',
   operationId: 'enrollTotp',
   summary: 'Start a TOTP enrollment: the secret, its otpauth:// URI and a QR code (shown once); confirm with a first code',
   tags: ['mfa'],

@@ -4,7 +4,6 @@ import { checkIds, factorForm, factorOf, factorParams, renameFactorBody } from '
 export const renameFactorRoute = defineRoute({
   method: 'patch',
   path: '/users/:id/mfa/factors/:factorId',
-  scope: 'write:users',
   operationId: 'renameMfaFactor',
   summary: 'Rename a factor',
   tags: ['mfa'],
@@ -24,7 +23,6 @@ export const renameFactorRoute = defineRoute({
 export const deleteFactorRoute = defineRoute({
   method: 'delete',
   path: '/users/:id/mfa/factors/:factorId',
-  scope: 'write:users',
   operationId: 'deleteMfaFactor',
   summary: 'Remove a factor (user.mfa.factor_removed); the last one of a user the environment requires MFA of is refused',
   tags: ['mfa'],

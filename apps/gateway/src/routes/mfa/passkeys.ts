@@ -4,7 +4,6 @@ import { checkIds, factorForm, factorOf, passkeyChallengeForm, passkeyChallengeO
 export const passkeyRegistrationOptionsRoute = defineRoute({
   method: 'post',
   path: '/users/:id/mfa/passkeys/options',
-  scope: 'write:users',
   operationId: 'passkeyRegistrationOptions',
   summary: 'Start registering a passkey: options for navigator.credentials.create() (discoverable, user verification required)',
   tags: ['mfa'],
@@ -23,7 +22,6 @@ export const passkeyRegistrationOptionsRoute = defineRoute({
 export const registerPasskeyRoute = defineRoute({
   method: 'post',
   path: '/users/:id/mfa/passkeys',
-  scope: 'write:users',
   operationId: 'registerPasskey',
   summary: "Finish registering a passkey with the browser's credential (user.mfa.factor_added)",
   tags: ['mfa'],

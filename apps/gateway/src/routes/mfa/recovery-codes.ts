@@ -5,7 +5,6 @@ import { checkIds, factorForm, factorOf, userFactorsParams } from './schemas';
 export const regenerateRecoveryCodesRoute = defineRoute({
   method: 'post',
   path: '/users/:id/mfa/recovery-codes',
-  scope: 'write:users',
   operationId: 'regenerateRecoveryCodes',
   summary: 'A new set of 10 recovery codes (shown once, each works once); any earlier set stops working',
   tags: ['mfa'],
