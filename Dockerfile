@@ -1,6 +1,7 @@
 # syntax=docker/dockerfile:1
 # One image per app, holding only what that app loads: its own production dependency tree, its compiled code,
-# the compiled code of the libraries its package.json depends on, and their runtime files (migrations, protos).
+# the compiled code of the libraries its package.json depends on, and their runtime files (migrations, protos);
+# the gateway's also carries the files it serves (the admin console's build, apps/console/dist).
 #   docker build --target gateway -t secsvc/gateway:0.1.0 .      (likewise identity, policy, audit, export-worker)
 # The images are not interchangeable: each runs its own app only (deploy/k8s names the image of each command).
 # No Docker engine exists on the machines this repository is developed and tested on: this file is checked
@@ -19,6 +20,7 @@ FROM npm AS manifests
 WORKDIR /src
 COPY package.json package-lock.json ./
 COPY apps/audit/package.json apps/audit/
+COPY apps/console/package.json apps/console/
 COPY apps/export-worker/package.json apps/export-worker/
 COPY apps/gateway/package.json apps/gateway/
 COPY apps/gateway-e2e/package.json apps/gateway-e2e/
@@ -89,6 +91,8 @@ COPY --from=build /src/libs/shared/package.json libs/shared/
 COPY --from=build /src/libs/shared/dist libs/shared/dist
 COPY --from=build /src/apps/gateway/package.json apps/gateway/
 COPY --from=build /src/apps/gateway/dist apps/gateway/dist
+# The admin console's static build, served at /console: CONSOLE_DIR's default is this path beside the gateway.
+COPY --from=build /src/apps/console/dist apps/console/dist
 USER 10001:10001
 EXPOSE 8080 9100
 CMD ["node", "apps/gateway/dist/main.js"]

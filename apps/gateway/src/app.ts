@@ -25,6 +25,7 @@ import { authorizePolicy, authorizeScope, callHeaders, checkKeyType, requireCred
 import { ssoRouter } from './sso/router';
 import type { SpSettings } from './sso/sp';
 import { downloadRouter, type DownloadSource } from './downloads';
+import { consoleRouter } from './console';
 
 export { routes };
 
@@ -55,6 +56,8 @@ export interface GatewayDeps {
   oauth?: { issuer: string };
   /** SAML single sign-on: the SP endpoints under /v1/sso/saml (absent = not served) and the SP URLs of connections. */
   sso?: SpSettings;
+  /** The admin console at /console: the folder of its build (absent = not served; needs `oauth`). */
+  console?: { dir: string };
 }
 
 const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH']);
@@ -176,6 +179,11 @@ export function createApp(deps: GatewayDeps): express.Express {
         sso: deps.sso?.keys !== undefined,
       }),
     );
+  }
+
+  // The admin console (static files and its config.json), limited per client ip like the login pages.
+  if (deps.console && deps.oauth) {
+    app.use(consoleRouter({ dir: deps.console.dir, issuer: deps.oauth.issuer, clients: deps.clients, deadlineMs: deps.config.GRPC_DEADLINE_MS, logger: deps.logger }));
   }
 
   // Public keys of the access-token signers (RFC 7517), for anyone verifying our JWTs.

@@ -59,6 +59,12 @@ export const gatewayConfigShape = {
   SAML_REQUEST_TTL_SECONDS: env.int(600, 60, 3600),
   /** Identity's ACCESS_TOKEN_TTL_SECONDS: how long revoked sessions are remembered for their tokens. */
   ACCESS_TOKEN_TTL_SECONDS: env.int(900, 60, 86_400),
+  /**
+   * The admin console's build output, served at /console (index.html and assets/). Default: the @secsvc/console
+   * workspace's dist beside the gateway (apps/console/dist); without an index.html there, /console answers a 404
+   * page saying the console is not built.
+   */
+  CONSOLE_DIR: z.string().min(1).optional(),
   /** The download host of export links (served by this gateway at its path). Default: http://127.0.0.1:<PORT>/downloads. */
   DOWNLOAD_BASE_URL: z.string().regex(/^https?:\/\/[^\s?#]+$/, 'must be an http(s) URL without query or fragment').optional(),
   /** Redis shared by the gateway replicas: rate-limit counters and the session-verify cache. */

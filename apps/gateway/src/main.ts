@@ -1,6 +1,8 @@
 import { audit, identity, policy } from '@secsvc/proto';
 import { checkHealth, createClient, drainHttpServer, GrpcTls, loadConfigOrExit, promiseClient, runProcess, type ProcessContext } from '@secsvc/shared';
 import cluster from 'node:cluster';
+import { existsSync } from 'node:fs';
+import path from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { createApp } from './app';
 import { AuthCache } from './auth/auth-cache';
@@ -19,6 +21,7 @@ import { createRedis, RedisHealth } from './redis';
 import { loadGatewayConfig, type GatewayConfig } from './config';
 import { auditDownloadSource } from './downloads';
 import { readSpKeys } from './sso/keys';
+import { resolveConsoleDir } from './console';
 
 /** One gateway process: the whole gateway (GATEWAY_WORKERS=1), or one cluster worker of a primary (cluster/). */
 async function serve({ config, logger, metrics, draining }: ProcessContext<GatewayConfig>) {
@@ -79,7 +82,10 @@ async function serve({ config, logger, metrics, draining }: ProcessContext<Gatew
   // Export links point at DOWNLOAD_BASE_URL, else at this gateway's own port (known once it listens).
   const downloads = { baseUrl: (config.DOWNLOAD_BASE_URL ?? `http://127.0.0.1:${config.PORT}/downloads`).replace(/\/+$/, ''), open: auditDownloadSource(auditClient) };
   const sso = { baseUrl: config.ISSUER, keys: readSpKeys(config), clockSkewMs: config.SAML_CLOCK_SKEW_SECONDS * 1000, requestTtlSeconds: config.SAML_REQUEST_TTL_SECONDS };
-  const app = createApp({ config, clients, logger, metrics, ready, draining, continueIncomingTrace: config.TRACE_CONTINUE_INCOMING, authCache, jwt, verifyCache, userCache, downloads, rateLimit, oauth: { issuer: config.ISSUER }, sso });
+  // The admin console's build: CONSOLE_DIR, else the workspace's apps/console/dist (resolved once, read per request).
+  const consoleDir = resolveConsoleDir(config.CONSOLE_DIR);
+  if (!existsSync(path.join(consoleDir, 'index.html'))) logger.warn({ consoleDir }, 'the admin console is not built: /console answers 404 until it is (npm run build)');
+  const app = createApp({ config, clients, logger, metrics, ready, draining, continueIncomingTrace: config.TRACE_CONTINUE_INCOMING, authCache, jwt, verifyCache, userCache, downloads, rateLimit, oauth: { issuer: config.ISSUER }, sso, console: { dir: consoleDir } });
   const server = app.listen(config.PORT, config.HOST);
   await new Promise<void>((resolve, reject) => {
     server.once('listening', resolve);

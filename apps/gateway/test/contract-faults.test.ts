@@ -264,7 +264,7 @@ describe('other PATCH bodies: the at-least-one rule is a refinement of the body'
   it('PATCH /v1/users/:id with an empty body, or with an unknown field only', async () => {
     const res = await call(gw, 'PATCH', `/v1/users/${userId}`, { json: {} });
     expectError(res, 400, 'invalid_request');
-    expect(detailsOf(res)).toEqual([{ field: '(body)', message: 'give at least one of name, metadata' }]);
+    expect(detailsOf(res)).toEqual([{ field: '(body)', message: 'give at least one of name, metadata, roles' }]);
     expect(await faults('PATCH', `/v1/users/${userId}`, { nickname: 'x' })).toEqual(['nickname', '(body)']);
     const doc = (await call(gw, 'GET', '/v1/openapi.json', { auth: false })).body;
     expect(doc.paths['/v1/users/{id}'].patch.requestBody.content['application/json'].schema.minProperties).toBe(1);

@@ -166,7 +166,7 @@ describe('GET /v1/openapi.json', () => {
     expect(limit).toMatchObject({ in: 'query', required: false });
     const names = (op: { parameters: { name: string; in: string }[] }) => op.parameters.map((p) => `${p.in}:${p.name}`).sort();
     expect(names(doc.paths['/v1/users/{id}'].get)).toEqual(['path:id']);
-    expect(names(doc.paths['/v1/users'].get)).toEqual(['query:cursor', 'query:limit']);
+    expect(names(doc.paths['/v1/users'].get)).toEqual(['query:cursor', 'query:email', 'query:limit']);
   });
 
   it('documents the routes outside /v1 JSON: OAuth forms, SAML endpoints, probes and the download host', () => {

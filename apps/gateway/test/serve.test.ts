@@ -5,6 +5,7 @@ import type { AppError } from '@secsvc/shared';
 import type { Principal } from '../src/context';
 import type { Route } from '../src/routes/route';
 import { authorizePolicy, authorizeScope, checkKeyType, requireCredential, respond, validate } from '../src/routes/serve';
+import { updateUserRoute } from '../src/routes/users/update-user';
 
 const apiKey = (keyType: Principal['keyType'] = 'secret'): Principal => ({ type: 'api_key', id: 'key_1', credentialId: 'key_1', keyType, environment: 'live', plan: 'pro' });
 const user: Principal = { type: 'user', id: 'user_1', email: 'a@example.com', credentialId: 'ses_1', keyType: 'session', environment: 'live', plan: 'pro', roles: ['admin'] };
@@ -68,6 +69,21 @@ describe('authorizePolicy', () => {
       ['delete', '/users/user_2'],
       ['simulate', '/policies/simulate'],
     ]);
+  });
+
+  it('asks a further decision for part of a call (assigning roles needs assign_roles on the roles, not update)', async () => {
+    const answers = [true, false];
+    const p = { authorize: jest.fn(async (_input: AuthorizeInput) => ({ allowed: answers.shift()!, mfaRequired: false, mfaMaxAgeSeconds: 0 })) };
+    const withRoles = request({ body: { name: 'x', roles: ['role_admin'] } });
+    expect(await thrown(() => authorizePolicy(updateUserRoute, withRoles, user, p as never, 1000, response()))).toMatchObject({ code: 'forbidden' });
+    expect(p.authorize.mock.calls.map(([input]) => [input.action, input.resource])).toEqual([
+      ['update', '/users/user_2'],
+      ['assign_roles', '/users/user_2/roles'],
+    ]);
+    // Without roles in the body: one decision, as for any update.
+    const q = policy(true);
+    await authorizePolicy(updateUserRoute, request({ body: { name: 'x' } }), user, q as never, 1000, response());
+    expect(q.authorize.mock.calls.map(([input]) => input.action)).toEqual(['update']);
   });
 
   it('refuses what the policies deny; never asks for API keys or a user acting on its own credential', async () => {

@@ -1,6 +1,6 @@
 import { newId } from '@secsvc/shared';
 import { KEY_ID } from './support/fake-identity';
-import { call, expectError, startGateway, type TestGateway } from './support/gateway';
+import { call, detailsOf, expectError, startGateway, type TestGateway } from './support/gateway';
 
 const ISO_MS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 
@@ -156,6 +156,23 @@ describe('PATCH /v1/users/:id', () => {
     expect(sent!.request).toEqual({ environment: 'live', id: created.id, name: 'Ada B.', metadataJson: undefined });
   });
 
+  it('replaces roles, and names each faulty role in details (answering the same form, without roles)', async () => {
+    const created = await createUser();
+    const res = await call(gw, 'PATCH', `/v1/users/${created.id}`, { json: { roles: ['role_admin', 'role_ops'] } });
+    expect(res.status).toBe(200);
+    expect(Object.keys(res.body.data).sort()).toEqual(['email', 'id', 'metadata', 'name', 'updatedAt']);
+    expect(gw.fake.callsOf('updateUser')[0]!.request).toEqual({ environment: 'live', id: created.id, roles: { values: ['role_admin', 'role_ops'] } });
+    expect((await call(gw, 'GET', `/v1/users/${created.id}`)).body.data.roles).toEqual(['role_admin', 'role_ops']);
+    expect((await call(gw, 'PATCH', `/v1/users/${created.id}`, { json: { roles: [] } })).status).toBe(200);
+    expect(gw.fake.callsOf('updateUser')[1]!.request.roles).toEqual({ values: [] });
+    const bad = await call(gw, 'PATCH', `/v1/users/${created.id}`, { json: { roles: ['role_ok', 'Admin!', 7] } });
+    expect(detailsOf(bad)).toEqual([
+      { field: 'roles[1]', message: 'must look like role_<name> (a-z, 0-9, _ and -)' },
+      { field: 'roles[2]', message: 'must be a string' },
+    ]);
+    expect(gw.fake.callsOf('updateUser')).toHaveLength(2);
+  });
+
   it('answers 404 for an unknown user', async () => {
     const res = await call(gw, 'PATCH', `/v1/users/${newId('user')}`, { json: { name: 'X' } });
     expectError(res, 404, 'not_found');
@@ -220,5 +237,19 @@ describe('GET /v1/users', () => {
       { environment: 'live', limit: 2, cursor: '' },
       { environment: 'live', limit: 2, cursor: `cur_${ids[1]}` },
     ]);
+  });
+
+  it('searches by part of the email (case-insensitive), page by page, passing the text to the service', async () => {
+    const ada = await createUser({ email: 'ada@example.com' });
+    await createUser({ email: 'grace@example.org' });
+    const adaB = await createUser({ email: 'ADA.b@example.com' });
+    const first = await call(gw, 'GET', '/v1/users?email=Ada&limit=1');
+    expect(first.body.data.map((u: { id: string }) => u.id)).toEqual([adaB.id]);
+    const second = await call(gw, 'GET', `/v1/users?email=Ada&limit=1&cursor=${first.body.pagination.nextCursor}`);
+    expect(second.body.data.map((u: { id: string }) => u.id)).toEqual([ada.id]);
+    expect(gw.fake.callsOf('listUsers')[0]!.request).toEqual({ environment: 'live', limit: 1, cursor: '', email: 'Ada' });
+    expect(detailsOf(await call(gw, 'GET', '/v1/users?email='))).toEqual([{ field: 'email', message: 'must not be empty' }]);
+    expect(detailsOf(await call(gw, 'GET', `/v1/users?email=${'x'.repeat(255)}`))).toEqual([{ field: 'email', message: 'must be at most 254 characters' }]);
+    expect(detailsOf(await call(gw, 'GET', '/v1/users?email=a&email=b'))).toEqual([{ field: 'email', message: 'must be a single string' }]);
   });
 });

@@ -10,7 +10,7 @@ import { mailTransport } from './mail/transport';
 import { masterKey, observeSigningKeyAge, SigningKeyStore } from './domain/signing-keys';
 import { startRetention } from './retention';
 import { identityService } from './rpc';
-import { identityMailComposers } from './services';
+import { consoleClientsService, identityMailComposers } from './services';
 
 /** How long shutdown waits for mail being sent (what is not sent stays queued in mail_jobs). */
 const MAIL_DRAIN_MS = 5000;
@@ -21,6 +21,8 @@ void runGrpcService({
   migrations: migrationsDir,
   async start({ config, logger, metrics, pool }) {
     await ensureBootstrapKey(pool, config.SERVER_SECRET, config.BOOTSTRAP_API_KEY, logger, (line) => process.stdout.write(line + '\n'));
+    // The admin console's first-party OAuth clients (one per environment), created or repaired.
+    await consoleClientsService({ pool, config, logger }).ensure();
     const feed = new CredentialChangeFeed(config.DATABASE_URL, logger);
     await feed.start();
     const mail = new MailQueue({

@@ -104,6 +104,30 @@ describe('users', () => {
     expect((await rpc.get({ environment: 'live', id: user.id })).name).toBe('Renamed');
   });
 
+  it('replaces roles on update, announcing the change to the gateways', async () => {
+    const user = await rpc.create(newUser('roles@example.com'), call());
+    const client = await pool.connect();
+    const heard: string[] = [];
+    try {
+      await client.query('LISTEN secsvc_credential_changes');
+      client.on('notification', (n) => heard.push(n.payload ?? ''));
+      const updated = await rpc.update({ environment: 'live', id: user.id, roles: { values: ['role_admin', 'role_ops'] } }, call());
+      expect(updated.roles).toEqual(['role_admin', 'role_ops']);
+      expect(updated.name).toBe('Test User');
+      expect((await rpc.get({ environment: 'live', id: user.id })).roles).toEqual(['role_admin', 'role_ops']);
+      expect((await rpc.update({ environment: 'live', id: user.id, roles: { values: [] } }, call())).roles).toEqual([]);
+      const err = await rejected(rpc.update({ environment: 'live', id: user.id, roles: { values: ['admin'] } }, call()));
+      expect(err.details).toEqual([{ field: 'roles[0]', message: 'must look like role_<name> (a-z, 0-9, _ and -)' }]);
+      const events = await pool.query(`SELECT payload FROM outbox WHERE event_type = 'user.updated' AND payload->'target'->>'id' = $1 ORDER BY seq`, [user.id]);
+      expect(events.rows.map((r) => JSON.parse(r.payload.metadataJson).fields)).toEqual([['roles'], ['roles']]);
+      for (let i = 0; i < 50 && !heard.includes(user.id); i++) await new Promise((r) => setTimeout(r, 20));
+      expect(heard).toContain(user.id);
+    } finally {
+      await client.query('UNLISTEN *');
+      client.release();
+    }
+  });
+
   it('updates and deletes only existing users', async () => {
     expect((await rejected(rpc.update({ environment: 'live', id: 'user_none', name: 'x' }, call()))).code).toBe('not_found');
     expect((await rejected(rpc.delete({ environment: 'live', id: 'user_none' }, call()))).code).toBe('not_found');
@@ -152,6 +176,25 @@ describe('listing', () => {
     expect(seen).toEqual(sorted);
     const expected = created.filter((id) => !deleted.has(id));
     for (const id of expected) expect(seen).toContain(id);
+  });
+
+  it('searches by part of the email, case-insensitively, with LIKE characters taken literally', async () => {
+    const environment = 'test';
+    const ids: string[] = [];
+    for (const email of ['Search.One@Example.com', 'search_two@example.com', 'other@example.com', 'searchthree@example.org']) {
+      ids.push((await rpc.create(newUser(email, environment), call())).id);
+    }
+    const all: string[] = [];
+    let cursor = '';
+    do {
+      const res = await rpc.list({ environment, limit: 1, cursor, email: 'SEARCH' });
+      all.push(...res.users.map((u) => u.id));
+      cursor = res.nextCursor;
+    } while (cursor);
+    expect(all).toEqual([ids[3], ids[1], ids[0]]);
+    expect((await rpc.list({ environment, limit: 10, cursor: '', email: 'search_' })).users.map((u) => u.id)).toEqual([ids[1]]);
+    expect((await rpc.list({ environment, limit: 10, cursor: '', email: '%' })).users).toEqual([]);
+    expect((await rpc.list({ environment: 'live', limit: 10, cursor: '', email: 'searchthree' })).users).toEqual([]);
   });
 
   it('refuses limits outside 1..100 and foreign or tampered cursors', async () => {

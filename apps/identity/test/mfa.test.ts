@@ -324,7 +324,7 @@ describe('password login with a second step', () => {
     const e = await withTotp(u.id);
     const handle = Buffer.from(u.id).toString('base64url');
     for (let i = 0; i < 8; i++) {
-      const c = await rpc.startPasskeyAuthentication({ environment: 'live', userId: '' }, call());
+      const c = await rpc.startPasskeyAuthentication({ environment: 'live', userId: '' });
       const forged = { id: 'AAAA', rawId: 'AAAA', type: 'public-key', response: { clientDataJSON: 'AAAA', authenticatorData: 'AAAA', signature: 'AAAA', userHandle: handle }, clientExtensionResults: {} };
       const err = await rejected(
         rpc.completePasskeyLogin({ environment: 'live', challengeId: c.challengeId, credentialJson: JSON.stringify(forged), ip: nextIp(), userAgent: 'jest', expiresInSeconds: 0, oauthClientId: '' }, call()),

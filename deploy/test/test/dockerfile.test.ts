@@ -131,6 +131,9 @@ const RUNTIME_FILES: Record<string, string[]> = {
   'apps/policy': ['migrations', 'rego/policy.wasm'],
 };
 
+/** Static files an app serves (not code it loads): the gateway serves the admin console's build at /console. */
+const SERVED_FILES: Record<string, string[]> = { gateway: ['apps/console/dist'] };
+
 /** The Dockerfile's COPYs into an app image, sources from the build stage as repository paths. */
 function imageCopies(app: string): { fromBuild: string[]; others: Copy[] } {
   const copies = instructionsOf(app)
@@ -284,14 +287,19 @@ describe('Dockerfile', () => {
     }
   });
 
-  it('copies into each app image only its own build output and that of the libraries its package.json depends on, with their runtime files', () => {
+  it('copies into each app image only its own build output and that of the libraries its package.json depends on, with their runtime files (and the files it serves)', () => {
     for (const app of APPS) {
-      const expected = projectsOf(app).flatMap((dir) => [`${dir}/package.json`, `${dir}/dist`, ...(RUNTIME_FILES[dir] ?? []).map((f) => `${dir}/${f}`)]);
+      const expected = [...projectsOf(app).flatMap((dir) => [`${dir}/package.json`, `${dir}/dist`, ...(RUNTIME_FILES[dir] ?? []).map((f) => `${dir}/${f}`)]), ...(SERVED_FILES[app] ?? [])];
       expect([app, imageCopies(app).fromBuild]).toEqual([app, expected.sort()]);
     }
     // The gateway, identity and policy never load the log store; no app loads another app or the client library.
     for (const app of ['gateway', 'identity', 'policy']) expect([app, projectsOf(app)]).toEqual([app, ['apps/' + app, 'libs/proto', 'libs/shared']]);
     for (const app of ['audit', 'export-worker']) expect([app, projectsOf(app)]).toEqual([app, ['apps/' + app, 'libs/audit-store', 'libs/proto', 'libs/shared']]);
+    // The gateway looks for the console's build where its image has it: CONSOLE_DIR's default, resolved from the
+    // gateway's compiled console module (apps/gateway/dist/console) as its source says.
+    const source = readFileSync(path.join(rootDir, 'apps/gateway/src/console/index.ts'), 'utf8');
+    const segments = /DEFAULT_CONSOLE_DIR = path\.resolve\(__dirname, ((?:'[^']+'(?:, )?)+)\)/.exec(source)![1]!.split(', ').map((q) => q.slice(1, -1));
+    expect(path.posix.join('apps/gateway/dist/console', ...segments)).toBe(SERVED_FILES.gateway![0]);
     // The runtime files named above exist in the repository.
     for (const [dir, files] of Object.entries(RUNTIME_FILES)) for (const f of files) expect([`${dir}/${f}`, existsSync(path.join(rootDir, dir, f))]).toEqual([`${dir}/${f}`, true]);
   });

@@ -1041,7 +1041,7 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * List users, newest first, with cursor pagination
+         * List users, newest first, with cursor pagination; search by part of the email
          * @description Callable with secret, test API keys, session tokens and access tokens with the scope read:users (users are authorized by the policies).
          */
         get: operations["listUsers"];
@@ -1079,7 +1079,7 @@ export interface paths {
         options?: never;
         head?: never;
         /**
-         * Update name and/or metadata (metadata is replaced as a whole)
+         * Update name, metadata and/or roles (metadata and roles are replaced as a whole)
          * @description Callable with secret, test API keys, session tokens and access tokens with the scope write:users (users are authorized by the policies).
          */
         patch: operations["updateUser"];
@@ -1117,14 +1117,14 @@ export interface paths {
         post?: never;
         /**
          * Remove a factor (user.mfa.factor_removed); the last one of a user the environment requires MFA of is refused
-         * @description Callable with secret, test API keys, session tokens and access tokens with the scope write:users (users are authorized by the policies).
+         * @description Callable with secret, test API keys and session tokens (users are authorized by the policies).
          */
         delete: operations["deleteMfaFactor"];
         options?: never;
         head?: never;
         /**
          * Rename a factor
-         * @description Callable with secret, test API keys, session tokens and access tokens with the scope write:users (users are authorized by the policies).
+         * @description Callable with secret, test API keys and session tokens (users are authorized by the policies).
          */
         patch: operations["renameMfaFactor"];
         trace?: never;
@@ -1140,7 +1140,7 @@ export interface paths {
         put?: never;
         /**
          * Finish registering a passkey with the browser's credential (user.mfa.factor_added)
-         * @description Callable with secret, test API keys, session tokens and access tokens with the scope write:users (users are authorized by the policies).
+         * @description Callable with secret, test API keys and session tokens (users are authorized by the policies).
          */
         post: operations["registerPasskey"];
         delete?: never;
@@ -1160,7 +1160,7 @@ export interface paths {
         put?: never;
         /**
          * Start registering a passkey: options for navigator.credentials.create() (discoverable, user verification required)
-         * @description Callable with secret, test API keys, session tokens and access tokens with the scope write:users (users are authorized by the policies).
+         * @description Callable with secret, test API keys and session tokens (users are authorized by the policies).
          */
         post: operations["passkeyRegistrationOptions"];
         delete?: never;
@@ -1180,7 +1180,7 @@ export interface paths {
         put?: never;
         /**
          * A new set of 10 recovery codes (shown once, each works once); any earlier set stops working
-         * @description Callable with secret, test API keys, session tokens and access tokens with the scope write:users (users are authorized by the policies).
+         * @description Callable with secret, test API keys and session tokens (users are authorized by the policies).
          */
         post: operations["regenerateRecoveryCodes"];
         delete?: never;
@@ -1200,7 +1200,7 @@ export interface paths {
         put?: never;
         /**
          * Start a TOTP enrollment: the secret, its otpauth:// URI and a QR code (shown once); confirm with a first code
-         * @description Callable with secret, test API keys, session tokens and access tokens with the scope write:users (users are authorized by the policies).
+         * @description Callable with secret, test API keys and session tokens (users are authorized by the policies).
          */
         post: operations["enrollTotp"];
         delete?: never;
@@ -1220,7 +1220,7 @@ export interface paths {
         put?: never;
         /**
          * Confirm a pending TOTP factor with the authenticator's current code (user.mfa.factor_added)
-         * @description Callable with secret, test API keys, session tokens and access tokens with the scope write:users (users are authorized by the policies).
+         * @description Callable with secret, test API keys and session tokens (users are authorized by the policies).
          */
         post: operations["confirmTotp"];
         delete?: never;
@@ -6212,6 +6212,8 @@ export interface operations {
                 /** @description Page size */
                 limit?: number;
                 cursor?: string;
+                /** @description Only users whose email contains this text (case-insensitive) */
+                email?: string;
             };
             header?: never;
             path?: never;
@@ -6235,7 +6237,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description limit outside 1..100, or an invalid cursor */
+            /** @description limit outside 1..100, an invalid cursor, or an empty or too long email */
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -6435,6 +6437,8 @@ export interface operations {
                     metadata?: {
                         [key: string]: components["schemas"]["JsonValue9"];
                     };
+                    /** @description Replaces the stored roles ([] removes them all) */
+                    roles?: string[];
                 };
             };
         };

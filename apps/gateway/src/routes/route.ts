@@ -43,6 +43,12 @@ export interface Route<P extends z.ZodType = z.ZodType, Q extends z.ZodType = z.
   action?: string;
   /** Callable without any credential (login pages); public keys must then be allowed in keyTypes too. */
   anonymous?: boolean;
+  /**
+   * A further policy decision a user needs for part of the call (the body is not validated yet): for example
+   * assigning roles within an update needs `assign_roles` on `/users/<id>/roles`, so a policy that lets users
+   * update their own account does not let them grant themselves roles.
+   */
+  alsoAuthorize?: (req: Request) => { action: string; resource: string } | undefined;
   /** A user acting on the very credential it presented (its own session): allowed without a policy. */
   ownCredential?: (req: Request, principal: Principal) => boolean;
   handle: (

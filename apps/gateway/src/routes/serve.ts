@@ -78,7 +78,7 @@ export const MFA_ACR = 'urn:secsvc:acr:mfa';
  * WWW-Authenticate challenge (insufficient_user_authentication) saying which acr and max_age to ask for.
  */
 export async function authorizePolicy(
-  route: Pick<Route, 'method' | 'action' | 'ownCredential'>,
+  route: Pick<Route, 'method' | 'action' | 'ownCredential' | 'alsoAuthorize'>,
   req: Request,
   principal: Principal,
   policy: Pick<ServiceClients['policy'], 'authorize'>,
@@ -90,30 +90,27 @@ export async function authorizePolicy(
   const mfaAt = principal.mfaAt;
   const mfa = mfaAt !== undefined && Number.isFinite(mfaAt);
   const mfaAgeSeconds = mfa ? Math.max(0, Math.floor(now() / 1000 - mfaAt)) : 0;
-  const decision = await policy.authorize(
-    {
-      environment: principal.environment,
-      userId: principal.id,
-      roles: principal.roles ?? [],
-      action: route.action ?? ACTIONS[route.method],
-      resource: req.path,
-      ip: req.ip ?? '',
-      mfa,
-      mfaAgeSeconds,
-    },
-    {
-      requestId: req.requestId,
-      deadlineMs,
-      headers: {
-        ...originHeaders(req),
-        'x-auth-method': principal.keyType,
-        ...(principal.email && { 'x-actor-email': principal.email }),
+  const decide = async (action: string, resource: string) => {
+    const decision = await policy.authorize(
+      { environment: principal.environment, userId: principal.id, roles: principal.roles ?? [], action, resource, ip: req.ip ?? '', mfa, mfaAgeSeconds },
+      {
+        requestId: req.requestId,
+        deadlineMs,
+        headers: {
+          ...originHeaders(req),
+          'x-auth-method': principal.keyType,
+          ...(principal.email && { 'x-actor-email': principal.email }),
+        },
       },
-    },
-  );
-  if (decision.allowed) return;
-  if (decision.mfaRequired) throw mfaRequired(principal, decision.mfaMaxAgeSeconds, res);
-  throw new AppError('forbidden', 'Denied by policy');
+    );
+    if (decision.allowed) return;
+    if (decision.mfaRequired) throw mfaRequired(principal, decision.mfaMaxAgeSeconds, res);
+    throw new AppError('forbidden', 'Denied by policy');
+  };
+  await decide(route.action ?? ACTIONS[route.method], req.path);
+  // A part of the call that needs its own permission (assigning roles within an update).
+  const also = route.alsoAuthorize?.(req);
+  if (also) await decide(also.action, also.resource);
 }
 
 /**

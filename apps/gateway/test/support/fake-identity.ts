@@ -135,6 +135,7 @@ export class FakeIdentity implements Partial<IdentityPort> {
     const user = this.find(req.environment, req.id);
     if (req.name !== undefined) user.name = req.name;
     if (req.metadataJson !== undefined) user.metadataJson = req.metadataJson;
+    if (req.roles !== undefined) user.roles = [...req.roles.values];
     user.updatedAt = new Date().toISOString();
     return { ...user };
   }
@@ -146,9 +147,18 @@ export class FakeIdentity implements Partial<IdentityPort> {
     return {};
   }
 
+  /** The admin console's clients, as identity answers them (none when `consoleClients` is cleared). */
+  consoleClients: identity.ConsoleClients = { liveClientId: 'cli_console_live', testClientId: 'cli_console_test', redirectUri: 'http://127.0.0.1:8080/console/callback', scope: 'openid offline_access' };
+
+  async getConsoleClients(req: identity.GetConsoleClientsRequest, opts?: Partial<CallOptions>): Promise<identity.ConsoleClients> {
+    this.enter('getConsoleClients', req, opts);
+    return { ...this.consoleClients };
+  }
+
   async listUsers(req: identity.ListUsersRequest, opts?: Partial<CallOptions>): Promise<identity.ListUsersResponse> {
     this.enter('listUsers', req, opts);
-    let all = [...this.users.values()].filter((u) => u.environment === req.environment).sort((a, b) => (a.id < b.id ? 1 : -1));
+    const match = (u: identity.User) => !req.email || u.email.toLowerCase().includes(req.email.toLowerCase());
+    let all = [...this.users.values()].filter((u) => u.environment === req.environment && match(u)).sort((a, b) => (a.id < b.id ? 1 : -1));
     if (req.cursor) {
       const after = CURSOR.exec(req.cursor)?.[1];
       if (!after) throw AppError.field('cursor', 'invalid or expired cursor');

@@ -11,6 +11,13 @@ export const createUserInput = z.object({
 
 export type CreateUserInput = z.infer<typeof createUserInput>;
 
+/** The text a user list is searched by (GET /v1/users?email=): part of an email, matched case-insensitively. */
+export const emailSearchSchema = z
+  .string()
+  .min(1, 'must not be empty')
+  .max(254, 'must be at most 254 characters')
+  .refine((v) => !v.includes('\0'), 'must not contain NUL');
+
 export function parseMetadataJson(text: string, field = 'metadata'): Record<string, unknown> {
   if (text === '') return {};
   let value: unknown;
@@ -27,12 +34,22 @@ export function validateCreate(input: { email: string; name: string; roles: stri
   return parseOrThrow(createUserInput, { email: input.email, name: input.name, roles: input.roles, metadata });
 }
 
-export function validateUpdate(input: { name?: string; metadataJson?: string }): { name?: string; metadata?: Record<string, unknown> } {
-  const out: { name?: string; metadata?: Record<string, unknown> } = {};
-  if (input.name !== undefined) out.name = parseOrThrow(nameSchema, input.name, 'name');
+export interface UserChanges {
+  name?: string;
+  metadata?: Record<string, unknown>;
+  roles?: string[];
+}
+
+/** The changes of an update, each checked (every faulty field named at once); at least one is needed. */
+export function validateUpdate(input: { name?: string; metadataJson?: string; roles?: { values: string[] } }): UserChanges {
+  const shape = z.object({ name: nameSchema.optional(), roles: rolesSchema.optional() });
+  const { name, roles } = parseOrThrow(shape, { name: input.name, roles: input.roles?.values });
+  const out: UserChanges = {};
+  if (name !== undefined) out.name = name;
   if (input.metadataJson !== undefined) out.metadata = parseMetadataJson(input.metadataJson);
-  if (out.name === undefined && out.metadata === undefined) {
-    throw AppError.invalid([{ field: '(body)', message: 'give at least one of name, metadata' }]);
+  if (roles !== undefined) out.roles = roles;
+  if (out.name === undefined && out.metadata === undefined && out.roles === undefined) {
+    throw AppError.invalid([{ field: '(body)', message: 'give at least one of name, metadata, roles' }]);
   }
   return out;
 }

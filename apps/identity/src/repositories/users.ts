@@ -52,12 +52,12 @@ export const usersRepository = {
     db: Db,
     environment: string,
     id: string,
-    changes: { name?: string; metadata?: string },
+    changes: { name?: string; metadata?: string; roles?: string[] },
   ): Promise<UserRow | undefined> {
     const { rows } = await db.query<UserRow>(
-      `UPDATE users SET name = COALESCE($3, name), metadata = COALESCE($4::json, metadata), updated_at = now()
+      `UPDATE users SET name = COALESCE($3, name), metadata = COALESCE($4::json, metadata), roles = COALESCE($5::text[], roles), updated_at = now()
        WHERE environment = $1 AND id = $2 RETURNING ${COLUMNS}`,
-      [environment, id, changes.name ?? null, changes.metadata ?? null],
+      [environment, id, changes.name ?? null, changes.metadata ?? null, changes.roles ?? null],
     );
     return rows[0];
   },
@@ -67,17 +67,18 @@ export const usersRepository = {
     return (rowCount ?? 0) > 0;
   },
 
-  /** Newest first, strictly after `afterId` when given; fetches limit+1 to know whether more exist. */
-  async list(db: Db, environment: string, limit: number, afterId?: string): Promise<UserRow[]> {
-    const { rows } = afterId
-      ? await db.query<UserRow>(
-          `SELECT ${COLUMNS} FROM users WHERE environment = $1 AND id < $2 ORDER BY id DESC LIMIT $3`,
-          [environment, afterId, limit + 1],
-        )
-      : await db.query<UserRow>(`SELECT ${COLUMNS} FROM users WHERE environment = $1 ORDER BY id DESC LIMIT $2`, [
-          environment,
-          limit + 1,
-        ]);
+  /**
+   * Newest first, strictly after `afterId` when given; fetches limit+1 to know whether more exist. With
+   * `emailContains`, only users whose email contains it (case-insensitive; walks the id index and filters, so a
+   * rare match reads many rows: an administrator's search, not a lookup path).
+   */
+  async list(db: Db, environment: string, limit: number, afterId?: string, emailContains?: string): Promise<UserRow[]> {
+    const { rows } = await db.query<UserRow>(
+      `SELECT ${COLUMNS} FROM users
+       WHERE environment = $1 AND ($2::text IS NULL OR id < $2) AND ($4::text IS NULL OR strpos(lower(email), lower($4)) > 0)
+       ORDER BY id DESC LIMIT $3`,
+      [environment, afterId ?? null, limit + 1, emailContains || null],
+    );
     return rows;
   },
 };

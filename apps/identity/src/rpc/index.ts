@@ -12,6 +12,7 @@ import { createSession } from './create-session';
 import { createSsoConnection } from './create-sso-connection';
 import { createUser } from './create-user';
 import { deleteOAuthClient } from './delete-oauth-client';
+import { getConsoleClients } from './get-console-clients';
 import { deleteSsoConnection } from './delete-sso-connection';
 import { deleteUser } from './delete-user';
 import { endSamlSessions } from './end-saml-sessions';
@@ -115,6 +116,7 @@ export function identityService(ctx: IdentityContext, deps: IdentityDeps) {
     getOAuthClient: getOAuthClient(s.oauthClients),
     updateOAuthClient: updateOAuthClient(s.oauthClients),
     deleteOAuthClient: deleteOAuthClient(s.oauthClients),
+    getConsoleClients: getConsoleClients(s.consoleClients),
     authorize: authorize(s.oauth),
     token: token(s.oauth),
     revokeToken: revokeToken(s.oauth),

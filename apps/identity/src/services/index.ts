@@ -4,6 +4,7 @@ import type { CredentialChangeFeed } from '../domain/credential-change-feed';
 import type { SigningKeyStore } from '../domain/signing-keys';
 import type { MailComposer } from '../mail/queue';
 import { apiKeysRepository } from '../repositories/api-keys';
+import { consoleClientsRepository } from '../repositories/console-clients';
 import { credentialChangesRepository } from '../repositories/credential-changes';
 import { mailRepository } from '../repositories/mail';
 import { oauthClientsRepository, oauthCodesRepository, oauthConsentsRepository, oauthGrantsRepository, oauthRefreshTokensRepository } from '../repositories/oauth';
@@ -16,6 +17,7 @@ import { usersRepository } from '../repositories/users';
 import { AccessTokensService } from './access-tokens';
 import { ApiKeysService } from './api-keys';
 import { AuthEventsService } from './auth-events';
+import { ConsoleClientsService } from './console-clients';
 import { CredentialChangesService } from './credential-changes';
 import { MfaService, relyingPartyOf } from './mfa';
 import { OAuthService } from './oauth';
@@ -106,6 +108,7 @@ export function identityServices(ctx: IdentityContext, deps: IdentityDeps) {
     outbox,
     config: ctx.config,
   });
+  const consoleClients = consoleClientsService(ctx);
   const ssoConnections = new SsoConnectionsService({ db, connections: ssoConnectionsRepository, outbox, serverSecret });
   const samlLogins = new SamlLoginsService({
     db,
@@ -123,7 +126,18 @@ export function identityServices(ctx: IdentityContext, deps: IdentityDeps) {
     changes: credentialChangesRepository,
     accessTokenTtlSeconds: ctx.config.ACCESS_TOKEN_TTL_SECONDS,
   });
-  return { credentialChanges, authEvents, users, apiKeys, sessions, mfa, accessTokens, passwords, oauthClients, oauth, ssoConnections, samlLogins };
+  return { credentialChanges, authEvents, users, apiKeys, sessions, mfa, accessTokens, passwords, oauthClients, consoleClients, oauth, ssoConnections, samlLogins };
+}
+
+/** The admin console's OAuth clients over PostgreSQL (main.ts ensures them at start-up). */
+export function consoleClientsService(ctx: Pick<IdentityContext, 'pool' | 'config' | 'logger'>): ConsoleClientsService {
+  return new ConsoleClientsService({
+    db: postgresDatabase(ctx.pool),
+    clients: oauthClientsRepository,
+    consoleClients: consoleClientsRepository,
+    issuer: ctx.config.ISSUER,
+    logger: ctx.logger,
+  });
 }
 
 export type IdentityServices = ReturnType<typeof identityServices>;

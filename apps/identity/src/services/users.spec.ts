@@ -79,6 +79,19 @@ describe('UsersService', () => {
     expect(db.eventsOf('user.updated')[1]!.metadata).toEqual({ fields: ['metadata'] });
   });
 
+  it('replaces roles (an empty list removes them), refuses bad ones naming each, and names roles in user.updated', async () => {
+    const { db, service } = setup();
+    const row = await service.create('live', input('roles@example.com'), keyCall());
+    const updated = await service.update('live', row.id, { roles: { values: ['role_admin', 'role_billing'] } }, keyCall());
+    expect(updated.roles).toEqual(['role_admin', 'role_billing']);
+    expect(db.eventsOf('user.updated')[0]!.metadata).toEqual({ fields: ['roles'] });
+    expect((await service.update('live', row.id, { roles: { values: [] } }, keyCall())).roles).toEqual([]);
+    const err = await refusal(service.update('live', row.id, { name: ' ', roles: { values: ['role_ok', 'Admin!'] } }, keyCall()));
+    expect(err.details.map((d) => d.field).sort()).toEqual(['name', 'roles[1]']);
+    expect((await refusal(service.update('live', row.id, { roles: { values: ['role_a', 'role_a'] } }, keyCall()))).details).toEqual([{ field: 'roles', message: 'must not contain duplicates' }]);
+    expect(db.eventsOf('user.updated')).toHaveLength(2);
+  });
+
   it('refuses an empty update, and an update of an unknown user writes no event', async () => {
     const { db, service } = setup();
     expect((await refusal(service.update('live', 'user_x', {}, keyCall()))).details[0]!.field).toBe('(body)');
@@ -109,5 +122,19 @@ describe('UsersService', () => {
     expect(rest).toMatchObject({ hasMore: false, nextCursor: '' });
     expect((await refusal(service.list('test', { limit: 2, cursor: first.nextCursor }))).details[0]!.field).toBe('cursor');
     expect((await refusal(service.list('live', { limit: 101, cursor: '' }))).details[0]!.field).toBe('limit');
+  });
+
+  it('searches by part of the email, case-insensitively, page by page', async () => {
+    const { service } = setup();
+    const ada = (await service.create('live', input('Ada.Lovelace@Example.com'), keyCall())).id;
+    await service.create('live', input('grace@example.org'), keyCall());
+    const adaBis = (await service.create('live', input('ada.b@example.com'), keyCall())).id;
+    await service.create('test', input('ada@example.com'), keyCall());
+    const first = await service.list('live', { limit: 1, cursor: '', email: 'ADA' });
+    expect(first.page.map((r) => r.id)).toEqual([adaBis]);
+    expect((await service.list('live', { limit: 1, cursor: first.nextCursor, email: 'ADA' })).page.map((r) => r.id)).toEqual([ada]);
+    expect((await service.list('live', { limit: 10, cursor: '', email: '%' })).page).toEqual([]);
+    expect((await service.list('live', { limit: 10, cursor: '', email: '' })).page).toHaveLength(3);
+    expect((await refusal(service.list('live', { limit: 10, cursor: '', email: 'x'.repeat(255) }))).details[0]!.field).toBe('email');
   });
 });

@@ -1,5 +1,5 @@
-import { AppError, eventOfCall, newId, type CallContext, type EventInput } from '@secsvc/shared';
-import { validateCreate, validateUpdate } from '../domain/users';
+import { AppError, eventOfCall, newId, parseOrThrow, type CallContext, type EventInput } from '@secsvc/shared';
+import { emailSearchSchema, validateCreate, validateUpdate } from '../domain/users';
 import type { usersRepository, UserRow } from '../repositories/users';
 import { listPage, type Database, type Outbox, type Page, type PageInput } from './ports';
 
@@ -49,13 +49,14 @@ export class UsersService {
     return row;
   }
 
-  async update(environment: string, id: string, input: { name?: string; metadataJson?: string }, call: CallContext): Promise<UserRow> {
+  async update(environment: string, id: string, input: { name?: string; metadataJson?: string; roles?: { values: string[] } }, call: CallContext): Promise<UserRow> {
     const changes = validateUpdate(input);
     const { db, users, outbox } = this.deps;
     return db.transaction(async (tx) => {
       const user = await users.update(tx, environment, id, {
         name: changes.name,
         metadata: changes.metadata === undefined ? undefined : JSON.stringify(changes.metadata),
+        roles: changes.roles,
       });
       if (!user) throw AppError.notFound('User');
       await outbox.append(tx, userEvent(call, environment, 'user.updated', user.id, { fields: Object.keys(changes) }));
@@ -72,9 +73,10 @@ export class UsersService {
     });
   }
 
-  /** Newest first. */
-  list(environment: string, page: PageInput): Promise<Page<UserRow>> {
+  /** Newest first; with `email`, only the users whose email contains it (case-insensitive). */
+  async list(environment: string, page: PageInput & { email?: string }): Promise<Page<UserRow>> {
     const { db, users, serverSecret } = this.deps;
-    return listPage(serverSecret, 'users', environment, page, (limit, after) => users.list(db.pool, environment, limit, after), MAX_USERS_PAGE);
+    const email = page.email === undefined || page.email === '' ? undefined : parseOrThrow(emailSearchSchema, page.email, 'email');
+    return listPage(serverSecret, 'users', environment, page, (limit, after) => users.list(db.pool, environment, limit, after, email), MAX_USERS_PAGE);
   }
 }

@@ -16,9 +16,18 @@ export const updateUserBody = atLeastOne(
   z.strictObject({
     name: nameSchema.optional(),
     metadata: metadataSchema.optional(),
+    roles: rolesSchema.optional().describe('Replaces the stored roles ([] removes them all)'),
   }),
-  'give at least one of name, metadata',
+  'give at least one of name, metadata, roles',
 );
+
+/** GET /v1/users?email=: part of an email, matched case-insensitively. */
+export const emailSearchParam = z
+  .string({ error: 'must be a single string' })
+  .min(1, 'must not be empty')
+  .max(254, 'must be at most 254 characters')
+  .optional()
+  .describe('Only users whose email contains this text (case-insensitive)');
 
 const id = z.string().describe('user_<id>');
 const timestamp = z.string().describe('ISO 8601 UTC, millisecond precision');

@@ -112,11 +112,12 @@ export class FakeUsers implements UsersRepository {
     return row && row.environment === environment ? { ...row } : undefined;
   }
 
-  async update(_db: Db, environment: string, id: string, changes: { name?: string; metadata?: string }): Promise<UserRow | undefined> {
+  async update(_db: Db, environment: string, id: string, changes: { name?: string; metadata?: string; roles?: string[] }): Promise<UserRow | undefined> {
     const row = this.rows.get(id);
     if (!row || row.environment !== environment) return undefined;
     if (changes.name !== undefined) row.name = changes.name;
     if (changes.metadata !== undefined) row.metadata = changes.metadata;
+    if (changes.roles !== undefined) row.roles = [...changes.roles];
     row.updated_at = tick();
     return { ...row };
   }
@@ -126,8 +127,9 @@ export class FakeUsers implements UsersRepository {
     return !!row && row.environment === environment && this.rows.delete(id);
   }
 
-  async list(_db: Db, environment: string, limit: number, afterId?: string): Promise<UserRow[]> {
-    return keyset([...this.rows.values()].filter((r) => r.environment === environment), limit, afterId);
+  async list(_db: Db, environment: string, limit: number, afterId?: string, emailContains?: string): Promise<UserRow[]> {
+    const match = (r: UserRow) => !emailContains || r.email.toLowerCase().includes(emailContains.toLowerCase());
+    return keyset([...this.rows.values()].filter((r) => r.environment === environment && match(r)), limit, afterId);
   }
 }
 

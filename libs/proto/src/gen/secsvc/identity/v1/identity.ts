@@ -60,7 +60,11 @@ export interface UpdateUserRequest {
     | string
     | undefined;
   /** Replaces the whole metadata object when present. */
-  metadataJson?: string | undefined;
+  metadataJson?:
+    | string
+    | undefined;
+  /** Replaces the user's roles when present (an empty list removes them all). */
+  roles?: StringList | undefined;
 }
 
 export interface DeleteUserRequest {
@@ -77,6 +81,8 @@ export interface ListUsersRequest {
   limit: number;
   /** Opaque cursor (cur_...) from a previous page; empty for the first page. */
   cursor: string;
+  /** Only users whose email contains this text, case-insensitively; absent or empty: every user. */
+  email?: string | undefined;
 }
 
 export interface ListUsersResponse {
@@ -456,6 +462,19 @@ export interface DeleteOAuthClientRequest {
 export interface DeleteOAuthClientResponse {
   /** Grants that were still active. */
   grantsRevoked: number;
+}
+
+export interface GetConsoleClientsRequest {
+}
+
+export interface ConsoleClients {
+  /** Empty when ISSUER makes no valid redirect URI (plain http on a host that is not loopback). */
+  liveClientId: string;
+  testClientId: string;
+  /** <ISSUER>/console/callback */
+  redirectUri: string;
+  /** The scopes the clients are registered with (space-separated). */
+  scope: string;
 }
 
 export interface AuthorizeRequest {
@@ -1405,7 +1424,7 @@ export const GetUserRequest: MessageFns<GetUserRequest> = {
 };
 
 function createBaseUpdateUserRequest(): UpdateUserRequest {
-  return { environment: "", id: "", name: undefined, metadataJson: undefined };
+  return { environment: "", id: "", name: undefined, metadataJson: undefined, roles: undefined };
 }
 
 export const UpdateUserRequest: MessageFns<UpdateUserRequest> = {
@@ -1421,6 +1440,9 @@ export const UpdateUserRequest: MessageFns<UpdateUserRequest> = {
     }
     if (message.metadataJson !== undefined) {
       writer.uint32(34).string(message.metadataJson);
+    }
+    if (message.roles !== undefined) {
+      StringList.encode(message.roles, writer.uint32(42).fork()).join();
     }
     return writer;
   },
@@ -1470,6 +1492,14 @@ export const UpdateUserRequest: MessageFns<UpdateUserRequest> = {
             message.metadataJson = reader.string();
             continue;
           }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.roles = StringList.decode(reader, reader.uint32());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1492,6 +1522,7 @@ export const UpdateUserRequest: MessageFns<UpdateUserRequest> = {
         : isSet(object.metadata_json)
         ? globalThis.String(object.metadata_json)
         : undefined,
+      roles: isSet(object.roles) ? StringList.fromJSON(object.roles) : undefined,
     };
   },
 
@@ -1509,6 +1540,9 @@ export const UpdateUserRequest: MessageFns<UpdateUserRequest> = {
     if (message.metadataJson !== undefined) {
       obj.metadataJson = message.metadataJson;
     }
+    if (message.roles !== undefined) {
+      obj.roles = StringList.toJSON(message.roles);
+    }
     return obj;
   },
 
@@ -1521,6 +1555,9 @@ export const UpdateUserRequest: MessageFns<UpdateUserRequest> = {
     message.id = object.id ?? "";
     message.name = object.name ?? undefined;
     message.metadataJson = object.metadataJson ?? undefined;
+    message.roles = (object.roles !== undefined && object.roles !== null)
+      ? StringList.fromPartial(object.roles)
+      : undefined;
     return message;
   },
 };
@@ -1663,7 +1700,7 @@ export const DeleteUserResponse: MessageFns<DeleteUserResponse> = {
 };
 
 function createBaseListUsersRequest(): ListUsersRequest {
-  return { environment: "", limit: 0, cursor: "" };
+  return { environment: "", limit: 0, cursor: "", email: undefined };
 }
 
 export const ListUsersRequest: MessageFns<ListUsersRequest> = {
@@ -1676,6 +1713,9 @@ export const ListUsersRequest: MessageFns<ListUsersRequest> = {
     }
     if (message.cursor !== "") {
       writer.uint32(26).string(message.cursor);
+    }
+    if (message.email !== undefined) {
+      writer.uint32(34).string(message.email);
     }
     return writer;
   },
@@ -1717,6 +1757,14 @@ export const ListUsersRequest: MessageFns<ListUsersRequest> = {
             message.cursor = reader.string();
             continue;
           }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.email = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1734,6 +1782,7 @@ export const ListUsersRequest: MessageFns<ListUsersRequest> = {
       environment: isSet(object.environment) ? globalThis.String(object.environment) : "",
       limit: isSet(object.limit) ? globalThis.Number(object.limit) : 0,
       cursor: isSet(object.cursor) ? globalThis.String(object.cursor) : "",
+      email: isSet(object.email) ? globalThis.String(object.email) : undefined,
     };
   },
 
@@ -1748,6 +1797,9 @@ export const ListUsersRequest: MessageFns<ListUsersRequest> = {
     if (message.cursor !== "") {
       obj.cursor = message.cursor;
     }
+    if (message.email !== undefined) {
+      obj.email = message.email;
+    }
     return obj;
   },
 
@@ -1759,6 +1811,7 @@ export const ListUsersRequest: MessageFns<ListUsersRequest> = {
     message.environment = object.environment ?? "";
     message.limit = object.limit ?? 0;
     message.cursor = object.cursor ?? "";
+    message.email = object.email ?? undefined;
     return message;
   },
 };
@@ -7336,6 +7389,187 @@ export const DeleteOAuthClientResponse: MessageFns<DeleteOAuthClientResponse> = 
   fromPartial<I extends Exact<DeepPartial<DeleteOAuthClientResponse>, I>>(object: I): DeleteOAuthClientResponse {
     const message = createBaseDeleteOAuthClientResponse();
     message.grantsRevoked = object.grantsRevoked ?? 0;
+    return message;
+  },
+};
+
+function createBaseGetConsoleClientsRequest(): GetConsoleClientsRequest {
+  return {};
+}
+
+export const GetConsoleClientsRequest: MessageFns<GetConsoleClientsRequest> = {
+  encode(_: GetConsoleClientsRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): GetConsoleClientsRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseGetConsoleClientsRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(_: any): GetConsoleClientsRequest {
+    return {};
+  },
+
+  toJSON(_: GetConsoleClientsRequest): unknown {
+    const obj: any = {};
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<GetConsoleClientsRequest>, I>>(base?: I): GetConsoleClientsRequest {
+    return GetConsoleClientsRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<GetConsoleClientsRequest>, I>>(_: I): GetConsoleClientsRequest {
+    const message = createBaseGetConsoleClientsRequest();
+    return message;
+  },
+};
+
+function createBaseConsoleClients(): ConsoleClients {
+  return { liveClientId: "", testClientId: "", redirectUri: "", scope: "" };
+}
+
+export const ConsoleClients: MessageFns<ConsoleClients> = {
+  encode(message: ConsoleClients, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.liveClientId !== "") {
+      writer.uint32(10).string(message.liveClientId);
+    }
+    if (message.testClientId !== "") {
+      writer.uint32(18).string(message.testClientId);
+    }
+    if (message.redirectUri !== "") {
+      writer.uint32(26).string(message.redirectUri);
+    }
+    if (message.scope !== "") {
+      writer.uint32(34).string(message.scope);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ConsoleClients {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseConsoleClients();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.liveClientId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.testClientId = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.redirectUri = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.scope = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ConsoleClients {
+    return {
+      liveClientId: isSet(object.liveClientId)
+        ? globalThis.String(object.liveClientId)
+        : isSet(object.live_client_id)
+        ? globalThis.String(object.live_client_id)
+        : "",
+      testClientId: isSet(object.testClientId)
+        ? globalThis.String(object.testClientId)
+        : isSet(object.test_client_id)
+        ? globalThis.String(object.test_client_id)
+        : "",
+      redirectUri: isSet(object.redirectUri)
+        ? globalThis.String(object.redirectUri)
+        : isSet(object.redirect_uri)
+        ? globalThis.String(object.redirect_uri)
+        : "",
+      scope: isSet(object.scope) ? globalThis.String(object.scope) : "",
+    };
+  },
+
+  toJSON(message: ConsoleClients): unknown {
+    const obj: any = {};
+    if (message.liveClientId !== "") {
+      obj.liveClientId = message.liveClientId;
+    }
+    if (message.testClientId !== "") {
+      obj.testClientId = message.testClientId;
+    }
+    if (message.redirectUri !== "") {
+      obj.redirectUri = message.redirectUri;
+    }
+    if (message.scope !== "") {
+      obj.scope = message.scope;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ConsoleClients>, I>>(base?: I): ConsoleClients {
+    return ConsoleClients.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ConsoleClients>, I>>(object: I): ConsoleClients {
+    const message = createBaseConsoleClients();
+    message.liveClientId = object.liveClientId ?? "";
+    message.testClientId = object.testClientId ?? "";
+    message.redirectUri = object.redirectUri ?? "";
+    message.scope = object.scope ?? "";
     return message;
   },
 };
@@ -15453,6 +15687,20 @@ export const IdentityServiceService = {
     responseDeserialize: (value: Buffer): DeleteOAuthClientResponse => DeleteOAuthClientResponse.decode(value),
   },
   /**
+   * The admin console's first-party public client of each environment (redirect URI <ISSUER>/console/callback).
+   * Identity creates them at start-up; a client that was deleted or changed since is created or repaired here.
+   */
+  getConsoleClients: {
+    path: "/secsvc.identity.v1.IdentityService/GetConsoleClients" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: GetConsoleClientsRequest): Buffer =>
+      Buffer.from(GetConsoleClientsRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): GetConsoleClientsRequest => GetConsoleClientsRequest.decode(value),
+    responseSerialize: (value: ConsoleClients): Buffer => Buffer.from(ConsoleClients.encode(value).finish()),
+    responseDeserialize: (value: Buffer): ConsoleClients => ConsoleClients.decode(value),
+  },
+  /**
    * The authorization endpoint's decision on one request: an error page (the redirect URI is not trusted),
    * a redirect to the client (code or error), or the login or consent page to show.
    */
@@ -15889,6 +16137,11 @@ export interface IdentityServiceServer extends UntypedServiceImplementation {
    * working at once (announced on WatchCredentialChanges like a revoked session).
    */
   deleteOAuthClient: handleUnaryCall<DeleteOAuthClientRequest, DeleteOAuthClientResponse>;
+  /**
+   * The admin console's first-party public client of each environment (redirect URI <ISSUER>/console/callback).
+   * Identity creates them at start-up; a client that was deleted or changed since is created or repaired here.
+   */
+  getConsoleClients: handleUnaryCall<GetConsoleClientsRequest, ConsoleClients>;
   /**
    * The authorization endpoint's decision on one request: an error page (the redirect URI is not trusted),
    * a redirect to the client (code or error), or the login or consent page to show.
@@ -16458,6 +16711,25 @@ export interface IdentityServiceClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: DeleteOAuthClientResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * The admin console's first-party public client of each environment (redirect URI <ISSUER>/console/callback).
+   * Identity creates them at start-up; a client that was deleted or changed since is created or repaired here.
+   */
+  getConsoleClients(
+    request: GetConsoleClientsRequest,
+    callback: (error: ServiceError | null, response: ConsoleClients) => void,
+  ): ClientUnaryCall;
+  getConsoleClients(
+    request: GetConsoleClientsRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: ConsoleClients) => void,
+  ): ClientUnaryCall;
+  getConsoleClients(
+    request: GetConsoleClientsRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: ConsoleClients) => void,
   ): ClientUnaryCall;
   /**
    * The authorization endpoint's decision on one request: an error page (the redirect URI is not trusted),
