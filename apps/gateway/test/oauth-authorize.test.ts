@@ -91,7 +91,7 @@ function fakeIdentity(calls: Call[]) {
         { id: 'mfa_1', environment: 'live', userId: 'user_1', type: 'totp', name: 'Phone', confirmed: true, createdAt: '', remainingCodes: 0, backedUp: false },
         { id: 'mfa_3', environment: 'live', userId: 'user_1', type: 'passkey', name: 'Key', confirmed: true, createdAt: '', remainingCodes: 0, backedUp: true },
       ],
-      mfaRequired: false,
+      mfaRequired: environmentRequiresMfa,
     })),
     stepUpSession: rec('stepUpSession', (r: identity.StepUpSessionRequest) => {
       if (r.proof!.code !== '123456') throw new AppError('unauthorized', 'The second factor was not accepted');
@@ -141,6 +141,9 @@ const post = (fields: Record<string, string>, cookie = '') =>
 const callsOf = (method: string) => calls.filter((c) => c.method === method);
 const hiddenOf = (html: string) =>
   Object.fromEntries([...html.split('</form>')[0]!.matchAll(/<input type="hidden" name="([^"]+)" value="([^"]*)">/g)].map((m) => [m[1]!, m[2]!.replace(/&amp;/g, '&').replace(/&quot;/g, '"')]));
+
+/** The environment's MFA requirement as the fake identity answers it (listMfaFactors.mfaRequired). */
+let environmentRequiresMfa = false;
 
 describe('the login page', () => {
   it('offers a passwordless passkey (a fresh challenge) with the script allowed, for an issuer with a domain', async () => {
@@ -287,6 +290,21 @@ describe('acr_values=urn:secsvc:acr:mfa', () => {
     const none = await get({ ...mfa, prompt: 'none' }, 'secsvc_oauth_session=sst_pwd');
     expect(none.status).toBe(302);
     expect(none.headers.get('location')).toContain('error=login_required');
+  });
+
+  it('a consent form cannot skip the step-up the environment requires (no acr_values asked)', async () => {
+    const { acr_values: _asked, ...plain } = mfa;
+    environmentRequiresMfa = true;
+    try {
+      const res = await post({ ...plain, action: 'consent', consent: 'allow' }, 'secsvc_oauth_session=sst_pwd');
+      expect(res.status).toBe(200);
+      expect(await res.text()).toContain('name="action" value="step_up"');
+    } finally {
+      environmentRequiresMfa = false;
+    }
+    // Without the requirement, the same form gets its code.
+    const res = await post({ ...plain, action: 'consent', consent: 'allow' }, 'secsvc_oauth_session=sst_pwd');
+    expect(await res.text()).not.toContain('name="action" value="step_up"');
   });
 
   it('a consent form cannot skip the step-up', async () => {

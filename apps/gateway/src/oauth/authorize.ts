@@ -386,9 +386,10 @@ export function authorizePost(deps: OAuthDeps) {
       const action = p.get('action');
       if (action === 'consent') {
         const consent = p.get('consent') === 'allow' ? 'allow' : 'deny';
-        // A consent form cannot skip the step-up a request with acr_values=urn:secsvc:acr:mfa asks for.
+        // A consent form cannot skip the step-up that acr_values=urn:secsvc:acr:mfa asks for or the environment
+        // requires of the user (stepUpInstead decides both).
         const session = readCookie(req, SESSION_COOKIE) ?? '';
-        if (consent === 'allow' && session && asksForMfa(p) && (await stepUpInstead(deps, req, res, p, session))) return;
+        if (consent === 'allow' && session && (await stepUpInstead(deps, req, res, p, session))) return;
         await respond(req, res, deps, p, await ask(deps, req, p, { consent }));
         return;
       }
