@@ -207,6 +207,28 @@ describe('confidential client', () => {
     expect((await apiWith(tokens.access_token, 'POST', '/users', { email: 'cc@example.com', name: 'C' })).status).toBe(403);
   });
 
+  it('manages API keys and clients with their scopes, never giving a client a scope the token lacks', async () => {
+    const c = await registerClient(s.api, { name: 'Manager', type: 'confidential', redirectUris: [REDIRECT], scopes: ['read:api_keys', 'read:clients', 'write:clients', 'read:users'] });
+    const { access_token } = await json(await tokenPost({ grant_type: 'client_credentials' }, basic(c.clientId, c.clientSecret!)));
+    expect((await apiWith(access_token, 'GET', '/api-keys')).status).toBe(200);
+    const key = await apiWith(access_token, 'POST', '/api-keys', { name: 'nope', type: 'secret' });
+    expect([key.status, key.headers.get('www-authenticate')]).toEqual([403, expect.stringContaining('scope="write:api_keys"')]);
+    expect((await apiWith(access_token, 'GET', '/sso/connections')).status).toBe(403);
+    // A client it makes may ask for what this token has, nothing more (write:api_keys twice, by index).
+    const beyond = await apiWith(access_token, 'POST', '/oauth/clients', { name: 'Escalation', type: 'confidential', redirectUris: [REDIRECT], scopes: ['read:users', 'write:api_keys', 'read:logs'] });
+    expect(beyond.status).toBe(403);
+    expect((await json(beyond)).error.details).toEqual([
+      { field: 'scopes[1]', message: 'your access token does not have write:api_keys, so it cannot give it to a client' },
+      { field: 'scopes[2]', message: 'your access token does not have read:logs, so it cannot give it to a client' },
+    ]);
+    const within = await apiWith(access_token, 'POST', '/oauth/clients', { name: 'Within', type: 'confidential', redirectUris: [REDIRECT], scopes: ['read:users'] });
+    expect(within.status).toBe(201);
+    const id = (await json(within)).data.clientId as string;
+    expect((await apiWith(access_token, 'PATCH', `/oauth/clients/${id}`, { scopes: ['read:users', 'write:users'] })).status).toBe(403);
+    expect((await s.api('GET', `/oauth/clients/${id}`)).body.data.scopes).toEqual(['read:users']);
+    expect((await apiWith(access_token, 'DELETE', `/oauth/clients/${id}`)).status).toBe(204);
+  });
+
   it('deleting the client revokes its tokens at once', async () => {
     const c = await registerClient(s.api, { name: 'Doomed', type: 'confidential', redirectUris: [REDIRECT], scopes: ['read:users'] });
     const res = await tokenPost({ grant_type: 'client_credentials' }, basic(c.clientId, c.clientSecret!));
@@ -214,6 +236,82 @@ describe('confidential client', () => {
     expect((await apiWith(access_token, 'GET', '/users?limit=1')).status).toBe(200);
     expect((await s.api('DELETE', `/oauth/clients/${c.clientId}`)).status).toBe(204);
     expect((await untilStatus(() => apiWith(access_token, 'GET', '/users?limit=1'), 401)).status).toBe(401);
+  });
+});
+
+describe('end session (OpenID Connect RP-Initiated Logout, openid-client)', () => {
+  /** A browser (its cookie jar) signed in at the authorization server, the tokens its login gave, and a fresh authorization URL. */
+  async function signedInBrowser(config: Oidc.Configuration) {
+    const jar = new Jar();
+    const a = await authorizeWithPkceIn(config, jar);
+    const tokens = await oidc.authorizationCodeGrant(config, a.callback, { pkceCodeVerifier: a.verifier, expectedState: a.state, expectedNonce: a.nonce, idTokenExpected: true });
+    const again = authorizationRequest(s.issuer, { client_id: publicClient.clientId, redirect_uri: REDIRECT, scope: 'openid', state: 'again' }).url;
+    return { jar, tokens, again };
+  }
+  async function authorizeWithPkceIn(config: Oidc.Configuration, jar: Jar) {
+    const verifier = oidc.randomPKCECodeVerifier();
+    const state = oidc.randomState();
+    const nonce = oidc.randomNonce();
+    const url = oidc.buildAuthorizationUrl(config, { redirect_uri: REDIRECT, scope: ALL, state, nonce, code_challenge: await oidc.calculatePKCECodeChallenge(verifier), code_challenge_method: 'S256' });
+    return { verifier, state, nonce, callback: await authorizeInteractively(url, user.email, PASSWORD, jar) };
+  }
+  /** Whether the browser is still signed in: the authorization endpoint goes straight back with a code, or shows the login page. */
+  async function signedIn(jar: Jar, url: URL): Promise<boolean> {
+    const res = await get(url.href, jar);
+    if (res.status === 302) return new URL(res.headers.get('location')!).searchParams.has('code');
+    expect([res.status, hiddenInputs(await res.text()).action]).toEqual([200, 'login']);
+    return false;
+  }
+
+  it('ends the login session at once with its user\'s ID token and goes back to the client with state', async () => {
+    const config = await publicConfig();
+    expect(config.serverMetadata().end_session_endpoint).toBe(`${s.issuer}/oauth/logout`);
+    const { jar, tokens, again } = await signedInBrowser(config);
+    await expect(signedIn(jar, again)).resolves.toBe(true);
+    const end = oidc.buildEndSessionUrl(config, { id_token_hint: tokens.id_token!, post_logout_redirect_uri: REDIRECT, state: 'bye' });
+    const res = await get(end.href, jar);
+    expect([res.status, res.headers.get('location')]).toEqual([303, `${REDIRECT}?state=bye`]);
+    expect(res.headers.getSetCookie().join('\n')).toMatch(/secsvc_oauth_session=; Path=\/oauth; HttpOnly; SameSite=Lax; Max-Age=0/);
+    jar.take(res);
+    await expect(signedIn(jar, again)).resolves.toBe(false);
+    // Nobody signed in any more: the same request just goes back.
+    const twice = await get(end.href, jar);
+    expect([twice.status, twice.headers.get('location')]).toEqual([303, `${REDIRECT}?state=bye`]);
+    // Without anywhere to go: a page says so.
+    const plain = await get(`${s.issuer}/oauth/logout`);
+    expect([plain.status, await plain.text()]).toEqual([200, expect.stringContaining('You are signed out')]);
+  });
+
+  it('asks the user without an ID token hint of theirs, and refuses unregistered destinations and forged hints', async () => {
+    const config = await publicConfig();
+    const { jar, again } = await signedInBrowser(config);
+    const logout = (q: Record<string, string>) => get(`${s.issuer}/oauth/logout?${new URLSearchParams(q)}`, jar);
+    const elsewhere = await logout({ client_id: publicClient.clientId, post_logout_redirect_uri: 'https://evil.example/' });
+    expect([elsewhere.status, await elsewhere.text()]).toEqual([400, expect.stringContaining('not a redirect URI registered for this client')]);
+    expect((await logout({ post_logout_redirect_uri: REDIRECT })).status).toBe(400); // which client's?
+    const [header, payload] = (await signedInBrowser(config)).tokens.id_token!.split('.');
+    const forged = await logout({ id_token_hint: `${header}.${payload}.${Buffer.alloc(64).toString('base64url')}` });
+    expect([forged.status, await forged.text()]).toEqual([400, expect.stringContaining('id_token_hint: not an ID token this server issued')]);
+    const accessToken = await logout({ id_token_hint: (await signedInBrowser(config)).tokens.access_token });
+    expect(accessToken.status).toBe(400);
+    await expect(signedIn(jar, again)).resolves.toBe(true);
+
+    const ask = await logout({ client_id: publicClient.clientId, post_logout_redirect_uri: REDIRECT, state: 's1' });
+    jar.take(ask);
+    const page = await ask.text();
+    expect(ask.status).toBe(200);
+    expect(page).toContain('Sign out?');
+    expect(page).toContain(user.email);
+    expect(ask.headers.get('content-security-policy')).toContain("form-action 'self' http://127.0.0.1:9");
+    const fields = hiddenInputs(page);
+    expect(fields).toMatchObject({ action: 'confirm', client_id: publicClient.clientId, post_logout_redirect_uri: REDIRECT, state: 's1', csrf_token: expect.stringMatching(/^[\w-]{43}$/) });
+    const forgedForm = await postForm(`${s.issuer}/oauth/logout`, { ...fields, csrf_token: 'x'.repeat(43) }, jar);
+    expect(forgedForm.status).toBe(403);
+    await expect(signedIn(jar, again)).resolves.toBe(true);
+    const confirmed = await postForm(`${s.issuer}/oauth/logout`, fields, jar);
+    expect([confirmed.status, confirmed.headers.get('location')]).toEqual([303, `${REDIRECT}?state=s1`]);
+    jar.take(confirmed);
+    await expect(signedIn(jar, again)).resolves.toBe(false);
   });
 });
 

@@ -432,9 +432,23 @@ describe('sessions over HTTP', () => {
     expect((await api('POST', '/sessions/revoke', { token: s.token })).status).toBe(204);
     expect((await api('POST', '/sessions/verify', { token: s.token })).body.data.valid).toBe(false);
 
+    // One session by its id (no token needed), as a bearer credential too: refused at once, the other one kept.
+    const one = (await api('POST', '/sessions', { userId: u.id })).body.data;
+    const kept = (await api('POST', '/sessions', { userId: u.id })).body.data;
+    expect((await api('POST', '/policies', { name: 'session self read', effect: 'allow', principals: [`user:${u.id}`], actions: ['read'], resources: [`/users/${u.id}`] })).status).toBe(201);
+    expect((await apiClient(stack.baseUrl, one.token)('GET', `/users/${u.id}`)).status).toBe(200);
+    const other = (await api('POST', '/users', { email: 'session.other@example.com', name: 'Other' })).body.data;
+    expect((await api('DELETE', `/users/${other.id}/sessions/${one.id}`)).status).toBe(404);
+    expect((await api('DELETE', `/users/${u.id}/sessions/ses_nope`)).status).toBe(404);
+    expect((await api('DELETE', `/users/${u.id}/sessions/${one.id}`)).status).toBe(204);
+    expect((await apiClient(stack.baseUrl, one.token)('GET', `/users/${u.id}`)).status).toBe(401);
+    expect((await api('DELETE', `/users/${u.id}/sessions/${one.id}`)).status).toBe(404);
+    expect((await api('GET', `/users/${u.id}/sessions`)).body.data.map((x: { id: string }) => x.id)).toEqual([kept.id]);
+
     const again = (await api('POST', '/sessions', { userId: u.id })).body.data;
     expect((await api('DELETE', `/users/${u.id}/sessions`)).status).toBe(204);
     expect((await api('POST', '/sessions/verify', { token: again.token })).body.data.valid).toBe(false);
+    expect((await api('POST', '/sessions/verify', { token: kept.token })).body.data.valid).toBe(false);
   });
 
   it('accepts session tokens as bearer credentials, authorized by the policies, ended at once on revoke', async () => {

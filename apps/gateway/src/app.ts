@@ -183,7 +183,7 @@ export function createApp(deps: GatewayDeps): express.Express {
 
   // The admin console (static files and its config.json), limited per client ip like the login pages.
   if (deps.console && deps.oauth) {
-    app.use(consoleRouter({ dir: deps.console.dir, issuer: deps.oauth.issuer, clients: deps.clients, deadlineMs: deps.config.GRPC_DEADLINE_MS, logger: deps.logger }));
+    app.use(consoleRouter({ dir: deps.console.dir, issuer: deps.oauth.issuer, clients: deps.clients, deadlineMs: deps.config.GRPC_DEADLINE_MS }));
   }
 
   // Public keys of the access-token signers (RFC 7517), for anyone verifying our JWTs.

@@ -4,6 +4,7 @@ import { routes } from '../src/app';
 import { discoveryDocument } from '../src/oauth/discovery';
 import { clientCredentialsOf, csrfValid, paramsOf } from '../src/oauth/http';
 import { passkeysUsable } from '../src/oauth/authorize';
+import { refuseScopeEscalation } from '../src/routes/oauth-clients/schemas';
 import { consentPage, errorPage, escapeHtml, jsonDataBlock, loginPage, mfaPage, pageCsp } from '../src/oauth/pages';
 
 const request = (headers: Record<string, string>) => ({ get: (name: string) => headers[name.toLowerCase()] }) as unknown as Request;
@@ -26,13 +27,36 @@ describe('scopes of API routes', () => {
       'GET /logs': 'read:logs',
       'POST /logs/export': 'export:logs',
       'GET /logs/export/:id': 'export:logs',
+      'GET /api-keys': 'read:api_keys',
+      'POST /api-keys': 'write:api_keys',
+      'POST /api-keys/:id/rotate': 'write:api_keys',
+      'DELETE /api-keys/:id': 'write:api_keys',
+      'GET /oauth/clients/:id': 'read:clients',
+      'POST /oauth/clients': 'write:clients',
+      'PATCH /oauth/clients/:id': 'write:clients',
+      'DELETE /oauth/clients/:id': 'write:clients',
+      'GET /sso/connections': 'read:sso',
+      'POST /sso/connections': 'write:sso',
+      'DELETE /sso/connections/:id': 'write:sso',
     });
     // reading never needs a write scope
     for (const r of routes.filter((r) => r.method === 'get' && r.scope)) expect([r.path, r.scope]).toEqual([r.path, expect.stringMatching(/^(read|export):/)]);
     // closed to OAuth tokens
-    for (const key of ['POST /api-keys', 'GET /api-keys', 'POST /oauth/clients', 'DELETE /oauth/clients/:id', 'POST /tokens', 'POST /auth/login']) {
+    for (const key of ['POST /tokens', 'POST /auth/login', 'POST /users/:id/mfa/totp', 'POST /sso/logout']) {
       expect([key, table[key]]).toEqual([key, undefined]);
     }
+  });
+});
+
+describe('scopes an OAuth token may give a client', () => {
+  it('allows its own scopes, names each other one, and leaves API keys and sessions to the policies', () => {
+    const token = { scopes: ['read:users', 'write:clients'] };
+    expect(() => refuseScopeEscalation(['read:users'], token)).not.toThrow();
+    expect(() => refuseScopeEscalation(undefined, token)).not.toThrow();
+    expect(() => refuseScopeEscalation(['write:api_keys', 'read:users', 'read:logs'], token)).toThrow(
+      expect.objectContaining({ code: 'forbidden', details: [expect.objectContaining({ field: 'scopes[0]' }), expect.objectContaining({ field: 'scopes[2]' })] }),
+    );
+    expect(() => refuseScopeEscalation(['write:api_keys'], {})).not.toThrow();
   });
 });
 

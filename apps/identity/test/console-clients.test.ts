@@ -29,7 +29,7 @@ describe('admin console clients', () => {
         type: 'public',
         first_party: true,
         redirect_uris: ['http://127.0.0.1:8080/console/callback'],
-        scopes: ['openid', 'profile', 'email', 'offline_access', 'read:users', 'write:users', 'read:policies', 'write:policies', 'read:logs', 'export:logs'],
+        scopes: ['openid', 'profile', 'email', 'offline_access', 'read:users', 'write:users', 'read:policies', 'write:policies', 'read:logs', 'export:logs', 'read:api_keys', 'write:api_keys', 'read:clients', 'write:clients', 'read:sso', 'write:sso'],
         secret_hash: null,
       })),
     );

@@ -156,6 +156,24 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/oauth/logout": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** End-session endpoint (OpenID Connect RP-Initiated Logout 1.0): ends the login session of the authorization server */
+        get: operations["endSession"];
+        put?: never;
+        /** The end-session endpoint by form, and its confirmation (action=confirm with the page's CSRF token) */
+        post: operations["endSessionForm"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/oauth/revoke": {
         parameters: {
             query?: never;
@@ -234,13 +252,13 @@ export interface paths {
         };
         /**
          * List API keys (masked), newest first
-         * @description Callable with secret, test API keys and session tokens (users are authorized by the policies).
+         * @description Callable with secret, test API keys, session tokens and access tokens with the scope read:api_keys (users are authorized by the policies).
          */
         get: operations["listApiKeys"];
         put?: never;
         /**
          * Create an API key (the full key is in this response only)
-         * @description Callable with secret, test API keys and session tokens (users are authorized by the policies).
+         * @description Callable with secret, test API keys, session tokens and access tokens with the scope write:api_keys (users are authorized by the policies).
          */
         post: operations["createApiKey"];
         delete?: never;
@@ -258,14 +276,14 @@ export interface paths {
         };
         /**
          * Get an API key (masked)
-         * @description Callable with secret, test API keys and session tokens (users are authorized by the policies).
+         * @description Callable with secret, test API keys, session tokens and access tokens with the scope read:api_keys (users are authorized by the policies).
          */
         get: operations["getApiKey"];
         put?: never;
         post?: never;
         /**
          * Revoke an API key (at once, on every gateway)
-         * @description Callable with secret, test API keys and session tokens (users are authorized by the policies).
+         * @description Callable with secret, test API keys, session tokens and access tokens with the scope write:api_keys (users are authorized by the policies).
          */
         delete: operations["revokeApiKey"];
         options?: never;
@@ -284,7 +302,7 @@ export interface paths {
         put?: never;
         /**
          * New secret for a key; the previous one keeps working for gracePeriod (default 24h, at most 7d)
-         * @description Callable with secret, test API keys and session tokens (users are authorized by the policies).
+         * @description Callable with secret, test API keys, session tokens and access tokens with the scope write:api_keys (users are authorized by the policies).
          */
         post: operations["rotateApiKey"];
         delete?: never;
@@ -646,13 +664,13 @@ export interface paths {
         };
         /**
          * List OAuth clients, newest first
-         * @description Callable with secret, test API keys and session tokens (users are authorized by the policies).
+         * @description Callable with secret, test API keys, session tokens and access tokens with the scope read:clients (users are authorized by the policies).
          */
         get: operations["listOAuthClients"];
         put?: never;
         /**
          * Register an OAuth client (a confidential client gets its secret in this response only)
-         * @description Callable with secret, test API keys and session tokens (users are authorized by the policies).
+         * @description Callable with secret, test API keys, session tokens and access tokens with the scope write:clients (users are authorized by the policies).
          */
         post: operations["createOAuthClient"];
         delete?: never;
@@ -670,21 +688,21 @@ export interface paths {
         };
         /**
          * Get an OAuth client (never its secret)
-         * @description Callable with secret, test API keys and session tokens (users are authorized by the policies).
+         * @description Callable with secret, test API keys, session tokens and access tokens with the scope read:clients (users are authorized by the policies).
          */
         get: operations["getOAuthClient"];
         put?: never;
         post?: never;
         /**
          * Delete an OAuth client and revoke everything issued to it (refresh and access tokens, at once)
-         * @description Callable with secret, test API keys and session tokens (users are authorized by the policies).
+         * @description Callable with secret, test API keys, session tokens and access tokens with the scope write:clients (users are authorized by the policies).
          */
         delete: operations["deleteOAuthClient"];
         options?: never;
         head?: never;
         /**
          * Change an OAuth client: name, redirectUris and scopes (arrays replace the stored ones), firstParty
-         * @description Callable with secret, test API keys and session tokens (users are authorized by the policies).
+         * @description Callable with secret, test API keys, session tokens and access tokens with the scope write:clients (users are authorized by the policies).
          */
         patch: operations["updateOAuthClient"];
         trace?: never;
@@ -847,13 +865,13 @@ export interface paths {
         };
         /**
          * List SSO connections, newest first
-         * @description Callable with secret, test API keys and session tokens (users are authorized by the policies).
+         * @description Callable with secret, test API keys, session tokens and access tokens with the scope read:sso (users are authorized by the policies).
          */
         get: operations["listSsoConnections"];
         put?: never;
         /**
          * Connect a SAML 2.0 identity provider (its metadata is validated: entity id, SSO endpoint, signing certificates)
-         * @description Callable with secret, test API keys and session tokens (users are authorized by the policies).
+         * @description Callable with secret, test API keys, session tokens and access tokens with the scope write:sso (users are authorized by the policies).
          */
         post: operations["createSsoConnection"];
         delete?: never;
@@ -871,21 +889,21 @@ export interface paths {
         };
         /**
          * Get an SSO connection
-         * @description Callable with secret, test API keys and session tokens (users are authorized by the policies).
+         * @description Callable with secret, test API keys, session tokens and access tokens with the scope read:sso (users are authorized by the policies).
          */
         get: operations["getSsoConnection"];
         put?: never;
         post?: never;
         /**
          * Delete an SSO connection (users it created stay; their sessions run until they end)
-         * @description Callable with secret, test API keys and session tokens (users are authorized by the policies).
+         * @description Callable with secret, test API keys, session tokens and access tokens with the scope write:sso (users are authorized by the policies).
          */
         delete: operations["deleteSsoConnection"];
         options?: never;
         head?: never;
         /**
          * Change an SSO connection: name, idpMetadataXml (validated again), domains and defaultRoles (replace the stored ones), attributeMapping, allowIdpInitiated, initiateLoginUrl, allowSha1Signatures, requireMfa
-         * @description Callable with secret, test API keys and session tokens (users are authorized by the policies).
+         * @description Callable with secret, test API keys, session tokens and access tokens with the scope write:sso (users are authorized by the policies).
          */
         patch: operations["updateSsoConnection"];
         trace?: never;
@@ -1268,6 +1286,26 @@ export interface paths {
          * @description Callable with secret, test API keys, session tokens and access tokens with the scope write:users (users are authorized by the policies).
          */
         delete: operations["revokeUserSessions"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/users/{id}/sessions/{sessionId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * End one session of a user, by its id (an administrator ending a session without its token)
+         * @description Callable with secret, test API keys, session tokens and access tokens with the scope write:users (users are authorized by the policies).
+         */
+        delete: operations["revokeUserSession"];
         options?: never;
         head?: never;
         patch?: never;
@@ -2543,6 +2581,166 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["OAuthError"];
+                };
+            };
+            /** @description The form is larger than 64 KiB or has more than 100 parameters */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OAuthError"] | components["schemas"]["Error"];
+                };
+            };
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    endSession: {
+        parameters: {
+            query?: {
+                /** @description An ID token this server issued to the client (expired ones too): with the signed-in user's, no question is asked */
+                id_token_hint?: string;
+                /** @description The client (needed with post_logout_redirect_uri unless id_token_hint names it) */
+                client_id?: string;
+                /** @description Where to go afterwards: one of the client's registered redirect URIs, exactly */
+                post_logout_redirect_uri?: string;
+                /** @description Given back to post_logout_redirect_uri */
+                state?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Signed out, or the question whether to sign out (no id_token_hint of the signed-in user) */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+            /** @description Signed out: on to post_logout_redirect_uri (with state) */
+            303: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    Location: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description An invalid id_token_hint, client or post_logout_redirect_uri (an error page), or the input guard refused the query or form (JSON) */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                    "application/json": components["schemas"]["OAuthError"] | components["schemas"]["Error"];
+                };
+            };
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    endSessionForm: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/x-www-form-urlencoded": {
+                    /** @description An ID token this server issued to the client (expired ones too): with the signed-in user's, no question is asked */
+                    id_token_hint?: string;
+                    /** @description The client (needed with post_logout_redirect_uri unless id_token_hint names it) */
+                    client_id?: string;
+                    /** @description Where to go afterwards: one of the client's registered redirect URIs, exactly */
+                    post_logout_redirect_uri?: string;
+                    /** @description Given back to post_logout_redirect_uri */
+                    state?: string;
+                    /** @description The confirmation page's CSRF token (action=confirm) */
+                    csrf_token?: string;
+                    /** @description confirm (the confirmation page's form) */
+                    action?: string;
+                } & {
+                    [key: string]: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Signed out, or the question whether to sign out (no id_token_hint of the signed-in user) */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+            /** @description Signed out: on to post_logout_redirect_uri (with state) */
+            303: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    Location: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description An invalid id_token_hint, client or post_logout_redirect_uri (an error page), or the input guard refused the query or form (JSON) */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                    "application/json": components["schemas"]["OAuthError"] | components["schemas"]["Error"];
+                };
+            };
+            /** @description The confirmation form's CSRF token is missing or invalid (an error page) */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
                 };
             };
             /** @description The form is larger than 64 KiB or has more than 100 parameters */
@@ -4506,7 +4704,7 @@ export interface operations {
                     /** @enum {string} */
                     type: "public" | "confidential";
                     redirectUris?: (string & unknown)[];
-                    scopes: ("openid" | "profile" | "email" | "offline_access" | "read:users" | "write:users" | "read:policies" | "write:policies" | "read:logs" | "export:logs")[];
+                    scopes: ("openid" | "profile" | "email" | "offline_access" | "read:users" | "write:users" | "read:policies" | "write:policies" | "read:logs" | "export:logs" | "read:api_keys" | "write:api_keys" | "read:clients" | "write:clients" | "read:sso" | "write:sso")[];
                     firstParty?: boolean;
                 } | {
                     /** @constant */
@@ -4546,7 +4744,20 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
+            /** @description An OAuth access token giving scopes it does not have (each named as scopes[i]), or denied by policy */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["RateLimited"];
@@ -4658,7 +4869,7 @@ export interface operations {
                 "application/json": {
                     name?: string & unknown;
                     redirectUris?: (string & unknown)[];
-                    scopes?: ("openid" | "profile" | "email" | "offline_access" | "read:users" | "write:users" | "read:policies" | "write:policies" | "read:logs" | "export:logs")[];
+                    scopes?: ("openid" | "profile" | "email" | "offline_access" | "read:users" | "write:users" | "read:policies" | "write:policies" | "read:logs" | "export:logs" | "read:api_keys" | "write:api_keys" | "read:clients" | "write:clients" | "read:sso" | "write:sso")[];
                     firstParty?: boolean;
                 };
             };
@@ -4693,7 +4904,20 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
+            /** @description An OAuth access token giving scopes it does not have (each named as scopes[i]), or denied by policy */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description No such client */
             404: {
                 headers: {
@@ -7252,6 +7476,50 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             /** @description No such user */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    revokeUserSession: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+                sessionId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Ended */
+            204: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["InvalidRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            /** @description No such user, or no active session of that user with this id */
             404: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];

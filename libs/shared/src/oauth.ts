@@ -13,6 +13,12 @@ export const OAUTH_SCOPES = [
   'write:policies',
   'read:logs',
   'export:logs',
+  'read:api_keys',
+  'write:api_keys',
+  'read:clients',
+  'write:clients',
+  'read:sso',
+  'write:sso',
 ] as const;
 
 /**

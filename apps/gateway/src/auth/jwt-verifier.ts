@@ -1,4 +1,4 @@
-import { createLocalJWKSet, errors, jwtVerify, type JWTPayload, type JWTVerifyGetKey } from 'jose';
+import { compactVerify, createLocalJWKSet, errors, jwtVerify, type JWTPayload, type JWTVerifyGetKey } from 'jose';
 import { AppError, type Logger, type Metrics } from '@secsvc/shared';
 import { cacheStats, tokenDigest, type CacheStats } from './feed-cache';
 
@@ -142,5 +142,24 @@ export class JwtVerifier {
       throw refused('missing claims');
     }
     return payload as Claims;
+  }
+
+  /**
+   * An ID token this issuer signed, given back as a logout's id_token_hint (OpenID Connect RP-Initiated Logout
+   * 1.0): its subject and audience (the client), or undefined when it is not one. Its signature and issuer are
+   * checked; an expired one is still a hint (a logout comes after the token has served), so exp is not.
+   */
+  async idTokenHint(token: string): Promise<{ sub: string; clientId: string } | undefined> {
+    await this.refresh(5 * 60_000);
+    try {
+      const { payload, protectedHeader } = await compactVerify(token, this.keys!, { algorithms: ['ES256'] });
+      if (protectedHeader.typ !== 'JWT') return undefined; // not an access token (at+jwt)
+      const claims = JSON.parse(new TextDecoder().decode(payload)) as JWTPayload;
+      const aud = Array.isArray(claims.aud) ? claims.aud : [claims.aud];
+      if (claims.iss !== this.issuer || typeof claims.sub !== 'string' || aud.length !== 1 || typeof aud[0] !== 'string') return undefined;
+      return { sub: claims.sub, clientId: aud[0] };
+    } catch {
+      return undefined;
+    }
   }
 }

@@ -1,8 +1,8 @@
 import express, { type NextFunction, type Request, type Response } from 'express';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
-import type { Logger } from '@secsvc/shared';
 import type { ServiceClients } from '../context';
+import { escapeHtml } from '../oauth/pages';
 
 /**
  * The admin console's pages (apps/console, a single-page app built to static files): the strictest policy its
@@ -41,7 +41,6 @@ export interface ConsoleDeps {
   issuer: string;
   clients: Pick<ServiceClients, 'identity'>;
   deadlineMs: number;
-  logger: Logger;
   /** How long identity's answer about the console's clients is reused (ms). */
   clientsTtlMs?: number;
 }
@@ -64,7 +63,6 @@ function securityHeaders(_req: Request, res: Response, next: NextFunction): void
   next();
 }
 
-const escapeHtml = (s: string) => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 
 /** The page of /console when the console has not been built (or CONSOLE_DIR holds no index.html). */
 export function notBuiltPage(dir: string): string {

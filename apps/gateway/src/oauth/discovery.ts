@@ -13,6 +13,7 @@ export function discoveryDocument(issuer: string) {
     jwks_uri: `${base}/.well-known/jwks.json`,
     revocation_endpoint: `${base}/oauth/revoke`,
     introspection_endpoint: `${base}/oauth/introspect`,
+    end_session_endpoint: `${base}/oauth/logout`,
     scopes_supported: OAUTH_SCOPES,
     response_types_supported: ['code'],
     response_modes_supported: ['query'],

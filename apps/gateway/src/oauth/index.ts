@@ -8,6 +8,7 @@ import { OAUTH_FORM_FIELDS } from '../openapi/surface';
 import { sendOAuthError } from './http';
 import { PASSKEY_SCRIPT_PATH, STYLESHEET } from './pages';
 import { PASSKEY_SCRIPT } from './passkey-script';
+import { logoutEndpoint } from './logout';
 import { introspectEndpoint, revokeEndpoint, tokenEndpoint } from './token';
 import { userinfoEndpoint } from './userinfo';
 
@@ -16,7 +17,7 @@ export type { OAuthDeps } from './deps';
 /**
  * The OAuth 2.0 authorization server's HTTP surface (unversioned paths, as the standards name them):
  * discovery, the authorization endpoint with its login, MFA and consent pages (their stylesheet and passkey
- * script), token, revocation, introspection and userinfo. Every form body is urlencoded and at most 64 KiB.
+ * script), token, revocation, introspection, userinfo and end-session (logout). Every form body is urlencoded and at most 64 KiB.
  */
 export function oauthRouter(deps: OAuthDeps): express.Router {
   const router = express.Router();
@@ -37,6 +38,8 @@ export function oauthRouter(deps: OAuthDeps): express.Router {
   router.post('/oauth/token', form, tokenEndpoint(deps));
   router.post('/oauth/revoke', form, revokeEndpoint(deps));
   router.post('/oauth/introspect', form, introspectEndpoint(deps));
+  router.get('/oauth/logout', logoutEndpoint(deps));
+  router.post('/oauth/logout', form, logoutEndpoint(deps));
   router.get('/oauth/userinfo', userinfoEndpoint(deps));
   router.post('/oauth/userinfo', form, userinfoEndpoint(deps));
   // A form body the parser refused (too large, too many parameters, bad charset) is the client's fault: a

@@ -20,6 +20,12 @@ export const SCOPE_TEXT: Record<string, string> = {
   'write:policies': 'Create, change and delete access policies',
   'read:logs': 'Read and search audit logs',
   'export:logs': 'Export audit logs to files',
+  'read:api_keys': 'See API keys (never their secrets)',
+  'write:api_keys': 'Create, rotate and revoke API keys: a key acts with full access to its environment',
+  'read:clients': 'See OAuth client applications',
+  'write:clients': 'Register, change and delete OAuth client applications',
+  'read:sso': 'See SSO connections',
+  'write:sso': 'Create, change and delete SSO connections (who can sign in through which identity provider)',
 };
 
 export const STYLESHEET = `
@@ -248,6 +254,23 @@ ${hidden({ ...p.params, csrf_token: p.csrf, action: 'consent' })}
 <button type="submit" name="consent" value="deny" class="secondary">Deny</button>
 </form>`,
   );
+}
+
+/** The end-session endpoint's question when the request does not show it comes from the signed-in user's client. */
+export function logoutPage(p: { params: Record<string, string>; csrf: string; email: string; action: string }): string {
+  return layout(
+    'Sign out?',
+    `<h1>Sign out?</h1>
+<p>You are signed in as <strong>${escapeHtml(p.email)}</strong>. Signing out ends this sign-in for every application that uses it.</p>
+<form method="post" action="${escapeHtml(p.action)}">
+${hidden({ ...p.params, csrf_token: p.csrf, action: 'confirm' })}
+<button type="submit">Sign out</button>
+</form>`,
+  );
+}
+
+export function signedOutPage(): string {
+  return layout('Signed out', `<h1>You are signed out</h1>\n<p class="muted">You can close this page.</p>`);
 }
 
 export function errorPage(error: string, description: string): string {

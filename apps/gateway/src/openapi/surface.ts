@@ -136,13 +136,15 @@ export function surfacePaths(o: Surface & { issuer: string }, set: SchemaSet, c:
       max_age: 'Seconds since the last authentication (login or MFA) after which the user must log in again',
       acr_values: 'urn:secsvc:acr:mfa asks for MFA: a login session without it is stepped up first (when the user has a factor)',
     };
+    /** A browser-facing endpoint's 400: an error page, or the input guard's JSON refusal of the query or form. */
+    const pageOrGuard400 = (description: string): Json => ({
+      description: `${description} (an error page), or the input guard refused the query or form (JSON)`,
+      headers: h(),
+      content: { 'text/html': { schema: { type: 'string' } }, 'application/json': { schema: { anyOf: [set.ref('OAuthError'), set.ref('Error')] } } },
+    });
     const pageResponses = {
       200: page('The login, MFA (second step or step-up) or consent page'),
-      400: {
-        description: 'The authorization request is invalid and cannot be sent back to the client (an error page), or the input guard refused the query or form (JSON)',
-        headers: h(),
-        content: { 'text/html': { schema: { type: 'string' } }, 'application/json': { schema: { anyOf: [set.ref('OAuthError'), set.ref('Error')] } } },
-      },
+      400: pageOrGuard400('The authorization request is invalid and cannot be sent back to the client'),
       ...errors('rate_limited', 'internal_error', 'unavailable'),
     };
     paths['/oauth/authorize'] = {
@@ -244,6 +246,37 @@ export function surfacePaths(o: Surface & { issuer: string }, set: SchemaSet, c:
         },
       });
     paths['/oauth/userinfo'] = { get: userinfo('userinfo', false), post: userinfo('userinfoForm', true) };
+    const logoutParams = {
+      id_token_hint: 'An ID token this server issued to the client (expired ones too): with the signed-in user\'s, no question is asked',
+      client_id: 'The client (needed with post_logout_redirect_uri unless id_token_hint names it)',
+      post_logout_redirect_uri: 'Where to go afterwards: one of the client\'s registered redirect URIs, exactly',
+      state: 'Given back to post_logout_redirect_uri',
+    };
+    const logoutResponses = {
+      200: page('Signed out, or the question whether to sign out (no id_token_hint of the signed-in user)'),
+      303: redirect('Signed out: on to post_logout_redirect_uri (with state)'),
+      400: pageOrGuard400('An invalid id_token_hint, client or post_logout_redirect_uri'),
+      ...errors('rate_limited', 'internal_error', 'unavailable'),
+    };
+    paths['/oauth/logout'] = {
+      get: open({
+        operationId: 'endSession',
+        summary: 'End-session endpoint (OpenID Connect RP-Initiated Logout 1.0): ends the login session of the authorization server',
+        tags: ['oauth'],
+        parameters: queryParams(logoutParams),
+        responses: logoutResponses,
+      }),
+      post: open({
+        operationId: 'endSessionForm',
+        summary: 'The end-session endpoint by form, and its confirmation (action=confirm with the page\'s CSRF token)',
+        tags: ['oauth'],
+        requestBody: {
+          required: true,
+          content: { 'application/x-www-form-urlencoded': { schema: fields({ ...logoutParams, csrf_token: 'The confirmation page\'s CSRF token (action=confirm)', action: 'confirm (the confirmation page\'s form)' }) } },
+        },
+        responses: { ...logoutResponses, 403: page('The confirmation form\'s CSRF token is missing or invalid (an error page)'), 413: eitherError('The form is larger than 64 KiB or has more than 100 parameters') },
+      }),
+    };
   }
 
   if (o.sso) {

@@ -84,11 +84,13 @@ export const sessionsRepository = {
     return rows;
   },
 
-  async revokeAllOfUser(db: Db, environment: string, userId: string): Promise<SessionRow[]> {
+  /** Ends the user's active sessions, or only the one named by `sessionId`: the rows ended. */
+  async revokeAllOfUser(db: Db, environment: string, userId: string, sessionId?: string): Promise<SessionRow[]> {
     const { rows } = await db.query<SessionRow>(
       `UPDATE sessions SET revoked_at = now()
-       WHERE user_id = $1 AND environment = $2 AND revoked_at IS NULL AND expires_at > now() RETURNING ${COLUMNS}`,
-      [userId, environment],
+       WHERE user_id = $1 AND environment = $2 AND revoked_at IS NULL AND expires_at > now() AND ($3::text IS NULL OR id = $3)
+       RETURNING ${COLUMNS}`,
+      [userId, environment, sessionId ?? null],
     );
     return rows;
   },

@@ -5,5 +5,5 @@ import type { SessionsService } from '../services/sessions';
 export const revokeUserSessions =
   (sessions: SessionsService) =>
   async (req: identity.RevokeUserSessionsRequest, call: CallContext): Promise<identity.RevokeUserSessionsResponse> => ({
-    revoked: await sessions.revokeAllOfUser(environmentOf(req.environment), req.userId, call),
+    revoked: await sessions.revokeAllOfUser(environmentOf(req.environment), req.userId, call, req.sessionId),
   });

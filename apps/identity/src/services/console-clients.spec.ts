@@ -44,7 +44,7 @@ describe('ConsoleClientsService', () => {
         scopes: CONSOLE_SCOPES,
       });
     }
-    expect(first.clients.scope).toBe('openid profile email offline_access read:users write:users read:policies write:policies read:logs export:logs');
+    expect(first.clients.scope).toBe('openid profile email offline_access read:users write:users read:policies write:policies read:logs export:logs read:api_keys write:api_keys read:clients write:clients read:sso write:sso');
     const again = await service.ensure();
     expect(again).toEqual({ clients: first.clients, created: [], repaired: [] });
     expect(clients.rows.size).toBe(2);

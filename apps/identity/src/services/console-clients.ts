@@ -6,7 +6,7 @@ import type { OAuthClientsRepository } from './oauth-clients';
 import type { Database } from './ports';
 
 /** What the admin console asks for: sign-in (openid, profile, email), refresh tokens, and the API areas it manages. */
-export const CONSOLE_SCOPES = ['openid', 'profile', 'email', 'offline_access', 'read:users', 'write:users', 'read:policies', 'write:policies', 'read:logs', 'export:logs'];
+export const CONSOLE_SCOPES = ['openid', 'profile', 'email', 'offline_access', 'read:users', 'write:users', 'read:policies', 'write:policies', 'read:logs', 'export:logs', 'read:api_keys', 'write:api_keys', 'read:clients', 'write:clients', 'read:sso', 'write:sso'];
 export const CONSOLE_CLIENT_NAME = 'Admin console';
 const ENVIRONMENTS = ['live', 'test'] as const;
 type Environment = (typeof ENVIRONMENTS)[number];

@@ -139,4 +139,17 @@ describe('SessionsService: ending sessions', () => {
     expect((await refusal(service.listOfUser('live', 'user_nobody'))).code).toBe('not_found');
     expect((await refusal(service.revokeAllOfUser('test', 'user_ada', keyCall()))).code).toBe('not_found');
   });
+
+  it('ends one session of a user by its id, and no other user\'s; an ended or unknown one is not found', async () => {
+    const { db, service } = setup();
+    const a = await open(service);
+    const b = await open(service);
+    const bob = await open(service, 'user_bob');
+    expect((await refusal(service.revokeAllOfUser('live', 'user_ada', keyCall(), bob.row.id))).code).toBe('not_found');
+    expect(await service.revokeAllOfUser('live', 'user_ada', keyCall(), a.row.id)).toBe(1);
+    expect(db.eventsOf('session.revoked').map((e) => e.target!.id)).toEqual([a.row.id]);
+    expect((await service.listOfUser('live', 'user_ada')).map((s) => s.id)).toEqual([b.row.id]);
+    expect((await refusal(service.revokeAllOfUser('live', 'user_ada', keyCall(), a.row.id))).code).toBe('not_found');
+    expect((await service.listOfUser('live', 'user_bob')).length).toBe(1);
+  });
 });

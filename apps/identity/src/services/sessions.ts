@@ -145,10 +145,12 @@ export class SessionsService {
   }
 
   /** Ends every active session of the user (session.revoked for each): how many. */
-  async revokeAllOfUser(environment: string, userId: string, call: CallContext): Promise<number> {
+  /** Ends every active session of the user, or only `sessionId` (not found unless it is one of them). */
+  async revokeAllOfUser(environment: string, userId: string, call: CallContext, sessionId?: string): Promise<number> {
     return this.deps.db.transaction(async (tx) => {
       await this.requireUser(tx, environment, userId);
-      const rows = await this.deps.sessions.revokeAllOfUser(tx, environment, userId);
+      const rows = await this.deps.sessions.revokeAllOfUser(tx, environment, userId, sessionId);
+      if (sessionId !== undefined && rows.length === 0) throw AppError.notFound('Session');
       for (const row of rows) await this.event(tx, call, 'session.revoked', row);
       return rows.length;
     });

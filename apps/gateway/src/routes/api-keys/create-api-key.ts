@@ -4,6 +4,7 @@ import { apiKeyOf, createApiKeyBody, createdApiKeyForm } from './schemas';
 export const createApiKeyRoute = defineRoute({
   method: 'post',
   path: '/api-keys',
+  scope: 'write:api_keys',
   operationId: 'createApiKey',
   summary: 'Create an API key (the full key is in this response only)',
   tags: ['api-keys'],

@@ -5,6 +5,7 @@ import { apiKeyForm, apiKeyIdParams, apiKeyOf } from './schemas';
 export const getApiKeyRoute = defineRoute({
   method: 'get',
   path: '/api-keys/:id',
+  scope: 'read:api_keys',
   operationId: 'getApiKey',
   summary: 'Get an API key (masked)',
   tags: ['api-keys'],

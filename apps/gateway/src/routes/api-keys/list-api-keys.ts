@@ -5,6 +5,7 @@ import { apiKeyForm, apiKeyOf } from './schemas';
 export const listApiKeysRoute = defineRoute({
   method: 'get',
   path: '/api-keys',
+  scope: 'read:api_keys',
   operationId: 'listApiKeys',
   summary: 'List API keys (masked), newest first',
   tags: ['api-keys'],

@@ -5,6 +5,7 @@ import { apiKeyIdParams } from './schemas';
 export const revokeApiKeyRoute = defineRoute({
   method: 'delete',
   path: '/api-keys/:id',
+  scope: 'write:api_keys',
   operationId: 'revokeApiKey',
   summary: 'Revoke an API key (at once, on every gateway)',
   tags: ['api-keys'],

@@ -7,6 +7,7 @@ export const DEFAULT_GRACE_SECONDS = 24 * 3600;
 export const rotateApiKeyRoute = defineRoute({
   method: 'post',
   path: '/api-keys/:id/rotate',
+  scope: 'write:api_keys',
   operationId: 'rotateApiKey',
   summary: 'New secret for a key; the previous one keeps working for gracePeriod (default 24h, at most 7d)',
   tags: ['api-keys'],

@@ -1,9 +1,10 @@
 import { dataOf, defineRoute, errorSchema } from '../route';
-import { clientOf, createClientBody, createdClientForm } from './schemas';
+import { clientOf, createClientBody, createdClientForm, refuseScopeEscalation } from './schemas';
 
 export const createClientRoute = defineRoute({
   method: 'post',
   path: '/oauth/clients',
+  scope: 'write:clients',
   operationId: 'createOAuthClient',
   summary: 'Register an OAuth client (a confidential client gets its secret in this response only)',
   tags: ['oauth'],
@@ -11,8 +12,10 @@ export const createClientRoute = defineRoute({
   responses: {
     201: { description: 'Created', schema: dataOf(createdClientForm) },
     400: { description: 'Invalid body: each faulty field (redirectUris[i], scopes[i]) is named', schema: errorSchema },
+    403: { description: 'An OAuth access token giving scopes it does not have (each named as scopes[i]), or denied by policy', schema: errorSchema },
   },
   async handle({ body }, ctx) {
+    refuseScopeEscalation(body.scopes, ctx.principal);
     const created = await ctx.clients.identity.createOAuthClient(
       {
         environment: ctx.principal.environment,

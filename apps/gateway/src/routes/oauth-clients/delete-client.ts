@@ -5,6 +5,7 @@ import { clientIdParams } from './schemas';
 export const deleteClientRoute = defineRoute({
   method: 'delete',
   path: '/oauth/clients/:id',
+  scope: 'write:clients',
   operationId: 'deleteOAuthClient',
   summary: 'Delete an OAuth client and revoke everything issued to it (refresh and access tokens, at once)',
   tags: ['oauth'],

@@ -5,6 +5,7 @@ import { clientForm, clientIdParams, clientOf } from './schemas';
 export const getClientRoute = defineRoute({
   method: 'get',
   path: '/oauth/clients/:id',
+  scope: 'read:clients',
   operationId: 'getOAuthClient',
   summary: 'Get an OAuth client (never its secret)',
   tags: ['oauth'],

@@ -5,6 +5,7 @@ import { clientForm, clientOf } from './schemas';
 export const listClientsRoute = defineRoute({
   method: 'get',
   path: '/oauth/clients',
+  scope: 'read:clients',
   operationId: 'listOAuthClients',
   summary: 'List OAuth clients, newest first',
   tags: ['oauth'],

@@ -1,6 +1,7 @@
 import type { identity } from '@secsvc/proto';
-import { NOT_BLANK, OAUTH_SCOPES } from '@secsvc/shared';
+import { AppError, NOT_BLANK, OAUTH_SCOPES } from '@secsvc/shared';
 import { z } from 'zod';
+import type { Principal } from '../../context';
 import { atLeastOne, evenWithFaultyFields } from '../body-rules';
 
 export const clientIdParams = z.object({ id: z.string() });
@@ -75,4 +76,16 @@ export function clientOf(c: identity.OAuthClient): z.infer<typeof clientForm> {
     createdAt: c.createdAt!,
     updatedAt: c.updatedAt!,
   };
+}
+
+/**
+ * An OAuth access token cannot register or change a client so that it may ask for more than the token itself
+ * has: a client's tokens would otherwise be a way round the consent that limited this one (a token with
+ * write:clients alone making a client with write:api_keys). API keys and sessions are bounded by the policies only.
+ */
+export function refuseScopeEscalation(scopes: readonly string[] | undefined, principal: Pick<Principal, 'scopes'>): void {
+  const held = principal.scopes;
+  if (!held || !scopes) return;
+  const beyond = scopes.flatMap((scope, i) => (held.includes(scope) ? [] : [{ field: `scopes[${i}]`, message: `your access token does not have ${scope}, so it cannot give it to a client` }]));
+  if (beyond.length) throw new AppError('forbidden', 'An OAuth access token can give a client only scopes it has itself', beyond);
 }

@@ -1,10 +1,11 @@
 import { AppError, isId } from '@secsvc/shared';
 import { dataOf, defineRoute, errorSchema } from '../route';
-import { clientForm, clientIdParams, clientOf, updateClientBody } from './schemas';
+import { clientForm, clientIdParams, clientOf, refuseScopeEscalation, updateClientBody } from './schemas';
 
 export const updateClientRoute = defineRoute({
   method: 'patch',
   path: '/oauth/clients/:id',
+  scope: 'write:clients',
   operationId: 'updateOAuthClient',
   summary: 'Change an OAuth client: name, redirectUris and scopes (arrays replace the stored ones), firstParty',
   tags: ['oauth'],
@@ -13,11 +14,13 @@ export const updateClientRoute = defineRoute({
   responses: {
     200: { description: 'The client', schema: dataOf(clientForm) },
     400: { description: 'Invalid body', schema: errorSchema },
+    403: { description: 'An OAuth access token giving scopes it does not have (each named as scopes[i]), or denied by policy', schema: errorSchema },
     404: { description: 'No such client', schema: errorSchema },
   },
   async handle({ params, body }, ctx) {
     // the body names at least one field (a refinement of updateClientBody)
     if (!isId('cli', params.id)) throw AppError.notFound('OAuth client');
+    refuseScopeEscalation(body.scopes, ctx.principal);
     const client = await ctx.clients.identity.updateOAuthClient(
       {
         environment: ctx.principal.environment,

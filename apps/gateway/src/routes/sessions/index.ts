@@ -1,6 +1,6 @@
 import { createSessionRoute } from './create-session';
 import { revokeSessionRoute } from './revoke-session';
-import { listUserSessionsRoute, revokeUserSessionsRoute } from './user-sessions';
+import { listUserSessionsRoute, revokeUserSessionRoute, revokeUserSessionsRoute } from './user-sessions';
 import { verifySessionRoute } from './verify-session';
 
-export const sessionRoutes = [createSessionRoute, verifySessionRoute, revokeSessionRoute, listUserSessionsRoute, revokeUserSessionsRoute];
+export const sessionRoutes = [createSessionRoute, verifySessionRoute, revokeSessionRoute, listUserSessionsRoute, revokeUserSessionsRoute, revokeUserSessionRoute];

@@ -4,6 +4,7 @@ import { connectionForm, connectionOf, createConnectionBody } from './schemas';
 export const createConnectionRoute = defineRoute({
   method: 'post',
   path: '/sso/connections',
+  scope: 'write:sso',
   operationId: 'createSsoConnection',
   summary: 'Connect a SAML 2.0 identity provider (its metadata is validated: entity id, SSO endpoint, signing certificates)',
   tags: ['sso'],

@@ -5,6 +5,7 @@ import { connectionIdParams } from './schemas';
 export const deleteConnectionRoute = defineRoute({
   method: 'delete',
   path: '/sso/connections/:id',
+  scope: 'write:sso',
   operationId: 'deleteSsoConnection',
   summary: 'Delete an SSO connection (users it created stay; their sessions run until they end)',
   tags: ['sso'],

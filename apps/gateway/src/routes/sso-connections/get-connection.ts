@@ -5,6 +5,7 @@ import { connectionForm, connectionIdParams, connectionOf } from './schemas';
 export const getConnectionRoute = defineRoute({
   method: 'get',
   path: '/sso/connections/:id',
+  scope: 'read:sso',
   operationId: 'getSsoConnection',
   summary: 'Get an SSO connection',
   tags: ['sso'],

@@ -5,6 +5,7 @@ import { connectionForm, connectionOf } from './schemas';
 export const listConnectionsRoute = defineRoute({
   method: 'get',
   path: '/sso/connections',
+  scope: 'read:sso',
   operationId: 'listSsoConnections',
   summary: 'List SSO connections, newest first',
   tags: ['sso'],

@@ -5,6 +5,7 @@ import { connectionForm, connectionIdParams, connectionOf, updateConnectionBody 
 export const updateConnectionRoute = defineRoute({
   method: 'patch',
   path: '/sso/connections/:id',
+  scope: 'write:sso',
   operationId: 'updateSsoConnection',
   summary: 'Change an SSO connection: name, idpMetadataXml (validated again), domains and defaultRoles (replace the stored ones), attributeMapping, allowIdpInitiated, initiateLoginUrl, allowSha1Signatures, requireMfa',
   tags: ['sso'],

@@ -268,8 +268,8 @@ export class FakeSessions implements SessionsRepository {
     return keyset([...this.rows.values()].filter((r) => r.user_id === userId && r.environment === environment && this.active(r)), 999);
   }
 
-  async revokeAllOfUser(db: Db, environment: string, userId: string): Promise<SessionRow[]> {
-    const rows = await this.listActive(db, environment, userId);
+  async revokeAllOfUser(db: Db, environment: string, userId: string, sessionId?: string): Promise<SessionRow[]> {
+    const rows = (await this.listActive(db, environment, userId)).filter((r) => sessionId === undefined || r.id === sessionId);
     for (const r of rows) this.rows.get(r.id)!.revoked_at = new Date();
     return rows.map((r) => ({ ...this.rows.get(r.id)! }));
   }

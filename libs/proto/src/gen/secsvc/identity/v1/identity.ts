@@ -382,6 +382,8 @@ export interface ListUserSessionsResponse {
 export interface RevokeUserSessionsRequest {
   environment: string;
   userId: string;
+  /** ses_...: only this session of the user (NOT_FOUND when it is not one of the user's active sessions). */
+  sessionId?: string | undefined;
 }
 
 export interface RevokeUserSessionsResponse {
@@ -6077,7 +6079,7 @@ export const ListUserSessionsResponse: MessageFns<ListUserSessionsResponse> = {
 };
 
 function createBaseRevokeUserSessionsRequest(): RevokeUserSessionsRequest {
-  return { environment: "", userId: "" };
+  return { environment: "", userId: "", sessionId: undefined };
 }
 
 export const RevokeUserSessionsRequest: MessageFns<RevokeUserSessionsRequest> = {
@@ -6087,6 +6089,9 @@ export const RevokeUserSessionsRequest: MessageFns<RevokeUserSessionsRequest> = 
     }
     if (message.userId !== "") {
       writer.uint32(18).string(message.userId);
+    }
+    if (message.sessionId !== undefined) {
+      writer.uint32(26).string(message.sessionId);
     }
     return writer;
   },
@@ -6120,6 +6125,14 @@ export const RevokeUserSessionsRequest: MessageFns<RevokeUserSessionsRequest> = 
             message.userId = reader.string();
             continue;
           }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.sessionId = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -6140,6 +6153,11 @@ export const RevokeUserSessionsRequest: MessageFns<RevokeUserSessionsRequest> = 
         : isSet(object.user_id)
         ? globalThis.String(object.user_id)
         : "",
+      sessionId: isSet(object.sessionId)
+        ? globalThis.String(object.sessionId)
+        : isSet(object.session_id)
+        ? globalThis.String(object.session_id)
+        : undefined,
     };
   },
 
@@ -6151,6 +6169,9 @@ export const RevokeUserSessionsRequest: MessageFns<RevokeUserSessionsRequest> = 
     if (message.userId !== "") {
       obj.userId = message.userId;
     }
+    if (message.sessionId !== undefined) {
+      obj.sessionId = message.sessionId;
+    }
     return obj;
   },
 
@@ -6161,6 +6182,7 @@ export const RevokeUserSessionsRequest: MessageFns<RevokeUserSessionsRequest> = 
     const message = createBaseRevokeUserSessionsRequest();
     message.environment = object.environment ?? "";
     message.userId = object.userId ?? "";
+    message.sessionId = object.sessionId ?? undefined;
     return message;
   },
 };
