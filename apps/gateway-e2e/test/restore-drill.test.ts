@@ -56,7 +56,8 @@ async function all(api: Api, route: string): Promise<Json[]> {
 async function drill(args: string[], env: Record<string, string>): Promise<{ code: number; verdict: Json; said: string }> {
   const [cmd, argv] = args.length === 0 ? ['npm', ['run', '--silent', 'drill:restore']] : [process.execPath, [DRILL, ...args]];
   try {
-    const { stdout, stderr } = await run(cmd, argv, { cwd: rootDir, env: { ...process.env, ...env }, maxBuffer: 16 << 20 });
+    // Bounded: a drill that hangs fails the test (and is killed) instead of keeping Jest from exiting.
+    const { stdout, stderr } = await run(cmd, argv, { cwd: rootDir, env: { ...process.env, ...env }, maxBuffer: 16 << 20, timeout: 240_000, killSignal: 'SIGKILL' });
     return { code: 0, verdict: JSON.parse(stdout.trim().split('\n').pop()!), said: stderr };
   } catch (err) {
     const e = err as { code: number; stdout: string; stderr: string };
@@ -82,7 +83,7 @@ async function onPostgres<T>(dataDir: string, fn: (db: pg.Client) => Promise<T>)
 /** Runs one statement on a stopped local data directory's embedded ClickHouse (in a child process: chdb admits one per directory). */
 async function onClickHouse(dataDir: string, statement: string): Promise<void> {
   const code = `require('@secsvc/audit-store').openClickHouse({ path: process.argv[1] }).then(async (ch) => { await ch.command({ query: process.argv[2] }); await ch.close(); })`;
-  await run(process.execPath, ['-e', code, path.join(dataDir, 'clickhouse'), statement], { cwd: rootDir });
+  await run(process.execPath, ['-e', code, path.join(dataDir, 'clickhouse'), statement], { cwd: rootDir, timeout: 60_000, killSignal: 'SIGKILL' });
 }
 
 let tmp: string;
@@ -148,7 +149,7 @@ describeDrill(`backup and restore drill${missing.length === 0 ? '' : ` [skipped:
   it('serves the same users, policies and audit log from the restored copy, chain intact', async () => {
     // On a copy: the running services write (sessions, positions), and the next test needs the restored copy untouched.
     const smoke = path.join(tmp, 'smoke');
-    await run('cp', ['-a', path.join(drillDir, 'restored'), smoke]);
+    await run('cp', ['-a', path.join(drillDir, 'restored'), smoke], { timeout: 60_000 });
     stack = await startStack(smoke);
     const api = apiClient(stack.baseUrl, KEY);
     expect(await all(api, '/users')).toEqual(before.users);
@@ -171,7 +172,7 @@ describeDrill(`backup and restore drill${missing.length === 0 ? '' : ` [skipped:
     // The restored log as if its backup had been taken before the last `gap` entries were stored, while
     // PostgreSQL (chain head, checkpoints, bus) is from after them.
     const copy = path.join(tmp, 'gap');
-    await run('cp', ['-a', path.join(drillDir, 'restored'), copy]);
+    await run('cp', ['-a', path.join(drillDir, 'restored'), copy], { timeout: 60_000 });
     const gap = 4;
     const kept = before.logs.length - gap;
     await onClickHouse(copy, `DELETE FROM audit_logs WHERE chain_seq > ${kept}`);

@@ -1,6 +1,10 @@
 // What the identity service and the gateway both know about OAuth: the scopes and the RFC 7662 answer for
 // an access token's claims.
 
+/** The acr of an authentication with one factor, and of a multi-factor one (acr_values=ACR_MFA asks for a step-up). */
+export const ACR_SINGLE_FACTOR = 'urn:secsvc:acr:1fa';
+export const ACR_MFA = 'urn:secsvc:acr:mfa';
+
 /** Every scope the authorization server knows: OpenID Connect's and one per API area. */
 export const OAUTH_SCOPES = [
   'openid',

@@ -1,19 +1,17 @@
 import { isIP } from 'node:net';
 import type { NextFunction, Request, Response } from 'express';
 import type { identity } from '@secsvc/proto';
-import { AppError, fromGrpcError } from '@secsvc/shared';
-import { readCookie, SESSION_COOKIE, setCookie } from '../http/cookies';
+import { ACR_MFA, AppError, fromGrpcError } from '@secsvc/shared';
+import { LOGIN_SESSION_SECONDS, readCookie, SESSION_COOKIE, setLoginSession } from '../http/cookies';
 import { MAX_CREDENTIAL_CHARS, mfaStateOfChallenge, mfaStateOfForm, proofOf, refusalOf, type MfaFormState } from './mfa-answers';
-import { AUTHORIZATION_PARAMS, authorizationRequest, CSRF_COOKIE, csrfValid, newCsrfToken, paramsOf } from './http';
+import { AUTHORIZATION_PARAMS, authorizationRequest, csrfFor, csrfValid, paramsOf } from './http';
 import { consentPage, continuePage, errorPage, loginPage, mfaPage, sendPage, type MfaMethods, type PasskeyOffer } from './pages';
 import { callOptions, type OAuthDeps } from './deps';
 import { requestOrigin } from '../http/origin';
 
 /** The login session at the authorization server lasts as long as a session from POST /v1/auth/login. */
-const LOGIN_SESSION_SECONDS = 24 * 3600;
 
 /** The authentication context class of a session with MFA (identity's ACR_MFA). */
-export const ACR_MFA = 'urn:secsvc:acr:mfa';
 
 /** The login page's message when the second step's token or the passkey challenge is unknown, used or expired. */
 export const SIGN_IN_EXPIRED = 'Your sign-in expired; start again';
@@ -39,12 +37,6 @@ export function passkeysUsable(issuer: string): boolean {
   return host !== '' && !host.startsWith('[') && isIP(host) === 0;
 }
 
-/** A fresh CSRF token in its cookie, for the page about to be sent. */
-function csrfFor(res: Response, deps: OAuthDeps): string {
-  const csrf = newCsrfToken();
-  setCookie(res, CSRF_COOKIE, csrf, { secure: deps.issuer.startsWith('https:'), sameSite: 'Strict' });
-  return csrf;
-}
 
 /** A passwordless passkey challenge for the login page, or none (an IP issuer, or identity could not give one). */
 async function passwordlessOffer(deps: OAuthDeps, req: Request, environment: string): Promise<PasskeyOffer | undefined> {
@@ -259,7 +251,7 @@ async function stepUp(deps: OAuthDeps, req: Request, res: Response, p: Params): 
 
 /** A login succeeded: the login session's cookie, then on with the request. */
 async function signedIn(deps: OAuthDeps, req: Request, res: Response, p: Params, token: string): Promise<void> {
-  setCookie(res, SESSION_COOKIE, token, { secure: deps.issuer.startsWith('https:'), sameSite: 'Lax', maxAgeSeconds: LOGIN_SESSION_SECONDS });
+  setLoginSession(res, token, deps.issuer.startsWith('https:'));
   await proceed(deps, req, res, p, token, true);
 }
 

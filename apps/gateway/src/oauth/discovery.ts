@@ -1,5 +1,5 @@
 import type { Request, Response } from 'express';
-import { OAUTH_SCOPES } from '@secsvc/shared';
+import { ACR_MFA, ACR_SINGLE_FACTOR, OAUTH_SCOPES } from '@secsvc/shared';
 
 /** OpenID Connect Discovery 1.0 and RFC 8414 metadata (the same document at both well-known paths). */
 export function discoveryDocument(issuer: string) {
@@ -26,7 +26,7 @@ export function discoveryDocument(issuer: string) {
     code_challenge_methods_supported: ['S256'],
     claims_supported: ['sub', 'iss', 'aud', 'exp', 'iat', 'auth_time', 'amr', 'acr', 'nonce', 'at_hash', 'azp', 'name', 'updated_at', 'email', 'email_verified'],
     // One factor, or more than one (MFA): the acr of tokens; acr_values=urn:secsvc:acr:mfa asks for a step-up.
-    acr_values_supported: ['urn:secsvc:acr:1fa', 'urn:secsvc:acr:mfa'],
+    acr_values_supported: [ACR_SINGLE_FACTOR, ACR_MFA],
     prompt_values_supported: ['none', 'login', 'consent'],
     authorization_response_iss_parameter_supported: true,
     request_parameter_supported: false,

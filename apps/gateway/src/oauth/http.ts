@@ -1,6 +1,6 @@
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import type { Request, Response } from 'express';
-import { readCookie } from '../http/cookies';
+import { readCookie, setCookie } from '../http/cookies';
 
 // HTTP details of the OAuth endpoints: the CSRF cookie, form parameters, client authentication (RFC 6749
 // 2.3.1) and the JSON error answers of RFC 6749 5.2. The cookies themselves are in http/cookies.ts.
@@ -10,9 +10,16 @@ export const CSRF_COOKIE = 'secsvc_oauth_csrf';
 /** A fresh CSRF token (32 random bytes). */
 export const newCsrfToken = () => randomBytes(32).toString('base64url');
 
-/** Double submit: the form's token equals the HttpOnly cookie's (compared in constant time). */
-export function csrfValid(req: Request, formValue: string): boolean {
-  const cookie = readCookie(req, CSRF_COOKIE);
+/** A fresh CSRF token in its cookie (Strict, Secure under an https issuer), for the page about to be sent. */
+export function csrfFor(res: Response, deps: { issuer: string }): string {
+  const csrf = newCsrfToken();
+  setCookie(res, CSRF_COOKIE, csrf, { secure: deps.issuer.startsWith('https:'), sameSite: 'Strict' });
+  return csrf;
+}
+
+/** Double submit: the form's token equals the HttpOnly cookie's (compared in constant time); the OAuth pages' cookie unless named. */
+export function csrfValid(req: Request, formValue: string, cookieName = CSRF_COOKIE): boolean {
+  const cookie = readCookie(req, cookieName);
   if (!cookie || !formValue || cookie.length !== formValue.length || !/^[A-Za-z0-9_-]{43}$/.test(cookie)) return false;
   return timingSafeEqual(Buffer.from(cookie), Buffer.from(formValue));
 }

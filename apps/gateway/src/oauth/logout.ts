@@ -1,9 +1,9 @@
 import type { NextFunction, Request, Response } from 'express';
 import { AppError, fromGrpcError } from '@secsvc/shared';
 import type { identity } from '@secsvc/proto';
-import { readCookie, SESSION_COOKIE, setCookie } from '../http/cookies';
+import { readCookie, SESSION_COOKIE, setLoginSession } from '../http/cookies';
 import { callOptions, type OAuthDeps } from './deps';
-import { CSRF_COOKIE, csrfValid, newCsrfToken, paramsOf } from './http';
+import { csrfFor, csrfValid, paramsOf } from './http';
 import { errorPage, logoutPage, sendPage, signedOutPage } from './pages';
 
 // The end-session endpoint (OpenID Connect RP-Initiated Logout 1.0): ends the login session the authorization
@@ -73,7 +73,7 @@ async function loginSession(deps: OAuthDeps, req: Request): Promise<{ token: str
 /** Ends the login session (user.logout, as POST /v1/sessions/revoke by its holder) and forgets its cookie. */
 async function end(deps: OAuthDeps, req: Request, res: Response, session: { token: string; principal: identity.SessionPrincipal } | undefined) {
   if (session) await deps.clients.identity.revokeSession({ environment: session.principal.environment, token: session.token }, callOptions(deps, req));
-  setCookie(res, SESSION_COOKIE, '', { secure: deps.issuer.startsWith('https:'), sameSite: 'Lax', maxAgeSeconds: 0 });
+  setLoginSession(res, '', deps.issuer.startsWith('https:'));
 }
 
 /** After the logout: back to the client (with its state), or the signed-out page. */
@@ -105,9 +105,7 @@ export function logoutEndpoint(deps: OAuthDeps) {
         await end(deps, req, res, session);
         return finish(res, p, checked);
       }
-      const csrf = newCsrfToken();
-      setCookie(res, CSRF_COOKIE, csrf, { secure: deps.issuer.startsWith('https:'), sameSite: 'Strict' });
-      sendPage(res, 200, logoutPage({ params: carried(p), csrf, email: session.principal.email, action: LOGOUT_PATH }), checked.redirect?.href);
+      sendPage(res, 200, logoutPage({ params: carried(p), csrf: csrfFor(res, deps), email: session.principal.email, action: LOGOUT_PATH }), checked.redirect?.href);
     } catch (err) {
       next(err instanceof AppError ? err : fromGrpcError(err));
     }

@@ -1,5 +1,5 @@
 import type { Request, Response } from 'express';
-import { AppError, fieldErrors, type FieldError } from '@secsvc/shared';
+import { ACR_MFA, AppError, fieldErrors, type FieldError } from '@secsvc/shared';
 import type { UserCache } from '../auth/user-cache';
 import type { Principal, ServiceClients } from '../context';
 import { DEFAULT_KEY_TYPES, type Route, type RouteResponse } from './route';
@@ -67,8 +67,6 @@ export const STEP_UP_PATH = 'POST /v1/auth/step-up';
 /** Where a step's answer headers go (the Express response). */
 type HeaderSink = { setHeader: (name: string, value: string) => unknown };
 
-/** The acr value of a multi-factor authentication (RFC 9470 acr_values; the identity service's urn:secsvc:acr:mfa). */
-export const MFA_ACR = 'urn:secsvc:acr:mfa';
 
 /**
  * Users are authorized by the policies on every call (API keys act as administrators), unless the route lets
@@ -124,13 +122,13 @@ function mfaRequired(principal: Principal, maxAgeSeconds: number, res: HeaderSin
   if (jwt) {
     res.setHeader(
       'WWW-Authenticate',
-      `Bearer error="insufficient_user_authentication", error_description="${needed[0]!.toUpperCase()}${needed.slice(1)}", acr_values="${MFA_ACR}"${maxAgeSeconds > 0 ? `, max_age=${maxAgeSeconds}` : ''}`,
+      `Bearer error="insufficient_user_authentication", error_description="${needed[0]!.toUpperCase()}${needed.slice(1)}", acr_values="${ACR_MFA}"${maxAgeSeconds > 0 ? `, max_age=${maxAgeSeconds}` : ''}`,
     );
   }
   return new AppError(
     'mfa_required',
     `Multi-factor authentication required${maxAgeSeconds > 0 ? ` (completed within the last ${maxAgeSeconds} seconds)` : ''}: step up with ${STEP_UP_PATH}`,
-    [{ field: 'mfa', message: jwt ? `${needed}: request a new access token with acr_values=${MFA_ACR}${maxAgeSeconds > 0 ? ` and max_age=${maxAgeSeconds}` : ''}` : needed }],
+    [{ field: 'mfa', message: jwt ? `${needed}: request a new access token with acr_values=${ACR_MFA}${maxAgeSeconds > 0 ? ` and max_age=${maxAgeSeconds}` : ''}` : needed }],
   );
 }
 

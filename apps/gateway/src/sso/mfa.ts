@@ -1,11 +1,10 @@
-import { timingSafeEqual } from 'node:crypto';
-import type { Request, Response } from 'express';
+import type { Response } from 'express';
 import type { identity } from '@secsvc/proto';
 import { AppError, fromGrpcError } from '@secsvc/shared';
-import { readCookie, setCookie } from '../http/cookies';
+import { setCookie } from '../http/cookies';
 import { requestOrigin } from '../http/origin';
 import { passkeysUsable } from '../oauth/authorize';
-import { newCsrfToken, paramsOf } from '../oauth/http';
+import { csrfValid, newCsrfToken, paramsOf } from '../oauth/http';
 import { mfaStateOfChallenge, mfaStateOfForm, proofOf, refusalOf, type MfaFormState } from '../oauth/mfa-answers';
 import { errorPage, jsonDataBlock, mfaPage, sendPage, type MfaMethods } from '../oauth/pages';
 import { callOptions, connectionOf, handler, RELAY_STATE_MAX, type SsoDeps } from './context';
@@ -31,15 +30,7 @@ export function csrfCookie(secure: boolean): { name: string; path: string } {
 /** As long as a login challenge lives (5 minutes), with room. */
 const CSRF_COOKIE_SECONDS = 600;
 
-const CSRF_TOKEN = /^[A-Za-z0-9_-]{43}$/;
 const MAX_RETURN_TO = 4096;
-
-/** Double submit: the form's token equals the cookie's (compared in constant time). */
-function csrfValid(req: Request, cookieName: string, formValue: string): boolean {
-  const cookie = readCookie(req, cookieName);
-  if (!cookie || !CSRF_TOKEN.test(cookie) || cookie.length !== formValue.length) return false;
-  return timingSafeEqual(Buffer.from(cookie), Buffer.from(formValue));
-}
 
 /**
  * What the MFA page carries in hidden fields, so that a refused answer can show it again and the login can go
@@ -121,7 +112,7 @@ export function samlMfaHandler(deps: SsoDeps) {
   return handler(async (req, res) => {
     const connection = await connectionOf(deps, req);
     const p = paramsOf(req.body);
-    if (!csrfValid(req, csrfCookie(deps.baseUrl.startsWith('https:')).name, p.get('csrf_token'))) {
+    if (!csrfValid(req, p.get('csrf_token'), csrfCookie(deps.baseUrl.startsWith('https:')).name)) {
       sendPage(res, 403, errorPage('invalid_request', 'The form expired or its CSRF token is missing or invalid; sign in again'));
       return;
     }

@@ -1,10 +1,7 @@
 import type { Request, Response } from 'express';
-import { SESSION_COOKIE, setCookie } from '../http/cookies';
+import { setLoginSession } from '../http/cookies';
 import { continuePage, sendPage } from '../oauth/pages';
 import type { SsoDeps } from './context';
-
-/** The OAuth login session a SAML login sets lasts as long as one from the password form. */
-export const OAUTH_SESSION_SECONDS = 24 * 3600;
 
 /** Where a SAML login goes once its session is open (after the ACS, or after its second factor). */
 export interface LoginContinuation {
@@ -37,7 +34,7 @@ export function signIn(
   res.setHeader('Cache-Control', 'no-store');
   const go = (url: string) => (afterForm ? sendPage(res, 200, continuePage(url, 'Signed in')) : res.redirect(303, url));
   const signInOnLoginPage = () =>
-    setCookie(res, SESSION_COOKIE, session.token, { secure: deps.baseUrl.startsWith('https:'), sameSite: 'Lax', maxAgeSeconds: OAUTH_SESSION_SECONDS });
+    setLoginSession(res, session.token, deps.baseUrl.startsWith('https:'));
   if (next.returnTo) {
     // Started on the OAuth login page: signed in there now, the authorization request goes on (consent
     // page or straight back to the client). The path is fixed; identity checks the request again.

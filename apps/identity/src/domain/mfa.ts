@@ -1,12 +1,12 @@
 import { createHmac } from 'node:crypto';
+import { ACR_MFA, ACR_SINGLE_FACTOR } from '@secsvc/shared';
 import { deriveKey } from './sealing';
 
 // Multi-factor authentication rules without I/O: what a session records of how its user authenticated (RFC 8176
 // amr values and an acr), who the environment's settings require MFA of, and the login challenge's token.
 
-/** The authentication context classes: one factor, or more than one (acr of sessions, ID and access tokens). */
-export const ACR_SINGLE_FACTOR = 'urn:secsvc:acr:1fa';
-export const ACR_MFA = 'urn:secsvc:acr:mfa';
+/** The authentication context classes (acr of sessions, ID and access tokens), from @secsvc/shared. */
+export { ACR_MFA, ACR_SINGLE_FACTOR };
 
 /** How a factor proves itself: a TOTP code, a recovery code, a passkey's assertion. */
 export type ProofType = 'totp' | 'recovery_code' | 'passkey';

@@ -1,4 +1,4 @@
-import { AppError } from '@secsvc/shared';
+import { ACR_MFA, AppError } from '@secsvc/shared';
 import { z } from 'zod';
 import { credentialField, factorName, passkeyChallengeForm, passkeyChallengeOf, proofShape, totpEnrollmentForm, totpEnrollmentOf } from '../mfa/schemas';
 import { createdSessionForm, sessionForm, sessionOf } from '../sessions/schemas';
@@ -115,7 +115,7 @@ const ownSession = (_req: unknown, principal: { keyType: string }) => principal.
 
 function requireSession(keyType: string): void {
   if (keyType !== 'session') {
-    throw new AppError('forbidden', 'Step-up needs a session token as the credential; an OAuth client steps up by a new authorization request with acr_values=urn:secsvc:acr:mfa');
+    throw new AppError('forbidden', `Step-up needs a session token as the credential; an OAuth client steps up by a new authorization request with acr_values=${ACR_MFA}`);
   }
 }
 
