@@ -27,6 +27,7 @@ function stepUp(policies: EnginePolicy[], req: AuthzRequest = request) {
   const counting = {
     evaluate: (r: AuthzRequest) => (evaluations++, engine.evaluate(r)),
     storedPolicy: (id: string) => engine.storedPolicy(id),
+    hasMfaConditions: engine.hasMfaConditions,
   };
   const decision = counting.evaluate(req);
   return { decision, ...stepUpOf(counting, req, decision), evaluations };
@@ -53,14 +54,22 @@ describe('stepUpOf', () => {
   it('never asks for a step-up when an MFA cannot lift the denial', () => {
     // nothing would match
     expect(stepUp([mfa('pol_a', true, { resources: ['/other'] })])).toMatchObject({ mfaRequired: false, evaluations: 2 });
-    // a matching deny stays matched with an MFA
-    expect(stepUp([mfa('pol_a', true), policy('pol_d', { effect: 'deny' })])).toMatchObject({ mfaRequired: false });
+    // a matching deny stays matched with an MFA (deny wins): not evaluated again
+    expect(stepUp([mfa('pol_a', true), policy('pol_d', { effect: 'deny' })])).toMatchObject({ mfaRequired: false, evaluations: 1 });
     // a deny that an MFA brings in
     expect(stepUp([policy('pol_a', { actions: ['other'] }), mfa('pol_d', true, { effect: 'deny' })])).toMatchObject({ mfaRequired: false });
     // the ip condition still fails
     expect(stepUp([policy('pol_a', { conditions: { ip: { allowlist: ['10.0.0.0/8'] }, mfa: true } })], { ...request, context: { ip: '192.0.2.1' } })).toMatchObject({
       mfaRequired: false,
     });
+  });
+
+  it('does not evaluate again when no policy in play has an mfa condition', () => {
+    expect(stepUp([policy('pol_a', { actions: ['other'] })])).toMatchObject({ mfaRequired: false, evaluations: 1 });
+    // a stored one counts unless drafts replace the stored policies; a draft's counts
+    expect(stepUp([mfa('pol_a', true, { actions: ['other'] })], { ...request, drafts: { mode: 'replace', policies: [policy('draft_0', { actions: ['other'] })] } })).toMatchObject({ evaluations: 1 });
+    expect(stepUp([policy('pol_a', { actions: ['other'] })], { ...request, drafts: { mode: 'merge', policies: [mfa('draft_0', true)] } })).toMatchObject({ mfaRequired: true, evaluations: 2 });
+    expect(stepUp([mfa('pol_a', true)], { ...request, drafts: { mode: 'merge', policies: [] } })).toMatchObject({ mfaRequired: true, evaluations: 2 });
   });
 
   it('does not evaluate again a request that already carries an MFA completed just now', () => {

@@ -1,4 +1,4 @@
-import type { AuthzRequest, Decision, EnginePolicy, PolicyEngine } from '../engine';
+import { hasMfaCondition, type AuthzRequest, type Decision, type EnginePolicy, type PolicyEngine } from '../engine';
 
 // Multi-factor authentication as a policy condition (issue 23): a denied request may be one that an MFA would
 // allow. The gateway then answers `mfa_required` (step up) instead of a plain `forbidden`, and the simulator
@@ -21,17 +21,23 @@ export const NO_STEP_UP: StepUp = Object.freeze({ mfaRequired: false, mfaMaxAgeS
  * costs nothing more; a denied one is evaluated once more, with `context.mfa: true, mfaAgeSeconds: 0` (a request
  * that already says exactly that is not). An mfa condition only ever holds more often with a fresher MFA, so
  * the policies matched the second time include those matched the first time; the new ones made the difference.
+ * So a denial by a matching deny policy stays one (deny wins), and without any policy in play that has an mfa
+ * condition nothing can change: neither is evaluated again.
  */
-export function stepUpOf(engine: Pick<PolicyEngine, 'evaluate' | 'storedPolicy'>, request: AuthzRequest, decision: Decision): StepUp {
+export function stepUpOf(engine: Pick<PolicyEngine, 'evaluate' | 'storedPolicy' | 'hasMfaConditions'>, request: AuthzRequest, decision: Decision): StepUp {
   if (decision.allowed) return NO_STEP_UP;
+  if (decision.matchedPolicies.some((m) => m.effect === 'deny')) return NO_STEP_UP;
   if (request.context?.mfa === true && request.context.mfaAgeSeconds === 0) return NO_STEP_UP;
+  const drafts = request.drafts?.policies ?? [];
+  const storedInPlay = request.drafts?.mode !== 'replace' && engine.hasMfaConditions;
+  if (!storedInPlay && !drafts.some(hasMfaCondition)) return NO_STEP_UP;
   const withMfa = engine.evaluate({ ...request, context: { ...request.context, mfa: true, mfaAgeSeconds: 0 } });
   if (!withMfa.allowed) return NO_STEP_UP;
   const before = new Set(decision.matchedPolicies.map((m) => m.id));
   // A draft's id names it first (under merge a draft stands in for the stored policy of its id); under replace
   // only drafts take part.
-  const drafts = new Map((request.drafts?.policies ?? []).map((p) => [p.id, p]));
-  const policyOf = (id: string): EnginePolicy | undefined => drafts.get(id) ?? (request.drafts?.mode === 'replace' ? undefined : engine.storedPolicy(id));
+  const draftById = new Map(drafts.map((p) => [p.id, p]));
+  const policyOf = (id: string): EnginePolicy | undefined => draftById.get(id) ?? (request.drafts?.mode === 'replace' ? undefined : engine.storedPolicy(id));
   let smallest: number | undefined;
   for (const m of withMfa.matchedPolicies) {
     if (before.has(m.id)) continue;

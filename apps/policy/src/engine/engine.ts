@@ -46,6 +46,8 @@ interface RawExplainedDecision extends RawDecision {
  */
 export class PolicyEngine {
   private policyCount = 0;
+  /** Whether some loaded policy has an mfa condition (without one, no denial is ever lifted by a step-up). */
+  private mfaConditions = false;
   /** The loaded data document's policies by id (for the step-up answer: the conditions of a policy). */
   private loaded: Record<string, EnginePolicy> = Object.create(null) as Record<string, EnginePolicy>;
   private readonly entrypoint: number;
@@ -73,6 +75,12 @@ export class PolicyEngine {
     this.policy.setData(data);
     this.policyCount = Object.keys(data.policies).length;
     this.loaded = data.policies;
+    this.mfaConditions = Object.values(data.policies).some(hasMfaCondition);
+  }
+
+  /** Whether some loaded (stored) policy has an mfa condition. */
+  get hasMfaConditions(): boolean {
+    return this.mfaConditions;
   }
 
   get size(): number {
@@ -136,4 +144,10 @@ export async function loadEngine(options: EngineOptions = {}): Promise<PolicyEng
   const engine = new PolicyEngine(policy);
   engine.setPolicies([]);
   return engine;
+}
+
+/** Whether a policy has an mfa condition (true or {maxAgeSeconds}). */
+export function hasMfaCondition(policy: EnginePolicy | undefined): boolean {
+  const mfa: unknown = policy?.conditions?.mfa;
+  return mfa !== undefined && mfa !== null && mfa !== false;
 }
