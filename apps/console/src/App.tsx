@@ -1,14 +1,12 @@
-import { useEffect, useMemo, useState, useSyncExternalStore, type ReactNode } from 'react';
+import { useEffect, useMemo, useState, useSyncExternalStore } from 'react';
 import type { SecsvcClient } from '@secsvc/client';
 import { apiClient } from './api/client';
 import { apiErrorOf } from './api/errors';
 import { OAuthSession, type ConsoleConfig, type Environment } from './auth/session';
 import { EnvironmentSwitch, ErrorMessage, Link, TestBanner } from './components/ui';
-import { NewUserPage } from './pages/NewUserPage';
 import { SignInPage } from './pages/SignInPage';
-import { UserPage } from './pages/UserPage';
-import { UsersPage } from './pages/UsersPage';
 import { appLocation, BASE, navigate, useAppLocation } from './router';
+import { AREAS, inArea, route } from './routes';
 
 /** The gateway's answer about the console: the issuer and the console's client of each environment. */
 async function loadConfig(): Promise<ConsoleConfig> {
@@ -113,7 +111,7 @@ function SignedIn(props: { session: OAuthSession; api: SecsvcClient; environment
   }, [page.title, environment]);
   const signOut = () => {
     setBusy(true);
-    session.signOut().catch((err: unknown) => {
+    session.signOut({ endLoginSession: true }).catch((err: unknown) => {
       setError(err);
       setBusy(false);
     });
@@ -137,9 +135,11 @@ function SignedIn(props: { session: OAuthSession; api: SecsvcClient; environment
             Security Service <span>Admin console</span>
           </Link>
           <nav aria-label="Main" className="mainnav">
-            <Link to="/users" aria-current={path.startsWith('/users') ? 'page' : undefined}>
-              Users
-            </Link>
+            {AREAS.map((a) => (
+              <Link key={a.to} to={a.to} aria-current={inArea(path, a.to) || (a.to === '/users' && path === '/') ? 'page' : undefined}>
+                {a.label}
+              </Link>
+            ))}
           </nav>
           <EnvironmentSwitch value={environment} available={session.environments} onChange={switchTo} disabled={busy} />
           <div className="account">
@@ -158,23 +158,4 @@ function SignedIn(props: { session: OAuthSession; api: SecsvcClient; environment
       </main>
     </>
   );
-}
-
-/** The page of an app path. */
-function route(api: SecsvcClient, path: string, search: URLSearchParams): { title: string; element: ReactNode } {
-  if (path === '/' || path === '/users') return { title: 'Users', element: <UsersPage api={api} search={search} /> };
-  if (path === '/users/new') return { title: 'New user', element: <NewUserPage api={api} /> };
-  const m = /^\/users\/([^/]+)$/.exec(path);
-  if (m) return { title: 'User', element: <UserPage key={m[1]} api={api} id={decodeURIComponent(m[1]!)} created={search.get('created') === '1'} /> };
-  return {
-    title: 'Not found',
-    element: (
-      <>
-        <h1>Not found</h1>
-        <p>
-          Nothing lives at this address. <Link to="/users">Go to the users</Link>.
-        </p>
-      </>
-    ),
-  };
 }

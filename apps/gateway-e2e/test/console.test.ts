@@ -3,130 +3,37 @@
  * local stack. An administrator (a user with a password, whose role a policy allows everything) signs in through
  * the product's own login page (authorization code + PKCE with the console's first-party client), lists and
  * searches the users, creates one through the form, edits its roles with an invalid value and sees the API's
- * message with the request id, revokes its sessions, deletes it, and signs out (the refresh token is revoked:
- * introspection says inactive and a refresh fails). The test environment signs in with its own client, under a
+ * message with the request id, revokes one session and then all of them, deletes it, and signs out (the refresh
+ * token is revoked: introspection says inactive and a refresh fails; the login session ends at the end-session
+ * endpoint). The test environment signs in with its own client, under a
  * banner. Throughout: no console error, no request to any other origin, the strict CSP header, tokens in memory
  * only, and axe-core finds no serious or critical violation at 1280 and 390 px. Screenshots and the axe results
  * go to apps/gateway-e2e/test-output/console/ (gitignored). Without chromium the suite is skipped with a note;
  * under CI=true a missing chromium is a failure.
  */
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import path from 'node:path';
-import type { Browser, BrowserContext, Page } from 'playwright-core';
-import { browserSuite, launchChromium } from './chromium';
-import { PASSWORD, postForm, startOAuthStack, userWithPassword, type Json, type OAuthStack } from './oauth-support';
+import type { Page } from 'playwright-core';
+import { browserSuite } from './chromium';
+import { CONSOLE_CSP as CSP, startConsole, unexpected, type ConsoleHarness, type Tab } from './console-support';
+import { postForm, userWithPassword, type Json } from './oauth-support';
 import { apiClient, type Api } from './support';
 
 jest.setTimeout(300_000);
 
-const OUT = path.resolve(__dirname, '..', 'test-output', 'console');
 const KEY = 'svc_sk_' + 'consoleBrowserTest'.repeat(2);
-const CSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; font-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
 const ROLE_MESSAGE = 'must look like role_<name> (a-z, 0-9, _ and -)';
-const AXE_SOURCE = readFileSync(require.resolve('axe-core/axe.min.js'), 'utf8');
 
 const suite = browserSuite('admin console in chromium');
 
-let s: OAuthStack;
-let browser: Browser;
-let config: { issuer: string; redirectUri: string; scope: string; environments: { live?: { clientId: string }; test?: { clientId: string } } };
-let admin: { id: string; email: string };
+let h: ConsoleHarness;
 let testApi: Api;
-
-/** A browser tab that records what the console must never do: console errors, requests elsewhere, CSP refusals. */
-interface Tab {
-  context: BrowserContext;
-  page: Page;
-  errors: string[];
-  foreign: string[];
-  /** Answers of 400 and above (method, path, status), to tell which request a "Failed to load resource" was. */
-  failed: string[];
-  /** The latest refresh token the token endpoint answered this tab (to check revocation from outside). */
-  refreshToken?: string;
-  /** The access token of the latest answer. */
-  accessToken?: string;
-}
-
-async function openTab(width: number): Promise<Tab> {
-  const context = await browser.newContext({ viewport: { width, height: width < 500 ? 844 : 900 }, deviceScaleFactor: 1 });
-  const page = await context.newPage();
-  const tab: Tab = { context, page, errors: [], foreign: [], failed: [] };
-  const origin = new URL(s.issuer).origin;
-  page.on('console', (m) => {
-    if (m.type() === 'error' || /Content Security Policy|Refused to/i.test(m.text())) tab.errors.push(`${m.text()} [${m.location().url}]`);
-  });
-  page.on('pageerror', (err) => tab.errors.push(`pageerror: ${err.message}`));
-  page.on('request', (r) => {
-    const url = r.url();
-    if (!url.startsWith('data:') && new URL(url).origin !== origin) tab.foreign.push(url);
-  });
-  page.on('response', async (r) => {
-    if (r.status() >= 400) tab.failed.push(`${r.request().method()} ${new URL(r.url()).pathname} ${r.status()}`);
-    if (new URL(r.url()).pathname !== '/oauth/token' || r.status() !== 200) return;
-    const body = (await r.json().catch(() => ({}))) as { refresh_token?: string; access_token?: string };
-    if (body.refresh_token) tab.refreshToken = body.refresh_token;
-    if (body.access_token) tab.accessToken = body.access_token;
-  });
-  return tab;
-}
-
-/**
- * Console errors besides the ones a test provokes on purpose: Chromium logs every 4xx answer of fetch as
- * "Failed to load resource", so a deliberate 400 (an invalid role) is expected there, nothing else. Also left
- * out: the 404 of /favicon.ico, which Chromium asks for on a page that names no icon (the product's login page,
- * not the console, which names its own).
- */
-const FAVICON_404 = /Failed to load resource: the server responded with a status of 404 \(Not Found\) \[https?:\/\/[^/]+\/favicon\.ico\]$/;
-const unexpected = (tab: Tab, allowed: RegExp[] = []) => tab.errors.filter((e) => !FAVICON_404.test(e) && !allowed.some((a) => a.test(e)));
-
-/** axe-core over the page as it is: no serious or critical violation; every result kept in test-output. */
-async function checkAccessibility(page: Page, name: string): Promise<void> {
-  // Evaluated through the DevTools protocol, which the page's CSP does not govern (an injected <script> would be refused).
-  await page.evaluate(`${AXE_SOURCE}\n;void 0`);
-  const result = (await page.evaluate(`axe.run(document, { resultTypes: ['violations'] })`)) as { violations: { id: string; impact: string; help: string; nodes: { target: string[] }[] }[] };
-  writeFileSync(path.join(OUT, `${name}.axe.json`), JSON.stringify(result.violations, null, 2));
-  const severe = result.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical').map((v) => `${v.impact} ${v.id}: ${v.help} (${v.nodes.map((n) => n.target.join(' ')).join(', ')})`);
-  expect([name, severe]).toEqual([name, []]);
-}
-
-async function shot(page: Page, name: string): Promise<void> {
-  await page.screenshot({ path: path.join(OUT, `${name}.png`), fullPage: true });
-}
-
-/** From the console's sign-in page through the product's login page back to the users list. */
-async function signIn(tab: Tab, email: string, environment: 'live' | 'test' = 'live', screenshots?: string): Promise<void> {
-  const { page } = tab;
-  const first = await page.goto(`${s.issuer}/console/users`);
-  expect(first!.status()).toBe(200);
-  expect(first!.headers()['content-security-policy']).toBe(CSP);
-  await page.getByRole('button', { name: /^Sign in to / }).waitFor();
-  if (environment === 'test') {
-    await page.getByRole('group', { name: 'Environment' }).getByRole('button', { name: 'Test' }).click();
-    await expect(page.getByRole('note', { name: 'Test environment' }).textContent()).resolves.toContain('Test environment.');
-  }
-  if (screenshots) {
-    await shot(page, `${screenshots}-sign-in`);
-    await checkAccessibility(page, `${screenshots}-sign-in`);
-  }
-  await page.getByRole('button', { name: `Sign in to ${environment}` }).click();
-  await page.waitForURL((u) => u.pathname === '/oauth/authorize');
-  const authorize = new URL(page.url());
-  expect(Object.fromEntries(authorize.searchParams)).toMatchObject({
-    response_type: 'code',
-    client_id: config.environments[environment]!.clientId,
-    redirect_uri: `${s.issuer}/console/callback`,
-    code_challenge_method: 'S256',
-    code_challenge: expect.stringMatching(/^[\w-]{43}$/),
-    state: expect.stringMatching(/^[\w-]{43}$/),
-    nonce: expect.stringMatching(/^[\w-]{43}$/),
-  });
-  await page.fill('#email', email);
-  await page.fill('#password', PASSWORD);
-  if (screenshots) await shot(page, `${screenshots}-login-page`);
-  await page.click('button[type=submit]');
-  await page.waitForURL((u) => u.pathname === '/console/users');
-  await page.getByRole('heading', { name: 'Users', level: 1 }).waitFor();
-}
+// Short names for the harness's parts, set once it has started.
+let s: ConsoleHarness['s'];
+let config: ConsoleHarness['config'];
+let admin: ConsoleHarness['admin'];
+const openTab = (width: number) => h.openTab(width);
+const signIn = (tab: Tab, email: string, environment: 'live' | 'test' = 'live', screenshots?: string) => h.signIn(tab, email, environment, screenshots);
+const shot = (page: Page, name: string) => h.shot(page, name);
+const checkAccessibility = (page: Page, name: string) => h.checkAccessibility(page, name);
 
 /** Nothing of the session outside memory: no web storage, no cookie the page can read. */
 async function expectTokensInMemoryOnly(page: Page): Promise<void> {
@@ -138,12 +45,8 @@ const introspect = async (token: string, clientId: string) => (await postForm(`$
 
 suite('admin console in chromium', () => {
   beforeAll(async () => {
-    mkdirSync(OUT, { recursive: true });
-    s = await startOAuthStack('console', KEY);
-    // The administrators' role may do everything (docs/api/policies.md), and one of them signs in to the console.
-    const policy = await s.api('POST', '/policies', { name: 'console administrators', effect: 'allow', principals: ['role:console_admin'], actions: ['*'], resources: ['*'] });
-    expect(policy.status).toBe(201);
-    admin = await userWithPassword(s.api, 'admin@console.example', ['role_console_admin']);
+    h = await startConsole('console', KEY);
+    ({ s, config, admin } = h);
     for (const email of ['ada.search@example.com', 'grace@example.org', 'ada.lovelace.search@example.net']) {
       expect((await s.api('POST', '/users', { email, name: email.split('@')[0], roles: ['role_member'] })).status).toBe(201);
     }
@@ -152,13 +55,10 @@ suite('admin console in chromium', () => {
     testApi = apiClient(`${s.issuer}/v1`, testKey);
     expect((await testApi('POST', '/policies', { name: 'test administrators', effect: 'allow', principals: ['role:console_admin'], actions: ['*'], resources: ['*'] })).status).toBe(201);
     await userWithPassword(testApi, 'tester@console.example', ['role_console_admin']);
-    config = (await (await fetch(`${s.issuer}/console/config.json`)).json()) as typeof config;
-    browser = await launchChromium();
   });
 
   afterAll(async () => {
-    await browser?.close();
-    await s?.stop();
+    await h?.stop();
   });
 
   it('serves the console and its config.json with the strict CSP, and no secret', async () => {
@@ -172,7 +72,7 @@ suite('admin console in chromium', () => {
     expect(config).toEqual({
       issuer: s.issuer,
       redirectUri: `${s.issuer}/console/callback`,
-      scope: 'openid profile email offline_access read:users write:users read:policies write:policies read:logs export:logs',
+      scope: 'openid profile email offline_access read:users write:users read:policies write:policies read:logs export:logs read:api_keys write:api_keys read:clients write:clients read:sso write:sso',
       environments: { live: { clientId: expect.stringMatching(/^cli_/) }, test: { clientId: expect.stringMatching(/^cli_/) } },
     });
     // The clients are the first-party public ones identity made at start-up, one per environment.
@@ -244,16 +144,28 @@ suite('admin console in chromium', () => {
     await page.getByLabel('Roles').fill('role_viewer role_ops');
     await page.getByLabel('Name').fill('Katherine G. Johnson');
     await page.getByRole('button', { name: 'Save changes' }).click();
-    await page.getByText('Saved.').waitFor();
+    await page.getByText('Saved.', { exact: true }).waitFor();
     expect((await s.api('GET', `/users/${created}`)).body.data).toMatchObject({ name: 'Katherine G. Johnson', roles: ['role_viewer', 'role_ops'], metadata: { team: 'flight' } });
 
-    // The user's sessions: two opened by an application, listed, then revoked together after a confirmation.
-    for (let i = 0; i < 2; i++) expect((await s.api('POST', '/sessions', { userId: created, expiresIn: '1h' })).status).toBe(201);
+    // The user's sessions: three opened by an application, listed; one revoked by itself, then the others together.
+    const opened: string[] = [];
+    for (let i = 0; i < 3; i++) {
+      const made = await s.api('POST', '/sessions', { userId: created, expiresIn: '1h' });
+      expect(made.status).toBe(201);
+      opened.push(made.body.data.id as string);
+    }
     await page.getByRole('link', { name: 'Users', exact: true }).first().click();
     await page.getByRole('link', { name: 'katherine@example.com' }).click();
     const sessions = page.getByRole('table', { name: 'Active sessions of katherine@example.com' });
     await sessions.waitFor();
+    await expect(sessions.locator('tbody tr').count()).resolves.toBe(3);
+    await page.getByRole('button', { name: `Revoke session ${opened[0]}` }).click();
+    const oneDialog = page.getByRole('dialog', { name: 'Revoke this session?' });
+    await oneDialog.getByRole('button', { name: 'Revoke session' }).click();
+    await page.getByText(`Session ${opened[0]} was revoked.`).waitFor();
+    await sessions.getByText(opened[0]!).waitFor({ state: 'detached' });
     await expect(sessions.locator('tbody tr').count()).resolves.toBe(2);
+    expect((await s.api('GET', `/users/${created}/sessions`)).body.data.map((x: { id: string }) => x.id).sort()).toEqual(opened.slice(1).sort());
     await page.getByRole('button', { name: 'Revoke all sessions' }).click();
     const revokeDialog = page.getByRole('dialog', { name: 'Revoke every session?' });
     await revokeDialog.waitFor();
@@ -289,8 +201,12 @@ suite('admin console in chromium', () => {
     expect(refreshToken).toMatch(/^ort_/);
     await expect(introspect(refreshToken, clientId)).resolves.toMatchObject({ active: true, token_type: 'refresh_token', sub: admin.id });
     await page.getByRole('button', { name: 'Sign out' }).click();
+    // Through the end-session endpoint (with the ID token as the hint: no question asked) back to the console.
+    await page.waitForURL((u) => u.pathname === '/console/' || u.pathname === '/console');
     await page.getByText('You are signed out.').waitFor();
     await expect(introspect(refreshToken, clientId)).resolves.toEqual({ active: false });
+    // The authorization server's login session is over too: no session of the administrator is left.
+    expect((await s.api('GET', `/users/${admin.id}/sessions`)).body.data).toEqual([]);
     const refresh = await postForm(`${s.issuer}/oauth/token`, { grant_type: 'refresh_token', refresh_token: refreshToken, client_id: clientId });
     expect([refresh.status, ((await refresh.json()) as Json).error]).toEqual([400, 'invalid_grant']);
     expect((await fetch(`${s.issuer}/v1/users`, { headers: { authorization: `Bearer ${accessToken}` } })).status).toBe(401);

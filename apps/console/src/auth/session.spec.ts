@@ -156,4 +156,24 @@ describe('OAuthSession', () => {
     expect(t.navigated().searchParams.get('client_id')).toBe('cli_test');
     expect(JSON.parse(t.store.get(PENDING_KEY)!)).not.toHaveProperty('accessToken');
   });
+
+  it('ends the login session through the end-session endpoint with the ID token, and takes the way back as signed out', async () => {
+    const t = setup();
+    await signIn(t);
+    const idToken = t.session.tokens.current!.idToken!;
+    t.answers.push({});
+    await t.session.signOut({ endLoginSession: true });
+    expect(t.sent.at(-1)!.url).toBe('/oauth/revoke');
+    const logout = t.navigated();
+    expect(logout.pathname).toBe('/oauth/logout');
+    const state = logout.searchParams.get('state')!;
+    expect(Object.fromEntries(logout.searchParams)).toEqual({ id_token_hint: idToken, post_logout_redirect_uri: CONFIG.redirectUri, state: expect.stringMatching(/^[\w-]{43}$/) });
+    expect(t.store.get(PENDING_KEY)).not.toContain(idToken);
+    // The callback, in a new page: this state and no code is the sign-out's way back.
+    await expect(t.session.completeSignIn(new URLSearchParams({ state }))).resolves.toEqual({ returnTo: '/' });
+    expect(t.session.current).toEqual({ status: 'signed-out', reason: 'You are signed out.' });
+    expect(t.store.has(PENDING_KEY)).toBe(false);
+    // Replayed, it belongs to nothing any more.
+    await expect(t.session.completeSignIn(new URLSearchParams({ state }))).rejects.toThrow('not started here');
+  });
 });

@@ -31,12 +31,24 @@ export interface SignedInUser {
 
 /** The sign-in in flight, kept across the redirect. */
 interface PendingSignIn {
+  kind?: 'sign-in';
   state: string;
   nonce: string;
   verifier: string;
   environment: Environment;
   clientId: string;
   returnTo: string;
+  createdAt: number;
+}
+
+/**
+ * A sign-out in flight through the authorization server's end-session endpoint, kept across the redirect: it
+ * comes back to the redirect URI with this state and no code.
+ */
+interface PendingSignOut {
+  kind: 'sign-out';
+  state: string;
+  reason: string;
   createdAt: number;
 }
 
@@ -138,9 +150,14 @@ export class OAuthSession {
   async completeSignIn(query: URLSearchParams): Promise<{ returnTo: string }> {
     const raw = this.deps.storage.getItem(PENDING_KEY);
     this.deps.storage.removeItem(PENDING_KEY);
-    const pending = raw ? (JSON.parse(raw) as PendingSignIn) : undefined;
+    const pending = raw ? (JSON.parse(raw) as PendingSignIn | PendingSignOut) : undefined;
     if (!pending || this.now() - pending.createdAt > PENDING_TTL_MS) throw new SignInError('invalid_request', 'This sign-in was not started here or has expired. Start again.');
     if (query.get('state') !== pending.state) throw new SignInError('invalid_request', 'The answer does not belong to this sign-in (state differs). Start again.');
+    if (pending.kind === 'sign-out') {
+      // Back from the end-session endpoint: the authorization server's login session is over too.
+      this.end(pending.reason);
+      return { returnTo: '/' };
+    }
     const iss = query.get('iss');
     if (iss !== null && iss !== this.deps.config.issuer) throw new SignInError('invalid_request', `The answer comes from another issuer (${iss}).`);
     const error = query.get('error');
@@ -199,9 +216,12 @@ export class OAuthSession {
 
   /**
    * Revokes the refresh token (RFC 7009: its whole grant ends, access tokens included), then forgets every token.
-   * A revocation that fails (network) still forgets them, and says so.
+   * A revocation that fails (network) still forgets them, and says so. With `endLoginSession`, the browser then
+   * goes through the end-session endpoint (OpenID Connect RP-Initiated Logout, with the ID token as the hint),
+   * which ends the authorization server's login session and comes back to the callback.
    */
-  async signOut(): Promise<void> {
+  async signOut(options: { endLoginSession?: boolean } = {}): Promise<void> {
+    const idToken = this.tokens.current?.idToken;
     await this.refreshing?.catch(() => undefined);
     const t = this.tokens.current;
     const token = t?.refreshToken ?? t?.accessToken;
@@ -213,7 +233,13 @@ export class OAuthSession {
         .then((res) => res.ok, () => false);
     }
     this.forceLogin = true;
-    this.end(told ? 'You are signed out.' : 'You are signed out here, but the server could not be told: your session ends when its refresh token expires.');
+    const reason = told ? 'You are signed out.' : 'You are signed out here, but the server could not be told: your session ends when its refresh token expires.';
+    this.end(reason);
+    if (!options.endLoginSession || !idToken) return;
+    const pending: PendingSignOut = { kind: 'sign-out', state: randomToken(), reason, createdAt: this.now() };
+    this.deps.storage.setItem(PENDING_KEY, JSON.stringify(pending));
+    const params = new URLSearchParams({ id_token_hint: idToken, post_logout_redirect_uri: this.deps.config.redirectUri, state: pending.state });
+    this.deps.navigate(`/oauth/logout?${params.toString()}`);
   }
 
   /** Switches environment: signs out of this one and starts a sign-in with the other's console client. */

@@ -128,21 +128,25 @@ function EditUser({ api, user, onSaved, onEdit }: { api: SecsvcClient; user: Use
 function Sessions({ api, user }: { api: SecsvcClient; user: User }) {
   const sessions = useLoad(`sessions:${user.id}`, async () => unwrap(await api.GET('/v1/users/{id}/sessions', { params: { path: { id: user.id } } })).data);
   const [confirm, setConfirm] = useState(false);
+  /** The one session to revoke, while its confirmation is open. */
+  const [one, setOne] = useState<string>();
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<unknown>();
-  const [revoked, setRevoked] = useState(false);
-  const revokeAll = async () => {
+  const [revoked, setRevoked] = useState<string>();
+  const revoke = async (sessionId?: string) => {
     setBusy(true);
     setError(undefined);
     try {
-      unwrap(await api.DELETE('/v1/users/{id}/sessions', { params: { path: { id: user.id } } }));
-      setRevoked(true);
+      if (sessionId) unwrap(await api.DELETE('/v1/users/{id}/sessions/{sessionId}', { params: { path: { id: user.id, sessionId } } }));
+      else unwrap(await api.DELETE('/v1/users/{id}/sessions', { params: { path: { id: user.id } } }));
+      setRevoked(sessionId ? `Session ${sessionId} was revoked.` : 'Every session of this user was revoked.');
       sessions.reload();
     } catch (err) {
       setError(err);
     } finally {
       setBusy(false);
       setConfirm(false);
+      setOne(undefined);
     }
   };
   const list = sessions.data ?? [];
@@ -154,7 +158,7 @@ function Sessions({ api, user }: { api: SecsvcClient; user: User }) {
           Revoke all sessions
         </button>
       </div>
-      {revoked ? <Notice>Every session of this user was revoked.</Notice> : null}
+      {revoked ? <Notice>{revoked}</Notice> : null}
       {error ? <ErrorMessage error={error} title="The sessions were not revoked" /> : null}
       {sessions.error ? <ErrorMessage error={sessions.error} title="The sessions could not be listed" /> : null}
       {sessions.loading ? (
@@ -172,6 +176,9 @@ function Sessions({ api, user }: { api: SecsvcClient; user: User }) {
                 <th scope="col">Started</th>
                 <th scope="col">Expires</th>
                 <th scope="col">Sign-in</th>
+                <th scope="col">
+                  <span className="visually-hidden">Actions</span>
+                </th>
               </tr>
             </thead>
             <tbody>
@@ -183,13 +190,23 @@ function Sessions({ api, user }: { api: SecsvcClient; user: User }) {
                   <td data-label="Started">{formatTime(s.createdAt)}</td>
                   <td data-label="Expires">{formatTime(s.expiresAt)}</td>
                   <td data-label="Sign-in">{s.amr.length ? s.amr.join(' ') : 'by the application'}{s.mfaAt ? ' (MFA)' : ''}</td>
+                  <td data-label="Actions">
+                    <button type="button" className="button" onClick={() => setOne(s.id)} disabled={busy} aria-label={`Revoke session ${s.id}`}>
+                      Revoke
+                    </button>
+                  </td>
                 </tr>
               ))}
             </tbody>
           </table>
         </div>
       ) : null}
-      <ConfirmDialog open={confirm} title="Revoke every session?" confirmLabel="Revoke all sessions" busy={busy} onConfirm={() => void revokeAll()} onCancel={() => setConfirm(false)}>
+      <ConfirmDialog open={one !== undefined} title="Revoke this session?" confirmLabel="Revoke session" busy={busy} onConfirm={() => void revoke(one)} onCancel={() => setOne(undefined)}>
+        <p>
+          Session <code>{one}</code> of {user.email} ends now; the application using it must sign in again. Other sessions stay.
+        </p>
+      </ConfirmDialog>
+      <ConfirmDialog open={confirm} title="Revoke every session?" confirmLabel="Revoke all sessions" busy={busy} onConfirm={() => void revoke()} onCancel={() => setConfirm(false)}>
         <p>
           {user.email} is signed out everywhere: all {list.length} active sessions end now. Their applications must sign in again.
         </p>

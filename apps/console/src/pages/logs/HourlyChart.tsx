@@ -1,0 +1,132 @@
+// Entries per hour by event kind and result: a Chart.js canvas (chart-draw.ts), an HTML legend, and the same
+// numbers as a table for whoever cannot see the canvas.
+import { useEffect, useId, useRef, useState } from 'react';
+import type { SecsvcClient } from '@secsvc/client';
+import { ApiError } from '../../api/errors';
+import { ErrorMessage } from '../../components/ui';
+import { useLoad } from '../../hooks';
+import { loadPage, formatInstant } from './api';
+import type { LogFilter, TimeWindow } from './filter';
+import { CHART_MAX_ENTRIES, chartWindow, collectPages, countByHour, hourLabel, tableRows, type Hourly } from './hourly';
+import { colourIndexes } from './palette';
+
+/** The bars themselves: one Chart.js chart on the canvas (Chart.js loaded on first use), made anew when the numbers change. */
+function Bars({ hourly, label }: { hourly: Hourly; label: string }) {
+  const canvas = useRef<HTMLCanvasElement>(null);
+  const [failed, setFailed] = useState<unknown>();
+  useEffect(() => {
+    const el = canvas.current;
+    if (!el) return;
+    let live = true;
+    let undo: (() => void) | undefined;
+    import('./chart-draw').then(
+      ({ drawHourly }) => {
+        if (live) undo = drawHourly(el, hourly);
+      },
+      (err: unknown) => live && setFailed(err),
+    );
+    return () => {
+      live = false;
+      undo?.();
+    };
+  }, [hourly]);
+  return (
+    <div className="logs-chart-box">
+      {failed ? <ErrorMessage error={failed} title="The chart could not be drawn (the table below has its numbers)" /> : null}
+      <canvas ref={canvas} role="img" aria-label={label}>
+        {label}
+      </canvas>
+    </div>
+  );
+}
+
+/** The chart section of /logs: reads the filter's entries (up to CHART_MAX_ENTRIES), counts them per hour, draws them. */
+export function HourlyChartSection({ api, filter, window }: { api: SecsvcClient; filter: LogFilter; window: TimeWindow }) {
+  const headingId = useId();
+  const load = useLoad(`chart|${window.from}|${window.to}`, async () => {
+    const collected = await collectPages(async (cursor) => {
+      const p = await loadPage(api, filter, window, 100, cursor);
+      return { data: p.entries, pagination: p.pagination };
+    });
+    const drawn = chartWindow(window, collected);
+    return { collected, drawn, hourly: countByHour(collected.entries, drawn) };
+  });
+  return (
+    <section className="card logs-chart" aria-labelledby={headingId}>
+      <h2 id={headingId}>Entries per hour</h2>
+      {load.loading ? (
+        <p className="muted" role="status">
+          Counting entries…
+        </p>
+      ) : null}
+      {load.error ? (
+        load.error instanceof ApiError && load.error.status === 400 ? (
+          <p className="muted">No chart: the API refused the filter (see the message above the entries).</p>
+        ) : (
+          <ErrorMessage error={load.error} title="The chart could not be drawn" />
+        )
+      ) : null}
+      {load.data ? <ChartBody hourly={load.data.hourly} drawn={load.data.drawn} capped={load.data.collected.capped} /> : null}
+    </section>
+  );
+}
+
+function ChartBody({ hourly, drawn, capped }: { hourly: Hourly; drawn: TimeWindow; capped: boolean }) {
+  if (hourly.total === 0) {
+    return (
+      <p className="muted" role="status">
+        No entries in this range.
+      </p>
+    );
+  }
+  const colours = colourIndexes(hourly.series);
+  const rows = tableRows(hourly);
+  const span = `${formatInstant(drawn.from)} to ${formatInstant(drawn.to)}`;
+  const label = `Bar chart of ${hourly.total} entries per hour from ${span}, by event kind (colour) and result (success left, failure right and striped). The same numbers are in the table below.`;
+  return (
+    <figure className="logs-figure" data-total={hourly.total}>
+      <figcaption>
+        {hourly.total.toLocaleString('en-US')} {hourly.total === 1 ? 'entry' : 'entries'} counted per hour (UTC), {span}. Success on the left of each
+        hour, failure on the right, striped.
+        {capped ? ` Only the newest ${CHART_MAX_ENTRIES.toLocaleString('en-US')} entries are counted: earlier hours of the range are left out, and the first hour shown may be incomplete.` : ''}
+        {hourly.left > 0 ? ` ${hourly.left.toLocaleString('en-US')} older entries are outside the hours drawn.` : ''}
+      </figcaption>
+      <ul className="logs-legend" aria-label="Series">
+        {hourly.series.map((s, i) => (
+          <li key={`${s.kind}|${s.result}`}>
+            <span className={`logs-swatch c${colours[i]}${s.result === 'failure' ? ' failure' : ''}`} aria-hidden="true" />
+            <code>{s.kind}</code> {s.result} <span className="muted">({s.total})</span>
+          </li>
+        ))}
+      </ul>
+      <Bars hourly={hourly} label={label} />
+      <details className="logs-chart-table">
+        <summary>The numbers as a table</summary>
+        <div className="table-wrap">
+          <table className="list" aria-label="Entries per hour by event kind and result">
+            <thead>
+              <tr>
+                <th scope="col">Hour (UTC)</th>
+                <th scope="col">Event</th>
+                <th scope="col">Success</th>
+                <th scope="col">Failure</th>
+              </tr>
+            </thead>
+            <tbody>
+              {rows.map((r) => (
+                <tr key={`${r.hour}|${r.kind}`}>
+                  <td data-label="Hour (UTC)">{hourLabel(r.hour)}</td>
+                  <td data-label="Event">
+                    <code>{r.kind}</code>
+                  </td>
+                  <td data-label="Success">{r.success}</td>
+                  <td data-label="Failure">{r.failure}</td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </div>
+      </details>
+    </figure>
+  );
+}

@@ -1,0 +1,90 @@
+import { useState, type FormEvent, type ReactNode } from 'react';
+import type { SecsvcClient } from '@secsvc/client';
+import { splitDetails, type FieldDetail } from '../../api/errors';
+import { ErrorMessage, Notice } from '../../components/ui';
+import { mergeDetails, parseConditions, POLICY_FIELDS, type PolicyFormValues, type SimulatorValues } from './policy-form';
+import { PolicyFields } from './PolicyFields';
+import { Simulator } from './Simulator';
+
+interface WorkspaceProps {
+  api: SecsvcClient;
+  initial: PolicyFormValues;
+  /** The stored policy being edited; none for a new one. */
+  storedId?: string;
+  title: string;
+  submitLabel: string;
+  busyLabel: string;
+  /** What failed, for the error box's title. */
+  failedTitle: string;
+  /** Sends the policy; throws the API's error; may answer a notice (nothing changed). */
+  save: (values: PolicyFormValues) => Promise<string | void>;
+  /** The simulator's inputs, kept by the page (they outlive a save). */
+  sim: SimulatorValues;
+  onSimChange: (sim: SimulatorValues) => void;
+  /** Called on every change of the form (to drop an earlier "Saved."). */
+  onEdit?: () => void;
+  /** More actions beside the submit button (Cancel). */
+  actions?: ReactNode;
+}
+
+/**
+ * The policy editor with the simulator beside it (below it on narrow screens): the simulator sends what the
+ * editor holds as a draft. The API's messages appear under the fields they name, from saving (principals[1])
+ * and from simulating the draft (policies[0].principals[1]); conditions that are not JSON are named while typed.
+ */
+export function PolicyWorkspace(props: WorkspaceProps) {
+  const { api, storedId, save } = props;
+  const [values, setValues] = useState(props.initial);
+  const [error, setError] = useState<unknown>();
+  const [notice, setNotice] = useState<string>();
+  const [busy, setBusy] = useState(false);
+  const [draftDetails, setDraftDetails] = useState<Map<string, FieldDetail[]>>(new Map());
+  const conditions = parseConditions(values.conditions);
+  const { byField, rest } = splitDetails(error, POLICY_FIELDS);
+  const errors = mergeDetails(byField, draftDetails);
+  if (!conditions.ok) errors.set('conditions', [{ field: 'conditions', message: conditions.message }]);
+
+  const submit = async (e: FormEvent) => {
+    e.preventDefault();
+    if (!conditions.ok) return;
+    setBusy(true);
+    setError(undefined);
+    setNotice(undefined);
+    setDraftDetails(new Map());
+    try {
+      const said = await save(values);
+      if (said) setNotice(said);
+    } catch (err) {
+      setError(err);
+    } finally {
+      setBusy(false);
+    }
+  };
+  return (
+    <div className="policy-workspace">
+      <section className="card" aria-labelledby="policy-editor-title">
+        <h2 id="policy-editor-title">{props.title}</h2>
+        {error ? <ErrorMessage error={error} extra={rest} title={props.failedTitle} /> : null}
+        {notice ? <Notice>{notice}</Notice> : null}
+        <form
+          className="form"
+          onSubmit={submit}
+          onChange={() => {
+            setNotice(undefined);
+            props.onEdit?.();
+          }}
+          noValidate
+        >
+          <PolicyFields values={values} onChange={setValues} errors={errors} />
+          <div className="actions">
+            <button type="submit" className="button primary" disabled={busy}>
+              {busy ? props.busyLabel : props.submitLabel}
+            </button>
+            {props.actions}
+          </div>
+        </form>
+      </section>
+      <Simulator api={api} draft={values} storedId={storedId} values={props.sim} onChange={props.onSimChange} onDraftDetails={setDraftDetails} />
+    </div>
+  );
+}
