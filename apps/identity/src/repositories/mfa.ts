@@ -185,11 +185,11 @@ export const mfaChallengesRepository = {
     return rows[0]!;
   },
 
-  /** The live (unused, unexpired, not out of attempts) login challenge with this token hash, locked. */
-  async lockLogin(db: Db, environment: string, tokenHash: Buffer): Promise<ChallengeRow | undefined> {
+  /** The live (unused, unexpired, not out of attempts) login challenge with this token hash, locked unless `peek`. */
+  async lockLogin(db: Db, environment: string, tokenHash: Buffer, peek = false): Promise<ChallengeRow | undefined> {
     const { rows } = await db.query<ChallengeRow>(
       `SELECT ${CHALLENGE_COLUMNS} FROM mfa_challenges
-       WHERE token_hash = $1 AND environment = $2 AND purpose = 'login' AND used_at IS NULL AND expires_at > now() AND attempts < $3 FOR UPDATE`,
+       WHERE token_hash = $1 AND environment = $2 AND purpose = 'login' AND used_at IS NULL AND expires_at > now() AND attempts < $3${peek ? '' : ' FOR UPDATE'}`,
       [tokenHash, environment, CHALLENGE_MAX_ATTEMPTS],
     );
     return rows[0];

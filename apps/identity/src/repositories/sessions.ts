@@ -41,6 +41,16 @@ export const sessionsRepository = {
   },
 
   /** A step-up on the active session `id` of the user: its MFA done now, its amr and acr replaced. */
+  /** The user's active session with this id, locked for the transaction (a step-up reads its amr, then writes it). */
+  async lockActive(db: Db, environment: string, userId: string, id: string): Promise<SessionRow | undefined> {
+    const { rows } = await db.query<SessionRow>(
+      `SELECT ${COLUMNS} FROM sessions
+       WHERE id = $1 AND environment = $2 AND user_id = $3 AND revoked_at IS NULL AND expires_at > now() FOR UPDATE`,
+      [id, environment, userId],
+    );
+    return rows[0];
+  },
+
   async stepUp(db: Db, environment: string, userId: string, id: string, amr: string[], acr: string): Promise<SessionRow | undefined> {
     const { rows } = await db.query<SessionRow>(
       `UPDATE sessions SET mfa_at = now(), amr = $4, acr = $5

@@ -45,7 +45,7 @@ export interface MfaDeps {
   settings: typeof mfaSettingsRepository;
   users: Pick<UsersRepository, 'get'>;
   sessions: Pick<SessionsService, 'open'>;
-  sessionRows: Pick<SessionsRepository, 'stepUp'>;
+  sessionRows: Pick<SessionsRepository, 'lockActive' | 'stepUp'>;
   /** Failed proofs, counted per user and per ip like failed logins (in their own table). */
   throttle: typeof mfaFailuresRepository;
   outbox: Outbox;
@@ -520,7 +520,8 @@ export class MfaService {
     const { db, challenges, serverSecret } = this.deps;
     if (!looksLikeMfaToken(token)) throw AppError.field('mfaToken', 'unknown, used or expired token');
     const tokenHash = hashMfaToken(token, serverSecret);
-    const peek = await db.transaction((tx) => challenges.lockLogin(tx, environment, tokenHash));
+    // Whose challenge it is (the attempt serializes per user), read without a lock; locked again inside the attempt.
+    const peek = await challenges.lockLogin(db.pool, environment, tokenHash, true);
     if (!peek || !peek.user_id) throw AppError.field('mfaToken', 'unknown, used or expired token');
     const user = await this.user(db.pool, environment, peek.user_id);
     const ip = origin.ip || (peek.data.ip as string) || 'unknown';
@@ -676,8 +677,9 @@ export class MfaService {
       }
       const verified = await this.verifyProof(tx, environment, user.id, input.proof, webauthnChallenge);
       if (verified instanceof ProofFailure) return verified;
-      const current = await tx.query<{ amr: string[] }>(`SELECT amr FROM sessions WHERE id = $1`, [input.sessionId]).then((r) => r.rows[0]?.amr ?? []);
-      const { amr, acr } = authenticationOf(current, verified.type);
+      const current = await sessionRows.lockActive(tx, environment, user.id, input.sessionId);
+      if (!current) throw new AppError('unauthorized', 'Invalid or expired session');
+      const { amr, acr } = authenticationOf(current.amr, verified.type);
       const row = await sessionRows.stepUp(tx, environment, user.id, input.sessionId, amr, acr);
       if (!row) throw new AppError('unauthorized', 'Invalid or expired session');
       await this.event(tx, call, environment, 'user.mfa.step_up', {

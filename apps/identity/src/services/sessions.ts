@@ -8,7 +8,7 @@ import type { AuthEventsService } from './auth-events';
 import type { Database, Db, Outbox } from './ports';
 import type { UsersRepository } from './users';
 
-export type SessionsRepository = Pick<typeof sessionsRepository, 'insert' | 'findActiveByHash' | 'revokeByHash' | 'listActive' | 'revokeAllOfUser' | 'stepUp'>;
+export type SessionsRepository = Pick<typeof sessionsRepository, 'insert' | 'findActiveByHash' | 'revokeByHash' | 'listActive' | 'revokeAllOfUser' | 'lockActive' | 'stepUp'>;
 
 export interface SessionsDeps {
   db: Database;

@@ -274,6 +274,11 @@ export class FakeSessions implements SessionsRepository {
     return rows.map((r) => ({ ...this.rows.get(r.id)! }));
   }
 
+  async lockActive(_db: Db, environment: string, userId: string, id: string): Promise<SessionRow | undefined> {
+    const row = this.rows.get(id);
+    return row && row.environment === environment && row.user_id === userId && this.active(row) ? { ...row } : undefined;
+  }
+
   async stepUp(_db: Db, environment: string, userId: string, id: string, amr: string[], acr: string): Promise<SessionRow | undefined> {
     const row = this.rows.get(id);
     if (!row || row.environment !== environment || row.user_id !== userId || !this.active(row)) return undefined;
