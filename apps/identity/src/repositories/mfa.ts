@@ -1,7 +1,7 @@
 import type { Pool, PoolClient } from '@secsvc/shared';
 import type { FailureCounts } from '../domain/login-throttle';
 import { CHALLENGE_MAX_ATTEMPTS } from '../domain/mfa';
-import { LOGIN_WINDOW_SECONDS } from './passwords';
+import { failureCounts } from './failure-counts';
 
 type Db = Pool | PoolClient;
 
@@ -249,19 +249,7 @@ export const mfaFailuresRepository = {
 
   /** The user's failures (0 without a user) and the ip's, in the window, with the seconds until the oldest counted one leaves it. */
   async counts(db: Db, environment: string, userId: string | null, ip: string): Promise<FailureCounts> {
-    const { rows } = await db.query<FailureCounts>(
-      `SELECT
-         (SELECT count(*)::int FROM mfa_failures WHERE environment = $1 AND user_id = $2 AND failed_at > now() - make_interval(secs => $4)) AS account,
-         (SELECT ceil(extract(epoch FROM min(failed_at) + make_interval(secs => $4) - now()))::int FROM
-            (SELECT failed_at FROM mfa_failures WHERE environment = $1 AND user_id = $2 AND failed_at > now() - make_interval(secs => $4)
-             ORDER BY failed_at DESC LIMIT 5) recent) AS account_wait,
-         (SELECT count(*)::int FROM mfa_failures WHERE ip = $3 AND failed_at > now() - make_interval(secs => $4)) AS by_ip,
-         (SELECT ceil(extract(epoch FROM min(failed_at) + make_interval(secs => $4) - now()))::int FROM
-            (SELECT failed_at FROM mfa_failures WHERE ip = $3 AND failed_at > now() - make_interval(secs => $4)
-             ORDER BY failed_at DESC LIMIT 20) recent) AS ip_wait`,
-      [environment, userId, ip, LOGIN_WINDOW_SECONDS],
-    );
-    return rows[0]!;
+    return failureCounts(db, 'mfa_failures', 'environment = $1 AND user_id = $2', [environment, userId, ip]);
   },
 
   async record(db: Db, environment: string, userId: string | null, ip: string): Promise<void> {

@@ -1,8 +1,9 @@
 import type { Pool, PoolClient } from '@secsvc/shared';
+import type { FailureCounts } from '../domain/login-throttle';
+import { failureCounts } from './failure-counts';
 
 type Db = Pool | PoolClient;
 
-export const LOGIN_WINDOW_SECONDS = 15 * 60;
 
 export interface ResetTokenRow {
   id: string;
@@ -48,20 +49,8 @@ export const passwordsRepository = {
    * Failures in the window for the account and for the ip, with the seconds until the oldest of each leaves
    * the window (when the limit is reached that is the wait).
    */
-  async failures(db: Db, environment: string, email: string, ip: string) {
-    const { rows } = await db.query<{ account: number; account_wait: number | null; by_ip: number; ip_wait: number | null }>(
-      `SELECT
-         (SELECT count(*)::int FROM login_failures WHERE environment = $1 AND lower(email) = lower($2) AND failed_at > now() - make_interval(secs => $4)) AS account,
-         (SELECT ceil(extract(epoch FROM min(failed_at) + make_interval(secs => $4) - now()))::int FROM
-            (SELECT failed_at FROM login_failures WHERE environment = $1 AND lower(email) = lower($2) AND failed_at > now() - make_interval(secs => $4)
-             ORDER BY failed_at DESC LIMIT 5) recent) AS account_wait,
-         (SELECT count(*)::int FROM login_failures WHERE ip = $3 AND failed_at > now() - make_interval(secs => $4)) AS by_ip,
-         (SELECT ceil(extract(epoch FROM min(failed_at) + make_interval(secs => $4) - now()))::int FROM
-            (SELECT failed_at FROM login_failures WHERE ip = $3 AND failed_at > now() - make_interval(secs => $4)
-             ORDER BY failed_at DESC LIMIT 20) recent) AS ip_wait`,
-      [environment, email, ip, LOGIN_WINDOW_SECONDS],
-    );
-    return rows[0]!;
+  async failures(db: Db, environment: string, email: string, ip: string): Promise<FailureCounts> {
+    return failureCounts(db, 'login_failures', 'environment = $1 AND lower(email) = lower($2)', [environment, email, ip]);
   },
 
   async recordFailure(db: Db, environment: string, email: string, ip: string): Promise<void> {
