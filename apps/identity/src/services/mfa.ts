@@ -10,6 +10,7 @@ import {
   hashMfaToken,
   looksLikeMfaToken,
   MAX_FACTORS_PER_USER,
+  MFA_REQUIRED_MODES,
   mfaRequiredOf,
   totpSealingKey,
   type MfaRequiredMode,
@@ -155,6 +156,17 @@ function parseCredential(json: string, field: string): unknown {
  * passwordless passkey logins, step-up of sessions, and the environment's MFA requirement. Every change and
  * every failure has its event; failed proofs are throttled per user and per ip like passwords.
  */
+/** A passkey as WebAuthn options name it (excludeCredentials, allowCredentials). */
+const passkeyRef = (f: FactorRow) => ({ id: f.credential_id!, transports: f.transports ?? [] });
+
+/** A TOTP factor just enrolled (pending until a first code): what is shown once. */
+export interface EnrolledTotp {
+  factor: FactorRow;
+  secret: string;
+  uri: string;
+  qrCode: string;
+}
+
 export class MfaService {
   constructor(private readonly deps: MfaDeps) {}
 
@@ -202,17 +214,27 @@ export class MfaService {
   }
 
   /** A pending TOTP factor: its secret (base32), the otpauth:// URI and its QR code, shown once. */
-  async enrollTotp(environment: string, userId: string, name: string): Promise<{ factor: FactorRow; secret: string; uri: string; qrCode: string }> {
-    const { db, factors, serverSecret, issuerName } = this.deps;
+  async enrollTotp(environment: string, userId: string, name: string): Promise<EnrolledTotp> {
+    const { db } = this.deps;
     const factorName = MfaService.checkName(name, 'Authenticator app');
     const user = await this.user(db.pool, environment, userId);
+    const pending = await db.transaction((tx) => this.insertPendingTotp(tx, environment, userId, factorName));
+    return this.presentTotp(pending, user.email);
+  }
+
+  /** A new pending TOTP factor of the user (room for it checked), with its secret sealed by its id. */
+  private async insertPendingTotp(tx: Db, environment: string, userId: string, name: string): Promise<{ factor: FactorRow; secret: Buffer }> {
+    const { factors, serverSecret } = this.deps;
+    await this.roomForFactor(tx, userId);
     const secret = generateTotpSecret();
     const id = newId('mfa');
-    const factor = await db.transaction(async (tx) => {
-      await this.roomForFactor(tx, userId);
-      return factors.insertTotp(tx, { id, environment, userId, name: factorName, secret: seal(totpSealingKey(serverSecret), id, base32Encode(secret)) });
-    });
-    const uri = otpauthUri({ issuer: issuerName, account: user.email, secret });
+    const factor = await factors.insertTotp(tx, { id, environment, userId, name, secret: seal(totpSealingKey(serverSecret), id, base32Encode(secret)) });
+    return { factor, secret };
+  }
+
+  /** What enrolling shows once: the secret in base32, the otpauth:// URI naming the account, and its QR code. */
+  private async presentTotp({ factor, secret }: { factor: FactorRow; secret: Buffer }, account: string): Promise<EnrolledTotp> {
+    const uri = otpauthUri({ issuer: this.deps.issuerName, account, secret });
     return { factor, secret: base32Encode(secret), uri, qrCode: await qrSvgDataUri(uri) };
   }
 
@@ -251,7 +273,7 @@ export class MfaService {
     const { options, challenge } = await registrationOptions(
       rp,
       { id: user.id, name: user.email, displayName: user.name || user.email },
-      existing.map((f) => ({ id: f.credential_id!, transports: f.transports ?? [] })),
+      existing.map(passkeyRef),
     );
     const row = await challenges.insert(db.pool, {
       id: newId('mfc'),
@@ -321,7 +343,7 @@ export class MfaService {
         environment,
         userId,
         name: 'Recovery codes',
-        hashes: codes.map((c) => hashRecoveryCode(normalizeRecoveryCode(c), serverSecret)),
+        hashes: codes.map((c) => hashRecoveryCode(c, serverSecret)),
       });
       await this.event(tx, call, environment, 'user.mfa.factor_added', {
         target: factorTarget(row.id),
@@ -498,7 +520,7 @@ export class MfaService {
     const enrollmentRequired = environmentRequires && options.enrollment !== false;
     const token = `mft_${randomBytes(32).toString('base64url')}`;
     const passkeys = all.filter((f) => f.kind === 'passkey');
-    const webauthn = passkeys.length ? await authenticationOptions(rp, passkeys.map((f) => ({ id: f.credential_id!, transports: f.transports ?? [] }))) : undefined;
+    const webauthn = passkeys.length ? await authenticationOptions(rp, passkeys.map(passkeyRef)) : undefined;
     const row = await challenges.insert(tx, {
       id: newId('mfc'),
       environment,
@@ -582,13 +604,11 @@ export class MfaService {
    * factor yet (the challenge's token authorizes it; a new enrollment replaces an earlier pending one of the
    * same challenge). The first code given to completeLogin confirms it.
    */
-  async enrollTotpForLogin(environment: string, token: string, name: string): Promise<{ factor: FactorRow; secret: string; uri: string; qrCode: string }> {
-    const { db, factors, challenges, serverSecret, issuerName } = this.deps;
+  async enrollTotpForLogin(environment: string, token: string, name: string): Promise<EnrolledTotp> {
+    const { db, factors, challenges, serverSecret } = this.deps;
     const factorName = MfaService.checkName(name, 'Authenticator app');
     if (!looksLikeMfaToken(token)) throw AppError.field('mfaToken', 'unknown, used or expired token');
-    const secret = generateTotpSecret();
-    const id = newId('mfa');
-    const { factor, email } = await db.transaction(async (tx) => {
+    const { pending, email } = await db.transaction(async (tx) => {
       const challenge = await challenges.lockLogin(tx, environment, hashMfaToken(token, serverSecret));
       if (!challenge || !challenge.user_id) throw AppError.field('mfaToken', 'unknown, used or expired token');
       const user = await this.user(tx, environment, challenge.user_id);
@@ -602,13 +622,11 @@ export class MfaService {
       }
       const earlier = challenge.data.enrollingFactorId;
       if (typeof earlier === 'string') await factors.delete(tx, environment, user.id, earlier);
-      await this.roomForFactor(tx, user.id);
-      const row = await factors.insertTotp(tx, { id, environment, userId: user.id, name: factorName, secret: seal(totpSealingKey(serverSecret), id, base32Encode(secret)) });
-      await challenges.setData(tx, challenge.id, { ...challenge.data, enrollingFactorId: id });
-      return { factor: row, email: user.email };
+      const inserted = await this.insertPendingTotp(tx, environment, user.id, factorName);
+      await challenges.setData(tx, challenge.id, { ...challenge.data, enrollingFactorId: inserted.factor.id });
+      return { pending: inserted, email: user.email };
     });
-    const uri = otpauthUri({ issuer: issuerName, account: email, secret });
-    return { factor, secret: base32Encode(secret), uri, qrCode: await qrSvgDataUri(uri) };
+    return this.presentTotp(pending, email);
   }
 
   /** A WebAuthn authentication challenge: passwordless (no user) or for a user's step-up. */
@@ -619,7 +637,7 @@ export class MfaService {
       await this.user(db.pool, environment, userId);
       allow = (await factors.list(db.pool, environment, userId))
         .filter((f) => f.kind === 'passkey')
-        .map((f) => ({ id: f.credential_id!, transports: f.transports ?? [] }));
+        .map(passkeyRef);
       if (allow.length === 0) throw new AppError('conflict', 'This user has no passkey');
     }
     const { options, challenge } = await authenticationOptions(rp, allow);
@@ -699,9 +717,8 @@ export class MfaService {
   }
 
   async updateSettings(environment: string, required: string, roles: string[], call: CallContext): Promise<SettingsRow> {
-    const modes: readonly string[] = ['off', 'all', 'roles'];
     const faults = [];
-    if (!modes.includes(required)) faults.push({ field: 'required', message: 'must be off, all or roles' });
+    if (!(MFA_REQUIRED_MODES as readonly string[]).includes(required)) faults.push({ field: 'required', message: `must be ${MFA_REQUIRED_MODES.join(', ').replace(/, (\w+)$/, ' or $1')}` });
     roles.forEach((r, i) => {
       if (!ROLE_PATTERN.test(r)) faults.push({ field: `roles[${i}]`, message: 'must be a role such as role_admin' });
     });
