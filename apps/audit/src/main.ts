@@ -8,6 +8,7 @@ import { getLog } from './rpc/get-log';
 import { getChainKeys, verifyLogs } from './rpc/verify-logs';
 import { listLogs } from './rpc/list-logs';
 import { searchLogs } from './rpc/search-logs';
+import { countLogs } from './rpc/count-logs';
 import type { ExportContext } from './export-context';
 import { createExport } from './rpc/create-export';
 import { downloadExport } from './rpc/download-export';
@@ -58,6 +59,7 @@ void runGrpcService({
             listLogs: listLogs(ctx),
             getLog: getLog(ctx),
             searchLogs: searchLogs(ctx),
+            countLogs: countLogs(ctx),
             createExport: createExport(exportCtx),
             getExport: getExport(exportCtx),
             streamLogs: streamLogs(exportCtx),

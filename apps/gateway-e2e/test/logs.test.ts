@@ -91,6 +91,38 @@ describe('audit log', () => {
     expect(missing.body.error.details[0].field).toBe('query');
   });
 
+  it('counts entries per hour, event kind and result as the list has them, with the filters and a query', async () => {
+    const now = Date.now();
+    const window = { from: new Date(now - 3 * 3600_000).toISOString(), to: new Date(now + 3600_000).toISOString() };
+    const listed = (await allLogs(`&from=${window.from}&to=${window.to}`)) as Entry[];
+    const res = await api('POST', '/logs/counts', window);
+    expect(res.status).toBe(200);
+    expect(res.body.data.interval).toBe('hour');
+    expect(res.body.data.total).toBe(listed.length);
+    // The same buckets, counted from the listed entries.
+    const expected = new Map<string, number>();
+    for (const e of listed) {
+      const hour = new Date(e.timestamp);
+      hour.setUTCMinutes(0, 0, 0);
+      const key = `${hour.toISOString()} ${e.event} ${e.result}`;
+      expected.set(key, (expected.get(key) ?? 0) + 1);
+    }
+    const got = new Map(res.body.data.counts.map((c: Entry) => [`${c.start} ${c.event} ${c.result}`, c.count]));
+    expect(got).toEqual(expected);
+    const failures = await api('POST', '/logs/counts', { ...window, interval: 'day', events: ['user.login'], result: 'failure' });
+    expect(failures.body.data).toMatchObject({ interval: 'day', total: 1, counts: [{ event: 'user.login', result: 'failure', count: 1 }] });
+    const searched = await api('POST', '/logs/counts', { ...window, query: 'actor.email:logged@example.com' });
+    expect(searched.body.data.total).toBe(listed.filter((e: Entry) => e.actor?.email === 'logged@example.com').length);
+    // Faults, each by its field: the window too long for hours, an unknown kind, a query that does not parse.
+    const long = await api('POST', '/logs/counts', { from: '2026-01-01T00:00:00Z', to: '2026-03-01T00:00:00Z' });
+    expect([long.status, long.body.error.details]).toEqual([400, [{ field: 'to', message: 'the range from..to must be at most 31 days with interval hour' }]]);
+    const bad = await api('POST', '/logs/counts', { ...window, interval: 'minute', events: ['nope'] });
+    expect(bad.status).toBe(400);
+    expect(bad.body.error.details.map((d: Entry) => d.field).sort()).toEqual(['events[0]', 'interval']);
+    const query = await api('POST', '/logs/counts', { ...window, query: '"unbalanced' });
+    expect([query.status, query.body.error.details[0].field]).toEqual([400, 'query']);
+  });
+
   it('bad list parameters are 400s naming the parameter', async () => {
     for (const [query, field] of [
       ['events=login', 'events'],

@@ -18,6 +18,18 @@ export interface LogFilters {
   result?: string;
 }
 
+/** The width of a count's bucket. */
+export type CountInterval = 'hour' | 'day';
+
+/** The entries of one event kind and result in one bucket. */
+export interface LogCount {
+  /** ISO 8601, the bucket's first instant (UTC). */
+  start: string;
+  event: string;
+  result: string;
+  count: number;
+}
+
 /** An extra WHERE clause with its ClickHouse parameters (from the search compiler). */
 export interface Clause {
   where: string;
@@ -146,6 +158,28 @@ export class LogStore {
     const rs = await this.ch.query({ query: `SELECT count() AS n FROM ${LOG_TABLE} WHERE ${where}`, query_params: { ...base.params, ...extra?.params }, format: 'JSONEachRow' });
     const [row] = await rs.json<{ n: string | number }>();
     return Number(row?.n ?? 0);
+  }
+
+  /**
+   * How many entries per interval (hour or day, UTC), event kind and result: buckets with entries only, by
+   * start, event and result.
+   */
+  async counts(filters: LogFilters, interval: CountInterval, extra?: Clause): Promise<LogCount[]> {
+    const base = filterClause(filters);
+    const where = extra ? `${base.where} AND (${extra.where})` : base.where;
+    const start = interval === 'day' ? `toStartOfDay(timestamp, 'UTC')` : `toStartOfHour(timestamp, 'UTC')`;
+    const rs = await this.ch.query({
+      query: `SELECT ${start} AS start, event, result, count() AS n FROM ${LOG_TABLE} WHERE ${where}
+              GROUP BY start, event, result ORDER BY start, event, result`,
+      query_params: { ...base.params, ...extra?.params },
+      format: 'JSONEachRow',
+    });
+    return (await rs.json<{ start: string; event: string; result: string; n: string | number }>()).map((r) => ({
+      start: isoTime(r.start),
+      event: r.event,
+      result: r.result,
+      count: Number(r.n),
+    }));
   }
 
   async get(environment: string, id: string): Promise<LogRow | undefined> {

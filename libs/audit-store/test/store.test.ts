@@ -73,6 +73,39 @@ test('pages are newest first with a keyset position, filtered by events, time, a
   expect(ids(await store.list({ environment: 'test' }, 10))).toEqual([rows[4]!.id]);
 });
 
+test('counts entries per hour or day, event kind and result, with the filters and a search clause', async () => {
+  const at = (iso: string, over: Partial<LogRow> = {}) => row({ timestamp: iso, ...over });
+  await store.insert([
+    at('2026-03-01T10:05:00.000Z', { event: 'user.login' }),
+    at('2026-03-01T10:59:59.999Z', { event: 'user.login' }),
+    at('2026-03-01T10:30:00.000Z', { event: 'user.login', result: 'failure' }),
+    at('2026-03-01T11:00:00.000Z', { event: 'user.created' }),
+    at('2026-03-02T00:00:00.000Z', { event: 'user.login' }),
+    at('2026-03-01T10:10:00.000Z', { event: 'user.login', environment: 'test' }),
+    at('2026-02-28T23:59:59.999Z', { event: 'user.login' }),
+  ]);
+  const window = { environment: 'live', from: '2026-03-01T00:00:00.000Z', to: '2026-03-03T00:00:00.000Z' };
+  expect(await store.counts(window, 'hour')).toEqual([
+    { start: '2026-03-01T10:00:00Z', event: 'user.login', result: 'failure', count: 1 },
+    { start: '2026-03-01T10:00:00Z', event: 'user.login', result: 'success', count: 2 },
+    { start: '2026-03-01T11:00:00Z', event: 'user.created', result: 'success', count: 1 },
+    { start: '2026-03-02T00:00:00Z', event: 'user.login', result: 'success', count: 1 },
+  ]);
+  expect(await store.counts(window, 'day')).toEqual([
+    { start: '2026-03-01T00:00:00Z', event: 'user.created', result: 'success', count: 1 },
+    { start: '2026-03-01T00:00:00Z', event: 'user.login', result: 'failure', count: 1 },
+    { start: '2026-03-01T00:00:00Z', event: 'user.login', result: 'success', count: 2 },
+    { start: '2026-03-02T00:00:00Z', event: 'user.login', result: 'success', count: 1 },
+  ]);
+  expect(await store.counts({ ...window, events: ['user.login'], result: 'success' }, 'day')).toEqual([
+    { start: '2026-03-01T00:00:00Z', event: 'user.login', result: 'success', count: 2 },
+    { start: '2026-03-02T00:00:00Z', event: 'user.login', result: 'success', count: 1 },
+  ]);
+  expect(await store.counts(window, 'hour', { where: 'event = {kind:String}', params: { kind: 'user.created' } })).toEqual([
+    { start: '2026-03-01T11:00:00Z', event: 'user.created', result: 'success', count: 1 },
+  ]);
+});
+
 test('retention is a TTL on the table, changed only when configuration changes', async () => {
   await applyRetention(ch, 365);
   await applyRetention(ch, 365);

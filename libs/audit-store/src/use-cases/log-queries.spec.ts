@@ -8,7 +8,12 @@ const SECRET = 'test-secret-test-secret-test-secret-0123';
 
 /** An in-memory LogReader: environment, event, actor and result filters, newest first, keyset after a position, limit + 1. */
 function fakeStore(rows: LogRow[]) {
-  const calls: { list: [LogFilters, number, LogPosition | undefined, Clause | undefined][]; count: [LogFilters, Clause | undefined][]; get: number } = { list: [], count: [], get: 0 };
+  const calls: { list: [LogFilters, number, LogPosition | undefined, Clause | undefined][]; count: [LogFilters, Clause | undefined][]; get: number; counts: [LogFilters, string, Clause | undefined][] } = {
+    list: [],
+    count: [],
+    get: 0,
+    counts: [],
+  };
   const matching = (f: LogFilters) =>
     rows
       .filter((r) => r.environment === f.environment && (!f.events || f.events.includes(r.event)) && (!f.actorId || r.actor_id === f.actorId) && (!f.result || r.result === f.result))
@@ -27,6 +32,13 @@ function fakeStore(rows: LogRow[]) {
     get: async (environment, id) => {
       calls.get++;
       return rows.find((r) => r.environment === environment && r.id === id);
+    },
+    counts: async (filters, interval, extra) => {
+      calls.counts.push([filters, interval, extra]);
+      return [
+        { start: '2026-03-01T10:00:00Z', event: 'user.login', result: 'success', count: 2 },
+        { start: '2026-03-01T11:00:00Z', event: 'user.login', result: 'failure', count: 3 },
+      ];
     },
   };
   return { store, calls };
@@ -142,4 +154,35 @@ test('positionOf reads `<time>|<id>`; anything else is an invalid cursor', () =>
   expect(positionOf(undefined)).toBeUndefined();
   expect(positionOf('2026-11-01T00:00:00.000Z|log_1')).toEqual({ timestamp: '2026-11-01T00:00:00.000Z', id: 'log_1' });
   for (const bad of ['', 'x|log_1', '2026-11-01T00:00:00.000Z', '2026-11-01T00:00:00.000Z|']) expect(() => positionOf(bad)).toThrow(AppError);
+});
+
+describe('counts', () => {
+  const window = { environment: 'live', from: '2026-03-01T00:00:00Z', to: '2026-03-02T00:00:00Z' };
+
+  test('counts per hour by default, with the filters and the compiled query, and their total', async () => {
+    const { store, calls } = fakeStore([]);
+    const res = await new LogQueries(store, SECRET).counts({ ...window, query: 'event:user.login', events: ['user.login'], result: 'failure' });
+    expect(res.total).toBe(5);
+    expect(calls.counts).toHaveLength(1);
+    const [filters, interval, clause] = calls.counts[0]!;
+    expect([filters, interval]).toEqual([{ ...window, events: ['user.login'], actorId: undefined, result: 'failure' }, 'hour']);
+    expect(clause?.where).toContain('event');
+    await new LogQueries(store, SECRET).counts({ ...window, interval: 'day' });
+    expect(calls.counts[1]![1]).toBe('day');
+    expect(calls.counts[1]![2]).toBeUndefined();
+  });
+
+  test('refuses, naming every faulty field at once, and counts nothing', async () => {
+    const { store, calls } = fakeStore([]);
+    const logs = new LogQueries(store, SECRET);
+    const e = await rejection(logs.counts({ environment: 'live', interval: 'minute', query: 'event:(', events: ['no.such'], result: 'maybe' }));
+    expect(e).toBeInstanceOf(AppError);
+    expect(e!.details.map((d) => d.field).sort()).toEqual(['events[0]', 'from', 'interval', 'query', 'result', 'to']);
+    const long = await rejection(logs.counts({ environment: 'live', from: '2026-01-01T00:00:00Z', to: '2026-02-01T00:00:01Z' }));
+    expect(long!.details).toEqual([{ field: 'to', message: 'the range from..to must be at most 31 days with interval hour' }]);
+    await expect(logs.counts({ environment: 'live', from: '2026-01-01T00:00:00Z', to: '2026-02-01T00:00:01Z', interval: 'day' })).resolves.toMatchObject({ total: 5 });
+    const reversed = await rejection(logs.counts({ environment: 'live', from: '2026-02-01T00:00:00Z', to: '2026-01-01T00:00:00Z' }));
+    expect(reversed!.details).toEqual([{ field: 'to', message: 'must be after from' }]);
+    expect(calls.counts).toHaveLength(1);
+  });
 });

@@ -1,13 +1,16 @@
-import { AppError, encodeCursor, environmentOf, isId, pageRequest } from '@secsvc/shared';
+import { AppError, encodeCursor, environmentOf, isId, pageRequest, type FieldError } from '@secsvc/shared';
 import type { LogRow } from '../rows';
 import { compileSearchQuery, highlight, parseSearchQuery, type HighlightSource } from '../search';
-import type { LogPosition, LogStore } from '../store';
+import type { CountInterval, LogCount, LogPosition, LogStore } from '../store';
 import { filtersOf, type FilterRequest } from './requests';
 
 export const MAX_PAGE = 100;
 
 /** What the log reads need of the store: LogStore, or a fake in unit tests. */
-export type LogReader = Pick<LogStore, 'list' | 'count' | 'get'>;
+export type LogReader = Pick<LogStore, 'list' | 'count' | 'get' | 'counts'>;
+
+/** The longest window a count may cover, per bucket width (at most 744 hours, or 366 days). */
+export const MAX_COUNT_WINDOW_DAYS: Record<CountInterval, number> = { hour: 31, day: 366 };
 
 /** A page request: how many entries, and the cursor of the previous page ('' for the first). */
 export interface PageRequest {
@@ -97,6 +100,39 @@ export class LogQueries {
     const { rows: page, hasMore, nextCursor } = this.page(rows, limit, scope);
     const hits = page.map((row) => ({ row, highlights: definedOnly(highlight(highlightSource(row), query)) }));
     return { hits, totalHits, searchTimeMs: Math.round(performance.now() - started), hasMore, nextCursor };
+  }
+
+  /**
+   * The entries per hour (or day), event kind and result that the filters and the search query (optional)
+   * select, over a window of at most 31 days of hours (366 of days): a chart's data, counted where the entries are.
+   */
+  async counts(req: FilterRequest & { query?: string; interval?: string }): Promise<{ counts: LogCount[]; total: number }> {
+    const interval = (req.interval || 'hour') as CountInterval;
+    const errors: FieldError[] = [];
+    if (interval !== 'hour' && interval !== 'day') errors.push({ field: 'interval', message: 'must be hour or day' });
+    if (!req.from) errors.push({ field: 'from', message: 'is required' });
+    if (!req.to) errors.push({ field: 'to', message: 'is required' });
+    const days = MAX_COUNT_WINDOW_DAYS[interval];
+    if (days !== undefined && req.from && req.to && Date.parse(req.to) - Date.parse(req.from) > days * 86_400_000) {
+      errors.push({ field: 'to', message: `the range from..to must be at most ${days} days with interval ${interval}` });
+    }
+    let clause;
+    try {
+      clause = req.query ? compileSearchQuery(parseSearchQuery(req.query)) : undefined;
+    } catch (err) {
+      if (!(err instanceof AppError) || err.code !== 'invalid_request') throw err;
+      errors.push(...err.details);
+    }
+    let filters;
+    try {
+      filters = filtersOf(req);
+    } catch (err) {
+      if (!(err instanceof AppError) || err.code !== 'invalid_request') throw err;
+      errors.push(...err.details);
+    }
+    if (errors.length || !filters) throw AppError.invalid(errors);
+    const counts = await this.store.counts(filters, interval, clause);
+    return { counts, total: counts.reduce((n, c) => n + c.count, 0) };
   }
 
   /** One entry of the environment; a malformed id names no entry: the same 404 as an unknown one. */

@@ -1,3 +1,4 @@
+import { countLogsRoute } from './count-logs';
 import { createExportRoute } from './create-export';
 import { getExportRoute } from './get-export';
 import { getLogRoute } from './get-log';
@@ -6,4 +7,4 @@ import { searchLogsRoute } from './search-logs';
 import { chainKeysRoute, verifyLogsRoute } from './verify-logs';
 
 // verify and keys before /logs/:id, which would take their names as ids.
-export const logRoutes = [listLogsRoute, searchLogsRoute, createExportRoute, getExportRoute, verifyLogsRoute, chainKeysRoute, getLogRoute];
+export const logRoutes = [listLogsRoute, searchLogsRoute, countLogsRoute, createExportRoute, getExportRoute, verifyLogsRoute, chainKeysRoute, getLogRoute];

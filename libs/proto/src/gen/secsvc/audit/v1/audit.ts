@@ -129,6 +129,36 @@ export interface SearchLogsRequest {
   cursor: string;
 }
 
+export interface CountLogsRequest {
+  environment: string;
+  from: string | undefined;
+  to:
+    | string
+    | undefined;
+  /** The search language (docs/api/search.md); "" counts every entry the other filters select. */
+  query: string;
+  events: string[];
+  actorId: string;
+  /** "success" | "failure" | "" (both) */
+  result: string;
+  /** "hour" | "day" */
+  interval: string;
+}
+
+/** One bucket: the entries of one event kind and result whose time falls in [start, start + interval). */
+export interface LogCount {
+  start: string | undefined;
+  event: string;
+  result: string;
+  count: number;
+}
+
+export interface LogCounts {
+  /** By start, then event kind, then result; buckets without entries are left out. */
+  counts: LogCount[];
+  total: number;
+}
+
 export interface SearchLogsResponse {
   entries: LogEntry[];
   totalHits: number;
@@ -1814,6 +1844,402 @@ export const SearchLogsRequest: MessageFns<SearchLogsRequest> = {
   },
 };
 
+function createBaseCountLogsRequest(): CountLogsRequest {
+  return {
+    environment: "",
+    from: undefined,
+    to: undefined,
+    query: "",
+    events: [],
+    actorId: "",
+    result: "",
+    interval: "",
+  };
+}
+
+export const CountLogsRequest: MessageFns<CountLogsRequest> = {
+  encode(message: CountLogsRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.environment !== "") {
+      writer.uint32(10).string(message.environment);
+    }
+    if (message.from !== undefined) {
+      Timestamp.encode(toTimestamp(message.from), writer.uint32(18).fork()).join();
+    }
+    if (message.to !== undefined) {
+      Timestamp.encode(toTimestamp(message.to), writer.uint32(26).fork()).join();
+    }
+    if (message.query !== "") {
+      writer.uint32(34).string(message.query);
+    }
+    for (const v of message.events) {
+      writer.uint32(42).string(v!);
+    }
+    if (message.actorId !== "") {
+      writer.uint32(50).string(message.actorId);
+    }
+    if (message.result !== "") {
+      writer.uint32(58).string(message.result);
+    }
+    if (message.interval !== "") {
+      writer.uint32(66).string(message.interval);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): CountLogsRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseCountLogsRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.environment = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.from = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.to = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.query = reader.string();
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.events.push(reader.string());
+            continue;
+          }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.actorId = reader.string();
+            continue;
+          }
+          case 7: {
+            if (tag !== 58) {
+              break;
+            }
+
+            message.result = reader.string();
+            continue;
+          }
+          case 8: {
+            if (tag !== 66) {
+              break;
+            }
+
+            message.interval = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): CountLogsRequest {
+    return {
+      environment: isSet(object.environment) ? globalThis.String(object.environment) : "",
+      from: isSet(object.from) ? globalThis.String(object.from) : undefined,
+      to: isSet(object.to) ? globalThis.String(object.to) : undefined,
+      query: isSet(object.query) ? globalThis.String(object.query) : "",
+      events: globalThis.Array.isArray(object?.events) ? object.events.map((e: any) => globalThis.String(e)) : [],
+      actorId: isSet(object.actorId)
+        ? globalThis.String(object.actorId)
+        : isSet(object.actor_id)
+        ? globalThis.String(object.actor_id)
+        : "",
+      result: isSet(object.result) ? globalThis.String(object.result) : "",
+      interval: isSet(object.interval) ? globalThis.String(object.interval) : "",
+    };
+  },
+
+  toJSON(message: CountLogsRequest): unknown {
+    const obj: any = {};
+    if (message.environment !== "") {
+      obj.environment = message.environment;
+    }
+    if (message.from !== undefined) {
+      obj.from = message.from;
+    }
+    if (message.to !== undefined) {
+      obj.to = message.to;
+    }
+    if (message.query !== "") {
+      obj.query = message.query;
+    }
+    if (message.events?.length) {
+      obj.events = message.events;
+    }
+    if (message.actorId !== "") {
+      obj.actorId = message.actorId;
+    }
+    if (message.result !== "") {
+      obj.result = message.result;
+    }
+    if (message.interval !== "") {
+      obj.interval = message.interval;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<CountLogsRequest>, I>>(base?: I): CountLogsRequest {
+    return CountLogsRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<CountLogsRequest>, I>>(object: I): CountLogsRequest {
+    const message = createBaseCountLogsRequest();
+    message.environment = object.environment ?? "";
+    message.from = object.from ?? undefined;
+    message.to = object.to ?? undefined;
+    message.query = object.query ?? "";
+    message.events = object.events?.map((e) => e) || [];
+    message.actorId = object.actorId ?? "";
+    message.result = object.result ?? "";
+    message.interval = object.interval ?? "";
+    return message;
+  },
+};
+
+function createBaseLogCount(): LogCount {
+  return { start: undefined, event: "", result: "", count: 0 };
+}
+
+export const LogCount: MessageFns<LogCount> = {
+  encode(message: LogCount, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.start !== undefined) {
+      Timestamp.encode(toTimestamp(message.start), writer.uint32(10).fork()).join();
+    }
+    if (message.event !== "") {
+      writer.uint32(18).string(message.event);
+    }
+    if (message.result !== "") {
+      writer.uint32(26).string(message.result);
+    }
+    if (message.count !== 0) {
+      writer.uint32(32).int64(message.count);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): LogCount {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseLogCount();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.start = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.event = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.result = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.count = longToNumber(reader.int64());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): LogCount {
+    return {
+      start: isSet(object.start) ? globalThis.String(object.start) : undefined,
+      event: isSet(object.event) ? globalThis.String(object.event) : "",
+      result: isSet(object.result) ? globalThis.String(object.result) : "",
+      count: isSet(object.count) ? globalThis.Number(object.count) : 0,
+    };
+  },
+
+  toJSON(message: LogCount): unknown {
+    const obj: any = {};
+    if (message.start !== undefined) {
+      obj.start = message.start;
+    }
+    if (message.event !== "") {
+      obj.event = message.event;
+    }
+    if (message.result !== "") {
+      obj.result = message.result;
+    }
+    if (message.count !== 0) {
+      obj.count = Math.round(message.count);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<LogCount>, I>>(base?: I): LogCount {
+    return LogCount.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<LogCount>, I>>(object: I): LogCount {
+    const message = createBaseLogCount();
+    message.start = object.start ?? undefined;
+    message.event = object.event ?? "";
+    message.result = object.result ?? "";
+    message.count = object.count ?? 0;
+    return message;
+  },
+};
+
+function createBaseLogCounts(): LogCounts {
+  return { counts: [], total: 0 };
+}
+
+export const LogCounts: MessageFns<LogCounts> = {
+  encode(message: LogCounts, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.counts) {
+      LogCount.encode(v!, writer.uint32(10).fork()).join();
+    }
+    if (message.total !== 0) {
+      writer.uint32(16).int64(message.total);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): LogCounts {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseLogCounts();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.counts.push(LogCount.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.total = longToNumber(reader.int64());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): LogCounts {
+    return {
+      counts: globalThis.Array.isArray(object?.counts) ? object.counts.map((e: any) => LogCount.fromJSON(e)) : [],
+      total: isSet(object.total) ? globalThis.Number(object.total) : 0,
+    };
+  },
+
+  toJSON(message: LogCounts): unknown {
+    const obj: any = {};
+    if (message.counts?.length) {
+      obj.counts = message.counts.map((e) => LogCount.toJSON(e));
+    }
+    if (message.total !== 0) {
+      obj.total = Math.round(message.total);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<LogCounts>, I>>(base?: I): LogCounts {
+    return LogCounts.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<LogCounts>, I>>(object: I): LogCounts {
+    const message = createBaseLogCounts();
+    message.counts = object.counts?.map((e) => LogCount.fromPartial(e)) || [];
+    message.total = object.total ?? 0;
+    return message;
+  },
+};
+
 function createBaseSearchLogsResponse(): SearchLogsResponse {
   return { entries: [], totalHits: 0, searchTimeMs: 0, hasMore: false, nextCursor: "" };
 }
@@ -3346,6 +3772,16 @@ export const AuditServiceService = {
     responseSerialize: (value: SearchLogsResponse): Buffer => Buffer.from(SearchLogsResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): SearchLogsResponse => SearchLogsResponse.decode(value),
   },
+  /** How many entries per hour (or day), event kind and result match a filter and an optional search query. */
+  countLogs: {
+    path: "/secsvc.audit.v1.AuditService/CountLogs" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: CountLogsRequest): Buffer => Buffer.from(CountLogsRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): CountLogsRequest => CountLogsRequest.decode(value),
+    responseSerialize: (value: LogCounts): Buffer => Buffer.from(LogCounts.encode(value).finish()),
+    responseDeserialize: (value: Buffer): LogCounts => LogCounts.decode(value),
+  },
   createExport: {
     path: "/secsvc.audit.v1.AuditService/CreateExport" as const,
     requestStream: false as const,
@@ -3417,6 +3853,8 @@ export interface AuditServiceServer extends UntypedServiceImplementation {
   listLogs: handleUnaryCall<ListLogsRequest, ListLogsResponse>;
   getLog: handleUnaryCall<GetLogRequest, LogEntry>;
   searchLogs: handleUnaryCall<SearchLogsRequest, SearchLogsResponse>;
+  /** How many entries per hour (or day), event kind and result match a filter and an optional search query. */
+  countLogs: handleUnaryCall<CountLogsRequest, LogCounts>;
   createExport: handleUnaryCall<CreateExportRequest, Export>;
   getExport: handleUnaryCall<GetExportRequest, Export>;
   /**
@@ -3477,6 +3915,22 @@ export interface AuditServiceClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: SearchLogsResponse) => void,
+  ): ClientUnaryCall;
+  /** How many entries per hour (or day), event kind and result match a filter and an optional search query. */
+  countLogs(
+    request: CountLogsRequest,
+    callback: (error: ServiceError | null, response: LogCounts) => void,
+  ): ClientUnaryCall;
+  countLogs(
+    request: CountLogsRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: LogCounts) => void,
+  ): ClientUnaryCall;
+  countLogs(
+    request: CountLogsRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: LogCounts) => void,
   ): ClientUnaryCall;
   createExport(
     request: CreateExportRequest,
