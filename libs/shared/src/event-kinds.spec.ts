@@ -21,9 +21,12 @@ function sourceFiles(dir: string): string[] {
   });
 }
 
+/** Apps that read event kinds but emit none (the admin console filters the log by them). */
+const READERS = new Set(['apps/console']);
+
 const files = ['apps', 'libs'].flatMap((top) =>
   readdirSync(path.join(ROOT, top), { withFileTypes: true })
-    .filter((d) => d.isDirectory())
+    .filter((d) => d.isDirectory() && !READERS.has(`${top}/${d.name}`))
     .flatMap((d) => {
       const src = path.join(ROOT, top, d.name, 'src');
       try {
