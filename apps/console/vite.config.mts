@@ -9,8 +9,12 @@ export default defineConfig({
   base: '/console/',
   plugins: [react()],
   resolve: {
-    // The typed client from its TypeScript source (an ES module graph the bundler can shake), not its CommonJS build.
-    alias: { '@secsvc/client': fileURLToPath(new URL('../../libs/client/src/index.ts', import.meta.url)) },
+    alias: {
+      // The typed client from its TypeScript source (an ES module graph the bundler can shake), not its CommonJS build.
+      '@secsvc/client': fileURLToPath(new URL('../../libs/client/src/index.ts', import.meta.url)),
+      // The product's event kinds: one file of @secsvc/shared without imports (the library's index is Node's).
+      '@secsvc/shared/event-kinds': fileURLToPath(new URL('../../libs/shared/src/event-kinds.ts', import.meta.url)),
+    },
   },
   build: {
     outDir: 'dist',

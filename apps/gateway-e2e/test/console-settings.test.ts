@@ -17,7 +17,7 @@
 import type { Page } from 'playwright-core';
 import { startTestIdp, type TestIdp } from '../../gateway/test/support/saml-idp';
 import { browserSuite } from './chromium';
-import { startConsole, unexpected, type ConsoleHarness, type Tab } from './console-support';
+import { closeCleanTab, follow, startConsole, type ConsoleHarness, type Tab } from './console-support';
 import { postForm, type Json } from './oauth-support';
 import { eventually } from './support';
 
@@ -25,7 +25,6 @@ jest.setTimeout(300_000);
 
 const KEY = 'svc_sk_' + 'consoleSettingsTest'.repeat(2);
 const HTTP_URI_MESSAGE = 'must be an https URL (http only for loopback hosts), without fragment, wildcard or credentials';
-const ALLOWED_400 = /Failed to load resource: the server responded with a status of 400/;
 
 const suite = browserSuite('console settings pages in chromium');
 
@@ -78,8 +77,7 @@ suite('console settings pages in chromium', () => {
     await openArea(page, 'API keys', 'API keys');
     // The bootstrap key is there, masked.
     await page.getByRole('table', { name: 'API keys' }).getByText(`svc_sk_…${KEY.slice(-4)}`).waitFor();
-    await page.getByRole('link', { name: 'New API key' }).click();
-    await page.getByRole('heading', { name: 'New API key', level: 1 }).waitFor();
+    await follow(page, 'New API key');
     await page.getByLabel('Name').fill('billing service');
     await expect(page.getByRole('radio', { name: 'Secret' }).isChecked()).resolves.toBe(true);
     await page.getByLabel('Expires').fill('2099-01-01T12:00');
@@ -145,10 +143,7 @@ suite('console settings pages in chromium', () => {
     expect(listed.find((k) => k.name === 'billing service')).toMatchObject({ revokedAt: expect.any(String), maskedKey: `svc_sk_…${rotated.slice(-4)}` });
     await shot(page, '5-revoked');
 
-    expect(tab.foreign).toEqual([]);
-    expect(tab.failed).toEqual(['POST /v1/api-keys 400']);
-    expect(unexpected(tab, [ALLOWED_400])).toEqual([]);
-    await tab.context.close();
+    await closeCleanTab(tab, ['POST /v1/api-keys 400']);
   });
 
   it('registers an OAuth client (its secret shown once), edits its redirect URIs, deletes it, and warns about the console’s own client at 1280 px', async () => {
@@ -173,8 +168,7 @@ suite('console settings pages in chromium', () => {
 
     // Register a confidential client.
     await openArea(page, 'OAuth clients', 'OAuth clients');
-    await page.getByRole('link', { name: 'New OAuth client' }).click();
-    await page.getByRole('heading', { name: 'New OAuth client', level: 1 }).waitFor();
+    await follow(page, 'New OAuth client');
     await page.getByLabel('Name').fill('Billing portal');
     await page.getByLabel('Redirect URIs').fill('https://billing.example.com/callback');
     await page.getByRole('checkbox', { name: 'read:users' }).check();
@@ -230,10 +224,7 @@ suite('console settings pages in chromium', () => {
     const refused = await postForm(`${s.issuer}/oauth/token`, { grant_type: 'client_credentials', scope: 'read:users' }, undefined, { authorization: basic });
     expect(refused.status).toBe(401);
 
-    expect(tab.foreign).toEqual([]);
-    expect(tab.failed).toEqual([`PATCH /v1/oauth/clients/${clientId} 400`]);
-    expect(unexpected(tab, [ALLOWED_400])).toEqual([]);
-    await tab.context.close();
+    await closeCleanTab(tab, [`PATCH /v1/oauth/clients/${clientId} 400`]);
   });
 
   it('creates an SSO connection from IdP metadata, shows and fetches its SP metadata, edits and deletes it at 1280 px', async () => {
@@ -241,8 +232,7 @@ suite('console settings pages in chromium', () => {
     const { page } = tab;
     await openArea(page, 'SSO', 'SSO connections');
     await page.getByText('No SSO connections yet.').waitFor();
-    await page.getByRole('link', { name: 'New SSO connection' }).click();
-    await page.getByRole('heading', { name: 'New SSO connection', level: 1 }).waitFor();
+    await follow(page, 'New SSO connection');
     await page.getByLabel('Name', { exact: true }).fill('Corp IdP');
     await page.getByLabel('Email domains').fill('corp.example.com');
     const metadata = page.getByLabel('IdP metadata (XML)');
@@ -304,10 +294,7 @@ suite('console settings pages in chromium', () => {
     expect((await s.api('GET', `/sso/connections/${id}`)).status).toBe(404);
     expect((await fetch(metadataUrl)).status).toBe(404);
 
-    expect(tab.foreign).toEqual([]);
-    expect(tab.failed).toEqual(['POST /v1/sso/connections 400']);
-    expect(unexpected(tab, [ALLOWED_400])).toEqual([]);
-    await tab.context.close();
+    await closeCleanTab(tab, ['POST /v1/sso/connections 400']);
   });
 
   it('is usable at 390 px: no sideways scrolling, and accessible', async () => {
@@ -324,21 +311,18 @@ suite('console settings pages in chromium', () => {
     };
     await openArea(page, 'API keys', 'API keys');
     await check('13-narrow-api-keys');
-    await page.getByRole('link', { name: apiKey.name }).click();
-    await page.getByRole('heading', { name: apiKey.name, level: 1 }).waitFor();
+    await follow(page, apiKey.name);
     await page.getByRole('button', { name: 'Rotate key' }).click();
     await page.getByRole('dialog', { name: `Rotate ${apiKey.name}?` }).getByRole('button', { name: 'Rotate' }).click();
     await page.getByRole('region', { name: 'The new secret' }).waitFor();
     await check('14-narrow-api-key-rotated');
     await openArea(page, 'API keys', 'API keys');
-    await page.getByRole('link', { name: 'New API key' }).click();
-    await page.getByRole('heading', { name: 'New API key', level: 1 }).waitFor();
+    await follow(page, 'New API key');
     await check('15-narrow-new-api-key');
 
     await openArea(page, 'OAuth clients', 'OAuth clients');
     await check('16-narrow-oauth-clients');
-    await page.getByRole('link', { name: 'New OAuth client' }).click();
-    await page.getByRole('heading', { name: 'New OAuth client', level: 1 }).waitFor();
+    await follow(page, 'New OAuth client');
     await check('17-narrow-new-oauth-client');
     await page.getByLabel('Name').fill('Narrow app');
     await page.getByLabel('Redirect URIs').fill('https://narrow.example.com/a/rather/long/callback/path/for/a/narrow/screen');
@@ -355,13 +339,9 @@ suite('console settings pages in chromium', () => {
     await page.getByRole('region', { name: 'For the identity provider' }).waitFor();
     await check('21-narrow-sso-connection');
     await openArea(page, 'SSO', 'SSO connections');
-    await page.getByRole('link', { name: 'New SSO connection' }).click();
-    await page.getByRole('heading', { name: 'New SSO connection', level: 1 }).waitFor();
+    await follow(page, 'New SSO connection');
     await check('22-narrow-new-sso');
 
-    expect(tab.foreign).toEqual([]);
-    expect(tab.failed).toEqual([]);
-    expect(unexpected(tab)).toEqual([]);
-    await tab.context.close();
+    await closeCleanTab(tab, []);
   });
 });

@@ -45,6 +45,27 @@ export interface Tab {
 const FAVICON_404 = /Failed to load resource: the server responded with a status of 404 \(Not Found\) \[https?:\/\/[^/]+\/favicon\.ico\]$/;
 export const unexpected = (tab: Tab, allowed: RegExp[] = []) => tab.errors.filter((e) => !FAVICON_404.test(e) && !allowed.some((a) => a.test(e)));
 
+/** Chromium's console error for an answer of 400 (one the test provoked on purpose). */
+export const FAILED_400 = /Failed to load resource: the server responded with a status of 400/;
+
+/**
+ * The end of a test's tab: no request to another origin; when `failed` is given, exactly those answers of 400
+ * and above (the 400s the test provoked), and Chromium's console errors about them allowed; no other console
+ * error. Then the tab is closed.
+ */
+export async function closeCleanTab(tab: Tab, failed?: string[]): Promise<void> {
+  expect(tab.foreign).toEqual([]);
+  if (failed) expect(tab.failed).toEqual(failed);
+  expect(unexpected(tab, failed?.length ? [FAILED_400] : [])).toEqual([]);
+  await tab.context.close();
+}
+
+export /** Follows a link of the page and waits for the heading (h1) of the page it leads to. */
+async function follow(page: Page, link: string, heading = link): Promise<void> {
+  await page.getByRole('link', { name: link }).click();
+  await page.getByRole('heading', { name: heading, level: 1 }).waitFor();
+}
+
 export interface ConsoleHarness {
   s: OAuthStack;
   browser: Browser;

@@ -13,7 +13,7 @@
  */
 import type { Page } from 'playwright-core';
 import { browserSuite } from './chromium';
-import { CONSOLE_CSP as CSP, startConsole, unexpected, type ConsoleHarness, type Tab } from './console-support';
+import { closeCleanTab, CONSOLE_CSP as CSP, startConsole, type ConsoleHarness, type Tab } from './console-support';
 import { postForm, userWithPassword, type Json } from './oauth-support';
 import { apiClient, type Api } from './support';
 
@@ -213,10 +213,7 @@ suite('admin console in chromium', () => {
     await expectTokensInMemoryOnly(page);
     await shot(page, '8-signed-out');
 
-    expect(tab.foreign).toEqual([]);
-    expect(tab.failed).toEqual(['POST /v1/users 400', `PATCH /v1/users/${created} 400`]);
-    expect(unexpected(tab, [/Failed to load resource: the server responded with a status of 400/])).toEqual([]);
-    await tab.context.close();
+    await closeCleanTab(tab, ['POST /v1/users 400', `PATCH /v1/users/${created} 400`]);
   });
 
   it('is usable at 390 px: no sideways scrolling, and accessible', async () => {
@@ -238,9 +235,7 @@ suite('admin console in chromium', () => {
     await page.getByRole('heading', { name: 'New user' }).waitFor();
     await expect(width()).resolves.toBeLessThanOrEqual(390);
     await checkAccessibility(page, '9-narrow-new-user');
-    expect(tab.foreign).toEqual([]);
-    expect(unexpected(tab)).toEqual([]);
-    await tab.context.close();
+    await closeCleanTab(tab);
   });
 
   it('signs in to the test environment with its own client, under a banner, showing only test data', async () => {
@@ -255,8 +250,6 @@ suite('admin console in chromium', () => {
     // A live user cannot sign in with the test client: switching back asks for a live account.
     await page.getByRole('group', { name: 'Environment' }).getByRole('button', { name: 'Live' }).click();
     await page.waitForURL((u) => u.pathname === '/oauth/authorize' && u.searchParams.get('client_id') === config.environments.live!.clientId);
-    expect(tab.foreign).toEqual([]);
-    expect(unexpected(tab)).toEqual([]);
-    await tab.context.close();
+    await closeCleanTab(tab);
   });
 });

@@ -16,7 +16,7 @@ import path from 'node:path';
 import type * as Oidc from 'openid-client' with { 'resolution-mode': 'import' };
 import type { Browser, BrowserContext, CDPSession, Page } from 'playwright-core';
 import { freePort } from '@secsvc/dev/stack';
-import { browserSuite, launchChromium } from './chromium';
+import { browserSuite, launchChromium, watchedPage } from './chromium';
 import { auditEntries, enrollTotp } from './mfa-support';
 import { PASSWORD, registerClient, userWithPassword, type Json } from './oauth-support';
 import { startTestStack, type Api } from './support';
@@ -81,16 +81,7 @@ async function addAuthenticator(page: Page): Promise<VirtualAuthenticator> {
 const credentialsOf = async (a: VirtualAuthenticator) => (await a.cdp.send('WebAuthn.getCredentials', { authenticatorId: a.id })).credentials;
 
 /** A browser context with JavaScript (the passkey pages run their one script) that records CSP violations. */
-async function newPage(): Promise<{ context: BrowserContext; page: Page; problems: string[] }> {
-  const context = await browser.newContext();
-  const page = await context.newPage();
-  const problems: string[] = [];
-  page.on('console', (m) => {
-    if (/Content Security Policy|Refused to/i.test(m.text())) problems.push(m.text());
-  });
-  page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
-  return { context, page, problems };
-}
+const newPage = () => watchedPage(browser);
 
 /**
  * Registers a passkey for `userId` as an application would: the creation options from the API, then

@@ -8,8 +8,8 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
-import type { Browser, Page } from 'playwright-core';
-import { browserSuite, launchChromium } from './chromium';
+import type { Browser } from 'playwright-core';
+import { browserSuite, launchChromium, watchedPage } from './chromium';
 import { authorizationRequest, exchangeCode, PASSWORD, registerClient, startOAuthStack, userWithPassword, type OAuthStack } from './oauth-support';
 
 jest.setTimeout(180_000);
@@ -64,15 +64,7 @@ suite('login and consent pages in chromium', () => {
     });
 
   /** A page without JavaScript that records Content-Security-Policy violations. */
-  async function newPage(): Promise<{ page: Page; problems: string[] }> {
-    const context = await browser.newContext({ javaScriptEnabled: false });
-    const page = await context.newPage();
-    const problems: string[] = [];
-    page.on('console', (m) => {
-      if (/Content Security Policy|Refused to/i.test(m.text())) problems.push(m.text());
-    });
-    return { page, problems };
-  }
+  const newPage = () => watchedPage(browser, { javaScriptEnabled: false });
 
   it('signs in, consents and returns to the client with a code, all without JavaScript', async () => {
     const { url, verifier } = authorization();

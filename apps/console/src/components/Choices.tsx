@@ -2,18 +2,7 @@
 // and the API's messages tied by aria-describedby, messages under the inputs.
 import { useId, type ReactNode } from 'react';
 import type { FieldDetail } from '../api/errors';
-
-function Errors({ id, errors }: { id: string; errors: FieldDetail[] }) {
-  return errors.length ? (
-    <ul id={id} className="field-errors">
-      {errors.map((d, i) => (
-        <li key={i}>
-          <code>{d.field}</code> {d.message}
-        </li>
-      ))}
-    </ul>
-  ) : null;
-}
+import { FieldErrors } from './ui';
 
 /** One checkbox with its label beside it, a hint under it and the API's messages about it. */
 export function Checkbox(props: { label: ReactNode; hint?: ReactNode; checked: boolean; onChange: (checked: boolean) => void; name: string; errors?: FieldDetail[]; disabled?: boolean }) {
@@ -38,7 +27,7 @@ export function Checkbox(props: { label: ReactNode; hint?: ReactNode; checked: b
           {props.hint}
         </p>
       ) : null}
-      <Errors id={`${id}-errors`} errors={errors} />
+      <FieldErrors id={`${id}-errors`} errors={errors} />
     </div>
   );
 }
@@ -94,7 +83,7 @@ export function ChoiceGroup<V extends string>(
           </div>
         ))}
       </div>
-      <Errors id={`${id}-errors`} errors={errors} />
+      <FieldErrors id={`${id}-errors`} errors={errors} />
     </fieldset>
   );
 }

@@ -13,6 +13,9 @@ export interface Pages {
   next: () => void;
 }
 
+/** The query of a list's page: `limit` entries from `cursor` (none: the first page). */
+export const pageQuery = (cursor: string | undefined, limit = 20) => ({ limit, ...(cursor ? { cursor } : {}) });
+
 /** Loads the page of `load(cursor)` for `key`; moving to another key should remount the caller (a React key). */
 export function useCursorPages<P extends { pagination: Schemas['Pagination'] }>(key: string, load: (cursor: string | undefined) => Promise<P>): { page: Loaded<P>; pages: Pages } {
   const [cursors, setCursors] = useState<string[]>([]);

@@ -1,6 +1,6 @@
 // The console's few building blocks: links of the router, form fields with the API's messages next to them,
 // error boxes with the request id, a confirmation dialog, and the environment switch.
-import { useEffect, useId, useRef, type AnchorHTMLAttributes, type ReactNode } from 'react';
+import { Fragment, useEffect, useId, useRef, type AnchorHTMLAttributes, type ReactNode } from 'react';
 import { ApiError, type FieldDetail } from '../api/errors';
 import type { Environment } from '../auth/session';
 import { followLink, hrefOf } from '../router';
@@ -43,6 +43,36 @@ export function ErrorMessage({ error, extra = [], title }: { error: unknown; ext
   );
 }
 
+/** Where a page is: links to the pages above it (`[to, label]`), then the page itself. */
+export function Crumbs({ trail, children }: { trail: [to: string, label: string][]; children: ReactNode }) {
+  return (
+    <p className="crumbs">
+      {trail.map(([to, label]) => (
+        <Fragment key={to}>
+          <Link to={to}>{label}</Link>
+          {' / '}
+        </Fragment>
+      ))}
+      {children}
+    </p>
+  );
+}
+
+/** A page's title with what goes beside it: a list's "New …" link (`add`: `[to, label]`), a status. */
+export function PageHead({ title, add, children }: { title: ReactNode; add?: [to: string, label: string]; children?: ReactNode }) {
+  return (
+    <div className="page-head">
+      <h1>{title}</h1>
+      {add ? (
+        <Link to={add[0]} className="button primary">
+          {add[1]}
+        </Link>
+      ) : null}
+      {children}
+    </div>
+  );
+}
+
 export function Notice({ children }: { children: ReactNode }) {
   return (
     <div className="alert alert-ok" role="status">
@@ -72,17 +102,44 @@ export function Field({ label, hint, errors = [], children }: FieldProps) {
         </p>
       ) : null}
       {children({ id, 'aria-invalid': errors.length > 0, ...(described ? { 'aria-describedby': described } : {}) })}
-      {errors.length ? (
-        <ul id={`${id}-errors`} className="field-errors">
-          {errors.map((d, i) => (
-            <li key={i}>
-              <code>{d.field}</code> {d.message}
-            </li>
-          ))}
-        </ul>
-      ) : null}
+      <FieldErrors id={`${id}-errors`} errors={errors} />
     </div>
   );
+}
+
+export interface Option<V extends string> {
+  value: V;
+  label: string;
+}
+
+/** A labelled select (a Field) of `options`. */
+export function SelectField<V extends string>(props: { label: string; hint?: string; errors?: FieldDetail[]; name: string; value: V; options: readonly Option<V>[]; onChange: (value: V) => void }) {
+  return (
+    <Field label={props.label} hint={props.hint} errors={props.errors}>
+      {(p) => (
+        <select {...p} name={props.name} value={props.value} onChange={(e) => props.onChange(e.target.value as V)}>
+          {props.options.map((o) => (
+            <option key={o.value} value={o.value}>
+              {o.label}
+            </option>
+          ))}
+        </select>
+      )}
+    </Field>
+  );
+}
+
+/** The messages about a field, under it (nothing when there are none); `id` ties them to the input. */
+export function FieldErrors({ id, errors }: { id?: string; errors: readonly FieldDetail[] }) {
+  return errors.length ? (
+    <ul id={id} className="field-errors">
+      {errors.map((d, i) => (
+        <li key={i}>
+          <code>{d.field}</code> {d.message}
+        </li>
+      ))}
+    </ul>
+  ) : null;
 }
 
 /** A modal confirmation (the browser's <dialog>): Escape or Cancel cancels. */

@@ -1,9 +1,14 @@
-import { useState, type FormEvent } from 'react';
+import { useState } from 'react';
 import type { operations, Schemas, SecsvcClient } from '@secsvc/client';
 import { splitDetails, unwrap } from '../api/errors';
-import { ConfirmDialog, ErrorMessage, Link, Notice } from '../components/ui';
+import { EditCard } from '../components/ActionForm';
+import { DeleteSection } from '../components/ConfirmSection';
+import { DataTable } from '../components/DataTable';
+import { Facts } from '../components/Facts';
+import { LoadState } from '../components/LoadState';
+import { ConfirmDialog, Crumbs, ErrorMessage, Notice } from '../components/ui';
 import { formatJson, formatRoles, formatTime, parseJsonText, parseRoles } from '../forms';
-import { useLoad } from '../hooks';
+import { useAction, useLoad, useSaved } from '../hooks';
 import { navigate } from '../router';
 import { UserFields, type UserFormValues } from './UserFields';
 
@@ -13,57 +18,40 @@ type UpdateUserBody = NonNullable<operations['updateUser']['requestBody']>['cont
 /** One user: the details, the edit form, deletion, and the user's sessions. */
 export function UserPage({ api, id, created }: { api: SecsvcClient; id: string; created: boolean }) {
   const user = useLoad(`user:${id}`, async () => unwrap(await api.GET('/v1/users/{id}', { params: { path: { id } } })).data);
-  const [saved, setSaved] = useState(false);
+  const { saved, onSaved, onEdit } = useSaved(user.reload);
   return (
     <>
-      <p className="crumbs">
-        <Link to="/users">Users</Link> / {user.data?.email ?? id}
-      </p>
-      {user.error ? <ErrorMessage error={user.error} title="The user could not be loaded" /> : null}
-      {user.loading && !user.data ? (
-        <p className="muted" role="status">
-          Loading…
-        </p>
-      ) : null}
-      {user.data ? (
-        <>
-          <h1>{user.data.email}</h1>
-          {created ? <Notice>The user was created.</Notice> : null}
-          {saved ? <Notice>Saved.</Notice> : null}
-          <dl className="facts">
-            <div>
-              <dt>Id</dt>
-              <dd>
-                <code>{user.data.id}</code>
-              </dd>
-            </div>
-            <div>
-              <dt>Email verified</dt>
-              <dd>{user.data.emailVerified ? 'yes' : 'no'}</dd>
-            </div>
-            <div>
-              <dt>Created</dt>
-              <dd>{formatTime(user.data.createdAt)}</dd>
-            </div>
-            <div>
-              <dt>Updated</dt>
-              <dd>{formatTime(user.data.updatedAt)}</dd>
-            </div>
-          </dl>
-          <EditUser
-            key={user.data.updatedAt}
-            api={api}
-            user={user.data}
-            onSaved={() => {
-              setSaved(true);
-              user.reload();
-            }}
-            onEdit={() => setSaved(false)}
-          />
-          <Sessions api={api} user={user.data} />
-          <DeleteUser api={api} user={user.data} />
-        </>
-      ) : null}
+      <Crumbs trail={[['/users', 'Users']]}>{user.data?.email ?? id}</Crumbs>
+      <LoadState load={user} failedTitle="The user could not be loaded">
+        {(u) => (
+          <>
+            <h1>{u.email}</h1>
+            {created ? <Notice>The user was created.</Notice> : null}
+            {saved ? <Notice>Saved.</Notice> : null}
+            <Facts
+              items={[
+                ['Id', <code>{u.id}</code>],
+                ['Email verified', u.emailVerified ? 'yes' : 'no'],
+                ['Created', formatTime(u.createdAt)],
+                ['Updated', formatTime(u.updatedAt)],
+              ]}
+            />
+            <EditUser key={u.updatedAt} api={api} user={u} onSaved={onSaved} onEdit={onEdit} />
+            <Sessions api={api} user={u} />
+            <DeleteSection
+              thing="user"
+              name={u.email}
+              intro="Deletes the user and their data: sessions, passwords, MFA factors, OAuth grants. It cannot be undone."
+              act={async () => {
+                unwrap(await api.DELETE('/v1/users/{id}', { params: { path: { id: u.id } } }));
+                navigate(`/users?deleted=${encodeURIComponent(u.email)}`);
+              }}
+            >
+              <p>The user and their data are deleted for good.</p>
+            </DeleteSection>
+          </>
+        )}
+      </LoadState>
     </>
   );
 }
@@ -73,15 +61,12 @@ const FIELDS = ['name', 'roles', 'metadata'];
 function EditUser({ api, user, onSaved, onEdit }: { api: SecsvcClient; user: User; onSaved: () => void; onEdit: () => void }) {
   const initial: UserFormValues = { email: user.email, name: user.name, roles: formatRoles(user.roles), metadata: formatJson(user.metadata) };
   const [values, setValues] = useState(initial);
-  const [error, setError] = useState<unknown>();
-  const [busy, setBusy] = useState(false);
-  const [unchanged, setUnchanged] = useState(false);
+  const action = useAction();
   const metadata = parseJsonText(values.metadata);
-  const { byField, rest } = splitDetails(error, FIELDS);
+  const { byField, rest } = splitDetails(action.error, FIELDS);
   if (!metadata.ok) byField.set('metadata', [{ field: 'metadata', message: metadata.message }]);
 
-  const submit = async (e: FormEvent) => {
-    e.preventDefault();
+  const submit = (unchanged: () => void) => {
     if (!metadata.ok) return;
     // Only what changed: metadata and roles replace the stored values as a whole.
     const body: UpdateUserBody = {};
@@ -89,39 +74,16 @@ function EditUser({ api, user, onSaved, onEdit }: { api: SecsvcClient; user: Use
     const roles = parseRoles(values.roles);
     if (roles.join(' ') !== user.roles.join(' ')) body.roles = roles;
     if (JSON.stringify(metadata.value) !== JSON.stringify(user.metadata)) body.metadata = metadata.value as UpdateUserBody['metadata']; // any JSON value: the API names what it refuses
-    if (Object.keys(body).length === 0) return setUnchanged(true);
-    setBusy(true);
-    setError(undefined);
-    try {
+    if (Object.keys(body).length === 0) return unchanged();
+    void action.run(async () => {
       unwrap(await api.PATCH('/v1/users/{id}', { params: { path: { id: user.id } }, body }));
       onSaved();
-    } catch (err) {
-      setError(err);
-      setBusy(false);
-    }
+    });
   };
   return (
-    <section aria-labelledby="edit-title" className="card">
-      <h2 id="edit-title">Edit</h2>
-      {error ? <ErrorMessage error={error} extra={rest} title="The changes were not saved" /> : null}
-      {unchanged ? <Notice>Nothing changed.</Notice> : null}
-      <form
-        className="form"
-        onSubmit={submit}
-        onChange={() => {
-          setUnchanged(false);
-          onEdit();
-        }}
-        noValidate
-      >
-        <UserFields values={values} onChange={setValues} errors={byField} withEmail={false} />
-        <div className="actions">
-          <button type="submit" className="button primary" disabled={busy}>
-            {busy ? 'Saving…' : 'Save changes'}
-          </button>
-        </div>
-      </form>
-    </section>
+    <EditCard action={action} extra={rest} onSubmit={submit} onEdit={onEdit}>
+      <UserFields values={values} onChange={setValues} errors={byField} withEmail={false} />
+    </EditCard>
   );
 }
 
@@ -130,24 +92,18 @@ function Sessions({ api, user }: { api: SecsvcClient; user: User }) {
   const [confirm, setConfirm] = useState(false);
   /** The one session to revoke, while its confirmation is open. */
   const [one, setOne] = useState<string>();
-  const [busy, setBusy] = useState(false);
-  const [error, setError] = useState<unknown>();
+  const action = useAction();
+  const busy = action.busy;
   const [revoked, setRevoked] = useState<string>();
   const revoke = async (sessionId?: string) => {
-    setBusy(true);
-    setError(undefined);
-    try {
+    await action.run(async () => {
       if (sessionId) unwrap(await api.DELETE('/v1/users/{id}/sessions/{sessionId}', { params: { path: { id: user.id, sessionId } } }));
       else unwrap(await api.DELETE('/v1/users/{id}/sessions', { params: { path: { id: user.id } } }));
       setRevoked(sessionId ? `Session ${sessionId} was revoked.` : 'Every session of this user was revoked.');
       sessions.reload();
-    } catch (err) {
-      setError(err);
-    } finally {
-      setBusy(false);
-      setConfirm(false);
-      setOne(undefined);
-    }
+    });
+    setConfirm(false);
+    setOne(undefined);
   };
   const list = sessions.data ?? [];
   return (
@@ -159,48 +115,41 @@ function Sessions({ api, user }: { api: SecsvcClient; user: User }) {
         </button>
       </div>
       {revoked ? <Notice>{revoked}</Notice> : null}
-      {error ? <ErrorMessage error={error} title="The sessions were not revoked" /> : null}
-      {sessions.error ? <ErrorMessage error={sessions.error} title="The sessions could not be listed" /> : null}
-      {sessions.loading ? (
-        <p className="muted" role="status">
-          Loading sessions…
-        </p>
-      ) : null}
-      {sessions.data && list.length === 0 ? <p className="muted">No active session.</p> : null}
-      {list.length ? (
-        <div className="table-wrap">
-          <table className="list" aria-label={`Active sessions of ${user.email}`}>
-            <thead>
-              <tr>
-                <th scope="col">Session</th>
-                <th scope="col">Started</th>
-                <th scope="col">Expires</th>
-                <th scope="col">Sign-in</th>
-                <th scope="col">
-                  <span className="visually-hidden">Actions</span>
-                </th>
-              </tr>
-            </thead>
-            <tbody>
-              {list.map((s) => (
-                <tr key={s.id}>
-                  <td data-label="Session">
-                    <code>{s.id}</code>
-                  </td>
-                  <td data-label="Started">{formatTime(s.createdAt)}</td>
-                  <td data-label="Expires">{formatTime(s.expiresAt)}</td>
-                  <td data-label="Sign-in">{s.amr.length ? s.amr.join(' ') : 'by the application'}{s.mfaAt ? ' (MFA)' : ''}</td>
-                  <td data-label="Actions">
+      {action.error ? <ErrorMessage error={action.error} title="The sessions were not revoked" /> : null}
+      <LoadState load={sessions} failedTitle="The sessions could not be listed" loadingText="Loading sessions…">
+        {(data) =>
+          data.length === 0 ? (
+            <p className="muted">No active session.</p>
+          ) : (
+            <DataTable
+              label={`Active sessions of ${user.email}`}
+              rows={data}
+              rowKey={(s) => s.id}
+              columns={[
+                { label: 'Session', cell: (s) => <code>{s.id}</code> },
+                { label: 'Started', cell: (s) => formatTime(s.createdAt) },
+                { label: 'Expires', cell: (s) => formatTime(s.expiresAt) },
+                { label: 'Sign-in', cell: (s) => (
+                    <>
+                      {s.amr.length ? s.amr.join(' ') : 'by the application'}
+                      {s.mfaAt ? ' (MFA)' : ''}
+                    </>
+                  ),
+                },
+                {
+                  label: 'Actions',
+                  header: <span className="visually-hidden">Actions</span>,
+                  cell: (s) => (
                     <button type="button" className="button" onClick={() => setOne(s.id)} disabled={busy} aria-label={`Revoke session ${s.id}`}>
                       Revoke
                     </button>
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </div>
-      ) : null}
+                  ),
+                },
+              ]}
+            />
+          )
+        }
+      </LoadState>
       <ConfirmDialog open={one !== undefined} title="Revoke this session?" confirmLabel="Revoke session" busy={busy} onConfirm={() => void revoke(one)} onCancel={() => setOne(undefined)}>
         <p>
           Session <code>{one}</code> of {user.email} ends now; the application using it must sign in again. Other sessions stay.
@@ -210,37 +159,6 @@ function Sessions({ api, user }: { api: SecsvcClient; user: User }) {
         <p>
           {user.email} is signed out everywhere: all {list.length} active sessions end now. Their applications must sign in again.
         </p>
-      </ConfirmDialog>
-    </section>
-  );
-}
-
-function DeleteUser({ api, user }: { api: SecsvcClient; user: User }) {
-  const [confirm, setConfirm] = useState(false);
-  const [busy, setBusy] = useState(false);
-  const [error, setError] = useState<unknown>();
-  const remove = async () => {
-    setBusy(true);
-    setError(undefined);
-    try {
-      unwrap(await api.DELETE('/v1/users/{id}', { params: { path: { id: user.id } } }));
-      navigate(`/users?deleted=${encodeURIComponent(user.email)}`);
-    } catch (err) {
-      setError(err);
-      setBusy(false);
-      setConfirm(false);
-    }
-  };
-  return (
-    <section aria-labelledby="delete-title" className="card danger-zone">
-      <h2 id="delete-title">Delete user</h2>
-      <p>Deletes the user and their data: sessions, passwords, MFA factors, OAuth grants. It cannot be undone.</p>
-      {error ? <ErrorMessage error={error} title="The user was not deleted" /> : null}
-      <button type="button" className="button danger" onClick={() => setConfirm(true)} disabled={busy}>
-        Delete user
-      </button>
-      <ConfirmDialog open={confirm} title={`Delete ${user.email}?`} confirmLabel="Delete" busy={busy} onConfirm={() => void remove()} onCancel={() => setConfirm(false)}>
-        <p>The user and their data are deleted for good.</p>
       </ConfirmDialog>
     </section>
   );

@@ -1,12 +1,12 @@
 import { useState, type FormEvent } from 'react';
 import type { SecsvcClient } from '@secsvc/client';
 import { unwrap } from '../api/errors';
-import { ErrorMessage, Link, Notice } from '../components/ui';
+import { Pager, pageQuery, useCursorPages } from '../components/CursorPager';
+import { DataTable } from '../components/DataTable';
+import { ListState } from '../components/LoadState';
+import { Link, Notice, PageHead } from '../components/ui';
 import { formatTime } from '../forms';
-import { useLoad } from '../hooks';
 import { navigate } from '../router';
-
-const PAGE_SIZE = 20;
 
 /** Users, newest first, a page at a time (the API's cursors), searched by part of the email. */
 export function UsersPage({ api, search }: { api: SecsvcClient; search: URLSearchParams }) {
@@ -17,26 +17,17 @@ export function UsersPage({ api, search }: { api: SecsvcClient; search: URLSearc
 
 function UserList({ api, email, deleted }: { api: SecsvcClient; email: string; deleted: string | null }) {
   const [query, setQuery] = useState(email);
-  /** The cursors of the pages before this one (the first page has none). */
-  const [cursors, setCursors] = useState<string[]>([]);
-  const cursor = cursors.at(-1);
-  const page = useLoad(`${email}|${cursor ?? ''}`, async () =>
-    unwrap(await api.GET('/v1/users', { params: { query: { limit: PAGE_SIZE, ...(cursor ? { cursor } : {}), ...(email ? { email } : {}) } } })),
+  const { page, pages } = useCursorPages(email, async (cursor) =>
+    unwrap(await api.GET('/v1/users', { params: { query: { ...pageQuery(cursor), ...(email ? { email } : {}) } } })),
   );
   const submit = (e: FormEvent) => {
     e.preventDefault();
     const q = query.trim();
     navigate(q ? `/users?email=${encodeURIComponent(q)}` : '/users');
   };
-  const users = page.data?.data ?? [];
   return (
     <>
-      <div className="page-head">
-        <h1>Users</h1>
-        <Link to="/users/new" className="button primary">
-          New user
-        </Link>
-      </div>
+      <PageHead title="Users" add={['/users/new', 'New user']} />
       {deleted ? <Notice>User {deleted} was deleted.</Notice> : null}
       <form className="search" role="search" onSubmit={submit}>
         <label htmlFor="user-search">Search by email</label>
@@ -52,61 +43,39 @@ function UserList({ api, email, deleted }: { api: SecsvcClient; email: string; d
           ) : null}
         </div>
       </form>
-      {page.error ? <ErrorMessage error={page.error} title="The users could not be listed" /> : null}
-      {page.loading ? (
-        <p className="muted" role="status">
-          Loading users…
-        </p>
-      ) : null}
-      {page.data ? (
-        users.length === 0 ? (
-          <p className="muted" role="status">
-            {email ? `No user’s email contains “${email}”.` : 'No users yet.'}
-          </p>
-        ) : (
-          <div className="table-wrap">
-            <table className="list" aria-label={email ? `Users whose email contains ${email}` : 'Users'}>
-              <thead>
-                <tr>
-                  <th scope="col">Email</th>
-                  <th scope="col">Name</th>
-                  <th scope="col">Roles</th>
-                  <th scope="col">Created</th>
-                </tr>
-              </thead>
-              <tbody>
-                {users.map((u) => (
-                  <tr key={u.id}>
-                    <td data-label="Email">
-                      <Link to={`/users/${u.id}`}>{u.email}</Link>
-                    </td>
-                    <td data-label="Name">{u.name}</td>
-                    <td data-label="Roles">{u.roles.length ? u.roles.map((r) => <span key={r} className="chip">{r}</span>) : <span className="muted">none</span>}</td>
-                    <td data-label="Created">{formatTime(u.createdAt)}</td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          </div>
-        )
-      ) : null}
-      <nav className="pager" aria-label="Pages of users">
-        <button type="button" className="button" disabled={cursors.length === 0 || page.loading} onClick={() => setCursors((c) => c.slice(0, -1))}>
-          Previous page
-        </button>
-        <span aria-live="polite">Page {cursors.length + 1}</span>
-        <button
-          type="button"
-          className="button"
-          disabled={!page.data?.pagination.hasMore || page.loading}
-          onClick={() => {
-            const next = page.data?.pagination.nextCursor;
-            if (next) setCursors((c) => [...c, next]);
-          }}
-        >
-          Next page
-        </button>
-      </nav>
+      <ListState
+        page={page}
+        failedTitle="The users could not be listed"
+        loadingText="Loading users…"
+        empty={email ? `No user’s email contains “${email}”.` : 'No users yet.'}
+      >
+        {(rows) => (
+          <DataTable
+            label={email ? `Users whose email contains ${email}` : 'Users'}
+            rows={rows}
+            rowKey={(u) => u.id}
+            columns={[
+              { label: 'Email', cell: (u) => <Link to={`/users/${u.id}`}>{u.email}</Link> },
+              { label: 'Name', cell: (u) => u.name },
+              {
+                label: 'Roles',
+                cell: (u) =>
+                  u.roles.length ? (
+                    u.roles.map((r) => (
+                      <span key={r} className="chip">
+                        {r}
+                      </span>
+                    ))
+                  ) : (
+                    <span className="muted">none</span>
+                  ),
+              },
+              { label: 'Created', cell: (u) => formatTime(u.createdAt) },
+            ]}
+          />
+        )}
+      </ListState>
+      <Pager label="Pages of users" pages={pages} />
     </>
   );
 }

@@ -1,10 +1,13 @@
-import { useState, type FormEvent } from 'react';
+import { useState } from 'react';
 import type { Schemas, SecsvcClient } from '@secsvc/client';
 import { splitDetails, unwrap } from '../../api/errors';
 import { ChoiceGroup } from '../../components/Choices';
 import { SecretOnce } from '../../components/SecretOnce';
-import { ErrorMessage, Field, Link, Notice } from '../../components/ui';
+import { ActionForm } from '../../components/ActionForm';
+import { Facts } from '../../components/Facts';
+import { Crumbs, Field, Link, Notice, SelectField } from '../../components/ui';
 import { formatTime } from '../../forms';
+import { useAction } from '../../hooks';
 import { KEY_TYPES, PLANS, readExpiry, readRateLimit, type KeyType, type Plan } from './api-keys';
 
 const FIELDS = ['name', 'type', 'plan', 'rateLimit', 'expiresAt'];
@@ -22,9 +25,7 @@ export function NewApiKeyPage({ api }: { api: SecsvcClient }) {
   const [created, setCreated] = useState<Schemas['ApiKeyCreated']>();
   return (
     <>
-      <p className="crumbs">
-        <Link to="/api-keys">API keys</Link> / New API key
-      </p>
+      <Crumbs trail={[['/api-keys', 'API keys']]}>New API key</Crumbs>
       {created ? <Created apiKey={created} /> : <CreateForm api={api} onCreated={setCreated} />}
     </>
   );
@@ -32,54 +33,43 @@ export function NewApiKeyPage({ api }: { api: SecsvcClient }) {
 
 function CreateForm({ api, onCreated }: { api: SecsvcClient; onCreated: (key: Schemas['ApiKeyCreated']) => void }) {
   const [values, setValues] = useState<Values>({ name: '', type: 'secret', plan: 'free', rateLimit: '', expiresAt: '' });
-  const [error, setError] = useState<unknown>();
-  const [busy, setBusy] = useState(false);
+  const action = useAction();
   const rateLimit = readRateLimit(values.rateLimit);
   const expiry = readExpiry(values.expiresAt);
-  const { byField, rest } = splitDetails(error, FIELDS);
+  const { byField, rest } = splitDetails(action.error, FIELDS);
   if (!rateLimit.ok) byField.set('rateLimit', [{ field: 'rateLimit', message: rateLimit.message }]);
   if (!expiry.ok) byField.set('expiresAt', [{ field: 'expiresAt', message: expiry.message }]);
   const set = <K extends keyof Values>(k: K, v: Values[K]) => setValues((old) => ({ ...old, [k]: v }));
 
-  const submit = async (e: FormEvent) => {
-    e.preventDefault();
+  const submit = () => {
     if (!rateLimit.ok || !expiry.ok) return;
-    setBusy(true);
-    setError(undefined);
-    try {
-      const body = {
-        name: values.name,
-        type: values.type,
-        plan: values.plan,
-        ...(values.plan === 'enterprise' && rateLimit.value !== undefined ? { rateLimit: rateLimit.value } : {}),
-        ...(expiry.value ? { expiresAt: expiry.value } : {}),
-      };
-      onCreated(unwrap(await api.POST('/v1/api-keys', { body })).data);
-    } catch (err) {
-      setError(err);
-      setBusy(false);
-    }
+    const body = {
+      name: values.name,
+      type: values.type,
+      plan: values.plan,
+      ...(values.plan === 'enterprise' && rateLimit.value !== undefined ? { rateLimit: rateLimit.value } : {}),
+      ...(expiry.value ? { expiresAt: expiry.value } : {}),
+    };
+    void action.run(async () => onCreated(unwrap(await api.POST('/v1/api-keys', { body })).data));
   };
   return (
     <>
       <h1>New API key</h1>
-      {error ? <ErrorMessage error={error} extra={rest} title="The key was not created" /> : null}
-      <form className="form settings-form" onSubmit={submit} noValidate>
+      <ActionForm
+        action={action}
+        failedTitle="The key was not created"
+        extra={rest}
+        className="form settings-form"
+        onSubmit={submit}
+        submitLabel="Create key"
+        busyLabel="Creating…"
+        cancelTo="/api-keys"
+      >
         <Field label="Name" hint="What uses the key, e.g. “billing service”" errors={byField.get('name')}>
           {(p) => <input {...p} name="name" type="text" autoComplete="off" required maxLength={100} value={values.name} onChange={(e) => set('name', e.target.value)} />}
         </Field>
         <ChoiceGroup legend="Type" name="type" choices={KEY_TYPES} value={values.type} onChange={(v) => set('type', v)} errors={byField.get('type')} />
-        <Field label="Plan" hint="The rate limit of the key's requests" errors={byField.get('plan')}>
-          {(p) => (
-            <select {...p} name="plan" value={values.plan} onChange={(e) => set('plan', e.target.value as Plan)}>
-              {PLANS.map((plan) => (
-                <option key={plan.value} value={plan.value}>
-                  {plan.label}
-                </option>
-              ))}
-            </select>
-          )}
-        </Field>
+        <SelectField label="Plan" hint="The rate limit of the key's requests" errors={byField.get('plan')} name="plan" value={values.plan} options={PLANS} onChange={(v) => set('plan', v)} />
         {values.plan === 'enterprise' ? (
           <Field label="Rate limit (requests per minute)" hint="Empty for the plan's default" errors={byField.get('rateLimit')}>
             {(p) => <input {...p} name="rateLimit" type="text" inputMode="numeric" autoComplete="off" value={values.rateLimit} onChange={(e) => set('rateLimit', e.target.value)} />}
@@ -88,15 +78,7 @@ function CreateForm({ api, onCreated }: { api: SecsvcClient; onCreated: (key: Sc
         <Field label="Expires" hint="Your local time; empty for a key that does not expire (rotate keys every 90 days)" errors={byField.get('expiresAt')}>
           {(p) => <input {...p} name="expiresAt" type="datetime-local" value={values.expiresAt} onChange={(e) => set('expiresAt', e.target.value)} />}
         </Field>
-        <div className="actions">
-          <button type="submit" className="button primary" disabled={busy}>
-            {busy ? 'Creating…' : 'Create key'}
-          </button>
-          <Link to="/api-keys" className="button">
-            Cancel
-          </Link>
-        </div>
-      </form>
+      </ActionForm>
     </>
   );
 }
@@ -111,26 +93,14 @@ function Created({ apiKey }: { apiKey: Schemas['ApiKeyCreated'] }) {
           Use it as <code>Authorization: Bearer &lt;key&gt;</code>. Lists show it as <code>{apiKey.maskedKey}</code>.
         </p>
       </SecretOnce>
-      <dl className="facts">
-        <div>
-          <dt>Id</dt>
-          <dd>
-            <code>{apiKey.id}</code>
-          </dd>
-        </div>
-        <div>
-          <dt>Plan</dt>
-          <dd>{apiKey.plan}</dd>
-        </div>
-        <div>
-          <dt>Environment</dt>
-          <dd>{apiKey.environment}</dd>
-        </div>
-        <div>
-          <dt>Expires</dt>
-          <dd>{apiKey.expiresAt ? formatTime(apiKey.expiresAt) : 'never'}</dd>
-        </div>
-      </dl>
+      <Facts
+        items={[
+          ['Id', <code>{apiKey.id}</code>],
+          ['Plan', apiKey.plan],
+          ['Environment', apiKey.environment],
+          ['Expires', apiKey.expiresAt ? formatTime(apiKey.expiresAt) : 'never'],
+        ]}
+      />
       <div className="actions">
         <Link to={`/api-keys/${apiKey.id}`} className="button primary">
           I have copied it: go to the key

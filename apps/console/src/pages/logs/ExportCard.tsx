@@ -1,7 +1,8 @@
 import { useEffect, useId, useState, useSyncExternalStore } from 'react';
 import type { SecsvcClient } from '@secsvc/client';
 import { unwrap } from '../../api/errors';
-import { ErrorMessage, Link } from '../../components/ui';
+import { Facts } from '../../components/Facts';
+import { Crumbs, ErrorMessage, Link } from '../../components/ui';
 import { formatInstant } from './api';
 import { downloadHref, fileName, formatBytes, POLL_MS, progressOf, startedExports, type LogExport } from './export-state';
 
@@ -83,48 +84,17 @@ export function ExportCard({ api, exportId, initial, headingLevel = 3 }: { api: 
               {progress.value}% · {progress.text}
             </p>
           </div>
-          <dl className="facts">
-            <div>
-              <dt>Created</dt>
-              <dd>{formatInstant(data.createdAt)}</dd>
-            </div>
-            <div>
-              <dt>Estimated entries</dt>
-              <dd>{data.estimatedRecords.toLocaleString('en-US')}</dd>
-            </div>
-            {data.completedAt ? (
-              <div>
-                <dt>{data.status === 'failed' ? 'Failed' : 'Completed'}</dt>
-                <dd>{formatInstant(data.completedAt)}</dd>
-              </div>
-            ) : null}
-            {data.totalRecords !== undefined ? (
-              <div>
-                <dt>Entries in the file</dt>
-                <dd>{data.totalRecords.toLocaleString('en-US')}</dd>
-              </div>
-            ) : null}
-            {data.fileSizeBytes !== undefined ? (
-              <div>
-                <dt>Size</dt>
-                <dd>{formatBytes(data.fileSizeBytes)}</dd>
-              </div>
-            ) : null}
-            {data.expiresAt ? (
-              <div>
-                <dt>{data.status === 'expired' ? 'Expired' : 'Link expires'}</dt>
-                <dd>{formatInstant(data.expiresAt)}</dd>
-              </div>
-            ) : null}
-            {data.sha256 ? (
-              <div className="logs-sha">
-                <dt>SHA-256</dt>
-                <dd>
-                  <code>{data.sha256}</code>
-                </dd>
-              </div>
-            ) : null}
-          </dl>
+          <Facts
+            items={[
+              ['Created', formatInstant(data.createdAt)],
+              ['Estimated entries', data.estimatedRecords.toLocaleString('en-US')],
+              data.completedAt ? [data.status === 'failed' ? 'Failed' : 'Completed', formatInstant(data.completedAt)] : null,
+              data.totalRecords !== undefined ? ['Entries in the file', data.totalRecords.toLocaleString('en-US')] : null,
+              data.fileSizeBytes !== undefined ? ['Size', formatBytes(data.fileSizeBytes)] : null,
+              data.expiresAt ? [data.status === 'expired' ? 'Expired' : 'Link expires', formatInstant(data.expiresAt)] : null,
+              data.sha256 ? ['SHA-256', <code>{data.sha256}</code>, 'logs-sha'] : null,
+            ]}
+          />
           {data.status === 'failed' && data.error ? <ErrorMessage error={new Error(`${data.error.message} (${data.error.code})`)} title="The export failed" /> : null}
           {data.status === 'completed' && href ? (
             <p className="actions">
@@ -145,9 +115,7 @@ export function ExportsPage({ api }: { api: SecsvcClient }) {
   const list = useSyncExternalStore(startedExports.subscribe, startedExports.all);
   return (
     <>
-      <p className="crumbs">
-        <Link to="/logs">Audit log</Link> / Exports
-      </p>
+      <Crumbs trail={[['/logs', 'Audit log']]}>Exports</Crumbs>
       <h1>Exports</h1>
       <p className="muted">
         The exports started in this browser tab since it was opened, newest first. An export is made from the audit log’s filter: choose one there and
@@ -175,9 +143,14 @@ export function ExportsPage({ api }: { api: SecsvcClient }) {
 export function ExportPage({ api, id }: { api: SecsvcClient; id: string }) {
   return (
     <>
-      <p className="crumbs">
-        <Link to="/logs">Audit log</Link> / <Link to="/logs/exports">Exports</Link> / {id}
-      </p>
+      <Crumbs
+        trail={[
+          ['/logs', 'Audit log'],
+          ['/logs/exports', 'Exports'],
+        ]}
+      >
+        {id}
+      </Crumbs>
       <h1>Export</h1>
       <div className="card">
         <ExportCard api={api} exportId={id} headingLevel={2} />

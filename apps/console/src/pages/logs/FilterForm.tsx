@@ -1,10 +1,16 @@
 import { useId, useState, type FormEvent } from 'react';
 import type { FieldDetail } from '../../api/errors';
-import { Field } from '../../components/ui';
+import { Field, FieldErrors, SelectField, type Option } from '../../components/ui';
 import { eventGroups, type EventKind } from './events';
 import { EMPTY_FILTER, HOUR_MS, RANGES, wallTimeOf, type LogFilter, type RangeKey, type ResultFilter } from './filter';
 
 const GROUPS = eventGroups();
+const RESULTS: Option<ResultFilter>[] = [
+  { value: '', label: 'Any' },
+  { value: 'success', label: 'Success' },
+  { value: 'failure', label: 'Failure' },
+];
+const RANGE_OPTIONS: Option<RangeKey>[] = RANGES.map((r) => ({ value: r.key, label: r.label }));
 
 /**
  * The audit log's filter: search text, event kinds, actor, result, time range. `errors` are the problems of the
@@ -37,26 +43,8 @@ export function FilterForm({ filter, errors, onSubmit }: { filter: LogFilter; er
         <Field label="Actor" hint="An actor's id (user_…, key_…) or email" errors={errors.get('actor')}>
           {(p) => <input {...p} type="text" name="actor" value={f.actor} onChange={(e) => set({ actor: e.target.value })} maxLength={254} autoComplete="off" spellCheck={false} />}
         </Field>
-        <Field label="Result">
-          {(p) => (
-            <select {...p} name="result" value={f.result} onChange={(e) => set({ result: e.target.value as ResultFilter })}>
-              <option value="">Any</option>
-              <option value="success">Success</option>
-              <option value="failure">Failure</option>
-            </select>
-          )}
-        </Field>
-        <Field label="Time range">
-          {(p) => (
-            <select {...p} name="range" value={f.range} onChange={(e) => chooseRange(e.target.value as RangeKey)}>
-              {RANGES.map((r) => (
-                <option key={r.key} value={r.key}>
-                  {r.label}
-                </option>
-              ))}
-            </select>
-          )}
-        </Field>
+        <SelectField label="Result" name="result" value={f.result} options={RESULTS} onChange={(result) => set({ result })} />
+        <SelectField label="Time range" name="range" value={f.range} options={RANGE_OPTIONS} onChange={chooseRange} />
         {f.range === 'custom' ? (
           <>
             <Field label="From (UTC)" errors={errors.get('from')}>
@@ -111,15 +99,7 @@ function EventPicker({ value, onChange, errors }: { value: EventKind[]; onChange
           </button>
         ) : null}
       </fieldset>
-      {errors.length ? (
-        <ul id={`${id}-errors`} className="field-errors">
-          {errors.map((d, i) => (
-            <li key={i}>
-              <code>{d.field}</code> {d.message}
-            </li>
-          ))}
-        </ul>
-      ) : null}
+      <FieldErrors id={`${id}-errors`} errors={errors} />
     </details>
   );
 }

@@ -3,6 +3,7 @@
 import { useEffect, useId, useRef, useState } from 'react';
 import type { SecsvcClient } from '@secsvc/client';
 import { ApiError } from '../../api/errors';
+import { DataTable } from '../../components/DataTable';
 import { ErrorMessage } from '../../components/ui';
 import { useLoad } from '../../hooks';
 import { loadPage, formatInstant } from './api';
@@ -102,30 +103,17 @@ function ChartBody({ hourly, drawn, capped }: { hourly: Hourly; drawn: TimeWindo
       <Bars hourly={hourly} label={label} />
       <details className="logs-chart-table">
         <summary>The numbers as a table</summary>
-        <div className="table-wrap">
-          <table className="list" aria-label="Entries per hour by event kind and result">
-            <thead>
-              <tr>
-                <th scope="col">Hour (UTC)</th>
-                <th scope="col">Event</th>
-                <th scope="col">Success</th>
-                <th scope="col">Failure</th>
-              </tr>
-            </thead>
-            <tbody>
-              {rows.map((r) => (
-                <tr key={`${r.hour}|${r.kind}`}>
-                  <td data-label="Hour (UTC)">{hourLabel(r.hour)}</td>
-                  <td data-label="Event">
-                    <code>{r.kind}</code>
-                  </td>
-                  <td data-label="Success">{r.success}</td>
-                  <td data-label="Failure">{r.failure}</td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </div>
+        <DataTable
+          label="Entries per hour by event kind and result"
+          rows={rows}
+          rowKey={(r) => `${r.hour}|${r.kind}`}
+          columns={[
+            { label: 'Hour (UTC)', cell: (r) => hourLabel(r.hour) },
+            { label: 'Event', cell: (r) => <code>{r.kind}</code> },
+            { label: 'Success', cell: (r) => r.success },
+            { label: 'Failure', cell: (r) => r.failure },
+          ]}
+        />
       </details>
     </figure>
   );

@@ -2,7 +2,10 @@ import { useId, useMemo, useState, type FormEvent } from 'react';
 import type { SecsvcClient } from '@secsvc/client';
 import { detailsByField, splitDetails, unwrap } from '../../api/errors';
 import { Pager, useCursorPages } from '../../components/CursorPager';
-import { ErrorMessage, Field, Link } from '../../components/ui';
+import { DataTable } from '../../components/DataTable';
+import { LoadState } from '../../components/LoadState';
+import { ErrorMessage, Link, PageHead, SelectField } from '../../components/ui';
+import { useAction } from '../../hooks';
 import { navigate } from '../../router';
 import { formatInstant, loadPage, type Entry, type EntryPage } from './api';
 import { ExportCard } from './ExportCard';
@@ -44,16 +47,14 @@ function LogsBody({ api, filter, qs, now, onRefresh }: { api: SecsvcClient; filt
     if (next === qs) onRefresh();
     else navigate(next ? `/logs?${next}` : '/logs');
   };
-  const entries = page.data?.entries ?? [];
   const searching = usesSearch(filter);
   return (
     <>
-      <div className="page-head">
-        <h1>Audit log</h1>
+      <PageHead title="Audit log">
         <Link to="/logs/exports" className="button">
           Exports
         </Link>
-      </div>
+      </PageHead>
       <FilterForm filter={filter} errors={errors} onSubmit={apply} />
       {problems.length ? <ErrorMessage error={new Error('The filter needs a correction (see the fields above).')} /> : null}
       {window && valid ? (
@@ -76,13 +77,9 @@ function LogsBody({ api, filter, qs, now, onRefresh }: { api: SecsvcClient; filt
                 </p>
               ) : null}
             </div>
-            {page.error ? <ErrorMessage error={page.error} extra={fromApi.rest} title={searching ? 'The search could not run' : 'The entries could not be listed'} /> : null}
-            {page.loading ? (
-              <p className="muted" role="status">
-                Loading entries…
-              </p>
-            ) : null}
-            {page.data ? entries.length === 0 ? <p role="status">No entries match in this range.</p> : <EntryTable entries={entries} back={qs} searching={searching} /> : null}
+            <LoadState load={page} failedTitle={searching ? 'The search could not run' : 'The entries could not be listed'} extra={fromApi.rest} loadingText="Loading entries…">
+              {(data) => (data.entries.length === 0 ? <p role="status">No entries match in this range.</p> : <EntryTable entries={data.entries} back={qs} searching={searching} />)}
+            </LoadState>
             <Pager label="Pages of entries" pages={pages} />
           </section>
           <ExportPanel api={api} filter={filter} window={window} />
@@ -94,84 +91,91 @@ function LogsBody({ api, filter, qs, now, onRefresh }: { api: SecsvcClient; filt
 
 function EntryTable({ entries, back, searching }: { entries: Entry[]; back: string; searching: boolean }) {
   const link = (id: string) => `/logs/${encodeURIComponent(id)}${back ? `?back=${encodeURIComponent(back)}` : ''}`;
+  const hl = (e: Entry) => e.highlights ?? {};
   return (
-    <div className="table-wrap">
-      <table className="list logs-table" aria-label={searching ? 'Entries matching the search, newest first' : 'Entries, newest first'}>
-        <thead>
-          <tr>
-            <th scope="col">Time</th>
-            <th scope="col">Event</th>
-            <th scope="col">Actor</th>
-            <th scope="col">Target</th>
-            <th scope="col">Result</th>
-            <th scope="col">Origin</th>
-          </tr>
-        </thead>
-        <tbody>
-          {entries.map((e) => {
-            const hl = e.highlights ?? {};
-            return (
-              <tr key={e.id}>
-                <td data-label="Time">
-                  <Link to={link(e.id)} aria-label={`Entry ${e.id} at ${formatInstant(e.timestamp)}`}>
-                    {formatInstant(e.timestamp)}
-                  </Link>
-                </td>
-                <td data-label="Event">
-                  <code>
-                    <Highlighted value={e.event} html={hl.event} />
-                  </code>
-                </td>
-                <td data-label="Actor">
-                  {e.actor.email ? (
-                    <span className="logs-line">
-                      <Highlighted value={e.actor.email} html={hl['actor.email']} />
-                    </span>
-                  ) : null}
-                  {e.actor.name ? <span className="logs-line">{e.actor.name}</span> : null}
-                  {e.actor.id ? (
-                    <code className="logs-line logs-small">
-                      <Highlighted value={e.actor.id} html={hl['actor.id']} />
-                    </code>
-                  ) : null}
-                  <span className="logs-line muted logs-small">{e.actor.type}</span>
-                </td>
-                <td data-label="Target">
-                  {e.target ? (
-                    <>
-                      <span className="logs-line muted logs-small">{e.target.type}</span>
-                      <code className="logs-line logs-small">
-                        <Highlighted value={e.target.id} html={hl['target.id']} />
-                      </code>
-                    </>
-                  ) : (
-                    <span className="muted">none</span>
-                  )}
-                </td>
-                <td data-label="Result">
-                  <span className={`logs-result logs-result-${e.result}`}>
-                    <Highlighted value={e.result} html={hl.result} />
-                  </span>
-                </td>
-                <td data-label="Origin">
-                  <code className="logs-line">
-                    <Highlighted value={e.context.ip} html={hl.ip} />
-                  </code>
-                  {e.context.location ? (
-                    <span className="logs-line">
-                      <Highlighted value={e.context.location.city} html={hl.city} />, <Highlighted value={e.context.location.country} html={hl.country} />
-                    </span>
-                  ) : null}
-                  <span className="logs-line muted logs-small logs-ua">
-                    <Highlighted value={e.context.userAgent} html={hl.userAgent} />
-                  </span>
-                </td>
-              </tr>
-            );
-          })}
-        </tbody>
-      </table>
-    </div>
+    <DataTable
+      label={searching ? 'Entries matching the search, newest first' : 'Entries, newest first'}
+      className="list logs-table"
+      rows={entries}
+      rowKey={(e) => e.id}
+      columns={[
+        {
+          label: 'Time',
+          cell: (e) => (
+            <Link to={link(e.id)} aria-label={`Entry ${e.id} at ${formatInstant(e.timestamp)}`}>
+              {formatInstant(e.timestamp)}
+            </Link>
+          ),
+        },
+        {
+          label: 'Event',
+          cell: (e) => (
+            <code>
+              <Highlighted value={e.event} html={hl(e).event} />
+            </code>
+          ),
+        },
+        {
+          label: 'Actor',
+          cell: (e) => (
+            <>
+              {e.actor.email ? (
+                <span className="logs-line">
+                  <Highlighted value={e.actor.email} html={hl(e)['actor.email']} />
+                </span>
+              ) : null}
+              {e.actor.name ? <span className="logs-line">{e.actor.name}</span> : null}
+              {e.actor.id ? (
+                <code className="logs-line logs-small">
+                  <Highlighted value={e.actor.id} html={hl(e)['actor.id']} />
+                </code>
+              ) : null}
+              <span className="logs-line muted logs-small">{e.actor.type}</span>
+            </>
+          ),
+        },
+        {
+          label: 'Target',
+          cell: (e) =>
+            e.target ? (
+              <>
+                <span className="logs-line muted logs-small">{e.target.type}</span>
+                <code className="logs-line logs-small">
+                  <Highlighted value={e.target.id} html={hl(e)['target.id']} />
+                </code>
+              </>
+            ) : (
+              <span className="muted">none</span>
+            ),
+        },
+        {
+          label: 'Result',
+          cell: (e) => (
+            <span className={`logs-result logs-result-${e.result}`}>
+              <Highlighted value={e.result} html={hl(e).result} />
+            </span>
+          ),
+        },
+        {
+          label: 'Origin',
+          cell: (e) => (
+            <>
+              <code className="logs-line">
+                <Highlighted value={e.context.ip} html={hl(e).ip} />
+              </code>
+              {e.context.location ? (
+                <span className="logs-line">
+                  <Highlighted value={e.context.location.city} html={hl(e).city} />, <Highlighted value={e.context.location.country} html={hl(e).country} />
+                </span>
+              ) : null}
+              <span className="logs-line muted logs-small logs-ua">
+                <Highlighted value={e.context.userAgent} html={hl(e).userAgent} />
+              </span>
+            </>
+          ),
+        },
+      ]}
+    />
   );
 }
 
@@ -185,23 +189,16 @@ const FORMATS: { value: ExportFormat; label: string }[] = [
 function ExportPanel({ api, filter, window }: { api: SecsvcClient; filter: LogFilter; window: TimeWindow }) {
   const headingId = useId();
   const [format, setFormat] = useState<ExportFormat>('csv');
-  const [busy, setBusy] = useState(false);
-  const [error, setError] = useState<unknown>();
+  const action = useAction();
   const [created, setCreated] = useState<LogExport>();
   const description = describeFilter(filter, window);
-  const submit = async (e: FormEvent) => {
+  const submit = (e: FormEvent) => {
     e.preventDefault();
-    setBusy(true);
-    setError(undefined);
-    try {
+    void action.run(async () => {
       const data = unwrap(await api.POST('/v1/logs/export', { body: exportRequest(filter, window, format) })).data;
       startedExports.add({ exportId: data.exportId, format: data.format, description, createdAt: data.createdAt });
       setCreated(data);
-    } catch (err) {
-      setError(err);
-    } finally {
-      setBusy(false);
-    }
+    });
   };
   return (
     <section className="card logs-export-panel" aria-labelledby={headingId}>
@@ -209,21 +206,11 @@ function ExportPanel({ api, filter, window }: { api: SecsvcClient; filter: LogFi
       <p className="muted">
         A file of every entry of this filter: <span className="logs-export-what">{description}</span>. It is made in the background; its link lasts an hour.
       </p>
-      {error ? <ErrorMessage error={error} extra={splitDetails(error, []).rest} title="The export could not be started" /> : null}
-      <form className="logs-export-form" onSubmit={(e) => void submit(e)}>
-        <Field label="Format">
-          {(p) => (
-            <select {...p} name="format" value={format} onChange={(e) => setFormat(e.target.value as ExportFormat)}>
-              {FORMATS.map((f) => (
-                <option key={f.value} value={f.value}>
-                  {f.label}
-                </option>
-              ))}
-            </select>
-          )}
-        </Field>
-        <button type="submit" className="button primary" disabled={busy}>
-          {busy ? 'Starting the export…' : 'Export these entries'}
+      {action.error ? <ErrorMessage error={action.error} extra={splitDetails(action.error, []).rest} title="The export could not be started" /> : null}
+      <form className="logs-export-form" onSubmit={submit}>
+        <SelectField label="Format" name="format" value={format} options={FORMATS} onChange={setFormat} />
+        <button type="submit" className="button primary" disabled={action.busy}>
+          {action.busy ? 'Starting the export…' : 'Export these entries'}
         </button>
       </form>
       {created ? (

@@ -1,8 +1,10 @@
-import { useState, type FormEvent } from 'react';
+import { useState } from 'react';
 import type { operations, Schemas, SecsvcClient } from '@secsvc/client';
 import { splitDetails, unwrap } from '../../api/errors';
 import { SecretOnce } from '../../components/SecretOnce';
-import { ErrorMessage, Link, Notice } from '../../components/ui';
+import { ActionForm } from '../../components/ActionForm';
+import { Crumbs, Link, Notice } from '../../components/ui';
+import { useAction } from '../../hooks';
 import { ClientFacts } from './ClientFacts';
 import { ClientFields, type ClientFormValues } from './ClientFields';
 import { orderScopes, parseRedirectUris } from './clients';
@@ -16,9 +18,7 @@ export function NewOAuthClientPage({ api }: { api: SecsvcClient }) {
   const [created, setCreated] = useState<Schemas['OAuthClientCreated']>();
   return (
     <>
-      <p className="crumbs">
-        <Link to="/oauth-clients">OAuth clients</Link> / New OAuth client
-      </p>
+      <Crumbs trail={[['/oauth-clients', 'OAuth clients']]}>New OAuth client</Crumbs>
       {created ? <Created client={created} /> : <CreateForm api={api} onCreated={setCreated} />}
     </>
   );
@@ -26,40 +26,33 @@ export function NewOAuthClientPage({ api }: { api: SecsvcClient }) {
 
 function CreateForm({ api, onCreated }: { api: SecsvcClient; onCreated: (c: Schemas['OAuthClientCreated']) => void }) {
   const [values, setValues] = useState<ClientFormValues>({ name: '', type: 'confidential', redirectUris: '', scopes: ['openid'], firstParty: false });
-  const [error, setError] = useState<unknown>();
-  const [busy, setBusy] = useState(false);
+  const action = useAction();
   const redirect = parseRedirectUris(values.redirectUris);
-  const { byField, rest } = splitDetails(error, FIELDS);
+  const { byField, rest } = splitDetails(action.error, FIELDS);
   if (redirect.problems.length) byField.set('redirectUris', redirect.problems);
 
-  const submit = async (e: FormEvent) => {
-    e.preventDefault();
+  const submit = () => {
     if (redirect.problems.length) return;
-    setBusy(true);
-    setError(undefined);
-    try {
+    void action.run(async () => {
       const body = { name: values.name, type: values.type, redirectUris: redirect.uris, scopes: orderScopes(values.scopes) as CreateClientBody['scopes'], firstParty: values.firstParty }; // the API names a scope it does not know
       onCreated(unwrap(await api.POST('/v1/oauth/clients', { body })).data);
-    } catch (err) {
-      setError(err);
-      setBusy(false);
-    }
+    });
   };
   return (
     <>
       <h1>New OAuth client</h1>
-      {error ? <ErrorMessage error={error} extra={rest} title="The client was not registered" /> : null}
-      <form className="form settings-form" onSubmit={submit} noValidate>
+      <ActionForm
+        action={action}
+        failedTitle="The client was not registered"
+        extra={rest}
+        className="form settings-form"
+        onSubmit={submit}
+        submitLabel="Register client"
+        busyLabel="Registering…"
+        cancelTo="/oauth-clients"
+      >
         <ClientFields values={values} onChange={setValues} errors={byField} withType />
-        <div className="actions">
-          <button type="submit" className="button primary" disabled={busy}>
-            {busy ? 'Registering…' : 'Register client'}
-          </button>
-          <Link to="/oauth-clients" className="button">
-            Cancel
-          </Link>
-        </div>
-      </form>
+      </ActionForm>
     </>
   );
 }

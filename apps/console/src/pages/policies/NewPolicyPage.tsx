@@ -1,7 +1,7 @@
 import { useState } from 'react';
 import type { SecsvcClient } from '@secsvc/client';
 import { unwrap } from '../../api/errors';
-import { Link } from '../../components/ui';
+import { Crumbs } from '../../components/ui';
 import { navigate } from '../../router';
 import { createBody, EMPTY_POLICY, EMPTY_SIMULATOR } from './policy-form';
 import { PolicyWorkspace } from './PolicyWorkspace';
@@ -11,9 +11,7 @@ export function NewPolicyPage({ api }: { api: SecsvcClient }) {
   const [sim, setSim] = useState(EMPTY_SIMULATOR);
   return (
     <>
-      <p className="crumbs">
-        <Link to="/policies">Policies</Link> / New policy
-      </p>
+      <Crumbs trail={[['/policies', 'Policies']]}>New policy</Crumbs>
       <h1>New policy</h1>
       <PolicyWorkspace
         api={api}
@@ -30,11 +28,7 @@ export function NewPolicyPage({ api }: { api: SecsvcClient }) {
           const created = unwrap(await api.POST('/v1/policies', { body: body.value }));
           navigate(`/policies/${created.data.id}?created=1`);
         }}
-        actions={
-          <Link to="/policies" className="button">
-            Cancel
-          </Link>
-        }
+        cancelTo="/policies"
       />
     </>
   );

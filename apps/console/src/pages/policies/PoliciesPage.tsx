@@ -1,10 +1,10 @@
 import type { SecsvcClient } from '@secsvc/client';
 import { unwrap } from '../../api/errors';
-import { Pager, useCursorPages } from '../../components/CursorPager';
-import { ErrorMessage, Link, Notice } from '../../components/ui';
+import { Pager, pageQuery, useCursorPages } from '../../components/CursorPager';
+import { DataTable } from '../../components/DataTable';
+import { ListState } from '../../components/LoadState';
+import { Link, Notice, PageHead } from '../../components/ui';
 import { formatTime } from '../../forms';
-
-const PAGE_SIZE = 20;
 
 const Chips = ({ values }: { values: readonly string[] }) => (
   <>
@@ -18,68 +18,34 @@ const Chips = ({ values }: { values: readonly string[] }) => (
 
 /** The policies, newest first, a page at a time (the API's cursors). */
 export function PoliciesPage({ api, deleted }: { api: SecsvcClient; deleted: string | null }) {
-  const { page, pages } = useCursorPages('policies', async (cursor) => unwrap(await api.GET('/v1/policies', { params: { query: { limit: PAGE_SIZE, ...(cursor ? { cursor } : {}) } } })));
-  const policies = page.data?.data ?? [];
+  const { page, pages } = useCursorPages('policies', async (cursor) => unwrap(await api.GET('/v1/policies', { params: { query: pageQuery(cursor) } })));
   return (
     <>
-      <div className="page-head">
-        <h1>Policies</h1>
-        <Link to="/policies/new" className="button primary">
-          New policy
-        </Link>
-      </div>
+      <PageHead title="Policies" add={['/policies/new', 'New policy']} />
       {deleted ? <Notice>Policy {deleted} was deleted.</Notice> : null}
       <p className="muted">Any matching deny wins; otherwise any matching allow; otherwise the request is denied.</p>
-      {page.error ? <ErrorMessage error={page.error} title="The policies could not be listed" /> : null}
-      {page.loading ? (
-        <p className="muted" role="status">
-          Loading policies…
-        </p>
-      ) : null}
-      {page.data ? (
-        policies.length === 0 ? (
-          <p className="muted" role="status">
-            No policies yet: users can do nothing until a policy allows it.
-          </p>
-        ) : (
-          <div className="table-wrap">
-            <table className="list" aria-label="Policies">
-              <thead>
-                <tr>
-                  <th scope="col">Name</th>
-                  <th scope="col">Effect</th>
-                  <th scope="col">Principals</th>
-                  <th scope="col">Actions</th>
-                  <th scope="col">Resources</th>
-                  <th scope="col">Created</th>
-                </tr>
-              </thead>
-              <tbody>
-                {policies.map((p) => (
-                  <tr key={p.id}>
-                    <td data-label="Name">
-                      <Link to={`/policies/${p.id}`}>{p.name}</Link>
-                    </td>
-                    <td data-label="Effect">
-                      <span className={`chip effect-${p.effect}`}>{p.effect}</span>
-                    </td>
-                    <td data-label="Principals">
-                      <Chips values={p.principals} />
-                    </td>
-                    <td data-label="Actions">
-                      <Chips values={p.actions} />
-                    </td>
-                    <td data-label="Resources">
-                      <Chips values={p.resources} />
-                    </td>
-                    <td data-label="Created">{formatTime(p.createdAt)}</td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          </div>
-        )
-      ) : null}
+      <ListState
+        page={page}
+        failedTitle="The policies could not be listed"
+        loadingText="Loading policies…"
+        empty="No policies yet: users can do nothing until a policy allows it."
+      >
+        {(rows) => (
+          <DataTable
+            label="Policies"
+            rows={rows}
+            rowKey={(x) => x.id}
+            columns={[
+              { label: 'Name', cell: (x) => <Link to={`/policies/${x.id}`}>{x.name}</Link> },
+              { label: 'Effect', cell: (x) => <span className={`chip effect-${x.effect}`}>{x.effect}</span> },
+              { label: 'Principals', cell: (x) => <Chips values={x.principals} /> },
+              { label: 'Actions', cell: (x) => <Chips values={x.actions} /> },
+              { label: 'Resources', cell: (x) => <Chips values={x.resources} /> },
+              { label: 'Created', cell: (x) => formatTime(x.createdAt) },
+            ]}
+          />
+        )}
+      </ListState>
       <Pager label="Pages of policies" pages={pages} />
     </>
   );

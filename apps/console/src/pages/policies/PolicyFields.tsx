@@ -1,6 +1,11 @@
 import type { FieldDetail } from '../../api/errors';
-import { Field } from '../../components/ui';
+import { Field, SelectField, type Option } from '../../components/ui';
 import type { PolicyFormValues } from './policy-form';
+
+const EFFECTS: Option<PolicyFormValues['effect']>[] = [
+  { value: 'allow', label: 'allow' },
+  { value: 'deny', label: 'deny' },
+];
 
 const CONDITIONS_HINT = 'A JSON object; {} for none. E.g. {"ip": {"allowlist": ["10.0.0.0/8"]}, "mfa": {"maxAgeSeconds": 900}}';
 
@@ -15,14 +20,7 @@ export function PolicyFields({ values, onChange, errors }: { values: PolicyFormV
       <Field label="Description" hint="Optional" errors={errors.get('description')}>
         {(p) => <input {...p} name="description" type="text" autoComplete="off" value={values.description} onChange={set('description')} />}
       </Field>
-      <Field label="Effect" hint="A matching deny wins over any allow" errors={errors.get('effect')}>
-        {(p) => (
-          <select {...p} name="effect" value={values.effect} onChange={(e) => onChange({ ...values, effect: e.target.value as PolicyFormValues['effect'] })}>
-            <option value="allow">allow</option>
-            <option value="deny">deny</option>
-          </select>
-        )}
-      </Field>
+      <SelectField label="Effect" hint="A matching deny wins over any allow" errors={errors.get('effect')} name="effect" value={values.effect} options={EFFECTS} onChange={(effect) => onChange({ ...values, effect })} />
       <Field label="Principals" hint="One a line: role:<name>, user:<id>, user:${self} or *" errors={errors.get('principals')}>
         {(p) => <textarea {...p} name="principals" rows={3} spellCheck={false} className="code" value={values.principals} onChange={set('principals')} />}
       </Field>

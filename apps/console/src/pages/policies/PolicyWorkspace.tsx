@@ -1,7 +1,8 @@
-import { useState, type FormEvent, type ReactNode } from 'react';
+import { useState } from 'react';
 import type { SecsvcClient } from '@secsvc/client';
 import { splitDetails, type FieldDetail } from '../../api/errors';
-import { ErrorMessage, Notice } from '../../components/ui';
+import { ActionForm } from '../../components/ActionForm';
+import { useAction } from '../../hooks';
 import { mergeDetails, parseConditions, POLICY_FIELDS, type PolicyFormValues, type SimulatorValues } from './policy-form';
 import { PolicyFields } from './PolicyFields';
 import { Simulator } from './Simulator';
@@ -23,8 +24,8 @@ interface WorkspaceProps {
   onSimChange: (sim: SimulatorValues) => void;
   /** Called on every change of the form (to drop an earlier "Saved."). */
   onEdit?: () => void;
-  /** More actions beside the submit button (Cancel). */
-  actions?: ReactNode;
+  /** Where the Cancel link beside the submit button goes (none: no Cancel). */
+  cancelTo?: string;
 }
 
 /**
@@ -35,54 +36,43 @@ interface WorkspaceProps {
 export function PolicyWorkspace(props: WorkspaceProps) {
   const { api, storedId, save } = props;
   const [values, setValues] = useState(props.initial);
-  const [error, setError] = useState<unknown>();
+  const action = useAction();
   const [notice, setNotice] = useState<string>();
-  const [busy, setBusy] = useState(false);
   const [draftDetails, setDraftDetails] = useState<Map<string, FieldDetail[]>>(new Map());
   const conditions = parseConditions(values.conditions);
-  const { byField, rest } = splitDetails(error, POLICY_FIELDS);
+  const { byField, rest } = splitDetails(action.error, POLICY_FIELDS);
   const errors = mergeDetails(byField, draftDetails);
   if (!conditions.ok) errors.set('conditions', [{ field: 'conditions', message: conditions.message }]);
 
-  const submit = async (e: FormEvent) => {
-    e.preventDefault();
+  const submit = () => {
     if (!conditions.ok) return;
-    setBusy(true);
-    setError(undefined);
     setNotice(undefined);
     setDraftDetails(new Map());
-    try {
+    void action.run(async () => {
       const said = await save(values);
       if (said) setNotice(said);
-    } catch (err) {
-      setError(err);
-    } finally {
-      setBusy(false);
-    }
+    });
   };
   return (
     <div className="policy-workspace">
       <section className="card" aria-labelledby="policy-editor-title">
         <h2 id="policy-editor-title">{props.title}</h2>
-        {error ? <ErrorMessage error={error} extra={rest} title={props.failedTitle} /> : null}
-        {notice ? <Notice>{notice}</Notice> : null}
-        <form
-          className="form"
+        <ActionForm
+          action={action}
+          failedTitle={props.failedTitle}
+          extra={rest}
+          notice={notice}
           onSubmit={submit}
           onChange={() => {
             setNotice(undefined);
             props.onEdit?.();
           }}
-          noValidate
+          submitLabel={props.submitLabel}
+          busyLabel={props.busyLabel}
+          cancelTo={props.cancelTo}
         >
           <PolicyFields values={values} onChange={setValues} errors={errors} />
-          <div className="actions">
-            <button type="submit" className="button primary" disabled={busy}>
-              {busy ? props.busyLabel : props.submitLabel}
-            </button>
-            {props.actions}
-          </div>
-        </form>
+        </ActionForm>
       </section>
       <Simulator api={api} draft={values} storedId={storedId} values={props.sim} onChange={props.onSimChange} onDraftDetails={setDraftDetails} />
     </div>

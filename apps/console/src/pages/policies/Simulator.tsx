@@ -1,7 +1,10 @@
 import { useState, type FormEvent } from 'react';
 import type { SecsvcClient } from '@secsvc/client';
 import { unwrap, type FieldDetail } from '../../api/errors';
-import { ErrorMessage, Field } from '../../components/ui';
+import { FormActions } from '../../components/ActionForm';
+import { Facts } from '../../components/Facts';
+import { ErrorMessage, Field, FieldErrors, SelectField, type Option } from '../../components/ui';
+import { useAction } from '../../hooks';
 import {
   draftOf,
   formatActual,
@@ -28,6 +31,12 @@ interface SimulatorProps {
   onDraftDetails: (byField: Map<string, FieldDetail[]>) => void;
 }
 
+const MODES: Option<SimulatorValues['mode']>[] = [
+  { value: 'merge', label: 'Draft with the stored policies' },
+  { value: 'replace', label: 'Draft alone' },
+  { value: 'stored', label: 'Stored policies only' },
+];
+
 const KIND_LABEL = { draft: 'draft', edited: 'this policy, as drafted', stored: 'stored' } as const;
 
 /**
@@ -36,8 +45,8 @@ const KIND_LABEL = { draft: 'draft', edited: 'this policy, as drafted', stored: 
  * why each other policy did not match, and the evaluation time.
  */
 export function Simulator({ api, draft, storedId, values, onChange, onDraftDetails }: SimulatorProps) {
-  const [busy, setBusy] = useState(false);
-  const [error, setError] = useState<unknown>();
+  const action = useAction();
+  const error = action.error;
   const [answer, setAnswer] = useState<{ request: SimulateBody; result: SimulationResult }>();
   const parsedDraft = draftOf(draft, storedId);
   const { simulator: byField, rest } = simulationDetails(error);
@@ -45,26 +54,24 @@ export function Simulator({ api, draft, storedId, values, onChange, onDraftDetai
   const request = parsedDraft.ok || values.mode === 'stored' ? simulateBody(values, parsedDraft.ok ? parsedDraft.value : undefined) : undefined;
   const stale = answer !== undefined && JSON.stringify(answer.request) !== JSON.stringify(request);
 
-  const submit = async (e: FormEvent) => {
+  const submit = (e: FormEvent) => {
     e.preventDefault();
     if (!request) {
       setAnswer(undefined);
-      setError(new Error('The draft’s conditions are not valid JSON: correct them in the editor, or simulate with the stored policies only.'));
+      action.fail(new Error('The draft’s conditions are not valid JSON: correct them in the editor, or simulate with the stored policies only.'));
       return;
     }
-    setBusy(true);
-    setError(undefined);
-    try {
-      const result = unwrap(await api.POST('/v1/policies/simulate', { body: request })).data;
-      setAnswer({ request, result });
-      onDraftDetails(new Map());
-    } catch (err) {
-      setAnswer(undefined);
-      setError(err);
-      onDraftDetails(simulationDetails(err).draft);
-    } finally {
-      setBusy(false);
-    }
+    void action.run(
+      async () => {
+        const result = unwrap(await api.POST('/v1/policies/simulate', { body: request })).data;
+        setAnswer({ request, result });
+        onDraftDetails(new Map());
+      },
+      (err) => {
+        setAnswer(undefined);
+        onDraftDetails(simulationDetails(err).draft);
+      },
+    );
   };
 
   return (
@@ -88,45 +95,28 @@ export function Simulator({ api, draft, storedId, values, onChange, onDraftDetai
           <label>
             <input type="checkbox" name="mfa" checked={values.mfa} onChange={(e) => onChange({ ...values, mfa: e.target.checked })} /> The user completed a multi-factor authentication
           </label>
-          {byField.get('context.mfa') ? <FieldErrors errors={byField.get('context.mfa')!} /> : null}
+          <FieldErrors errors={byField.get('context.mfa') ?? []} />
         </div>
         {values.mfa ? (
           <Field label="MFA age (seconds)" hint="How long ago; empty for just now" errors={byField.get('context.mfaAgeSeconds')}>
             {(p) => <input {...p} name="mfaAgeSeconds" type="number" min={0} step={1} inputMode="numeric" value={values.mfaAgeSeconds} onChange={set('mfaAgeSeconds')} />}
           </Field>
         ) : null}
-        <Field label="Evaluate" hint={storedId ? 'The draft stands in for the stored version of this policy' : undefined}>
-          {(p) => (
-            <select {...p} name="mode" value={values.mode} onChange={(e) => onChange({ ...values, mode: e.target.value as SimulatorValues['mode'] })}>
-              <option value="merge">Draft with the stored policies</option>
-              <option value="replace">Draft alone</option>
-              <option value="stored">Stored policies only</option>
-            </select>
-          )}
-        </Field>
-        <div className="actions">
-          <button type="submit" className="button primary" disabled={busy}>
-            {busy ? 'Simulating…' : 'Simulate'}
-          </button>
-        </div>
+        <SelectField
+          label="Evaluate"
+          hint={storedId ? 'The draft stands in for the stored version of this policy' : undefined}
+          name="mode"
+          value={values.mode}
+          options={MODES}
+          onChange={(mode) => onChange({ ...values, mode })}
+        />
+        <FormActions busy={action.busy} label="Simulate" busyLabel="Simulating…" />
       </form>
       <div aria-live="polite">
         {error ? <ErrorMessage error={error} extra={rest} title="The simulation failed" /> : null}
         {answer ? <Result result={answer.result} editedId={storedId} stale={stale} /> : null}
       </div>
     </section>
-  );
-}
-
-function FieldErrors({ errors }: { errors: FieldDetail[] }) {
-  return (
-    <ul className="field-errors">
-      {errors.map((d, i) => (
-        <li key={i}>
-          <code>{d.field}</code> {d.message}
-        </li>
-      ))}
-    </ul>
   );
 }
 
@@ -138,28 +128,24 @@ function Result({ result, editedId, stale }: { result: SimulationResult; editedI
       <p className={`sim-decision ${result.allowed ? 'sim-allowed' : 'sim-denied'}`}>{result.allowed ? 'Allowed' : 'Denied'}</p>
       <p className="sim-reason">{result.reason}</p>
       {stale ? <p className="muted">The inputs or the draft changed since: simulate again to see their answer.</p> : null}
-      <dl className="facts">
-        <div>
-          <dt>Effect</dt>
-          <dd>{result.effect}</dd>
-        </div>
-        <div>
-          <dt>Evaluation time</dt>
-          <dd>{result.evaluationTimeMs} ms</dd>
-        </div>
-        <div>
-          <dt>Decision</dt>
-          <dd>
-            <code>{result.decisionId}</code>
-          </dd>
-        </div>
-        {result.mfaRequired ? (
-          <div>
-            <dt>MFA</dt>
-            <dd>Required{result.mfaMaxAgeSeconds ? ` (completed within the last ${result.mfaMaxAgeSeconds} s)` : ''}: the call would answer mfa_required</dd>
-          </div>
-        ) : null}
-      </dl>
+      <Facts
+        items={[
+          ['Effect', result.effect],
+          [
+            'Evaluation time',
+            <>
+              {result.evaluationTimeMs} ms
+            </>,
+          ],
+          ['Decision', <code>{result.decisionId}</code>],
+          result.mfaRequired && [
+            'MFA',
+            <>
+              Required{result.mfaMaxAgeSeconds ? ` (completed within the last ${result.mfaMaxAgeSeconds} s)` : ''}: the call would answer mfa_required
+            </>,
+          ],
+        ]}
+      />
       <h3 id="sim-matched">Matched policies</h3>
       {result.matchedPolicies.length ? (
         <ul className="sim-list" aria-labelledby="sim-matched">

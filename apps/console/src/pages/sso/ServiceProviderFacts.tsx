@@ -1,4 +1,5 @@
 import { CopyValue } from '../../components/CopyButton';
+import { Facts, type FactItem } from '../../components/Facts';
 import { formatTime } from '../../forms';
 import type { SsoConnection } from './sso';
 
@@ -21,16 +22,7 @@ export function ServiceProviderFacts({ connection: c }: { connection: SsoConnect
           Open the SP metadata
         </a>
       </p>
-      <dl className="facts facts-wide">
-        {rows.map(([term, value, what]) => (
-          <div key={term}>
-            <dt>{term}</dt>
-            <dd>
-              <CopyValue value={value} what={what} />
-            </dd>
-          </div>
-        ))}
-      </dl>
+      <Facts wide items={rows.map(([term, value, what]): FactItem => [term, <CopyValue value={value} what={what} />])} />
     </section>
   );
 }
@@ -40,34 +32,20 @@ export function IdentityProviderFacts({ connection: c }: { connection: SsoConnec
   return (
     <section aria-labelledby="idp-title" className="card">
       <h2 id="idp-title">Identity provider</h2>
-      <dl className="facts facts-wide">
-        <div>
-          <dt>Entity id</dt>
-          <dd>
-            <code>{c.idp.entityId}</code>
-          </dd>
-        </div>
-        <div>
-          <dt>SSO URL (HTTP-Redirect)</dt>
-          <dd>
-            <code>{c.idp.ssoUrl}</code>
-          </dd>
-        </div>
-        <div>
-          <dt>Single logout URL</dt>
-          <dd>{c.idp.sloUrl ? <code>{c.idp.sloUrl}</code> : <span className="muted">none in its metadata</span>}</dd>
-        </div>
-        {c.idp.certificates.map((cert, i) => (
-          <div key={cert.fingerprint256}>
-            <dt>
+      <Facts
+        wide
+        items={[
+          ['Entity id', <code>{c.idp.entityId}</code>],
+          ['SSO URL (HTTP-Redirect)', <code>{c.idp.ssoUrl}</code>],
+          ['Single logout URL', c.idp.sloUrl ? <code>{c.idp.sloUrl}</code> : <span className="muted">none in its metadata</span>],
+          ...c.idp.certificates.map((cert, i): FactItem => [
+            <>
               Signing certificate{c.idp.certificates.length > 1 ? ` ${i + 1}` : ''} (SHA-256 fingerprint, valid until {formatTime(cert.validTo)})
-            </dt>
-            <dd>
-              <code>{cert.fingerprint256}</code>
-            </dd>
-          </div>
-        ))}
-      </dl>
+            </>,
+            <code>{cert.fingerprint256}</code>,
+          ]),
+        ]}
+      />
     </section>
   );
 }
