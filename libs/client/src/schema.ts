@@ -531,6 +531,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/logs/counts": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * How many audit log entries per hour (or day), event kind and result match a filter and an optional search query
+         * @description Callable with secret, test API keys, session tokens and access tokens with the scope read:logs (users are authorized by the policies).
+         */
+        post: operations["countLogs"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/logs/export": {
         parameters: {
             query?: never;
@@ -4238,6 +4258,87 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    countLogs: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** Format: date-time */
+                    from: string;
+                    /**
+                     * Format: date-time
+                     * @description before this time (after from); at most 31 days after from by hour, 366 by day
+                     */
+                    to: string;
+                    /**
+                     * @default hour
+                     * @enum {string}
+                     */
+                    interval?: "hour" | "day";
+                    /** @description the search language of POST /logs/search */
+                    query?: string;
+                    events?: ("user.created" | "user.updated" | "user.deleted" | "user.password_changed" | "user.login" | "user.logout" | "user.password_reset.requested" | "user.password_reset.completed" | "user.password_reset.failed" | "user.mfa.factor_added" | "user.mfa.factor_updated" | "user.mfa.factor_removed" | "user.mfa.failed" | "user.mfa.step_up" | "mfa.settings.updated" | "session.created" | "session.revoked" | "api_key.created" | "api_key.rotated" | "api_key.revoked" | "auth.failed" | "rate_limit.exceeded" | "sso_connection.created" | "sso_connection.updated" | "sso_connection.deleted" | "oauth_client.created" | "oauth_client.updated" | "oauth_client.deleted" | "oauth.consent.granted" | "oauth.token.issued" | "oauth.token.revoked" | "oauth.refresh_reuse_detected" | "policy.created" | "policy.updated" | "policy.deleted" | "authz.denied" | "log.export.created" | "log.export.completed" | "log.export.failed" | "log.export.downloaded")[];
+                    actorId?: string;
+                    /** @enum {string} */
+                    result?: "success" | "failure";
+                };
+            };
+        };
+        responses: {
+            /** @description Buckets with entries only (by start, event kind, result), and their total */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            /** @enum {string} */
+                            interval: "hour" | "day";
+                            counts: {
+                                /** @description ISO 8601 UTC: the first instant of the hour (or day) */
+                                start: string;
+                                event: string;
+                                /** @enum {string} */
+                                result: "success" | "failure";
+                                count: number;
+                            }[];
+                            total: number;
+                        };
+                    };
+                };
+            };
+            /** @description A field is invalid, the query cannot be parsed, or the window is too long for the interval */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["Unavailable"];

@@ -2,13 +2,13 @@
 // numbers as a table for whoever cannot see the canvas.
 import { useEffect, useId, useRef, useState } from 'react';
 import type { SecsvcClient } from '@secsvc/client';
-import { ApiError } from '../../api/errors';
+import { ApiError, unwrap } from '../../api/errors';
 import { DataTable } from '../../components/DataTable';
 import { ErrorMessage } from '../../components/ui';
 import { useLoad } from '../../hooks';
-import { loadPage, formatInstant } from './api';
-import type { LogFilter, TimeWindow } from './filter';
-import { CHART_MAX_ENTRIES, chartWindow, collectPages, countByHour, hourLabel, tableRows, type Hourly } from './hourly';
+import { formatInstant } from './api';
+import { countsRequest, type LogFilter, type TimeWindow } from './filter';
+import { countByHour, countWindow, hourLabel, tableRows, type Hourly } from './hourly';
 import { colourIndexes } from './palette';
 
 /** The bars themselves: one Chart.js chart on the canvas (Chart.js loaded on first use), made anew when the numbers change. */
@@ -41,16 +41,15 @@ function Bars({ hourly, label }: { hourly: Hourly; label: string }) {
   );
 }
 
-/** The chart section of /logs: reads the filter's entries (up to CHART_MAX_ENTRIES), counts them per hour, draws them. */
+/** The chart section of /logs: the filter's entries counted per hour by the API (POST /v1/logs/counts), drawn. */
 export function HourlyChartSection({ api, filter, window }: { api: SecsvcClient; filter: LogFilter; window: TimeWindow }) {
   const headingId = useId();
-  const load = useLoad(`chart|${window.from}|${window.to}`, async () => {
-    const collected = await collectPages(async (cursor) => {
-      const p = await loadPage(api, filter, window, 100, cursor);
-      return { data: p.entries, pagination: p.pagination };
-    });
-    const drawn = chartWindow(window, collected);
-    return { collected, drawn, hourly: countByHour(collected.entries, drawn) };
+  const drawn = countWindow(window);
+  const body = countsRequest(filter, drawn);
+  // Counted again whenever the request changes (a filter on the same custom window too).
+  const load = useLoad(`chart|${JSON.stringify(body)}`, async () => {
+    const res = unwrap(await api.POST('/v1/logs/counts', { body }));
+    return { drawn, hourly: countByHour(res.data.counts, drawn) };
   });
   return (
     <section className="card logs-chart" aria-labelledby={headingId}>
@@ -67,12 +66,12 @@ export function HourlyChartSection({ api, filter, window }: { api: SecsvcClient;
           <ErrorMessage error={load.error} title="The chart could not be drawn" />
         )
       ) : null}
-      {load.data ? <ChartBody hourly={load.data.hourly} drawn={load.data.drawn} capped={load.data.collected.capped} /> : null}
+      {load.data ? <ChartBody hourly={load.data.hourly} drawn={load.data.drawn} cut={load.data.drawn.from !== window.from} /> : null}
     </section>
   );
 }
 
-function ChartBody({ hourly, drawn, capped }: { hourly: Hourly; drawn: TimeWindow; capped: boolean }) {
+function ChartBody({ hourly, drawn, cut }: { hourly: Hourly; drawn: TimeWindow; cut: boolean }) {
   if (hourly.total === 0) {
     return (
       <p className="muted" role="status">
@@ -89,8 +88,7 @@ function ChartBody({ hourly, drawn, capped }: { hourly: Hourly; drawn: TimeWindo
       <figcaption>
         {hourly.total.toLocaleString('en-US')} {hourly.total === 1 ? 'entry' : 'entries'} counted per hour (UTC), {span}. Success on the left of each
         hour, failure on the right, striped.
-        {capped ? ` Only the newest ${CHART_MAX_ENTRIES.toLocaleString('en-US')} entries are counted: earlier hours of the range are left out, and the first hour shown may be incomplete.` : ''}
-        {hourly.left > 0 ? ` ${hourly.left.toLocaleString('en-US')} older entries are outside the hours drawn.` : ''}
+        {cut ? ' The range is longer than 31 days: its last 744 hours are drawn.' : ''}
       </figcaption>
       <ul className="logs-legend" aria-label="Series">
         {hourly.series.map((s, i) => (

@@ -1,5 +1,5 @@
 import { EVENT_KINDS, eventGroups } from './events';
-import { EMPTY_FILTER, describeFilter, exportRequest, filterProblems, filterQueryString, pageRequest, parseFilter, resolveWindow, searchText, usesSearch, utcFromWallTime, type LogFilter } from './filter';
+import { EMPTY_FILTER, countsRequest, describeFilter, exportRequest, filterProblems, filterQueryString, pageRequest, parseFilter, resolveWindow, searchText, usesSearch, utcFromWallTime, type LogFilter } from './filter';
 
 const NOW = Date.parse('2026-03-10T12:34:56.789Z');
 const f = (patch: Partial<LogFilter>): LogFilter => ({ ...EMPTY_FILTER, ...patch });
@@ -102,6 +102,17 @@ describe('the requests', () => {
       query: 'login actor.email:"a@b.io" result:failure',
     });
     expect(exportRequest(f({ actor: 'user_9', result: 'success' }), W, 'json')).toEqual({ from: W.from, to: W.to, format: 'json', query: 'actor.id:"user_9" result:success' });
+  });
+
+  it('counts the same entries per hour: the window, the kinds as events, the rest as a query', () => {
+    expect(countsRequest(f({}), W)).toEqual({ from: W.from, to: W.to, interval: 'hour' });
+    expect(countsRequest(f({ query: 'login', events: ['user.login'], actor: 'user_9', result: 'failure' }), W)).toEqual({
+      from: W.from,
+      to: W.to,
+      interval: 'hour',
+      events: ['user.login'],
+      query: 'login actor.id:"user_9" result:failure',
+    });
   });
 
   it('describes a filter for people', () => {

@@ -147,6 +147,7 @@ export function searchText(f: LogFilter, withEvents: boolean): string {
 type ListQuery = NonNullable<operations['listLogs']['parameters']['query']>;
 type SearchBody = operations['searchLogs']['requestBody']['content']['application/json'];
 export type ExportBody = operations['createLogExport']['requestBody']['content']['application/json'];
+export type CountsBody = operations['countLogs']['requestBody']['content']['application/json'];
 
 export type PageRequest = { kind: 'list'; query: ListQuery } | { kind: 'search'; body: SearchBody };
 
@@ -173,6 +174,12 @@ export function pageRequest(f: LogFilter, window: TimeWindow, limit: number, cur
 export function exportRequest(f: LogFilter, window: TimeWindow, format: ExportFormat): ExportBody {
   const query = searchText(f, false);
   return { from: window.from, to: window.to, format, ...(f.events.length ? { events: [...f.events] } : {}), ...(query ? { query } : {}) };
+}
+
+/** The per-hour counts of the entries the filter shows (as an export selects them: the kinds as `events`, the rest as `query`). */
+export function countsRequest(f: LogFilter, window: TimeWindow): CountsBody {
+  const { from, to, events, query } = exportRequest(f, window, 'json');
+  return { from, to, interval: 'hour', ...(events ? { events } : {}), ...(query ? { query } : {}) };
 }
 
 /** A short description of a filter for people: `“login” · user.login · failure · 2025-01-31 14:05 → 15:05 UTC`. */

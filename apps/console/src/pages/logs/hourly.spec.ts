@@ -1,8 +1,9 @@
-import { chartWindow, collectPages, countByHour, hourLabel, hoursOf, OTHER_KINDS, tableRows, type Countable } from './hourly';
+import { countByHour, countWindow, hourLabel, hoursOf, OTHER_KINDS, tableRows, type Countable } from './hourly';
 
 const H = 3_600_000;
 const T0 = Date.parse('2026-03-10T00:00:00.000Z');
-const at = (ms: number, event = 'user.login', result: 'success' | 'failure' = 'success'): Countable => ({ timestamp: new Date(ms).toISOString(), event, result });
+/** A bucket of one entry in the hour holding `ms` (as the API answers: the hour's start). */
+const at = (ms: number, event = 'user.login', result: 'success' | 'failure' = 'success', count = 1): Countable => ({ start: new Date(Math.floor(ms / H) * H).toISOString(), event, result, count });
 
 describe('hours of a window', () => {
   it('runs from the hour holding from to the hour holding the last millisecond before to', () => {
@@ -23,7 +24,7 @@ describe('hours of a window', () => {
 describe('counting per hour by kind and result', () => {
   const window = { from: new Date(T0 + 15 * 60_000).toISOString(), to: new Date(T0 + 3 * H).toISOString() };
 
-  it('counts each entry in its hour and series; entries outside are counted apart', () => {
+  it('lays each bucket out in its hour and series; buckets outside the hours are not drawn', () => {
     const h = countByHour(
       [
         at(T0 + 20 * 60_000),
@@ -44,7 +45,6 @@ describe('counting per hour by kind and result', () => {
       { kind: 'user.created', result: 'success', counts: [0, 0, 1], total: 1 },
     ]);
     expect(h.total).toBe(6);
-    expect(h.left).toBe(2);
     expect(tableRows(h)).toEqual([
       { hour: T0, kind: 'user.login', success: 2, failure: 0 },
       { hour: T0 + H, kind: 'user.login', success: 0, failure: 1 },
@@ -77,38 +77,22 @@ describe('counting per hour by kind and result', () => {
   });
 });
 
-describe('reading the entries for the chart', () => {
-  const pages = (sizes: number[]) => {
-    const asked: (string | undefined)[] = [];
-    let n = 0;
-    const page = async (cursor?: string) => {
-      asked.push(cursor);
-      const i = asked.length - 1;
-      const data = Array.from({ length: sizes[i]! }, () => at(T0 + n++));
-      const hasMore = i < sizes.length - 1;
-      return { data, pagination: hasMore ? { hasMore, nextCursor: `cur_${i + 1}` } : { hasMore } };
-    };
-    return { page, asked };
-  };
-
-  it('follows the cursors to the last page', async () => {
-    const { page, asked } = pages([100, 100, 7]);
-    const got = await collectPages(page, 1000);
-    expect([got.entries.length, got.capped, asked]).toEqual([207, false, [undefined, 'cur_1', 'cur_2']]);
+describe('the counts of a window', () => {
+  it('adds the counts of buckets of the same hour and series', () => {
+    const window = { from: new Date(T0).toISOString(), to: new Date(T0 + 2 * H).toISOString() };
+    const h = countByHour([at(T0, 'user.login', 'success', 40), at(T0 + H, 'user.login', 'success', 2), at(T0 + H, 'user.login', 'failure', 5)], window);
+    expect(h.series).toEqual([
+      { kind: 'user.login', result: 'success', counts: [40, 2], total: 42 },
+      { kind: 'user.login', result: 'failure', counts: [0, 5], total: 5 },
+    ]);
+    expect(h.total).toBe(47);
   });
 
-  it('stops at the maximum and says more matched', async () => {
-    const { page, asked } = pages([100, 100, 100, 100]);
-    const got = await collectPages(page, 250);
-    expect([got.entries.length, got.capped, asked.length]).toEqual([250, true, 3]);
-    const exact = pages([100, 100, 5]);
-    expect((await collectPages(exact.page, 200)).capped).toBe(true);
-  });
-
-  it('draws from the oldest entry read when capped', () => {
-    const window = { from: new Date(T0).toISOString(), to: new Date(T0 + 5 * H).toISOString() };
-    const entries = [at(T0 + 4 * H), at(T0 + 2 * H + 5)];
-    expect(chartWindow(window, { entries, capped: false })).toBe(window);
-    expect(chartWindow(window, { entries, capped: true })).toEqual({ from: new Date(T0 + 2 * H + 5).toISOString(), to: window.to });
+  it('asks for the hours it draws: a window over 744 hours is cut to its last 744', () => {
+    const short = { from: new Date(T0 + 5).toISOString(), to: new Date(T0 + 5 * H).toISOString() };
+    expect(countWindow(short)).toEqual(short);
+    const long = { from: new Date(T0).toISOString(), to: new Date(T0 + 1000 * H).toISOString() };
+    expect(countWindow(long)).toEqual({ from: new Date(T0 + 256 * H).toISOString(), to: long.to });
+    expect(hoursOf(Date.parse(countWindow(long).from), Date.parse(long.to))).toHaveLength(744);
   });
 });

@@ -1,22 +1,22 @@
-// The chart of entries per hour by event kind and result. The API has no aggregation endpoint (GET /logs and
-// POST /logs/search list entries; search also counts its matches): the console pages through the filter's
-// entries, newest first, up to a limit, and counts them by UTC hour here. Pure functions (hourly.spec.ts).
+// The chart of entries per hour by event kind and result, from the API's counts (POST /v1/logs/counts: the
+// buckets with entries, counted where the entries are), laid out on every hour of the window. Pure functions
+// (hourly.spec.ts).
 
 import { HOUR_MS, type TimeWindow } from './filter';
 
-/** At most this many entries are read for the chart (100 a request). */
-export const CHART_MAX_ENTRIES = 2000;
-/** At most this many hours are drawn (31 days): a longer range shows its last 744 hours. */
+/** At most this many hours are drawn (31 days, the API's limit for hourly counts): a longer range shows its last 744 hours. */
 export const CHART_MAX_HOURS = 744;
 /** At most this many series (kind × result) are drawn; the rest are summed as "other kinds". */
 export const CHART_MAX_SERIES = 10;
 
 export const OTHER_KINDS = 'other kinds';
 
+/** One bucket of the API's counts: the entries of one kind and result in the hour starting at `start`. */
 export interface Countable {
-  timestamp: string;
+  start: string;
   event: string;
   result: 'success' | 'failure';
+  count: number;
 }
 
 export interface Series {
@@ -33,8 +33,6 @@ export interface Hourly {
   series: Series[];
   /** Entries counted (in the hours drawn). */
   total: number;
-  /** Entries outside the hours drawn (before the first one). */
-  left: number;
 }
 
 export const hourOf = (ms: number) => Math.floor(ms / HOUR_MS) * HOUR_MS;
@@ -51,38 +49,40 @@ export function hoursOf(fromMs: number, toMs: number, maxHours = CHART_MAX_HOURS
   return out;
 }
 
+/** The part of a window the chart draws and asks the counts of: its last CHART_MAX_HOURS hours. */
+export function countWindow(window: TimeWindow): TimeWindow {
+  const first = hoursOf(Date.parse(window.from), Date.parse(window.to))[0]!;
+  return { from: new Date(Math.max(first, Date.parse(window.from))).toISOString(), to: window.to };
+}
+
 /**
- * Counts `entries` per hour of `window` by (event kind, result): series ordered by their total (largest first,
- * then by kind and result), the ones past `maxSeries - 2` summed into "other kinds" per result when more than
- * `maxSeries` exist.
+ * Lays the API's buckets out per hour of `window` by (event kind, result): series ordered by their total
+ * (largest first, then by kind and result), the ones past `maxSeries - 2` summed into "other kinds" per result
+ * when more than `maxSeries` exist. A bucket outside the window's hours is not drawn.
  */
-export function countByHour(entries: readonly Countable[], window: TimeWindow, maxSeries = CHART_MAX_SERIES): Hourly {
+export function countByHour(buckets: readonly Countable[], window: TimeWindow, maxSeries = CHART_MAX_SERIES): Hourly {
   const hours = hoursOf(Date.parse(window.from), Date.parse(window.to));
   const index = new Map(hours.map((h, i) => [h, i]));
   const byKey = new Map<string, Series>();
   let total = 0;
-  let left = 0;
-  for (const e of entries) {
-    const i = index.get(hourOf(Date.parse(e.timestamp)));
-    if (i === undefined) {
-      left++;
-      continue;
-    }
-    const key = `${e.event}\n${e.result}`;
+  for (const b of buckets) {
+    const i = index.get(hourOf(Date.parse(b.start)));
+    if (i === undefined) continue;
+    const key = `${b.event}\n${b.result}`;
     let s = byKey.get(key);
-    if (!s) byKey.set(key, (s = { kind: e.event, result: e.result, counts: hours.map(() => 0), total: 0 }));
-    s.counts[i]!++;
-    s.total++;
-    total++;
+    if (!s) byKey.set(key, (s = { kind: b.event, result: b.result, counts: hours.map(() => 0), total: 0 }));
+    s.counts[i]! += b.count;
+    s.total += b.count;
+    total += b.count;
   }
   const sorted = [...byKey.values()].sort((a, b) => b.total - a.total || a.kind.localeCompare(b.kind) || a.result.localeCompare(b.result));
-  if (sorted.length <= maxSeries) return { hours, series: sorted, total, left };
+  if (sorted.length <= maxSeries) return { hours, series: sorted, total };
   const kept = sorted.slice(0, maxSeries - 2);
   const others = (['success', 'failure'] as const).map((result) => {
     const rest = sorted.slice(maxSeries - 2).filter((s) => s.result === result);
     return { kind: OTHER_KINDS, result, counts: hours.map((_, i) => rest.reduce((n, s) => n + s.counts[i]!, 0)), total: rest.reduce((n, s) => n + s.total, 0) };
   });
-  return { hours, series: [...kept, ...others.filter((o) => o.total > 0)], total, left };
+  return { hours, series: [...kept, ...others.filter((o) => o.total > 0)], total };
 }
 
 export interface TableRow {
@@ -111,32 +111,3 @@ export function tableRows(h: Hourly): TableRow[] {
 
 /** An hour's start as `01-31 14:00` (UTC). */
 export const hourLabel = (ms: number) => new Date(ms).toISOString().slice(5, 16).replace('T', ' ');
-
-export interface Collected<T> {
-  entries: T[];
-  /** More entries matched than were read. */
-  capped: boolean;
-}
-
-/** Reads pages (`page(cursor)`) until the last one or `max` entries, whichever comes first. */
-export async function collectPages<T>(page: (cursor?: string) => Promise<{ data: T[]; pagination: { hasMore: boolean; nextCursor?: string } }>, max = CHART_MAX_ENTRIES): Promise<Collected<T>> {
-  const entries: T[] = [];
-  let cursor: string | undefined;
-  for (;;) {
-    const p = await page(cursor);
-    entries.push(...p.data);
-    if (!p.pagination.hasMore || !p.pagination.nextCursor) return { entries: entries.slice(0, max), capped: entries.length > max };
-    if (entries.length >= max) return { entries: entries.slice(0, max), capped: true };
-    cursor = p.pagination.nextCursor;
-  }
-}
-
-/**
- * The window the chart can count completely: the filter's, or, when only the newest entries were read (capped),
- * from the oldest entry read (its hour is then partly counted).
- */
-export function chartWindow(window: TimeWindow, collected: Collected<Countable>): TimeWindow {
-  if (!collected.capped || collected.entries.length === 0) return window;
-  const oldest = collected.entries.reduce((min, e) => Math.min(min, Date.parse(e.timestamp)), Infinity);
-  return { from: new Date(Math.max(oldest, Date.parse(window.from))).toISOString(), to: window.to };
-}
