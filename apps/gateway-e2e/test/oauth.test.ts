@@ -207,8 +207,14 @@ describe('confidential client', () => {
     expect((await apiWith(tokens.access_token, 'POST', '/users', { email: 'cc@example.com', name: 'C' })).status).toBe(403);
   });
 
-  it('manages API keys and clients with their scopes, never giving a client a scope the token lacks', async () => {
-    const c = await registerClient(s.api, { name: 'Manager', type: 'confidential', redirectUris: [REDIRECT], scopes: ['read:api_keys', 'read:clients', 'write:clients', 'read:users'] });
+  it('manages API keys and clients with their scopes, never a client stronger than the token, nor a first-party one', async () => {
+    // Administrative scopes are for first-party clients only.
+    const thirdParty = await s.api('POST', '/oauth/clients', { name: 'Not first party', type: 'confidential', redirectUris: [REDIRECT], scopes: ['read:users', 'write:clients'] });
+    expect([thirdParty.status, thirdParty.body.error.details]).toEqual([400, [{ field: 'scopes[1]', message: 'write:clients is an administrative scope: only a first-party client may have it' }]]);
+    const c = await registerClient(s.api, { name: 'Manager', type: 'confidential', redirectUris: [REDIRECT], scopes: ['read:api_keys', 'read:clients', 'write:clients', 'read:users'], firstParty: true });
+    expect((await s.api('PATCH', `/oauth/clients/${c.clientId}`, { firstParty: false })).body.error.details).toEqual([
+      { field: 'firstParty', message: expect.stringContaining('must stay true while the client has write:clients') },
+    ]);
     const { access_token } = await json(await tokenPost({ grant_type: 'client_credentials' }, basic(c.clientId, c.clientSecret!)));
     expect((await apiWith(access_token, 'GET', '/api-keys')).status).toBe(200);
     const key = await apiWith(access_token, 'POST', '/api-keys', { name: 'nope', type: 'secret' });
@@ -221,11 +227,20 @@ describe('confidential client', () => {
       { field: 'scopes[1]', message: 'your access token does not have write:api_keys, so it cannot give it to a client' },
       { field: 'scopes[2]', message: 'your access token does not have read:logs, so it cannot give it to a client' },
     ]);
+    const firstParty = await apiWith(access_token, 'POST', '/oauth/clients', { name: 'Silent', type: 'confidential', redirectUris: [REDIRECT], scopes: ['read:users'], firstParty: true });
+    expect([firstParty.status, (await json(firstParty)).error.details.map((d: { field: string }) => d.field)]).toEqual([403, ['firstParty']]);
     const within = await apiWith(access_token, 'POST', '/oauth/clients', { name: 'Within', type: 'confidential', redirectUris: [REDIRECT], scopes: ['read:users'] });
     expect(within.status).toBe(201);
     const id = (await json(within)).data.clientId as string;
     expect((await apiWith(access_token, 'PATCH', `/oauth/clients/${id}`, { scopes: ['read:users', 'write:users'] })).status).toBe(403);
-    expect((await s.api('GET', `/oauth/clients/${id}`)).body.data.scopes).toEqual(['read:users']);
+    expect((await apiWith(access_token, 'PATCH', `/oauth/clients/${id}`, { firstParty: true })).status).toBe(403);
+    expect((await s.api('GET', `/oauth/clients/${id}`)).body.data).toMatchObject({ scopes: ['read:users'], firstParty: false });
+    expect((await apiWith(access_token, 'PATCH', `/oauth/clients/${id}`, { redirectUris: ['https://app.example.com/cb'] })).status).toBe(200);
+    // Not a first-party client (it skips consent: its redirect URIs would collect other users' codes), nor one stronger than the token.
+    const hijack = await apiWith(access_token, 'PATCH', `/oauth/clients/${publicClient.clientId}`, { redirectUris: ['https://evil.example/cb'] });
+    expect([hijack.status, (await json(hijack)).error.details.map((d: { field: string }) => d.field)]).toEqual([403, ['id', 'id']]);
+    expect((await s.api('GET', `/oauth/clients/${publicClient.clientId}`)).body.data.redirectUris).toEqual([REDIRECT]);
+    expect((await apiWith(access_token, 'DELETE', `/oauth/clients/${confidential.clientId}`)).status).toBe(403); // it has read:logs, the token has not
     expect((await apiWith(access_token, 'DELETE', `/oauth/clients/${id}`)).status).toBe(204);
   });
 
@@ -277,6 +292,9 @@ describe('end session (OpenID Connect RP-Initiated Logout, openid-client)', () =
     // Nobody signed in any more: the same request just goes back.
     const twice = await get(end.href, jar);
     expect([twice.status, twice.headers.get('location')]).toEqual([303, `${REDIRECT}?state=bye`]);
+    // A relying party's form post (cross-site: the Lax cookie would not come) goes on to the same request by GET.
+    const posted = await postForm(`${s.issuer}/oauth/logout`, { client_id: publicClient.clientId, post_logout_redirect_uri: REDIRECT, state: 'p' });
+    expect([posted.status, posted.headers.get('location')]).toEqual([303, `/oauth/logout?client_id=${publicClient.clientId}&post_logout_redirect_uri=${encodeURIComponent(REDIRECT)}&state=p`]);
     // Without anywhere to go: a page says so.
     const plain = await get(`${s.issuer}/oauth/logout`);
     expect([plain.status, await plain.text()]).toEqual([200, expect.stringContaining('You are signed out')]);

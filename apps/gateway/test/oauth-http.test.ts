@@ -4,7 +4,7 @@ import { routes } from '../src/app';
 import { discoveryDocument } from '../src/oauth/discovery';
 import { clientCredentialsOf, csrfValid, paramsOf } from '../src/oauth/http';
 import { passkeysUsable } from '../src/oauth/authorize';
-import { refuseScopeEscalation } from '../src/routes/oauth-clients/schemas';
+import { refuseTokenClientChange } from '../src/routes/oauth-clients/schemas';
 import { consentPage, errorPage, escapeHtml, jsonDataBlock, loginPage, mfaPage, pageCsp } from '../src/oauth/pages';
 
 const request = (headers: Record<string, string>) => ({ get: (name: string) => headers[name.toLowerCase()] }) as unknown as Request;
@@ -38,6 +38,8 @@ describe('scopes of API routes', () => {
       'GET /sso/connections': 'read:sso',
       'POST /sso/connections': 'write:sso',
       'DELETE /sso/connections/:id': 'write:sso',
+      'POST /logs/counts': 'read:logs',
+      'DELETE /users/:id/sessions/:sessionId': 'write:users',
     });
     // reading never needs a write scope
     for (const r of routes.filter((r) => r.method === 'get' && r.scope)) expect([r.path, r.scope]).toEqual([r.path, expect.stringMatching(/^(read|export):/)]);
@@ -48,15 +50,34 @@ describe('scopes of API routes', () => {
   });
 });
 
-describe('scopes an OAuth token may give a client', () => {
-  it('allows its own scopes, names each other one, and leaves API keys and sessions to the policies', () => {
-    const token = { scopes: ['read:users', 'write:clients'] };
-    expect(() => refuseScopeEscalation(['read:users'], token)).not.toThrow();
-    expect(() => refuseScopeEscalation(undefined, token)).not.toThrow();
-    expect(() => refuseScopeEscalation(['write:api_keys', 'read:users', 'read:logs'], token)).toThrow(
-      expect.objectContaining({ code: 'forbidden', details: [expect.objectContaining({ field: 'scopes[0]' }), expect.objectContaining({ field: 'scopes[2]' })] }),
-    );
-    expect(() => refuseScopeEscalation(['write:api_keys'], {})).not.toThrow();
+describe('clients an OAuth token may manage', () => {
+  const token = { scopes: ['read:users', 'write:clients'] };
+  const client = (over: Partial<{ scopes: string[]; firstParty: boolean }> = {}) =>
+    ({ id: 'cli_x', environment: 'live', name: 'X', type: 'confidential', redirectUris: [], scopes: ['read:users'], firstParty: false, ...over }) as never;
+  const fields = (fn: () => void) => {
+    try {
+      fn();
+      return [];
+    } catch (err) {
+      return (err as { code: string; details: { field: string }[] }).details.map((d) => d.field);
+    }
+  };
+
+  it('gives only its own scopes, names each other one, and never makes a client first party', () => {
+    expect(fields(() => refuseTokenClientChange(token, { scopes: ['read:users'] }))).toEqual([]);
+    expect(fields(() => refuseTokenClientChange(token, {}))).toEqual([]);
+    expect(fields(() => refuseTokenClientChange(token, { scopes: ['write:api_keys', 'read:users', 'read:logs'] }))).toEqual(['scopes[0]', 'scopes[2]']);
+    expect(fields(() => refuseTokenClientChange(token, { scopes: ['read:users'], firstParty: true }))).toEqual(['firstParty']);
+  });
+
+  it('changes or deletes only clients no stronger than itself, and no first-party client', () => {
+    expect(fields(() => refuseTokenClientChange(token, { name: 'Y' } as never, client()))).toEqual([]);
+    expect(fields(() => refuseTokenClientChange(token, {}, client({ scopes: ['read:users', 'write:api_keys'] })))).toEqual(['id']);
+    expect(fields(() => refuseTokenClientChange(token, {}, client({ firstParty: true })))).toEqual(['id']);
+  });
+
+  it('leaves API keys and sessions to the policies', () => {
+    expect(fields(() => refuseTokenClientChange({}, { scopes: ['write:api_keys'], firstParty: true }, client({ firstParty: true })))).toEqual([]);
   });
 });
 

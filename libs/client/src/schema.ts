@@ -166,7 +166,7 @@ export interface paths {
         /** End-session endpoint (OpenID Connect RP-Initiated Logout 1.0): ends the login session of the authorization server */
         get: operations["endSession"];
         put?: never;
-        /** The end-session endpoint by form, and its confirmation (action=confirm with the page's CSRF token) */
+        /** The end-session endpoint by form (on to the same request by GET, 303), and its confirmation (action=confirm with the page's CSRF token) */
         post: operations["endSessionForm"];
         delete?: never;
         options?: never;
@@ -2690,7 +2690,7 @@ export interface operations {
             path?: never;
             cookie?: never;
         };
-        requestBody: {
+        requestBody?: {
             content: {
                 "application/x-www-form-urlencoded": {
                     /** @description An ID token this server issued to the client (expired ones too): with the signed-in user's, no question is asked */
@@ -2724,7 +2724,7 @@ export interface operations {
                     "text/html": string;
                 };
             };
-            /** @description Signed out: on to post_logout_redirect_uri (with state) */
+            /** @description Signed out: on to post_logout_redirect_uri (with state); or, without action=confirm, on to the same request by GET */
             303: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -4845,7 +4845,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
-            /** @description An OAuth access token giving scopes it does not have (each named as scopes[i]), or denied by policy */
+            /** @description Denied by policy; or an OAuth access token giving scopes it does not have (scopes[i]) or making a first-party client (firstParty) */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -4937,7 +4937,20 @@ export interface operations {
             };
             400: components["responses"]["InvalidRequest"];
             401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
+            /** @description Denied by policy; or an OAuth access token deleting a first-party client or one with scopes it lacks (id) */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description No such client */
             404: {
                 headers: {
@@ -5005,7 +5018,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
-            /** @description An OAuth access token giving scopes it does not have (each named as scopes[i]), or denied by policy */
+            /** @description Denied by policy; or an OAuth access token changing a first-party client or one with scopes it lacks (id), giving scopes it lacks (scopes[i]) or making it first party (firstParty) */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];

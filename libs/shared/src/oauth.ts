@@ -26,6 +26,13 @@ export const OAUTH_SCOPES = [
 ] as const;
 
 /**
+ * The administrative scopes: each lets a token make credentials as strong as an administrator's (an API key,
+ * a client, an SSO connection that signs users in). Only first-party clients may be registered with them, so
+ * no third-party application can obtain one through a consent page.
+ */
+export const ADMINISTRATIVE_SCOPES: readonly string[] = ['write:api_keys', 'write:clients', 'write:sso'];
+
+/**
  * The RFC 7662 answer for an active access token, from its verified claims: with a user's tokens, how the user
  * authenticated (amr, acr, auth_time; absent claims stay absent, as JSON drops undefined).
  */

@@ -150,16 +150,24 @@ export class JwtVerifier {
    * checked; an expired one is still a hint (a logout comes after the token has served), so exp is not.
    */
   async idTokenHint(token: string): Promise<{ sub: string; clientId: string } | undefined> {
-    await this.refresh(5 * 60_000);
     try {
-      const { payload, protectedHeader } = await compactVerify(token, this.keys!, { algorithms: ['ES256'] });
+      await this.refresh(5 * 60_000);
+      const verify = () => compactVerify(token, this.keys!, { algorithms: ['ES256'] });
+      // A key rotated in since the key set was fetched: fetched again (at most every 10 s), as for access tokens.
+      const { payload, protectedHeader } = await verify().catch(async (err: unknown) => {
+        if (!(err instanceof errors.JWKSNoMatchingKey)) throw err;
+        await this.refresh(10_000);
+        return verify();
+      });
       if (protectedHeader.typ !== 'JWT') return undefined; // not an access token (at+jwt)
       const claims = JSON.parse(new TextDecoder().decode(payload)) as JWTPayload;
       const aud = Array.isArray(claims.aud) ? claims.aud : [claims.aud];
       if (claims.iss !== this.issuer || typeof claims.sub !== 'string' || aud.length !== 1 || typeof aud[0] !== 'string') return undefined;
       return { sub: claims.sub, clientId: aud[0] };
-    } catch {
-      return undefined;
+    } catch (err) {
+      // Not a token this issuer signed; but a key set that cannot be fetched says nothing about the token.
+      if (err instanceof errors.JOSEError || err instanceof SyntaxError) return undefined;
+      throw new AppError('unavailable', 'The signing keys cannot be read right now; retry shortly');
     }
   }
 }

@@ -65,8 +65,10 @@ async function loginSession(deps: OAuthDeps, req: Request): Promise<{ token: str
   try {
     return { token, principal: await deps.clients.identity.authenticateSession({ token }, callOptions(deps, req)) };
   } catch (err) {
-    if (fromGrpcError(err).code === 'unauthorized') return undefined;
-    throw fromGrpcError(err);
+    // Refused (expired, revoked, its user deleted): nobody is signed in. Only an outage is an error.
+    const e = fromGrpcError(err);
+    if (e.code === 'unavailable' || e.code === 'internal_error') throw e;
+    return undefined;
   }
 }
 
@@ -93,6 +95,14 @@ export function logoutEndpoint(deps: OAuthDeps) {
     try {
       const p = paramsOf(req.method === 'POST' ? req.body : req.query);
       const confirmed = req.method === 'POST' && p.get('action') === 'confirm';
+      if (req.method === 'POST' && !confirmed) {
+        // A relying party's form post comes from its own site, and the login session's cookie (SameSite=Lax)
+        // is not sent with a cross-site POST: on to the same request by GET, which a top-level navigation
+        // sends it with (otherwise the session would look absent and stay alive).
+        const query = new URLSearchParams(Object.entries(carried(p)).filter(([, v]) => v !== '')).toString();
+        res.setHeader('Cache-Control', 'no-store');
+        return res.redirect(303, `${LOGOUT_PATH}${query ? `?${query}` : ''}`);
+      }
       if (confirmed && !csrfValid(req, p.get('csrf_token'))) {
         return sendPage(res, 403, errorPage('invalid_request', 'The form expired or its CSRF token is missing or invalid; sign out again from the application'));
       }

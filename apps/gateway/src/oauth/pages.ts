@@ -23,7 +23,7 @@ export const SCOPE_TEXT: Record<string, string> = {
   'read:api_keys': 'See API keys (never their secrets)',
   'write:api_keys': 'Create, rotate and revoke API keys: a key acts with full access to its environment',
   'read:clients': 'See OAuth client applications',
-  'write:clients': 'Register, change and delete OAuth client applications',
+  'write:clients': 'Register, change and delete OAuth client applications: a client acts for users who sign in to it',
   'read:sso': 'See SSO connections',
   'write:sso': 'Create, change and delete SSO connections (who can sign in through which identity provider)',
 };

@@ -268,13 +268,19 @@ export function surfacePaths(o: Surface & { issuer: string }, set: SchemaSet, c:
       }),
       post: open({
         operationId: 'endSessionForm',
-        summary: 'The end-session endpoint by form, and its confirmation (action=confirm with the page\'s CSRF token)',
+        summary: 'The end-session endpoint by form (on to the same request by GET, 303), and its confirmation (action=confirm with the page\'s CSRF token)',
         tags: ['oauth'],
+        // Every parameter is optional, so an empty form (or none) is a request too: on to GET /oauth/logout.
         requestBody: {
-          required: true,
+          required: false,
           content: { 'application/x-www-form-urlencoded': { schema: fields({ ...logoutParams, csrf_token: 'The confirmation page\'s CSRF token (action=confirm)', action: 'confirm (the confirmation page\'s form)' }) } },
         },
-        responses: { ...logoutResponses, 403: page('The confirmation form\'s CSRF token is missing or invalid (an error page)'), 413: eitherError('The form is larger than 64 KiB or has more than 100 parameters') },
+        responses: {
+          ...logoutResponses,
+          303: redirect('Signed out: on to post_logout_redirect_uri (with state); or, without action=confirm, on to the same request by GET'),
+          403: page('The confirmation form\'s CSRF token is missing or invalid (an error page)'),
+          413: eitherError('The form is larger than 64 KiB or has more than 100 parameters'),
+        },
       }),
     };
   }

@@ -9,6 +9,7 @@ import {
   redirectUriProblem,
   redirectWith,
   scopesOutside,
+  administrativeScopeErrors,
   sessionAuthTime,
 } from './oauth';
 
@@ -101,5 +102,14 @@ describe('how the user authenticated (amr, acr, auth_time)', () => {
     const claims = authenticationClaims({ amr, acr: '', authTime: null });
     amr.push('otp');
     expect(claims.amr).toEqual(['pwd']);
+  });
+});
+
+describe('administrative scopes', () => {
+  it('belong to first-party clients only: each named on another client, or the flag when only it changes', () => {
+    expect(administrativeScopeErrors(['read:users', 'write:api_keys'], true, true)).toEqual([]);
+    expect(administrativeScopeErrors(['read:users'], false, true)).toEqual([]);
+    expect(administrativeScopeErrors(['write:clients', 'read:users', 'write:sso'], false, true).map((e) => e.field)).toEqual(['scopes[0]', 'scopes[2]']);
+    expect(administrativeScopeErrors(['write:api_keys'], false, false)).toEqual([{ field: 'firstParty', message: expect.stringContaining('must stay true while the client has write:api_keys') }]);
   });
 });

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { OAUTH_SCOPES, type FieldError } from '@secsvc/shared';
+import { ADMINISTRATIVE_SCOPES, OAUTH_SCOPES, type FieldError } from '@secsvc/shared';
 import { hashOpaqueToken, sameHash } from './opaque-tokens';
 
 // The rules of the OAuth 2.0 authorization server that need no I/O: scopes, redirect URIs, PKCE and the
@@ -82,6 +82,18 @@ export function validateClientFields(
     });
   }
   return errors;
+}
+
+/**
+ * Administrative scopes belong to first-party clients only (ADMINISTRATIVE_SCOPES): on a client that is not (or
+ * stops being) first party each is named, as `scopes[i]`, or as `firstParty` when the change is the flag's.
+ */
+export function administrativeScopeErrors(scopes: readonly string[], firstParty: boolean, scopesGiven: boolean): FieldError[] {
+  if (firstParty) return [];
+  const admin = scopes.flatMap((s, i) => (ADMINISTRATIVE_SCOPES.includes(s) ? [{ i, s }] : []));
+  if (!admin.length) return [];
+  if (!scopesGiven) return [{ field: 'firstParty', message: `must stay true while the client has ${admin.map((a) => a.s).join(', ')} (administrative scopes are for first-party clients)` }];
+  return admin.map(({ i, s }) => ({ field: `scopes[${i}]`, message: `${s} is an administrative scope: only a first-party client may have it` }));
 }
 
 const PKCE_VALUE = /^[A-Za-z0-9._~-]{43,128}$/;

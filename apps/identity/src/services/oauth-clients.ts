@@ -1,5 +1,5 @@
 import { AppError, eventOfCall, newId, type CallContext, type PoolClient } from '@secsvc/shared';
-import { CLIENT_SECRET_PREFIX, hashClientSecret, validateClientFields } from '../domain/oauth';
+import { CLIENT_SECRET_PREFIX, hashClientSecret, administrativeScopeErrors, validateClientFields } from '../domain/oauth';
 import { generateOpaqueToken } from '../domain/opaque-tokens';
 import type { oauthClientsRepository, OAuthClientRow } from '../repositories/oauth';
 import type { OAuthClientCache } from './oauth-client-cache';
@@ -46,6 +46,7 @@ export class OAuthClientsService {
   /** A new client; a confidential one gets its secret (shown once, '' for a public client). */
   async create(environment: string, input: NewClientInput, call: CallContext): Promise<{ row: OAuthClientRow; secret: string }> {
     const errors = validateClientFields({ name: input.name, type: input.type, redirectUris: input.redirectUris, scopes: input.scopes }, input.type);
+    errors.push(...administrativeScopeErrors(input.scopes, input.firstParty, true));
     if (errors.length) throw AppError.invalid(errors);
     const { db, clients, serverSecret } = this.deps;
     const secret = input.type === 'confidential' ? generateOpaqueToken(CLIENT_SECRET_PREFIX) : '';
@@ -85,6 +86,7 @@ export class OAuthClientsService {
       if (!before) throw AppError.notFound('OAuth client');
       const update = { name: changes.name, redirectUris: changes.redirectUris, scopes: changes.scopes, firstParty: changes.firstParty };
       const errors = validateClientFields(update, before.type);
+      errors.push(...administrativeScopeErrors(update.scopes ?? before.scopes, update.firstParty ?? before.first_party, update.scopes !== undefined));
       if (errors.length) throw AppError.invalid(errors);
       // Deleted by a concurrent call since it was read: gone, as for a delete that came first.
       const row = await clients.update(tx, environment, id, { ...update, name: update.name?.trim() });

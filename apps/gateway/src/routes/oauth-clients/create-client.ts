@@ -1,5 +1,5 @@
 import { dataOf, defineRoute, errorSchema } from '../route';
-import { clientOf, createClientBody, createdClientForm, refuseScopeEscalation } from './schemas';
+import { clientOf, createClientBody, createdClientForm, refuseTokenClientChange } from './schemas';
 
 export const createClientRoute = defineRoute({
   method: 'post',
@@ -12,10 +12,10 @@ export const createClientRoute = defineRoute({
   responses: {
     201: { description: 'Created', schema: dataOf(createdClientForm) },
     400: { description: 'Invalid body: each faulty field (redirectUris[i], scopes[i]) is named', schema: errorSchema },
-    403: { description: 'An OAuth access token giving scopes it does not have (each named as scopes[i]), or denied by policy', schema: errorSchema },
+    403: { description: 'Denied by policy; or an OAuth access token giving scopes it does not have (scopes[i]) or making a first-party client (firstParty)', schema: errorSchema },
   },
   async handle({ body }, ctx) {
-    refuseScopeEscalation(body.scopes, ctx.principal);
+    refuseTokenClientChange(ctx.principal, body);
     const created = await ctx.clients.identity.createOAuthClient(
       {
         environment: ctx.principal.environment,

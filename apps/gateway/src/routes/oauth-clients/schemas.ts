@@ -1,5 +1,5 @@
 import type { identity } from '@secsvc/proto';
-import { AppError, NOT_BLANK, OAUTH_SCOPES } from '@secsvc/shared';
+import { AppError, NOT_BLANK, OAUTH_SCOPES, type FieldError } from '@secsvc/shared';
 import { z } from 'zod';
 import type { Principal } from '../../context';
 import { atLeastOne, evenWithFaultyFields } from '../body-rules';
@@ -79,13 +79,23 @@ export function clientOf(c: identity.OAuthClient): z.infer<typeof clientForm> {
 }
 
 /**
- * An OAuth access token cannot register or change a client so that it may ask for more than the token itself
- * has: a client's tokens would otherwise be a way round the consent that limited this one (a token with
- * write:clients alone making a client with write:api_keys). API keys and sessions are bounded by the policies only.
+ * What an OAuth access token may do to clients (API keys and sessions are bounded by the policies only):
+ * - give a client only scopes the token has itself (a token with write:clients alone would otherwise make a
+ *   client with write:api_keys), and change or delete only clients whose scopes it has;
+ * - never make a client first party, nor change or delete one: a first-party client skips consent, so a token
+ *   that could point one's redirect URIs elsewhere would collect other users' codes without their consent.
+ * `existing` is the client being changed or deleted. Each refusal is a 403 naming the field at fault.
  */
-export function refuseScopeEscalation(scopes: readonly string[] | undefined, principal: Pick<Principal, 'scopes'>): void {
+export function refuseTokenClientChange(principal: Pick<Principal, 'scopes'>, change: { scopes?: readonly string[]; firstParty?: boolean }, existing?: identity.OAuthClient): void {
   const held = principal.scopes;
-  if (!held || !scopes) return;
-  const beyond = scopes.flatMap((scope, i) => (held.includes(scope) ? [] : [{ field: `scopes[${i}]`, message: `your access token does not have ${scope}, so it cannot give it to a client` }]));
-  if (beyond.length) throw new AppError('forbidden', 'An OAuth access token can give a client only scopes it has itself', beyond);
+  if (!held) return;
+  const faults: FieldError[] = [];
+  if (existing?.firstParty) faults.push({ field: 'id', message: 'a first-party client cannot be changed or deleted with an OAuth access token (use an API key)' });
+  if (change.firstParty) faults.push({ field: 'firstParty', message: 'an OAuth access token cannot make a first-party client (use an API key)' });
+  (change.scopes ?? []).forEach((scope, i) => {
+    if (!held.includes(scope)) faults.push({ field: `scopes[${i}]`, message: `your access token does not have ${scope}, so it cannot give it to a client` });
+  });
+  const beyond = (existing?.scopes ?? []).filter((s) => !held.includes(s));
+  if (beyond.length) faults.push({ field: 'id', message: `the client has ${beyond.join(', ')}, which your access token does not have` });
+  if (faults.length) throw new AppError('forbidden', 'An OAuth access token can manage only clients no stronger than itself, and no first-party client', faults);
 }

@@ -5,6 +5,11 @@ export const createConnectionRoute = defineRoute({
   method: 'post',
   path: '/sso/connections',
   scope: 'write:sso',
+  // Roles given to users the connection creates: granting them needs assign_roles on <path>/roles (like a user's roles).
+  alsoAuthorize: (req) => {
+    const roles = (req.body as { defaultRoles?: unknown } | undefined)?.defaultRoles;
+    return Array.isArray(roles) && roles.length > 0 ? { action: 'assign_roles', resource: `${req.path.replace(/\/+$/, '')}/roles` } : undefined;
+  },
   operationId: 'createSsoConnection',
   summary: 'Connect a SAML 2.0 identity provider (its metadata is validated: entity id, SSO endpoint, signing certificates)',
   tags: ['sso'],

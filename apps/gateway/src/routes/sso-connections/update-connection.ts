@@ -6,6 +6,11 @@ export const updateConnectionRoute = defineRoute({
   method: 'patch',
   path: '/sso/connections/:id',
   scope: 'write:sso',
+  // Roles given to users the connection creates: granting them needs assign_roles on <path>/roles (like a user's roles).
+  alsoAuthorize: (req) => {
+    const roles = (req.body as { defaultRoles?: unknown } | undefined)?.defaultRoles;
+    return Array.isArray(roles) && roles.length > 0 ? { action: 'assign_roles', resource: `${req.path.replace(/\/+$/, '')}/roles` } : undefined;
+  },
   operationId: 'updateSsoConnection',
   summary: 'Change an SSO connection: name, idpMetadataXml (validated again), domains and defaultRoles (replace the stored ones), attributeMapping, allowIdpInitiated, initiateLoginUrl, allowSha1Signatures, requireMfa',
   tags: ['sso'],

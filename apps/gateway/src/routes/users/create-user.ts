@@ -5,6 +5,11 @@ export const createUserRoute = defineRoute({
   method: 'post',
   path: '/users',
   scope: 'write:users',
+  // A new user's roles need assign_roles on /users/roles too: a user allowed to create accounts does not thereby make administrators.
+  alsoAuthorize: (req) => {
+    const roles = (req.body as { roles?: unknown } | undefined)?.roles;
+    return Array.isArray(roles) && roles.length > 0 ? { action: 'assign_roles', resource: '/users/roles' } : undefined;
+  },
   operationId: 'createUser',
   summary: 'Create a user',
   tags: ['users'],
