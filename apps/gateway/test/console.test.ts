@@ -80,12 +80,16 @@ describe('/console', () => {
     expect(missing.status).toBe(404);
     expect(missing.text).not.toContain('<html');
     // Paths sent as they are (fetch would resolve the dots before sending): nothing outside the build folder.
-    writeFileSync(path.join(path.dirname(dir), `${path.basename(dir)}-secret.txt`), 'outside the build');
-    for (const raw of ['/console/assets/../../package.json', `/console/../${path.basename(dir)}-secret.txt`, `/console/assets/..%2f..%2f${path.basename(dir)}-secret.txt`, '/console/assets/%2e%2e/%2e%2e/package.json']) {
-      const res = await rawGet(gw.url, raw);
-      expect([raw, res.status < 500, res.body]).toEqual([raw, true, expect.not.stringMatching(/outside the build|"name"/)]);
+    const secret = path.join(path.dirname(dir), `${path.basename(dir)}-secret.txt`);
+    writeFileSync(secret, 'outside the build');
+    try {
+      for (const raw of ['/console/assets/../../package.json', `/console/../${path.basename(secret)}`, `/console/assets/..%2f..%2f${path.basename(secret)}`, '/console/assets/%2e%2e/%2e%2e/package.json']) {
+        const res = await rawGet(gw.url, raw);
+        expect([raw, res.status < 500, res.body]).toEqual([raw, true, expect.not.stringMatching(/outside the build|"name"/)]);
+      }
+    } finally {
+      rmSync(secret, { force: true });
     }
-    rmSync(path.join(path.dirname(dir), `${path.basename(dir)}-secret.txt`));
   });
 
   it('answers config.json: the issuer, the redirect URI, the scope and the client of each environment, from identity (reused a while)', async () => {

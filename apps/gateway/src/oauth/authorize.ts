@@ -9,10 +9,6 @@ import { consentPage, continuePage, errorPage, loginPage, mfaPage, sendPage, typ
 import { callOptions, type OAuthDeps } from './deps';
 import { requestOrigin } from '../http/origin';
 
-/** The login session at the authorization server lasts as long as a session from POST /v1/auth/login. */
-
-/** The authentication context class of a session with MFA (identity's ACR_MFA). */
-
 /** The login page's message when the second step's token or the passkey challenge is unknown, used or expired. */
 export const SIGN_IN_EXPIRED = 'Your sign-in expired; start again';
 

@@ -40,7 +40,6 @@ export const sessionsRepository = {
     return rows[0]!;
   },
 
-  /** A step-up on the active session `id` of the user: its MFA done now, its amr and acr replaced. */
   /** The user's active session with this id, locked for the transaction (a step-up reads its amr, then writes it). */
   async lockActive(db: Db, environment: string, userId: string, id: string): Promise<SessionRow | undefined> {
     const { rows } = await db.query<SessionRow>(
@@ -51,6 +50,7 @@ export const sessionsRepository = {
     return rows[0];
   },
 
+  /** A step-up on the active session `id` of the user: its MFA done now, its amr and acr replaced. */
   async stepUp(db: Db, environment: string, userId: string, id: string, amr: string[], acr: string): Promise<SessionRow | undefined> {
     const { rows } = await db.query<SessionRow>(
       `UPDATE sessions SET mfa_at = now(), amr = $4, acr = $5

@@ -151,11 +151,6 @@ function parseCredential(json: string, field: string): unknown {
   }
 }
 
-/**
- * Multi-factor authentication: users' factors (TOTP, passkeys, recovery codes), the second step of logins,
- * passwordless passkey logins, step-up of sessions, and the environment's MFA requirement. Every change and
- * every failure has its event; failed proofs are throttled per user and per ip like passwords.
- */
 /** A passkey as WebAuthn options name it (excludeCredentials, allowCredentials). */
 const passkeyRef = (f: FactorRow) => ({ id: f.credential_id!, transports: f.transports ?? [] });
 
@@ -167,6 +162,11 @@ export interface EnrolledTotp {
   qrCode: string;
 }
 
+/**
+ * Multi-factor authentication: users' factors (TOTP, passkeys, recovery codes), the second step of logins,
+ * passwordless passkey logins, step-up of sessions, and the environment's MFA requirement. Every change and
+ * every failure has its event; failed proofs are throttled per user and per ip like passwords.
+ */
 export class MfaService {
   constructor(private readonly deps: MfaDeps) {}
 

@@ -144,7 +144,6 @@ export class SessionsService {
     return sessions.listActive(db.pool, environment, userId);
   }
 
-  /** Ends every active session of the user (session.revoked for each): how many. */
   /** Ends every active session of the user, or only `sessionId` (not found unless it is one of them). */
   async revokeAllOfUser(environment: string, userId: string, call: CallContext, sessionId?: string): Promise<number> {
     return this.deps.db.transaction(async (tx) => {
