@@ -2,7 +2,7 @@ import { AppError, encodeCursor, environmentOf, isId, pageRequest, type FieldErr
 import type { LogRow } from '../rows';
 import { compileSearchQuery, highlight, parseSearchQuery, type HighlightSource } from '../search';
 import type { CountInterval, LogCount, LogPosition, LogStore } from '../store';
-import { filtersOf, type FilterRequest } from './requests';
+import { filtersOf, windowErrors, type FilterRequest } from './requests';
 
 export const MAX_PAGE = 100;
 
@@ -111,12 +111,7 @@ export class LogQueries {
     const errors: FieldError[] = [];
     const known = interval === 'hour' || interval === 'day';
     if (!known) errors.push({ field: 'interval', message: 'must be hour or day' });
-    if (!req.from) errors.push({ field: 'from', message: 'is required' });
-    if (!req.to) errors.push({ field: 'to', message: 'is required' });
-    const days = known ? MAX_COUNT_WINDOW_DAYS[interval] : undefined;
-    if (days !== undefined && req.from && req.to && Date.parse(req.to) - Date.parse(req.from) > days * 86_400_000) {
-      errors.push({ field: 'to', message: `the range from..to must be at most ${days} days with interval ${interval}` });
-    }
+    errors.push(...windowErrors(req, known ? MAX_COUNT_WINDOW_DAYS[interval] : undefined, ` with interval ${interval}`));
     let clause;
     try {
       clause = req.query ? compileSearchQuery(parseSearchQuery(req.query)) : undefined;

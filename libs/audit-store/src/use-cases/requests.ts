@@ -22,6 +22,17 @@ export function filterErrors(req: { events?: string[]; from?: string; to?: strin
   return errors;
 }
 
+/** A window that must be given, from..to, at most `maxDays` long (`why` ends the message: what the limit is for). */
+export function windowErrors(req: { from?: string; to?: string }, maxDays: number | undefined, why = ''): FieldError[] {
+  const errors: FieldError[] = [];
+  if (!req.from) errors.push({ field: 'from', message: 'is required' });
+  if (!req.to) errors.push({ field: 'to', message: 'is required' });
+  if (req.from && req.to && maxDays !== undefined && Date.parse(req.to) - Date.parse(req.from) > maxDays * DAY_MS) {
+    errors.push({ field: 'to', message: `the range from..to must be at most ${maxDays} days${why}` });
+  }
+  return errors;
+}
+
 /** The time window and event filters shared by list and search (400 naming every faulty field). */
 export function filtersOf(req: FilterRequest): LogFilters {
   const environment = environmentOf(req.environment);
@@ -47,12 +58,7 @@ export function exportSpecOf(req: ExportRequest, maxRangeDays?: number): ExportS
   if (req.format !== undefined && !(EXPORT_FORMATS as readonly string[]).includes(req.format)) {
     errors.push({ field: 'format', message: `must be one of ${EXPORT_FORMATS.join(', ')}` });
   }
-  if (!req.from) errors.push({ field: 'from', message: 'is required' });
-  if (!req.to) errors.push({ field: 'to', message: 'is required' });
-  errors.push(...filterErrors(req));
-  if (req.from && req.to && maxRangeDays !== undefined && Date.parse(req.to) - Date.parse(req.from) > maxRangeDays * DAY_MS) {
-    errors.push({ field: 'to', message: `the range from..to must be at most ${maxRangeDays} days` });
-  }
+  errors.push(...windowErrors(req, maxRangeDays), ...filterErrors(req));
   const spec = { environment, from: req.from ?? '', to: req.to ?? '', events: req.events ?? [], query: req.query ?? '' };
   try {
     exportCriteria(spec); // a query that cannot be parsed is a 400 naming `query`
