@@ -88,6 +88,10 @@ describe('hostile input on every route', () => {
     const res = await call(gw, 'POST', '/oauth/token', { raw: 'grant_type=client_credentials&client_id=a%00b&client_secret=x', headers: { 'content-type': 'application/x-www-form-urlencoded' }, auth: false });
     expect(res.status).toBe(400);
     expect(res.body).toEqual({ error: 'invalid_request', error_description: 'client_id must not contain the NUL character (U+0000)' });
+    // In a pair the parser drops (an empty name), still refused: the guard sees the raw form.
+    const dropped = await call(gw, 'POST', '/oauth/logout', { raw: 'state=s&=a%00b', headers: { 'content-type': 'application/x-www-form-urlencoded' }, auth: false });
+    expect(dropped.status).toBe(400);
+    expect(dropped.body).toEqual({ error: 'invalid_request', error_description: '(body) must not contain the NUL character (U+0000)' });
     expect(serviceCalls()).toEqual([]);
   });
 

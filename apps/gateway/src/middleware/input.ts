@@ -22,9 +22,29 @@ export function jsonBody(limit: string): RequestHandler[] {
   return [express.json({ limit, strict: true, type: 'application/json', verify: verifyUtf8 }), checkBody];
 }
 
+/** Forms whose raw bytes hold a NUL (encoded as %00 or not). */
+const formsWithNul = new WeakSet<Request>();
+
+/**
+ * A form's raw bytes must be UTF-8; a NUL in them is noted, because the parser drops some pairs (an empty name)
+ * before the guard could see their values.
+ */
+function verifyForm(req: Request, res: Response, buf: Buffer): void {
+  verifyUtf8(req, res, buf);
+  if (buf.includes(0) || /%00/i.test(buf.toString('latin1'))) formsWithNul.add(req);
+}
+
+/** The guard over a parsed form: its fields by name, then a NUL only the raw bytes showed. */
+function checkForm(req: Request, res: Response, next: NextFunction): void {
+  checkBody(req, res, (err?: unknown) => {
+    if (err || !formsWithNul.has(req)) return next(err);
+    next(refuse([{ field: '(body)', message: 'must not contain the NUL character (U+0000)' }]));
+  });
+}
+
 /** An application/x-www-form-urlencoded body parser followed by the guard. */
 export function formBody(limit: string, parameterLimit: number): RequestHandler[] {
-  return [express.urlencoded({ extended: false, limit, parameterLimit, verify: verifyUtf8 }), checkBody];
+  return [express.urlencoded({ extended: false, limit, parameterLimit, verify: verifyForm }), checkForm];
 }
 
 /** Whether the percent-escapes of a query decode to UTF-8 (a stray % is left as it is, as the query parser does). */
