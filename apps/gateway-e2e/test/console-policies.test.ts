@@ -264,7 +264,10 @@ suite('console policies in chromium', () => {
     await dialog.getByRole('button', { name: 'Delete' }).click();
     await page.getByText('Policy readers of users was deleted.').waitFor();
     expect((await h.s.api('GET', `/policies/${id}`)).status).toBe(404);
-    await expect(page.getByRole('table', { name: 'Policies' }).locator('tbody tr td:first-child').allTextContents()).resolves.toEqual(['console administrators']);
+    // The list as reloaded after the delete (waited for: the notice shows while it loads).
+    const listed = page.getByRole('table', { name: 'Policies' });
+    await listed.getByText('console administrators').waitFor();
+    await expect(listed.locator('tbody tr td:first-child').allTextContents()).resolves.toEqual(['console administrators']);
 
     await closeCleanTab(tab, ['POST /v1/policies/simulate 400', 'POST /v1/policies 400', 'POST /v1/policies/simulate 400']);
   });

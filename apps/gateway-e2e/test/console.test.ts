@@ -244,7 +244,9 @@ suite('admin console in chromium', () => {
     await signIn(tab, 'tester@console.example', 'test', '10-test');
     await expect(page.getByRole('note', { name: 'Test environment' }).isVisible()).resolves.toBe(true);
     await expect(page.getByRole('group', { name: 'Environment' }).getByRole('button', { name: 'Test' }).getAttribute('aria-pressed')).resolves.toBe('true');
-    await expect(page.getByRole('table', { name: 'Users' }).locator('tbody tr td:first-child').allTextContents()).resolves.toEqual(['tester@console.example']);
+    const users = page.getByRole('table', { name: 'Users' });
+    await users.getByText('tester@console.example').waitFor();
+    await expect(users.locator('tbody tr td:first-child').allTextContents()).resolves.toEqual(['tester@console.example']);
     await shot(page, '10-test-users');
     await checkAccessibility(page, '10-test-users');
     // A live user cannot sign in with the test client: switching back asks for a live account.
