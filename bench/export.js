@@ -1,8 +1,9 @@
 // Log export throughput and the worker's memory: 1,000,000 stored entries exported to CSV and to JSON, into
 // the local directory store and into S3 (a real versitygw), through the whole local stack (the worker reads
 // rows through audit's StreamLogs, as in the local profile). Also a 100,000-entry export (memory must not
-// grow with size) and, as the ceiling measured in the same run, StreamLogs read alone by a client that only
-// decodes the rows.
+// grow with size) and, as ceilings measured in the same run: ClickHouse alone reading the same rows (stored
+// columns, and rendered as CSV and JSON, one query each, in the filling child) and StreamLogs read alone by a
+// client that only walks the rows.
 //
 //   npm run build && npm run bench:export        (BENCH_ROWS=1000000 by default; needs versitygw for S3)
 const { spawnSync } = require('node:child_process');
@@ -58,6 +59,27 @@ async function fill(dir) {
   }
   // Historical data as it settles: parts merged, so no background merge competes with the measurement.
   await ch.command({ query: 'OPTIMIZE TABLE audit_logs FINAL' });
+  // The ceilings ClickHouse itself sets, in this process (no service, no gRPC, no file): the whole window read
+  // newest first in one query, as stored columns and as the rendered entries of each format.
+  const { renderedSelectSql, RENDER_SETTINGS } = require('@secsvc/audit-store');
+  const where = `environment = 'live' AND timestamp >= toDateTime64('${WINDOW.from.replace('T', ' ').replace('Z', '')}', 3, 'UTC') AND timestamp < toDateTime64('${WINDOW.to.replace('T', ' ').replace('Z', '')}', 3, 'UTC')`;
+  const raw = [
+    ['raw read of the same rows (SELECT of the stored columns, RowBinary)', `SELECT * FROM audit_logs WHERE ${where} ORDER BY timestamp DESC, id DESC FORMAT RowBinary`],
+    ['ClickHouse rendering CSV, one query', `${renderedSelectSql('csv')} FROM audit_logs WHERE ${where} ORDER BY timestamp DESC, id DESC FORMAT RowBinary`],
+    ['ClickHouse rendering JSON, one query', `${renderedSelectSql('json')} FROM audit_logs WHERE ${where} ORDER BY timestamp DESC, id DESC FORMAT RowBinary`],
+  ];
+  const out = [];
+  for (const [label, query] of raw) {
+    const cpu0 = process.cpuUsage();
+    const t = performance.now();
+    const r = await ch.exec({ query, clickhouse_settings: RENDER_SETTINGS });
+    let bytes = 0;
+    for await (const part of r.stream) bytes += part.length;
+    const seconds = (performance.now() - t) / 1000;
+    const cpu = process.cpuUsage(cpu0);
+    out.push({ label, rows: ROWS, seconds, rowsPerSecond: Math.round(ROWS / seconds), mb: Math.round(bytes / 1048576), chUs: Number(((cpu.user + cpu.system) / ROWS).toFixed(2)) });
+  }
+  fs.writeFileSync(process.argv[4], JSON.stringify(out));
   await ch.close();
 }
 
@@ -129,14 +151,17 @@ async function exportOnce(stack, label, format, window, expected) {
 /** StreamLogs read alone (decode only): the ceiling of what the worker can receive. */
 async function streamOnly(stack) {
   const { audit } = require('@secsvc/proto');
-  const { decodeRowPage } = require('@secsvc/audit-store');
+  const { RenderedRows } = require('@secsvc/audit-store');
   const client = new audit.AuditServiceClient(stack.grpc.audit, grpc.credentials.createInsecure());
   const started = performance.now();
   let rows = 0;
-  for await (const chunk of client.streamLogs({ environment: 'live', ...WINDOW, events: [], query: '', pageSize: 10_000 })) rows += decodeRowPage(chunk.rows.toString('utf8')).length;
+  for await (const chunk of client.streamLogs({ environment: 'live', ...WINDOW, events: [], query: '', pageSize: 10_000, format: 'csv' })) {
+    const r = new RenderedRows(chunk.rows);
+    while (r.next()) rows++;
+  }
   client.close();
   const seconds = (performance.now() - started) / 1000;
-  const result = { label: 'StreamLogs read + decode only (ceiling)', rows, seconds, rowsPerSecond: Math.round(rows / seconds) };
+  const result = { label: 'StreamLogs read alone, CSV (ceiling)', rows, seconds, rowsPerSecond: Math.round(rows / seconds) };
   console.log(JSON.stringify(result));
   return result;
 }
@@ -166,9 +191,12 @@ async function main() {
   try {
     console.log(`${machine()}; ${ROWS.toLocaleString('en')} entries`);
     let t = performance.now();
-    const filled = spawnSync(process.execPath, [path.join(__dirname, 'export.js'), '--fill', path.join(dataDir, 'clickhouse')], { stdio: 'inherit', env: { ...process.env, BENCH_BASE_MS: String(BASE) } });
+    const ceilingsFile = path.join(tmp, 'ceilings.json');
+    const filled = spawnSync(process.execPath, [path.join(__dirname, 'export.js'), '--fill', path.join(dataDir, 'clickhouse'), ceilingsFile], { stdio: 'inherit', env: { ...process.env, BENCH_BASE_MS: String(BASE) } });
     if (filled.status !== 0) throw new Error('filling ClickHouse failed');
     console.log(`filled embedded ClickHouse in ${((performance.now() - t) / 1000).toFixed(1)} s`);
+    const ceilings = JSON.parse(fs.readFileSync(ceilingsFile, 'utf8'));
+    for (const c of ceilings) console.log(JSON.stringify(c));
     const results = [];
     await withStack(dataDir, {}, async (stack) => {
       // The first export also warms the page cache for the rest (the ceiling included).
@@ -191,12 +219,13 @@ async function main() {
         await s3.stop();
       }
     }
-    const ceiling = results[0].rowsPerSecond;
-    console.log('\n| run | entries | seconds | entries/s | vs StreamLogs alone | file MB | worker peak RSS MB (idle) | CPU µs/entry worker / audit |');
+    // Ratios against the raw read of the same rows by ClickHouse alone (the first ceiling).
+    const ceiling = ceilings[0].rowsPerSecond;
+    console.log('\n| run | entries | seconds | entries/s | of the raw read | file MB | worker peak RSS MB (idle) | CPU µs/entry: worker / audit (ClickHouse alone) |');
     console.log('|---|---:|---:|---:|---:|---:|---:|---:|');
-    for (const r of results) {
-      const cpu = r.workerUs === undefined ? '' : `${r.workerUs} / ${r.auditUs}`;
-      console.log(`| ${r.label} | ${r.rows.toLocaleString('en')} | ${r.seconds.toFixed(2)} | ${r.rowsPerSecond.toLocaleString('en')} | ${r === results[0] ? '1.00' : (r.rowsPerSecond / ceiling).toFixed(2)} | ${r.mb ?? ''} | ${r.peakRssMb ? `${r.peakRssMb} (${r.idleRssMb})` : ''} | ${cpu} |`);
+    for (const r of [...ceilings, ...results]) {
+      const cpu = r.chUs !== undefined ? `(${r.chUs})` : r.workerUs === undefined ? '' : `${r.workerUs} / ${r.auditUs}`;
+      console.log(`| ${r.label} | ${r.rows.toLocaleString('en')} | ${r.seconds.toFixed(2)} | ${r.rowsPerSecond.toLocaleString('en')} | ${(r.rowsPerSecond / ceiling).toFixed(2)} | ${r.mb ?? ''} | ${r.peakRssMb ? `${r.peakRssMb} (${r.idleRssMb})` : ''} | ${cpu} |`);
     }
   } finally {
     fs.rmSync(tmp, { recursive: true, force: true });

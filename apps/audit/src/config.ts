@@ -36,7 +36,7 @@ export const auditConfigShape = {
   /** Longest time range (from..to) of one export. */
   EXPORT_MAX_RANGE_DAYS: env.int(366, 1, 36_500),
   /** Rows per ClickHouse page when streaming an export's rows to a worker (StreamLogs). */
-  EXPORT_PAGE_SIZE: env.int(10_000, 100, 100_000),
+  EXPORT_PAGE_SIZE: env.int(50_000, 100, 100_000),
 };
 
 export type AuditConfig = ReturnType<typeof loadAuditConfig>;

@@ -8,7 +8,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { audit, descriptorSets, serviceNames } from '@secsvc/proto';
-import { decodeRowPage, ExportJobs, LogStore, migrateAuditSchema, migrateClickHouse, openClickHouse, rowFromEvent, type ClickHouseClient, type LogRow } from '@secsvc/audit-store';
+import { ExportJobs, LogStore, migrateAuditSchema, migrateClickHouse, openClickHouse, RenderedRows, rowFromEvent, type ClickHouseClient, type LogRow } from '@secsvc/audit-store';
 import { AppError, createLocalObjectStore, createLogger, createPool, fromGrpcError, Metrics, startGrpcServer, type ObjectStore, type Pool, type RunningGrpcServer } from '@secsvc/shared';
 import { stopTestPostgres, testDatabase, type TestDatabase } from '@secsvc/dev/testing';
 import type { ExportContext } from '../src/export-context';
@@ -138,16 +138,58 @@ function collect<T>(stream: grpc.ClientReadableStream<T>): Promise<T[]> {
   });
 }
 
-test('StreamLogs sends every row of the window newest first, in pages, as JSONCompactEachRow chunks', async () => {
-  const chunks = await collect(client.streamLogs({ environment: 'live', from: '2026-11-01T00:00:00.000Z', to: '2026-11-02T00:00:00.000Z', events: [], query: '', pageSize: 0 }));
+/** The rows of one StreamLogs chunk (RowBinary), as a worker reads them. */
+function rowsOf(chunk: audit.LogRowsChunk) {
+  const r = new RenderedRows(chunk.rows);
+  const out: { seq: number; ms: number; id: string; entry: string; meta: string }[] = [];
+  const text = (a: number, b: number) => chunk.rows.toString('utf8', a, b);
+  while (r.next()) out.push({ seq: r.seq, ms: r.ms, id: text(r.idStart, r.idEnd), entry: text(r.entryStart, r.entryEnd), meta: text(r.metaStart, r.metaEnd) });
+  return out;
+}
+
+const streamRequest = (over: Partial<audit.StreamLogsRequest> = {}): audit.StreamLogsRequest => ({
+  environment: 'live',
+  from: '2026-11-01T00:00:00.000Z',
+  to: '2026-11-02T00:00:00.000Z',
+  events: [],
+  query: '',
+  pageSize: 0,
+  format: 'ndjson',
+  ...over,
+});
+
+test('StreamLogs sends every row of the window newest first, rendered in the format asked, as RowBinary chunks with their counts', async () => {
+  const newest = [...rows].reverse();
+  const chunks = await collect(client.streamLogs(streamRequest()));
   expect(chunks.length).toBe(4); // 1,000 rows in pages of 300
   const got = chunks.flatMap((c) => {
-    const decoded = decodeRowPage(c.rows.toString());
-    expect(decoded).toHaveLength(c.count);
-    return decoded;
+    const read = rowsOf(c);
+    expect(read).toHaveLength(c.count);
+    return read;
   });
-  expect(got).toEqual([...rows].reverse());
-  await expect(collect(client.streamLogs({ environment: 'live', from: '2026-11-01T00:00:00.000Z', to: '2026-11-02T00:00:00.000Z', events: [], query: 'a*b', pageSize: 0 }))).rejects.toMatchObject({ details: [{ field: 'query' }] });
+  expect(got.map((x) => x.id)).toEqual(newest.map((r) => r.id));
+  expect(got.map((x) => x.ms)).toEqual(newest.map((r) => Date.parse(r.timestamp)));
+  expect(got.every((x) => x.seq === 0 && x.meta === '')).toBe(true); // unchained rows; JSON entries hold their metadata
+  expect(got.map((x) => (JSON.parse(x.entry) as { id: string; metadata: unknown }).id)).toEqual(newest.map((r) => r.id));
+  expect(got.every((x) => x.entry.endsWith('}\n'))).toBe(true);
+  expect(JSON.parse(got[0]!.entry)).toMatchObject({ id: newest[0]!.id, event: newest[0]!.event, timestamp: newest[0]!.timestamp, metadata: { authMethod: 'password', mfaUsed: false } });
+  // CSV: records up to the metadata cells, and the metadata text for them; a page size the request names
+  const csv = (await collect(client.streamLogs(streamRequest({ format: 'csv', pageSize: 400 })))).map((c) => {
+    const read = rowsOf(c);
+    expect(read).toHaveLength(c.count);
+    return read;
+  });
+  expect(csv.map((c) => c.length)).toEqual([400, 400, 200]);
+  const flat = csv.flat();
+  expect(flat.map((x) => x.id)).toEqual(newest.map((r) => r.id));
+  const r0 = newest[0]!;
+  expect(flat[0]!.entry).toBe(`${r0.id},${r0.timestamp},${r0.event},${r0.actor_id},${r0.actor_email},user,,,,10.0.0.1,jest,,,,,,success,${r0.trace_id},`);
+  expect(flat.every((x) => x.meta === '{"authMethod":"password","mfaUsed":false}')).toBe(true);
+});
+
+test('StreamLogs refuses a request without a format, or with one it does not render, or a bad query, naming the field', async () => {
+  for (const format of ['', 'xml']) await expect(collect(client.streamLogs(streamRequest({ format })))).rejects.toMatchObject({ code: 'invalid_request', details: [{ field: 'format' }] });
+  await expect(collect(client.streamLogs(streamRequest({ query: 'a*b' })))).rejects.toMatchObject({ code: 'invalid_request', details: [{ field: 'query' }] });
 });
 
 describe('DownloadExport', () => {

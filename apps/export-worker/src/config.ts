@@ -29,7 +29,7 @@ export const workerConfigShape = {
   /** Jobs this worker runs at once. */
   EXPORT_CONCURRENCY: env.int(1, 1, 32),
   /** Rows per page read from ClickHouse / asked of StreamLogs. */
-  EXPORT_PAGE_SIZE: env.int(10_000, 100, 100_000),
+  EXPORT_PAGE_SIZE: env.int(50_000, 100, 100_000),
   /** Poll interval for new jobs when no notification arrives. */
   EXPORT_POLL_MS: env.int(2000, 50, 60_000),
   /** How often expired files are deleted and leftovers swept. */

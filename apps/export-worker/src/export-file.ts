@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
-import type { ExportFormat, ExportSpec } from '@secsvc/audit-store';
+import { FILE_FRAMES, RenderedRows, type ExportFormat, type ExportSpec } from '@secsvc/audit-store';
 import type { ObjectStore } from '@secsvc/shared';
-import { FORMATS } from './formats';
+import { csvMetadataCells } from './formats';
 import type { LogSource } from './log-source';
 
 /** Output is handed to the object store in pieces of about this size. */
@@ -17,9 +17,10 @@ export interface WrittenFile {
 }
 
 /**
- * Writes one export file: rows from the source, formatted, hashed (SHA-256) and written to the object store
- * under `key` in ~1 MiB pieces. Nothing appears under the key unless every row was written; on any error
- * or abort the partial object is dropped. `progress` hears the running row count after each batch.
+ * Writes one export file: entries from the source (rendered by ClickHouse in the file's format) copied into
+ * the file between its head, separators and tail (FILE_FRAMES), hashed (SHA-256) and written to the object
+ * store under `key` in ~1 MiB pieces. Nothing appears under the key unless every row was written; on any
+ * error or abort the partial object is dropped. `progress` hears the running row count after each batch.
  */
 export async function writeExportFile(o: {
   source: LogSource;
@@ -30,13 +31,15 @@ export async function writeExportFile(o: {
   signal: AbortSignal;
   progress: (rows: number) => void;
 }): Promise<WrittenFile> {
-  const format = FORMATS[o.format];
-  const writer = await o.objects.create(o.key, format.contentType);
+  const frame = FILE_FRAMES[o.format];
+  const csv = o.format === 'csv';
+  const first = Buffer.from(frame.first);
+  const between = Buffer.from(frame.between);
+  const writer = await o.objects.create(o.key, frame.contentType);
   const hash = createHash('sha256');
   let size = 0;
-  // Entries are encoded straight into one output buffer, reused by every flush (the store has taken a chunk
-  // when write() resolves): no joined strings and no allocation per flush, so nothing page-sized is left
-  // for the garbage collector whatever the export's size.
+  // Entries are copied straight into one output buffer, reused by every flush (the store has taken a chunk
+  // when write() resolves): no strings and no allocation per row or per flush, whatever the export's size.
   let out = Buffer.allocUnsafe(FLUSH_BYTES + 64 * 1024);
   let used = 0;
   const flush = async () => {
@@ -47,36 +50,46 @@ export async function writeExportFile(o: {
     used = 0;
     await writer.write(chunk);
   };
-  /** Makes room for `chars` UTF-16 units (UTF-8 takes at most 3 bytes for each). */
-  const room = async (chars: number) => {
+  /** Flushes, and grows the buffer if `bytes` would not fit even then. */
+  const room = async (bytes: number) => {
     await flush();
-    if (3 * chars > out.length) out = Buffer.allocUnsafe(3 * chars);
+    if (bytes > out.length) out = Buffer.allocUnsafe(bytes);
   };
-  const append = async (text: string) => {
-    if (used + 3 * text.length > out.length) await room(text.length);
-    used += out.write(text, used, 'utf8');
+  const append = async (bytes: Buffer) => {
+    if (used + bytes.length > out.length) await room(bytes.length);
+    used += bytes.copy(out, used);
   };
   try {
-    await append(format.head);
+    await append(Buffer.from(frame.head));
     let rows = 0;
     let firstPosition = 0;
     let lastPosition = 0;
-    for await (const batch of o.source.rows(o.spec, o.signal)) {
-      for (const row of batch) {
-        const position = row.chain_seq;
-        if (position !== undefined) {
+    for await (const page of o.source.pages(o.spec, o.format, o.signal)) {
+      const r = new RenderedRows(page.bytes);
+      const bytes = page.bytes;
+      let count = 0;
+      while (r.next()) {
+        const position = r.seq;
+        if (position > 0) {
           if (firstPosition === 0 || position < firstPosition) firstPosition = position;
           if (position > lastPosition) lastPosition = position;
         }
-        const text = format.entry(row, rows === 0);
-        if (used + 3 * text.length > out.length) await room(text.length); // awaits only when flushing
-        used += out.write(text, used, 'utf8');
+        const sep = rows === 0 ? first : between;
+        // A CSV record's metadata cells (with its CRLF) come from the memo: few distinct metadata texts.
+        const tail = csv ? csvMetadataCells(bytes.toString('utf8', r.metaStart, r.metaEnd)) : undefined;
+        const need = sep.length + (r.entryEnd - r.entryStart) + (tail ? tail.length : 0);
+        if (used + need > out.length) await room(need); // awaits only when flushing
+        if (sep.length) used += sep.copy(out, used);
+        used += bytes.copy(out, used, r.entryStart, r.entryEnd);
+        if (tail) used += tail.copy(out, used);
         rows++;
+        count++;
       }
+      if (count !== page.count) throw new Error(`export source: a batch said ${page.count} rows and held ${count}`);
       o.progress(rows);
       o.signal.throwIfAborted();
     }
-    await append(format.tail);
+    await append(Buffer.from(frame.tail));
     await flush();
     const { size: stored } = await writer.finish();
     if (stored !== size) throw new Error(`object store kept ${stored} of ${size} bytes`);

@@ -1,47 +1,47 @@
 import { Metadata, type ClientReadableStream } from '@grpc/grpc-js';
-import { decodeRows, exportPages, type ClickHouseClient, type ExportSpec, type LogRow } from '@secsvc/audit-store';
+import { exportPages, type ClickHouseClient, type ExportFormat, type ExportSpec, type RenderedPage } from '@secsvc/audit-store';
 import { fromGrpcError, withTraceparent } from '@secsvc/shared';
 import type { audit } from '@secsvc/proto';
 
 /**
- * Where a worker reads an export's rows from: newest first, in batches (memory: one batch), ending when the
- * export's window is exhausted. Two adapters: the audit service's StreamLogs RPC (local profile, where the
- * audit process owns the embedded ClickHouse, which allows one process per data directory) and ClickHouse
- * itself (distributed profile, CLICKHOUSE_URL set).
+ * Where a worker reads an export's entries from: newest first, already rendered in the file's format by
+ * ClickHouse (libs/audit-store export-render.ts), in runs of whole rows (memory: about two pages), ending
+ * when the export's window is exhausted. Two adapters: the audit service's StreamLogs RPC (local profile,
+ * where the audit process owns the embedded ClickHouse, which allows one process per data directory) and
+ * ClickHouse itself (distributed profile, CLICKHOUSE_URL set).
  */
 export interface LogSource {
   readonly kind: 'audit-rpc' | 'clickhouse';
-  /** Batches of rows, each decoded as it is iterated (take a row, use it, take the next). */
-  rows: (spec: ExportSpec, signal: AbortSignal) => AsyncIterable<Iterable<LogRow>>;
+  pages: (spec: ExportSpec, format: ExportFormat, signal: AbortSignal) => AsyncIterable<RenderedPage>;
 }
 
-/** Rows straight from ClickHouse (a server, or chdb in tests), in keyset pages through libs/audit-store. */
+/** Pages straight from ClickHouse (a server, or chdb in tests), through libs/audit-store. */
 export function clickHouseLogSource(ch: ClickHouseClient, pageSize: number): LogSource {
   return {
     kind: 'clickhouse',
-    async *rows(spec, signal) {
-      for await (const page of exportPages(ch, spec, pageSize)) {
+    async *pages(spec, format, signal) {
+      for await (const page of exportPages(ch, spec, format, pageSize)) {
         signal.throwIfAborted();
-        yield decodeRows(page.text);
+        yield page;
       }
     },
   };
 }
 
 /**
- * Rows from the audit service's StreamLogs stream. The client reads a message only when the previous batch
+ * Pages from the audit service's StreamLogs stream. The client reads a message only when the previous one
  * was handled (async iteration of the call), so HTTP/2 flow control holds the service back: memory stays
  * flat on both sides. Aborting cancels the call.
  */
 export function auditLogSource(client: Pick<audit.AuditServiceClient, 'streamLogs'>, pageSize: number): LogSource {
   return {
     kind: 'audit-rpc',
-    async *rows(spec, signal) {
-      const call: ClientReadableStream<audit.LogRowsChunk> = client.streamLogs({ ...spec, pageSize }, withTraceparent(new Metadata()));
+    async *pages(spec, format, signal) {
+      const call: ClientReadableStream<audit.LogRowsChunk> = client.streamLogs({ ...spec, format, pageSize }, withTraceparent(new Metadata()));
       const cancel = () => call.cancel();
       signal.addEventListener('abort', cancel, { once: true });
       try {
-        for await (const chunk of call as AsyncIterable<audit.LogRowsChunk>) yield decodeRows(chunk.rows);
+        for await (const chunk of call as AsyncIterable<audit.LogRowsChunk>) yield { bytes: chunk.rows, count: chunk.count };
       } catch (err) {
         signal.throwIfAborted();
         throw fromGrpcError(err);

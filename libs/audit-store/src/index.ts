@@ -9,4 +9,5 @@ export * from './search';
 export * from './export-jobs';
 export * from './export-token';
 export * from './export-source';
+export * from './export-render';
 export * from './use-cases';

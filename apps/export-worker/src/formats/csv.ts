@@ -1,39 +1,12 @@
-import type { LogRow } from '@secsvc/audit-store';
-import { memoByText, metadataOf } from './full-form';
-
-/** The CSV columns: the full form's nested fields as dotted names, then metadata's known keys and the rest. */
-export const CSV_COLUMNS = [
-  'id',
-  'timestamp',
-  'event',
-  'actor.id',
-  'actor.email',
-  'actor.type',
-  'actor.name',
-  'target.id',
-  'target.type',
-  'context.ip',
-  'context.userAgent',
-  'context.location.city',
-  'context.location.country',
-  'context.location.region',
-  'context.location.coordinates.lat',
-  'context.location.coordinates.lng',
-  'result',
-  'traceId',
-  'metadata.authMethod',
-  'metadata.mfaUsed',
-  'metadata.other',
-] as const;
-
 /** Cells a spreadsheet would run as a formula (OWASP CSV injection: = + - @, and tab / carriage return). */
 const FORMULA = /^[=+\-@\t\r]/;
-/** Either of the two: the one test most cells (plain ids, times, names) need. */
+/** Either of the two: the one test most cells need. */
 const SPECIAL = /[",\r\n]|^[=+\-@\t]/;
 
 /**
  * One text cell per RFC 4180 (quoted when it holds a comma, quote or line break; quotes doubled), made inert
  * for spreadsheets: a cell starting with =, +, -, @, tab or CR gets a leading apostrophe (and then quotes).
+ * The same rule as ClickHouse's csvCellSql (libs/audit-store export-render.ts), which writes every other cell.
  */
 export function csvCell(value: string): string {
   if (!SPECIAL.test(value)) return value;
@@ -41,24 +14,39 @@ export function csvCell(value: string): string {
   return `"${v.replaceAll('"', '""')}"`;
 }
 
-const num = (n: number | null) => (n === null ? '' : String(n));
+/** A stored metadata text as an object ({} when it is not a JSON object). */
+export function metadataOf(text: string): Record<string, unknown> {
+  try {
+    const v: unknown = JSON.parse(text);
+    return v && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>) : {};
+  } catch {
+    return {};
+  }
+}
 
-/** The metadata columns: authMethod, mfaUsed, and every other key as one JSON object ('' when none). */
-const metadataCells = memoByText((text: string): string => {
+/**
+ * A memo of what a function makes of a metadata text: most entries share a handful of metadata texts
+ * ({"authMethod":"password","mfaUsed":false}, ...), so each is parsed once. Bounded: emptied when full.
+ */
+export function memoByText<T>(fn: (text: string) => T, max = 4096): (text: string) => T {
+  const memo = new Map<string, T>();
+  return (text) => {
+    let v = memo.get(text);
+    if (v === undefined) {
+      if (memo.size >= max) memo.clear();
+      v = fn(text);
+      memo.set(text, v);
+    }
+    return v;
+  };
+}
+
+/**
+ * The end of a CSV record, after the cells ClickHouse wrote: metadata.authMethod, metadata.mfaUsed, and every
+ * other key as one JSON object ('' when none), then CRLF, as UTF-8 bytes.
+ */
+export const csvMetadataCells = memoByText((text: string): Buffer => {
   const { authMethod, mfaUsed, ...other } = metadataOf(text);
   const rest = Object.keys(other).length ? JSON.stringify(other) : '';
-  return `${authMethod === undefined ? '' : csvCell(String(authMethod))},${mfaUsed === undefined ? '' : csvCell(String(mfaUsed))},${csvCell(rest)}`;
+  return Buffer.from(`${authMethod === undefined ? '' : csvCell(String(authMethod))},${mfaUsed === undefined ? '' : csvCell(String(mfaUsed))},${csvCell(rest)}\r\n`);
 });
-
-export const CSV_HEADER = CSV_COLUMNS.join(',') + '\r\n';
-
-/** One entry as a CSV record (CRLF-terminated). Numbers are written as numbers, never escaped. */
-export function csvRecord(r: LogRow): string {
-  const located = r.lat !== null && r.lng !== null;
-  return (
-    `${csvCell(r.id)},${csvCell(r.timestamp)},${csvCell(r.event)},${csvCell(r.actor_id)},${csvCell(r.actor_email)},${csvCell(r.actor_type)},${csvCell(r.actor_name)},` +
-    `${csvCell(r.target_id)},${r.target_id ? csvCell(r.target_type) : ''},${csvCell(r.ip)},${csvCell(r.user_agent)},` +
-    (located ? `${csvCell(r.city)},${csvCell(r.country)},${csvCell(r.region)},${num(r.lat)},${num(r.lng)},` : ',,,,,') +
-    `${csvCell(r.result)},${csvCell(r.trace_id)},${metadataCells(r.metadata)}\r\n`
-  );
-}

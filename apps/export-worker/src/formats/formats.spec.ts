@@ -1,110 +1,107 @@
-import { rowFromEvent, type LogRow } from '@secsvc/audit-store';
+import { CSV_COLUMNS, FILE_FRAMES } from '@secsvc/audit-store';
 import { parseCsv } from '../../test/support/csv';
-import { CSV_COLUMNS, CSV_HEADER, csvCell, csvRecord, FORMATS, fullForm } from './index';
+import { csvCell, csvMetadataCells, memoByText, metadataOf } from './index';
 
-const row = (over: Partial<LogRow> = {}): LogRow => ({
-  ...rowFromEvent(
-    {
-      id: 'log_01jd0000000000000000000001',
-      environment: 'live',
-      type: 'user.login',
-      timestamp: '2026-11-01T12:00:00.001Z',
-      actor: { id: 'user_1', email: 'alice@example.com', type: 'user' },
-      target: { id: 'ses_1', type: 'session' },
-      context: { ip: '81.2.69.142', userAgent: 'Mozilla/5.0 (X11; Linux x86_64)' },
-      result: 'success',
-      traceId: 'req_1',
-      metadataJson: '{"authMethod":"password","mfaUsed":false}',
-    },
-    { city: 'London', country: 'GB', region: 'England', lat: 51.5142, lng: -0.0931 },
-  ),
-  ...over,
-});
+/** A CSV line of the three metadata cells (what the worker appends to ClickHouse's part of a record), read back. */
+const metadataRecord = (text: string) => {
+  const bytes = csvMetadataCells(text);
+  expect(Buffer.isBuffer(bytes)).toBe(true);
+  const s = bytes.toString('utf8');
+  expect(s.endsWith('\r\n')).toBe(true);
+  const records = parseCsv(s);
+  expect(records).toHaveLength(1);
+  return records[0]!;
+};
 
-describe('CSV', () => {
-  it('has a header of dotted column names and one CRLF record per entry with the same number of fields', () => {
-    expect(CSV_HEADER).toBe(CSV_COLUMNS.join(',') + '\r\n');
-    expect(CSV_COLUMNS).toContain('context.location.coordinates.lat');
-    const [header, rec] = parseCsv(CSV_HEADER + csvRecord(row()));
-    expect(header).toEqual([...CSV_COLUMNS]);
-    expect(Object.fromEntries(header!.map((h, i) => [h, rec![i]]))).toEqual({
-      id: 'log_01jd0000000000000000000001',
-      timestamp: '2026-11-01T12:00:00.001Z',
-      event: 'user.login',
-      'actor.id': 'user_1',
-      'actor.email': 'alice@example.com',
-      'actor.type': 'user',
-      'actor.name': '',
-      'target.id': 'ses_1',
-      'target.type': 'session',
-      'context.ip': '81.2.69.142',
-      'context.userAgent': 'Mozilla/5.0 (X11; Linux x86_64)',
-      'context.location.city': 'London',
-      'context.location.country': 'GB',
-      'context.location.region': 'England',
-      // numbers stay numbers: a negative longitude is not "escaped"
-      'context.location.coordinates.lat': '51.5142',
-      'context.location.coordinates.lng': '-0.0931',
-      result: 'success',
-      traceId: 'req_1',
-      'metadata.authMethod': 'password',
-      'metadata.mfaUsed': 'false',
-      'metadata.other': '',
-    });
-  });
-
-  it('quotes commas, quotes and line breaks per RFC 4180, and reads back exactly', () => {
-    const ua = 'a, "b"\r\nc\nd';
-    const [, rec] = parseCsv(CSV_HEADER + csvRecord(row({ user_agent: ua, actor_email: '', metadata: '{"authMethod":"api_key","mfaUsed":true,"note":"x,y"}' })));
-    expect(rec![CSV_COLUMNS.indexOf('context.userAgent')]).toBe(ua);
-    expect(rec![CSV_COLUMNS.indexOf('actor.email')]).toBe('');
-    expect(rec![CSV_COLUMNS.indexOf('metadata.other')]).toBe('{"note":"x,y"}');
-    expect(csvCell('plain')).toBe('plain');
+describe('csvCell', () => {
+  it('leaves plain text as it is, and quotes commas, quotes and line breaks per RFC 4180, reading back exactly', () => {
+    for (const plain of ['plain', '', 'log_01jd0000000000000000000001', 'x=1', ' =spaced', 'é😀', "'q'", 'back\\slash', 'tab\tmid', '1.5']) expect(csvCell(plain)).toBe(plain);
     expect(csvCell('say "hi"')).toBe('"say ""hi"""');
+    expect(csvCell('"')).toBe('""""');
+    expect(csvCell('a,b')).toBe('"a,b"');
+    for (const v of ['a, "b"\r\nc\nd', 'mid\rcr', 'line\nbreak', '""', ',', 'trailing,']) {
+      expect(csvCell(v).startsWith('"')).toBe(true);
+      expect(parseCsv(`${csvCell(v)},x\r\n`)).toEqual([[v, 'x']]);
+    }
   });
 
-  it.each(['=1+1', '+1', '-1', '@SUM(A1)', '\tx', '\rx', '=HYPERLINK("http://evil","x")', '-2+3,=x'])('neutralises formula injection in %j', (evil) => {
+  it.each(['=1+1', '=', '+1', '-1', '-', '@SUM(A1)', '\tx', '\rx', '=HYPERLINK("http://evil","x")', '-2+3,=x'])('neutralises formula injection in %j', (evil) => {
     const cell = csvCell(evil);
-    const [[back]] = parseCsv(`${cell}\r\n`) as [[string]];
-    expect(back).toBe(`'${evil}`);
-    expect(back.startsWith("'")).toBe(true);
-    const [, rec] = parseCsv(CSV_HEADER + csvRecord(row({ actor_email: evil, user_agent: evil, city: evil })));
-    for (const col of ['actor.email', 'context.userAgent', 'context.location.city'] as const) expect(rec![CSV_COLUMNS.indexOf(col)]).toBe(`'${evil}`);
-  });
-
-  it('leaves location and target cells empty when the entry has none', () => {
-    const [, rec] = parseCsv(CSV_HEADER + csvRecord(row({ lat: null, lng: null, city: '', country: '', region: '', target_id: '', target_type: '' })));
-    for (const col of ['target.id', 'target.type', 'context.location.city', 'context.location.coordinates.lat'] as const) expect(rec![CSV_COLUMNS.indexOf(col)]).toBe('');
+    expect(cell.startsWith(`"'`)).toBe(true);
+    expect(parseCsv(`${cell}\r\n`)).toEqual([[`'${evil}`]]);
   });
 });
 
-describe('JSON and NDJSON', () => {
-  it('write SPEC full-form entries (target and location only when present)', () => {
-    expect(fullForm(row())).toEqual({
-      id: 'log_01jd0000000000000000000001',
-      timestamp: '2026-11-01T12:00:00.001Z',
-      event: 'user.login',
-      actor: { id: 'user_1', email: 'alice@example.com', type: 'user' },
-      target: { id: 'ses_1', type: 'session' },
-      context: { ip: '81.2.69.142', userAgent: 'Mozilla/5.0 (X11; Linux x86_64)', location: { city: 'London', country: 'GB', region: 'England', coordinates: { lat: 51.5142, lng: -0.0931 } } },
-      result: 'success',
-      traceId: 'req_1',
-      metadata: { authMethod: 'password', mfaUsed: false },
-    });
-    const anon = fullForm(row({ actor_id: '', actor_email: '', actor_type: 'anonymous', target_id: '', lat: null, lng: null, metadata: 'not json' }));
-    expect(anon.actor).toEqual({ type: 'anonymous' });
-    expect('target' in anon).toBe(false);
-    expect(anon.context).toEqual({ ip: '81.2.69.142', userAgent: 'Mozilla/5.0 (X11; Linux x86_64)' });
-    expect(anon.metadata).toEqual({});
+describe('csvMetadataCells', () => {
+  const [auth, mfa, other] = ['metadata.authMethod', 'metadata.mfaUsed', 'metadata.other'].map((c) => CSV_COLUMNS.indexOf(c as (typeof CSV_COLUMNS)[number]));
+
+  it('are the last three columns: authMethod, mfaUsed, and every other key as one JSON object, then CRLF', () => {
+    expect([auth, mfa, other]).toEqual([CSV_COLUMNS.length - 3, CSV_COLUMNS.length - 2, CSV_COLUMNS.length - 1]);
+    expect(csvMetadataCells('{"authMethod":"password","mfaUsed":false}').toString()).toBe('password,false,\r\n');
+    expect(metadataRecord('{"authMethod":"api_key","mfaUsed":true,"note":"x,y","n":1,"nested":{"a":[1,null]}}')).toEqual(['api_key', 'true', '{"note":"x,y","n":1,"nested":{"a":[1,null]}}']);
+    expect(metadataRecord('{"reason":"say \\"hi\\"\\nbye"}')).toEqual(['', '', '{"reason":"say \\"hi\\"\\nbye"}']);
+    expect(metadataRecord('{"authMethod":"pässwörd😀"}')).toEqual(['pässwörd😀', '', '']);
+    // values that are not strings, as text
+    expect(metadataRecord('{"authMethod":42,"mfaUsed":"yes"}')).toEqual(['42', 'yes', '']);
+    expect(metadataRecord('{"authMethod":null,"mfaUsed":null}')).toEqual(['null', 'null', '']);
   });
 
-  it('JSON is one array (empty too); NDJSON one entry per line', () => {
-    const build = (f: keyof typeof FORMATS, rows: LogRow[]) => FORMATS[f].head + rows.map((r, i) => FORMATS[f].entry(r, i === 0)).join('') + FORMATS[f].tail;
-    const rows = [row(), row({ id: 'log_01jd0000000000000000000002', user_agent: '</script>\u2028"' })];
-    expect(JSON.parse(build('json', rows))).toEqual(rows.map(fullForm));
-    expect(JSON.parse(build('json', []))).toEqual([]);
-    const lines = build('ndjson', rows).split('\n');
-    expect(lines.pop()).toBe('');
-    expect(lines.map((l) => JSON.parse(l) as unknown)).toEqual(rows.map(fullForm));
+  it('guards formulas in the metadata cells too', () => {
+    expect(metadataRecord('{"authMethod":"=cmd|\\"/c calc\\"!A1","mfaUsed":"-1","x":1}')).toEqual([`'=cmd|"/c calc"!A1`, "'-1", '{"x":1}']);
+    expect(metadataRecord('{"authMethod":"@x","mfaUsed":"+1"}')).toEqual(["'@x", "'+1", '']);
+  });
+
+  it('writes three empty cells for a metadata text that is not a JSON object', () => {
+    for (const text of ['not json', '', 'null', '42', '"str"', '[1,2]', '{"a":1', '{"a":1}trailing']) expect(csvMetadataCells(text).toString()).toBe(',,\r\n');
+    expect(csvMetadataCells('{}').toString()).toBe(',,\r\n');
+  });
+
+  it('gives the same bytes for the same text (memoized), and what it gives completes a record', () => {
+    const text = '{"authMethod":"password","mfaUsed":true}';
+    expect(csvMetadataCells(text)).toBe(csvMetadataCells(text));
+    const entry = 'log_1,2026-11-01T00:00:00.000Z,user.login,user_1,a@example.com,user,,,,10.0.0.1,jest,,,,,,success,req_1,';
+    const [header, rec] = parseCsv(FILE_FRAMES.csv.head + entry + csvMetadataCells(text).toString());
+    expect(header).toEqual([...CSV_COLUMNS]);
+    expect(rec).toHaveLength(CSV_COLUMNS.length);
+    expect(rec!.slice(-3)).toEqual(['password', 'true', '']);
+  });
+});
+
+describe('metadataOf and memoByText', () => {
+  it('metadataOf: the object, or {} for anything else', () => {
+    expect(metadataOf('{"a":{"b":1}}')).toEqual({ a: { b: 1 } });
+    expect(metadataOf(' {"a":1}\n')).toEqual({ a: 1 });
+    for (const text of ['', 'x', '[1]', 'null', 'true', '1', '"s"']) expect(metadataOf(text)).toEqual({});
+  });
+
+  it('memoByText calls the function once per distinct text, and empties itself when full', () => {
+    const calls: string[] = [];
+    const memo = memoByText((t: string) => {
+      calls.push(t);
+      return { t };
+    }, 3);
+    const a = memo('a');
+    expect(memo('a')).toBe(a);
+    memo('b');
+    memo('c');
+    expect(calls).toEqual(['a', 'b', 'c']);
+    memo('a');
+    expect(calls).toHaveLength(3); // still held
+    memo('d'); // full: emptied, then d held
+    expect(calls).toEqual(['a', 'b', 'c', 'd']);
+    expect(memo('a')).not.toBe(a);
+    expect(memo('d')).toBe(memo('d'));
+    expect(calls).toEqual(['a', 'b', 'c', 'd', 'a']);
+  });
+
+  it('memoByText remembers falsy results too (not only objects)', () => {
+    let n = 0;
+    const memo = memoByText(() => {
+      n++;
+      return '';
+    });
+    memo('x');
+    memo('x');
+    expect(n).toBe(1);
   });
 });

@@ -2,10 +2,11 @@ import { verify } from 'node:crypto';
 import { Readable } from 'node:stream';
 import { newId, type AppError, type ByteRange } from '@secsvc/shared';
 import { ChainKey, manifestSignedText, type Checkpoint } from '../chain';
-import type { ExportJob, NewExport, Requester } from '../export-jobs';
-import type { RowPage } from '../export-source';
+import type { ExportFormat, ExportJob, NewExport, Requester } from '../export-jobs';
+import { RenderedRows, type RenderedPage } from '../export-source';
 import { signDownloadToken } from '../export-token';
 import type { Clause, LogFilters } from '../store';
+import { rowBinary } from '../../test/support/row-binary';
 import { ExportService, type ExportPorts } from './exports';
 
 const SECRET = 'test-secret-test-secret-test-secret-0123';
@@ -48,7 +49,7 @@ function completed(over: Partial<ExportJob> = {}): ExportJob {
 }
 
 /** Fake ports recording what the use cases asked of them. */
-function ports(over: Partial<ExportPorts> = {}, state: { jobs?: ExportJob[]; files?: Record<string, string>; pages?: string[] } = {}) {
+function ports(over: Partial<ExportPorts> = {}, state: { jobs?: ExportJob[]; files?: Record<string, string>; pages?: RenderedPage[] } = {}) {
   const jobs = state.jobs ?? [];
   const files = state.files ?? {};
   const calls = {
@@ -56,7 +57,7 @@ function ports(over: Partial<ExportPorts> = {}, state: { jobs?: ExportJob[]; fil
     created: [] as NewExport[],
     downloads: [] as [ExportJob, Requester, string, { start: number; end: number; size: number }][],
     reads: [] as [string, ByteRange | undefined][],
-    pages: [] as number[],
+    pages: [] as [ExportFormat, number][],
     pagesRead: 0,
     pagesClosed: false,
   };
@@ -88,12 +89,12 @@ function ports(over: Partial<ExportPorts> = {}, state: { jobs?: ExportJob[]; fil
       },
     },
     chain: { key: ChainKey.fromSecret(SECRET), checkpointAt: async (environment, at) => (environment === 'live' && at >= new Date(checkpoint.signedAt) ? checkpoint : undefined) },
-    pages: async function* (_spec, pageSize): AsyncGenerator<RowPage> {
-      calls.pages.push(pageSize);
+    pages: async function* (_spec, format, pageSize): AsyncGenerator<RenderedPage> {
+      calls.pages.push([format, pageSize]);
       try {
-        for (const text of state.pages ?? []) {
+        for (const page of state.pages ?? []) {
           calls.pagesRead++;
-          yield { text, count: text.split('\n').length - 1 };
+          yield page;
         }
       } finally {
         calls.pagesClosed = true;
@@ -180,42 +181,83 @@ describe('status', () => {
 });
 
 describe('rowChunks', () => {
-  const lines = (from: number, n: number) => Array.from({ length: n }, (_, i) => `row ${from + i}\n`).join('');
+  /** A page of `n` rendered rows (ids log_<from>...), each entry `size` bytes, in RowBinary. */
+  const page = (from: number, n: number, size = 10): RenderedPage => ({
+    bytes: rowBinary(Array.from({ length: n }, (_, i) => ({ seq: from + i + 1, ms: 1_000 + from + i, id: `log_${from + i}`, entry: String(from + i).padEnd(size, '.'), meta: '{}' }))),
+    count: n,
+  });
+  const ids = (p: RenderedPage) => {
+    const r = new RenderedRows(p.bytes);
+    const out: string[] = [];
+    while (r.next()) out.push(p.bytes.toString('utf8', r.idStart, r.idEnd));
+    return out;
+  };
+  /** One row's bytes: 16 fixed, then id, entry and metadata with one-byte lengths. */
+  const ROW = 16 + 1 + 'log_0'.length + 1 + 10 + 1 + 2;
 
-  test('each page as pieces of at most maxChars cut at line ends, with their row counts', async () => {
-    const { ports: p, calls } = ports({}, { pages: [lines(0, 3), lines(3, 1)] });
-    const got = [];
-    for await (const chunks of new ExportService(p).rowChunks({ ...request, pageSize: 0 }, 12)) got.push(chunks);
-    expect(got).toEqual([
+  test('each page as runs of whole rows of at most maxBytes, with their row counts, in the format asked', async () => {
+    const { ports: p, calls } = ports({}, { pages: [page(0, 3), page(3, 1)] });
+    const got: RenderedPage[][] = [];
+    for await (const chunks of new ExportService(p).rowChunks({ ...request, format: 'ndjson', pageSize: 0 }, 2 * ROW)) got.push(chunks);
+    expect(got.map((runs) => runs.map((r) => ({ ids: ids(r), count: r.count, size: r.bytes.length })))).toEqual([
       [
-        { text: 'row 0\nrow 1\n', count: 2 },
-        { text: 'row 2\n', count: 1 },
+        { ids: ['log_0', 'log_1'], count: 2, size: 2 * ROW },
+        { ids: ['log_2'], count: 1, size: ROW },
       ],
-      [{ text: 'row 3\n', count: 1 }],
+      [{ ids: ['log_3'], count: 1, size: ROW }],
     ]);
-    expect(calls.pages).toEqual([300]);
+    // runs are views of the page, which passes through unparsed
+    expect(Buffer.concat(got[0]!.map((r) => r.bytes))).toEqual(page(0, 3).bytes);
+    expect(calls.pages).toEqual([['ndjson', 300]]);
+  });
+
+  test('a page that fits is passed on as it is; a row larger than maxBytes is a run of its own', async () => {
+    const small = page(0, 5);
+    const big = page(5, 3, 500);
+    const { ports: p } = ports({}, { pages: [small, big] });
+    const got: RenderedPage[][] = [];
+    for await (const chunks of new ExportService(p).rowChunks({ ...request, pageSize: 0 }, 5 * ROW)) got.push(chunks);
+    expect(got[0]).toEqual([small]);
+    expect(got[0]![0]!.bytes).toBe(small.bytes);
+    expect(got[1]!.map((r) => [ids(r), r.count])).toEqual([
+      [['log_5'], 1],
+      [['log_6'], 1],
+      [['log_7'], 1],
+    ]);
   });
 
   test('the page size a request names, at most 100,000', async () => {
     const { ports: p, calls } = ports();
     const service = new ExportService(p);
     for (const pageSize of [50, 1_000_000]) {
-      for await (const _ of service.rowChunks({ ...request, pageSize }, 100)) {
+      for await (const _ of service.rowChunks({ ...request, format: 'json', pageSize }, 100)) {
         // no pages: only the size asked of the source counts
       }
     }
-    expect(calls.pages).toEqual([50, 100_000]);
+    expect(calls.pages).toEqual([
+      ['json', 50],
+      ['json', 100_000],
+    ]);
   });
 
   test('a taker that stops ends the reading of pages; a bad request fails before any', async () => {
-    const { ports: p, calls } = ports({}, { pages: [lines(0, 1), lines(1, 1), lines(2, 1)] });
+    const { ports: p, calls } = ports({}, { pages: [page(0, 1), page(1, 1), page(2, 1)] });
     const service = new ExportService(p);
     for await (const _ of service.rowChunks({ ...request, pageSize: 0 }, 100)) break;
     expect(calls.pagesRead).toBe(1);
     expect(calls.pagesClosed).toBe(true);
     const it = service.rowChunks({ ...request, query: 'a*b', pageSize: 0 }, 100);
     expect(await rejection(it.next())).toMatchObject({ details: [{ field: 'query' }] });
-    expect(calls.pages).toEqual([300]);
+    expect(calls.pages).toEqual([['csv', 300]]);
+  });
+
+  test('a worker must name a format the service renders', async () => {
+    const { ports: p, calls } = ports({}, { pages: [page(0, 1)] });
+    const service = new ExportService(p);
+    for (const format of ['', 'xml', 'CSV']) {
+      expect(await rejection(service.rowChunks({ ...request, format, pageSize: 0 }, 100).next())).toMatchObject({ code: 'invalid_request', details: [{ field: 'format' }] });
+    }
+    expect(calls.pages).toEqual([]);
   });
 });
 

@@ -2,7 +2,7 @@ import type { Readable } from 'node:stream';
 import { AppError, environmentOf, isId, newId, parseByteRange, type ObjectStore } from '@secsvc/shared';
 import { signExportManifest, type AuditChain, type ExportManifest } from '../chain';
 import type { ExportFormat, ExportJob, ExportJobs, ExportSpec, Requester } from '../export-jobs';
-import { countLines, exportCriteria, splitLines, type RowPage } from '../export-source';
+import { exportCriteria, splitRows, type RenderedPage } from '../export-source';
 import { verifyDownloadToken } from '../export-token';
 import type { LogStore } from '../store';
 import { exportSpecOf, type ExportRequest } from './requests';
@@ -16,20 +16,14 @@ export interface ExportPorts {
   objects: Pick<ObjectStore, 'stat' | 'read'>;
   /** The hash chain, whose key signs the manifests of completed exports; without it, none is signed. */
   chain?: Pick<AuditChain, 'key' | 'checkpointAt'>;
-  /** The rows of an export, newest first, in keyset pages (exportPages over ClickHouse). */
-  pages: (spec: ExportSpec, pageSize: number) => AsyncIterable<RowPage>;
+  /** The rows of an export, newest first, rendered in its format, in keyset pages (exportPages over ClickHouse). */
+  pages: (spec: ExportSpec, format: ExportFormat, pageSize: number) => AsyncIterable<RenderedPage>;
   /** SERVER_SECRET: checks download tokens. */
   secret: string;
   /** Longest from..to an export may span. */
   maxRangeDays: number;
   /** Rows per page when a request names none. */
   pageSize: number;
-}
-
-/** Whole TabSeparated lines of an export page and how many they are. */
-export interface RowChunk {
-  text: string;
-  count: number;
 }
 
 /** A completed export a download token opened, and the bytes of it to serve. */
@@ -100,16 +94,15 @@ export class ExportService {
   }
 
   /**
-   * The rows of an export, a keyset page at a time (`pageSize` rows; 0: the configured size): each page as
-   * pieces of at most `maxChars` cut at line ends, with their row counts. Pages are read as they are taken,
-   * so a slow taker holds one page in memory.
+   * The rows of an export rendered in `format`, a keyset page at a time (`pageSize` rows; 0: the configured
+   * size): each page as runs of whole rows of at most ~`maxBytes`, with their row counts. Pages are read as
+   * they are taken (and the next one rendered meanwhile), so a slow taker holds two pages in memory.
    */
-  async *rowChunks(req: ExportRequest & { pageSize: number }, maxChars: number): AsyncGenerator<RowChunk[]> {
-    const spec = exportSpecOf(req);
+  async *rowChunks(req: ExportRequest & { pageSize: number; format: string }, maxBytes: number): AsyncGenerator<RenderedPage[]> {
+    const spec = exportSpecOf(req); // format included: a worker must name one
+    const format = req.format as ExportFormat;
     const pageSize = req.pageSize > 0 ? Math.min(req.pageSize, MAX_PAGE_SIZE) : this.ports.pageSize;
-    for await (const page of this.ports.pages(spec, pageSize)) {
-      yield splitLines(page.text, maxChars).map((text) => ({ text, count: countLines(text) }));
-    }
+    for await (const page of this.ports.pages(spec, format, pageSize)) yield splitRows(page, maxBytes);
   }
 
   /**

@@ -41,7 +41,7 @@ export function filtersOf(req: FilterRequest): LogFilters {
   return { environment, events: req.events, from: req.from, to: req.to, actorId: req.actorId || undefined, result: req.result || undefined };
 }
 
-/** What an export request carries (a worker's StreamLogs request has no format: it is not checked then). */
+/** What an export request carries (a status or download request has no format: it is not checked then). */
 export interface ExportRequest {
   environment: string;
   from?: string;

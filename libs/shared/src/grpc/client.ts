@@ -63,6 +63,8 @@ export function createClient<C>(
   metrics?: Metrics,
   /** Transport security (GRPC_TLS): verify the server, and with mtls present this process's certificate. */
   tls?: GrpcTls,
+  /** More channel options (e.g. a larger HTTP/2 flow control window for a bulk stream). */
+  extra?: Partial<grpc.ClientOptions>,
 ): C {
   // A target naming several replicas (`dns:///<headless service>:port`, or an `ipv4:a:p,b:p` list) spreads
   // calls over all of them (one HTTP/2 connection per replica). A plain host:port keeps pick_first, which
@@ -79,6 +81,7 @@ export function createClient<C>(
     'grpc.max_reconnect_backoff_ms': 5_000,
     ...(balanced ? { 'grpc.service_config': JSON.stringify({ loadBalancingConfig: [{ round_robin: {} }] }) } : {}),
     interceptors: [...(metrics ? [grpcClientMetrics(metrics)] : []), ...tracingInterceptors()],
+    ...extra,
   });
 }
 

@@ -220,11 +220,14 @@ export interface StreamLogsRequest {
   query: string;
   /** Rows per ClickHouse page (memory held by the service per stream); 0 = the service's default. */
   pageSize: number;
+  /** The file format the entries are rendered in: "json" | "csv" | "ndjson" (libs/audit-store export-render.ts). */
+  format: string;
 }
 
 /**
- * Whole rows as ClickHouse TabSeparated lines, columns in libs/audit-store LOG_COLUMNS order
- * (decodeRowPage reads them): pages pass through the service without being parsed.
+ * Whole rows as ClickHouse RowBinary: chain position (UInt64), time in ms (Int64), id, the entry rendered in
+ * the requested format, and (CSV) the metadata text for the record's last cells (libs/audit-store
+ * RenderedRows reads them): pages pass through the service without being parsed.
  */
 export interface LogRowsChunk {
   rows: Buffer;
@@ -3056,7 +3059,7 @@ export const Export: MessageFns<Export> = {
 };
 
 function createBaseStreamLogsRequest(): StreamLogsRequest {
-  return { environment: "", from: undefined, to: undefined, events: [], query: "", pageSize: 0 };
+  return { environment: "", from: undefined, to: undefined, events: [], query: "", pageSize: 0, format: "" };
 }
 
 export const StreamLogsRequest: MessageFns<StreamLogsRequest> = {
@@ -3078,6 +3081,9 @@ export const StreamLogsRequest: MessageFns<StreamLogsRequest> = {
     }
     if (message.pageSize !== 0) {
       writer.uint32(48).int32(message.pageSize);
+    }
+    if (message.format !== "") {
+      writer.uint32(58).string(message.format);
     }
     return writer;
   },
@@ -3143,6 +3149,14 @@ export const StreamLogsRequest: MessageFns<StreamLogsRequest> = {
             message.pageSize = reader.int32();
             continue;
           }
+          case 7: {
+            if (tag !== 58) {
+              break;
+            }
+
+            message.format = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -3167,6 +3181,7 @@ export const StreamLogsRequest: MessageFns<StreamLogsRequest> = {
         : isSet(object.page_size)
         ? globalThis.Number(object.page_size)
         : 0,
+      format: isSet(object.format) ? globalThis.String(object.format) : "",
     };
   },
 
@@ -3190,6 +3205,9 @@ export const StreamLogsRequest: MessageFns<StreamLogsRequest> = {
     if (message.pageSize !== 0) {
       obj.pageSize = Math.round(message.pageSize);
     }
+    if (message.format !== "") {
+      obj.format = message.format;
+    }
     return obj;
   },
 
@@ -3204,6 +3222,7 @@ export const StreamLogsRequest: MessageFns<StreamLogsRequest> = {
     message.events = object.events?.map((e) => e) || [];
     message.query = object.query ?? "";
     message.pageSize = object.pageSize ?? 0;
+    message.format = object.format ?? "";
     return message;
   },
 };

@@ -1,4 +1,5 @@
 import type { LogRow } from '@secsvc/audit-store';
+import { memoByText, metadataOf } from '../../src/formats';
 
 /** The SPEC full form of a log entry (GET /logs/{id}), built straight from a stored row. */
 export interface FullEntry {
@@ -13,36 +14,13 @@ export interface FullEntry {
   metadata: Record<string, unknown>;
 }
 
-/** A stored metadata text as an object ({} when it is not a JSON object). */
-export function metadataOf(text: string): Record<string, unknown> {
-  try {
-    const v: unknown = JSON.parse(text);
-    return v && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>) : {};
-  } catch {
-    return {};
-  }
-}
-
-/**
- * A memo of what a function makes of a metadata text: most entries share a handful of metadata texts
- * ({"authMethod":"password","mfaUsed":false}, ...), so each is parsed once. Bounded: emptied when full.
- */
-export function memoByText<T>(fn: (text: string) => T, max = 4096): (text: string) => T {
-  const memo = new Map<string, T>();
-  return (text) => {
-    let v = memo.get(text);
-    if (v === undefined) {
-      if (memo.size >= max) memo.clear();
-      v = fn(text);
-      memo.set(text, v);
-    }
-    return v;
-  };
-}
-
 /** metadataOf, memoized; the objects are shared, so callers only read (serialise) them. */
 const metadataShared = memoByText(metadataOf);
 
+/**
+ * The SPEC full form of a log entry (GET /logs/{id}) built in JavaScript from a stored row: the independent
+ * reference the tests hold ClickHouse's rendering (libs/audit-store export-render.ts) to.
+ */
 export function fullForm(r: LogRow): FullEntry {
   const base: FullEntry['actor'] = r.actor_id ? (r.actor_email ? { id: r.actor_id, email: r.actor_email, type: r.actor_type } : { id: r.actor_id, type: r.actor_type }) : r.actor_email ? { email: r.actor_email, type: r.actor_type } : { type: r.actor_type };
   const actor = r.actor_name ? { ...base, name: r.actor_name } : base;
