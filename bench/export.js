@@ -5,7 +5,8 @@
 // columns, and rendered as CSV and JSON, one query each, in the filling child) and StreamLogs read alone by a
 // client that only walks the rows.
 //
-//   npm run build && npm run bench:export        (BENCH_ROWS=1000000 by default; needs versitygw for S3)
+//   npm run build && npm run bench:export        (BENCH_ROWS=1000000 by default; needs versitygw for S3;
+//                                                 BENCH_PROFILE_DIR=<dir> for CPU profiles of the apps)
 const { spawnSync } = require('node:child_process');
 const fs = require('node:fs');
 const os = require('node:os');
@@ -148,14 +149,15 @@ async function exportOnce(stack, label, format, window, expected) {
   return result;
 }
 
-/** StreamLogs read alone (decode only): the ceiling of what the worker can receive. */
+/** StreamLogs read alone (rows walked, nothing written): the ceiling of what the worker can receive. */
 async function streamOnly(stack) {
   const { audit } = require('@secsvc/proto');
   const { RenderedRows } = require('@secsvc/audit-store');
-  const client = new audit.AuditServiceClient(stack.grpc.audit, grpc.credentials.createInsecure());
+  // The worker's channel settings (a 4 MiB HTTP/2 window, apps/export-worker/src/main.ts).
+  const client = new audit.AuditServiceClient(stack.grpc.audit, grpc.credentials.createInsecure(), { 'grpc-node.flow_control_window': 4 << 20 });
   const started = performance.now();
   let rows = 0;
-  for await (const chunk of client.streamLogs({ environment: 'live', ...WINDOW, events: [], query: '', pageSize: 10_000, format: 'csv' })) {
+  for await (const chunk of client.streamLogs({ environment: 'live', ...WINDOW, events: [], query: '', pageSize: 50_000, format: 'csv' })) {
     const r = new RenderedRows(chunk.rows);
     while (r.next()) rows++;
   }
@@ -174,6 +176,8 @@ async function withStack(dataDir, env, fn) {
     port: 0,
     ports: { postgres: 0, identity: 0, policy: 0, audit: 0, admin: { gateway: 0, identity: 0, policy: 0, audit: 0, 'export-worker': 0 } },
     env: { LOG_LEVEL: 'warn', BOOTSTRAP_API_KEY: KEY, ...BENCH_LIMITS, AUDIT_RETENTION_DAYS: '365', ...env },
+    // BENCH_PROFILE_DIR: every app process writes a V8 CPU profile there when it stops (where the time goes).
+    ...(process.env.BENCH_PROFILE_DIR ? { nodeArgs: ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE_DIR}`] } : {}),
   });
   try {
     return await fn(stack);

@@ -1,6 +1,7 @@
 import type { ClickHouseClient } from './clickhouse';
 import type { ExportFormat, ExportSpec } from './export-jobs';
 import { RENDER_SETTINGS, renderedSelectSql } from './export-render';
+import { LOG_COLUMNS } from './rows';
 import { LOG_TABLE } from './schema';
 import { compileSearchQuery, parseSearchQuery } from './search';
 import { filterClause, type Clause, type LogFilters, type LogPosition } from './store';
@@ -16,6 +17,9 @@ export interface RenderedPage {
   bytes: Buffer;
   count: number;
 }
+
+/** What rendering reads of a row: the stored entry and its chain position. */
+const PAGE_COLUMNS = [...LOG_COLUMNS, 'chain_seq'].join(', ');
 
 /** A raw result's bytes (chdb hands over one Buffer; a ClickHouse server streams pieces). */
 async function bytesOf(stream: AsyncIterable<Buffer | Uint8Array>): Promise<Buffer> {
@@ -37,8 +41,10 @@ export async function* exportPages(ch: ClickHouseClient, spec: ExportSpec, forma
     const base = filterClause(filters, after);
     return ch
       .exec({
-        query: `${select} FROM ${LOG_TABLE} WHERE ${base.where}${clause ? ` AND (${clause.where})` : ''}
-                ORDER BY timestamp DESC, id DESC LIMIT {lim:UInt32} FORMAT RowBinary`,
+        // The page's rows are picked first and rendered after (rendering in the same SELECT renders whole
+        // blocks read before the LIMIT applies: about a fifth more CPU, measured on chdb).
+        query: `${select} FROM (SELECT ${PAGE_COLUMNS} FROM ${LOG_TABLE} WHERE ${base.where}${clause ? ` AND (${clause.where})` : ''}
+                ORDER BY timestamp DESC, id DESC LIMIT {lim:UInt32}) FORMAT RowBinary`,
         query_params: { ...base.params, ...clause?.params, lim: pageSize },
         clickhouse_settings: RENDER_SETTINGS,
       })
