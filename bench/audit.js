@@ -12,9 +12,11 @@
 //                                BENCH_ROUNDS (default 3) rounds on fresh tables; events/s, CPU ms per 1,000.
 //   node bench/audit.js chain-ingest  the whole pipeline (outbox → Postgres bus → consumer → ClickHouse) with
 //                                the chain and without, interleaved (BENCH_ROUNDS, default 2).
-//   node bench/audit.js search   BENCH_ROWS (default 10,000,000) stored entries: p50/p99 of a selective term and
-//                                of a common term (page of 20 + totalHits, exactly what POST /logs/search runs),
-//                                and of a newest-first GET /logs page (first page and a deep cursor).
+//   node bench/audit.js search   BENCH_ROWS (default 10,000,000) stored entries: p50/p99 of selective and common
+//                                searches (page of 20 with highlights + totalHits, exactly what POST /logs/search
+//                                runs) and of GET /logs pages (first page, a deep cursor, an events filter), on
+//                                the quiet table and with an ingest stream running (merges), then 50 concurrent
+//                                searches' throughput (see search() below for the knobs).
 //
 // The relay, the consumer and ClickHouse share this one Node process (in production the relay runs in
 // identity/policy and the consumer in audit), and the 2 cores with PostgreSQL and the Kafka broker.
@@ -22,10 +24,11 @@ const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
 const { performance } = require('node:perf_hooks');
+const { setTimeout: sleep } = require('node:timers/promises');
 const pg = require('pg');
 const { events } = require('@secsvc/proto');
-const { AuditChain, ChainKey, GeoIp, LOG_COLUMNS, LogStore, migrateAuditSchema, migrateClickHouse, openClickHouse, rowFromEvent, compileSearchQuery, parseSearchQuery } = require('@secsvc/audit-store');
-const { createKafkaBus, createLogger, createPool, createPostgresBus, newId, OutboxRelay, outboxDdl, AUDIT_CONSUMER_GROUP } = require('@secsvc/shared');
+const { AuditChain, ChainKey, cursorAfter, GeoIp, LOG_COLUMNS, LogQueries, LogStore, migrateAuditSchema, migrateClickHouse, openClickHouse, rowFromEvent } = require('@secsvc/audit-store');
+const { createKafkaBus, createLogger, createPool, createPostgresBus, encodeCursor, newId, OutboxRelay, outboxDdl, AUDIT_CONSUMER_GROUP } = require('@secsvc/shared');
 const { kafkaUnavailable, startKafka, testDatabase, stopTestPostgres } = require('@secsvc/dev/testing');
 const { machine } = require('./support');
 
@@ -35,6 +38,7 @@ const RUNS = Number(process.env.BENCH_RUNS ?? 50);
 // Which buses the ingest part measures (comma-separated): postgres, kafka.
 const BUSES = (process.env.BENCH_BUSES ?? 'postgres,kafka').split(',');
 const logger = createLogger('bench-audit', 'warn');
+const SEARCH_SECRET = 'bench-search-secret-0123456789abcdef';
 
 const KINDS = ['user.login', 'user.logout', 'user.created', 'user.updated', 'session.created', 'api_key.created', 'policy.updated', 'auth.failed'];
 const IPS = ['81.2.69.142', '8.8.8.8', '2001:4860:4860::8888', '127.0.0.1', '203.0.113.9', '1.1.1.1'];
@@ -94,7 +98,7 @@ async function ingestOnce(name, url, makeBus, chained = false) {
     stored += await store.insert(rows);
   });
   await relay.start();
-  while (stored < EVENTS) await new Promise((r) => setTimeout(r, 100));
+  while (stored < EVENTS) await sleep(100);
   const seconds = (performance.now() - started) / 1000;
   await relay.stop();
   await sub.stop();
@@ -245,37 +249,166 @@ const quantile = (xs, q) => {
   return s[Math.min(s.length - 1, Math.floor(q * s.length))];
 };
 
+/** The generated entries of the search benchmark: `number` n of `total` (30 days from 2026-10-22), as SQL. */
+const generatedRowsSql = (from, n, total) => `
+  SELECT concat('log_', leftPad(lower(hex(number)), 26, '0')), 'live',
+         toDateTime64('2026-10-22 00:00:00', 3, 'UTC') + toIntervalMillisecond(number * intDiv(2592000000, ${total})),
+         arrayElement(['user.login','user.logout','user.created','user.updated','session.created','api_key.created','policy.updated','auth.failed'], (number % 8) + 1),
+         concat('user_', toString(number % 200000)),
+         if(number % 100000 = 7, concat('needle', toString(number), '@rare-domain.example'), concat('person', toString(number % 200000), '@example.com')),
+         'user', concat('ses_', toString(number)), 'session',
+         concat(toString(81 + number % 100), '.', toString(number % 250), '.1.', toString(number % 200)), 'Mozilla/5.0 (bench)',
+         'London', 'GB', 'England', 51.5, -0.12,
+         if(number % 13 = 0, 'failure', 'success'), concat('req_', toString(number)), '{"authMethod":"password","mfaUsed":false}'
+  FROM numbers(${from}, ${n})`;
+
+/** The same entry as {@link generatedRowsSql} makes, as a LogRow (the ingest stream's entries). */
+const generatedRow = (number, total) => {
+  const hex = number.toString(16).padStart(26, '0');
+  return {
+    id: `log_${hex}`,
+    environment: 'live',
+    timestamp: new Date(Date.parse('2026-10-22T00:00:00Z') + number * Math.floor(2_592_000_000 / total)).toISOString(),
+    event: KINDS[number % 8],
+    actor_id: `user_${number % 200_000}`,
+    actor_email: number % 100_000 === 7 ? `needle${number}@rare-domain.example` : `person${number % 200_000}@example.com`,
+    actor_type: 'user',
+    target_id: `ses_${number}`,
+    target_type: 'session',
+    ip: `${81 + (number % 100)}.${number % 250}.1.${number % 200}`,
+    user_agent: 'Mozilla/5.0 (bench)',
+    city: 'London',
+    country: 'GB',
+    region: 'England',
+    lat: 51.5,
+    lng: -0.12,
+    result: number % 13 === 0 ? 'failure' : 'success',
+    trace_id: `req_${number}`,
+    metadata: '{"authMethod":"password","mfaUsed":false}',
+    actor_name: '',
+  };
+};
+
+/**
+ * New entries at a steady rate (the consumer's path: LogStore.insert, one block per batch) continuing the
+ * generated series, so that fresh parts keep arriving and chdb keeps merging them while queries run.
+ */
+function ingestStream(store, total, ratePerSecond, batchesPerSecond = 4) {
+  let next = total;
+  let stored = 0;
+  let stopped = false;
+  let lagging = 0;
+  const perBatch = Math.max(1, Math.round(ratePerSecond / batchesPerSecond));
+  const started = performance.now();
+  const done = (async () => {
+    for (let batch = 0; !stopped; batch++) {
+      const rows = Array.from({ length: perBatch }, () => generatedRow(next++, total));
+      stored += await store.insert(rows);
+      const wait = started + ((batch + 1) * 1000) / batchesPerSecond - performance.now();
+      if (wait > 0) await sleep(wait);
+      else lagging++;
+    }
+  })();
+  return {
+    async stop() {
+      stopped = true;
+      await done;
+      const seconds = (performance.now() - started) / 1000;
+      return { stored, seconds, rate: stored / seconds, lagging };
+    },
+  };
+}
+
+/** ClickHouse's cumulative merge counters (system.events), to show that merges ran during a measurement. */
+async function mergeCounters(ch) {
+  const rs = await ch.query({ query: `SELECT event, value FROM system.events WHERE event IN ('Merge', 'MergedRows', 'MergeTotalMilliseconds')`, format: 'JSONEachRow' });
+  const out = { Merge: 0, MergedRows: 0, MergeTotalMilliseconds: 0 };
+  for (const r of await rs.json()) out[r.event] = Number(r.value);
+  return out;
+}
+
+async function activeParts(ch) {
+  const rs = await ch.query({ query: `SELECT count() AS n FROM system.parts WHERE database = currentDatabase() AND table = 'audit_logs' AND active`, format: 'JSONEachRow' });
+  return Number((await rs.json())[0].n);
+}
+
+/**
+ * Search and list over BENCH_ROWS entries through the audit use cases (LogQueries: exactly what
+ * `POST /v1/logs/search` and `GET /v1/logs` run, highlights and totalHits included), each query BENCH_RUNS
+ * times: first on the quiet, merged table, then with an ingest stream of BENCH_INGEST_RATE entries/s
+ * (default 2,000, in 4 blocks a second) running, so that chdb merges fresh parts while the queries run; then
+ * BENCH_CONCURRENCY (default 50) searches at once, BENCH_CONCURRENT_ROUNDS (default 4) times, with the stream
+ * still running: searches/s and the latency each caller saw.
+ * BENCH_SEARCH_DATA=<dir>: keep the generated, merged table in <dir> and start from a copy of it next time.
+ */
 async function search() {
-  console.log(`# bench/audit search, ${machine()}, ${ROWS.toLocaleString('en')} stored entries, ${RUNS} runs each`);
+  const ingestRate = Number(process.env.BENCH_INGEST_RATE ?? 2000);
+  const concurrency = Number(process.env.BENCH_CONCURRENCY ?? 50);
+  const concurrentRounds = Number(process.env.BENCH_CONCURRENT_ROUNDS ?? 4);
+  const keep = process.env.BENCH_SEARCH_DATA;
+  console.log(`# bench/audit search, ${machine()}, ${ROWS.toLocaleString('en')} stored entries, ${RUNS} runs each, ingest stream ${ingestRate} entries/s`);
   const chDir = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-audit-search-'));
+  const reuse = keep && fs.existsSync(path.join(keep, 'generated.json')) && JSON.parse(fs.readFileSync(path.join(keep, 'generated.json'), 'utf8')).rows === ROWS;
+  if (reuse) fs.cpSync(keep, chDir, { recursive: true });
   // ClickHouse's query condition cache would answer every repetition of a WHERE from memory: off, so each run
   // really filters (production keeps it on, which only makes repeated searches faster).
   const ch = await openClickHouse({ path: chDir }, { use_query_condition_cache: 0 });
   try {
     await migrateClickHouse(ch);
     const store = new LogStore(ch);
-    // Generated server-side: 30 days of entries, 8 event kinds, 200,000 actors, one actor in 100,000 with a
-    // rare email domain (the selective term).
-    const started = performance.now();
-    const CHUNK = 2_000_000;
-    for (let from = 0; from < ROWS; from += CHUNK) {
-      await ch.command({
-        query: `INSERT INTO audit_logs (id, environment, timestamp, event, actor_id, actor_email, actor_type, target_id, target_type, ip, user_agent, city, country, region, lat, lng, result, trace_id, metadata)
-          SELECT concat('log_', leftPad(lower(hex(number)), 26, '0')), 'live',
-                 toDateTime64('2026-10-22 00:00:00', 3, 'UTC') + toIntervalMillisecond(number * intDiv(2592000000, ${ROWS})),
-                 arrayElement(['user.login','user.logout','user.created','user.updated','session.created','api_key.created','policy.updated','auth.failed'], (number % 8) + 1),
-                 concat('user_', toString(number % 200000)),
-                 if(number % 100000 = 7, concat('needle', toString(number), '@rare-domain.example'), concat('person', toString(number % 200000), '@example.com')),
-                 'user', concat('ses_', toString(number)), 'session',
-                 concat(toString(81 + number % 100), '.', toString(number % 250), '.1.', toString(number % 200)), 'Mozilla/5.0 (bench)',
-                 'London', 'GB', 'England', 51.5, -0.12,
-                 if(number % 13 = 0, 'failure', 'success'), concat('req_', toString(number)), '{"authMethod":"password","mfaUsed":false}'
-          FROM numbers(${from}, ${Math.min(CHUNK, ROWS - from)})`,
-      });
+    if (reuse) console.log(`generated table copied from ${keep}`);
+    else {
+      // Generated server-side: 30 days of entries, 8 event kinds, 200,000 actors, one actor in 100,000 with a
+      // rare email domain (the selective term).
+      const started = performance.now();
+      const CHUNK = 2_000_000;
+      for (let from = 0; from < ROWS; from += CHUNK) {
+        await ch.command({
+          query: `INSERT INTO audit_logs (id, environment, timestamp, event, actor_id, actor_email, actor_type, target_id, target_type, ip, user_agent, city, country, region, lat, lng, result, trace_id, metadata)
+            ${generatedRowsSql(from, Math.min(CHUNK, ROWS - from), ROWS)}`,
+        });
+      }
+      console.log(`generated ${ROWS.toLocaleString('en')} rows in ${((performance.now() - started) / 1000).toFixed(1)} s`);
+      await ch.command({ query: 'OPTIMIZE TABLE audit_logs FINAL' }).catch(() => undefined);
+      await sleep(5000); // the merged-away parts' clean-up
+      if (keep) {
+        fs.rmSync(keep, { recursive: true, force: true });
+        fs.cpSync(chDir, keep, { recursive: true });
+        fs.writeFileSync(path.join(keep, 'generated.json'), JSON.stringify({ rows: ROWS }));
+      }
     }
-    console.log(`generated ${ROWS.toLocaleString('en')} rows in ${((performance.now() - started) / 1000).toFixed(1)} s`);
-    await ch.command({ query: 'OPTIMIZE TABLE audit_logs FINAL' }).catch(() => undefined);
-    const filters = { environment: 'live' };
+    const queries = new LogQueries(store, SEARCH_SECRET);
+    // The same use case with totalHits counted row by row, as before the text index counts (for comparison in
+    // the same run; BENCH_COMPARE=0 leaves it out).
+    const compare = process.env.BENCH_COMPARE !== '0';
+    const countingRows = new LogQueries(
+      { list: (...a) => store.list(...a), get: (...a) => store.get(...a), counts: (...a) => store.counts(...a), count: (f, c) => store.count(f, c && { where: c.where, params: c.params }) },
+      SEARCH_SECRET,
+    );
+    const environment = 'live';
+    const searchOf = (query, use = queries) => async () => {
+      const r = await use.search({ environment, query, limit: 20, cursor: '' });
+      if (r.hits.length && !r.hits.every((h) => Object.keys(h.highlights).length)) throw new Error(`a hit of ${query} without highlights`);
+      return `${r.hits.length} shown, totalHits ${r.totalHits}`;
+    };
+    const deepRow = (await store.list({ environment }, 100_000)).at(-1);
+    const deepCursor = encodeCursor({ kind: 'logs', environment, after: cursorAfter(deepRow) }, SEARCH_SECRET);
+    const listOf = (req) => async () => {
+      const page = await queries.list({ environment, limit: 20, cursor: '', ...req });
+      return `${page.rows.length} rows, hasMore ${page.hasMore}`;
+    };
+    const searches = [
+      ['selective term `rare`', 'rare'],
+      ['selective field `actor.email:needle7@rare-domain.example`', 'actor.email:needle7@rare-domain.example'],
+      ['common term `login` (1 in 8)', 'login'],
+      ['common term `success` (12 in 13)', 'success'],
+    ];
+    const cases = [
+      ...searches.flatMap(([name, q]) => [[name, searchOf(q)], ...(compare ? [[`${name}, totalHits by counting rows (before)`, searchOf(q, countingRows)]] : [])]),
+      ['newest-first page (GET /logs, limit 20)', listOf({})],
+      ['page after a deep cursor (100,000 back)', listOf({ cursor: deepCursor })],
+      ['page filtered by events=user.login', listOf({ events: ['user.login'] })],
+    ];
     const measure = async (name, fn) => {
       await fn();
       const times = [];
@@ -285,23 +418,57 @@ async function search() {
         info = await fn();
         times.push(performance.now() - t);
       }
-      console.log(`| ${name} | ${quantile(times, 0.5).toFixed(1)} | ${quantile(times, 0.99).toFixed(1)} | ${info} |`);
+      console.log(`| ${name} | ${quantile(times, 0.5).toFixed(1)} | ${quantile(times, 0.99).toFixed(1)} | ${Math.max(...times).toFixed(1)} | ${info} |`);
     };
-    const searchOf = (q) => async () => {
-      const clause = compileSearchQuery(parseSearchQuery(q));
-      const [rows, total] = await Promise.all([store.list(filters, 20, undefined, clause), store.count(filters, clause)]);
-      return `${rows.length} shown, totalHits ${total}`;
+    const header = () => {
+      console.log('| query | p50 ms | p99 ms | max ms | result |');
+      console.log('|---|---:|---:|---:|---|');
     };
-    console.log('\n| query | p50 ms | p99 ms | result |');
-    console.log('|---|---:|---:|---|');
-    await measure('selective term `rare`', searchOf('rare'));
-    await measure('selective field `actor.email:needle7@rare-domain.example`', searchOf('actor.email:needle7@rare-domain.example'));
-    await measure('common term `login` (1 in 8)', searchOf('login'));
-    await measure('common term `success` (12 in 13)', searchOf('success'));
-    await measure('newest-first page (GET /logs, limit 20)', async () => `${(await store.list(filters, 20)).length} rows`);
-    const deep = (await store.list(filters, 100_000)).at(-1);
-    await measure('page after a deep cursor (100,000 back)', async () => `${(await store.list(filters, 20, { timestamp: deep.timestamp, id: deep.id })).length} rows`);
-    await measure('page filtered by events=user.login', async () => `${(await store.list({ ...filters, events: ['user.login'] }, 20)).length} rows`);
+
+    console.log(`\n## quiet table (${await activeParts(ch)} active parts, no inserts)\n`);
+    header();
+    for (const [name, fn] of cases) await measure(name, fn);
+
+    const stream = ingestStream(store, ROWS, ingestRate);
+    await sleep(5000); // fresh parts and their first merges under way
+    const before = await mergeCounters(ch);
+    const partsBefore = await activeParts(ch);
+    console.log(`\n## with the ingest stream running (${ingestRate} entries/s; ${partsBefore} active parts at the start)\n`);
+    header();
+    for (const [name, fn] of cases) await measure(name, fn);
+
+    console.log(`\n## ${concurrency} concurrent searches (the four searches in turn), ${concurrentRounds} rounds, ingest stream running\n`);
+    console.log('| totalHits | round | searches | wall s | searches/s | p50 ms | p99 ms | max ms |');
+    console.log('|---|---|---:|---:|---:|---:|---:|---:|');
+    const variants = [['text index where cheaper', queries], ...(compare ? [['counting rows (before)', countingRows]] : [])];
+    const all = variants.map(() => ({ latencies: [], wall: 0 }));
+    const row = (name, round, n, wall, latencies) =>
+      console.log(`| ${name} | ${round} | ${n} | ${wall.toFixed(2)} | ${(n / wall).toFixed(1)} | ${quantile(latencies, 0.5).toFixed(0)} | ${quantile(latencies, 0.99).toFixed(0)} | ${Math.max(...latencies).toFixed(0)} |`);
+    for (let round = 0; round < concurrentRounds; round++) {
+      for (const [v, [name, use]] of variants.entries()) {
+        const started = performance.now();
+        const latencies = await Promise.all(
+          Array.from({ length: concurrency }, async (_, i) => {
+            const t = performance.now();
+            await searchOf(searches[i % searches.length][1], use)();
+            return performance.now() - t;
+          }),
+        );
+        const wall = (performance.now() - started) / 1000;
+        all[v].wall += wall;
+        all[v].latencies.push(...latencies);
+        row(name, round + 1, concurrency, wall, latencies);
+      }
+    }
+    for (const [v, [name]] of variants.entries()) row(name, 'all', all[v].latencies.length, all[v].wall, all[v].latencies);
+
+    const after = await mergeCounters(ch);
+    const ingested = await stream.stop();
+    console.log(
+      `\ningest stream: ${ingested.stored.toLocaleString('en')} entries in ${ingested.seconds.toFixed(1)} s (${Math.round(ingested.rate)}/s, ${ingested.lagging} batches late); ` +
+        `during the measurements chdb ran ${after.Merge - before.Merge} merges of ${(after.MergedRows - before.MergedRows).toLocaleString('en')} rows ` +
+        `(${((after.MergeTotalMilliseconds - before.MergeTotalMilliseconds) / 1000).toFixed(1)} s of merging); active parts ${partsBefore} → ${await activeParts(ch)}`,
+    );
   } finally {
     await ch.close();
     fs.rmSync(chDir, { recursive: true, force: true });

@@ -34,6 +34,8 @@ export interface LogCount {
 export interface Clause {
   where: string;
   params: Record<string, unknown>;
+  /** The clause is exactly `hasToken(search_text, <indexToken>)` (CompiledSearch.indexToken): see LogStore.count. */
+  indexToken?: string;
 }
 
 const SELECT = LOG_COLUMNS.join(', ');
@@ -66,12 +68,25 @@ export function filterClause(f: LogFilters, after?: LogPosition): Clause {
     params.result = f.result;
   }
   if (after) {
-    parts.push(`(timestamp, id) < (toDateTime64({afterTs:String}, 3, 'UTC'), {afterId:String})`);
+    // The tuple comparison alone is not a primary key condition: a page far back would read every newer granule
+    // (5,000,000 entries back: 238 ms instead of 11). `timestamp <=` is implied by it and narrows the key range.
+    parts.push(`timestamp <= toDateTime64({afterTs:String}, 3, 'UTC') AND (timestamp, id) < (toDateTime64({afterTs:String}, 3, 'UTC'), {afterId:String})`);
     params.afterTs = chTime(after.timestamp);
     params.afterId = after.id;
   }
   return { where: parts.join(' AND '), params };
 }
+
+/**
+ * Counting matches row by row reads about the rows of the granules holding the term (index_granularity 1,024
+ * rows each): ~35 ms for 10,000,000 rows here, ~5 ms for a rare term's few granules. A count from the text index
+ * costs two more statements (~8 ms), so it is used when it spares reading at least this many rows.
+ */
+const MIN_SPARED_ROWS = 2_000_000;
+const GRANULE_ROWS = 1024;
+
+/** The filters a count from the text index handles: the environment and a time window (key columns only). */
+const indexCountable = (f: LogFilters): boolean => !f.events?.length && !f.actorId && !f.result;
 
 const toRow = (r: LogRow): LogRow => ({ ...r, timestamp: isoTime(r.timestamp), lat: r.lat === null ? null : Number(r.lat), lng: r.lng === null ? null : Number(r.lng) });
 
@@ -84,6 +99,8 @@ export class LogStore {
   constructor(
     private readonly ch: ClickHouseClient,
     private readonly chain?: AuditChain,
+    /** `minSparedRows`: see MIN_SPARED_ROWS (tests set 0 to count from the text index whenever it can). */
+    private readonly options: { minSparedRows?: number } = {},
   ) {}
 
   /**
@@ -151,13 +168,92 @@ export class LogStore {
     return (await rs.json<LogRow>()).map(toRow);
   }
 
-  /** How many entries match (search totals). */
-  async count(filters: LogFilters, extra?: Clause): Promise<number> {
+  /**
+   * How many entries match (search totals), exactly.
+   *
+   * A one-term search (`extra.indexToken`) over the environment and a time window counts from the text index
+   * where that is cheaper than counting rows: the index keeps, per part, how many rows hold each token (the
+   * length of its posting list), so a part's matches are that number less the matches outside the filter,
+   * and the rows outside the filter are a prefix and a suffix of the part's key order (environment, timestamp)
+   * that the primary key finds. A term found in most entries (`success`: 12 in 13) is then counted without
+   * reading its posting lists. See {@link countFromTextIndex}. An aborted `signal` calls the count off (rejects).
+   */
+  async count(filters: LogFilters, extra?: Clause, signal?: AbortSignal): Promise<number> {
+    if (extra?.indexToken !== undefined && this.indexCounts && indexCountable(filters)) {
+      try {
+        for (let attempt = 0; attempt < 2; attempt++) {
+          const n = await this.countFromTextIndex(filters, extra, extra.indexToken, signal);
+          if (n !== undefined) return n;
+        }
+      } catch (err) {
+        // A server without the mergeTree* table functions (or the grants for them): count rows from now on.
+        if (signal?.aborted || !(err instanceof Error && /UNKNOWN_FUNCTION|ACCESS_DENIED|NOT_IMPLEMENTED|Unknown table function|Not enough privileges/i.test(`${(err as { type?: string }).type ?? ''} ${err.message}`))) throw err;
+        this.indexCounts = false;
+      }
+    }
+    return this.countRows(filters, extra, signal);
+  }
+
+  /** Whether count() may use the text index's per-part token counts (off once the server refused them). */
+  private indexCounts = true;
+
+  private async countRows(filters: LogFilters, extra?: Clause, signal?: AbortSignal): Promise<number> {
     const base = filterClause(filters);
-    const where = extra ? `${base.where} AND (${extra.where})` : base.where;
-    const rs = await this.ch.query({ query: `SELECT count() AS n FROM ${LOG_TABLE} WHERE ${where}`, query_params: { ...base.params, ...extra?.params }, format: 'JSONEachRow' });
+    const condition = extra ? `${base.where} AND (${extra.where})` : base.where;
+    const rs = await this.ch.query({ query: `SELECT count() AS n FROM ${LOG_TABLE} WHERE ${condition}`, query_params: { ...base.params, ...extra?.params }, format: 'JSONEachRow', abort_signal: signal });
     const [row] = await rs.json<{ n: string | number }>();
     return Number(row?.n ?? 0);
+  }
+
+  /**
+   * The matches of a one-term search, `undefined` when a merge replaced a part in between (the caller retries).
+   *
+   * 1. Per part: the share of its granules whose first key is inside the filter (primary index,
+   *    `mergeTreeIndex`) and the number of rows holding the token (text index, `mergeTreeTextIndex`; no row
+   *    there: the part does not hold the token). S: the parts mostly inside the filter. When S's token counts
+   *    spare little row-by-row work (a rare term, or a window that cuts the big parts in half), rows are counted
+   *    instead.
+   * 2. One statement: matches inside the filter in parts not in S, and matches outside the filter in parts of S.
+   * 3. All parts of S still active: parts only ever go from active to outdated, so they were active when 1 and 2
+   *    read (a part a merge made from some of them would have been counted twice otherwise).
+   * total = Σ_S token rows − matches outside the filter in S + matches inside the filter elsewhere.
+   */
+  private async countFromTextIndex(filters: LogFilters, extra: Clause, token: string, signal?: AbortSignal): Promise<number | undefined> {
+    const base = filterClause(filters);
+    const rs = await this.ch.query({
+      query: `SELECT k.part_name AS part, k.rows AS rows, k.inside / k.marks AS share, ifNull(t.n, 0) AS n
+              FROM (SELECT part_name, sum(rows_in_granule) AS rows, countIf(${base.where}) AS inside, count() AS marks FROM mergeTreeIndex(currentDatabase(), ${LOG_TABLE}) GROUP BY part_name) AS k
+              LEFT JOIN (SELECT part_name, sum(cardinality) AS n FROM mergeTreeTextIndex(currentDatabase(), ${LOG_TABLE}, idx_search) WHERE token = {indexToken:String} GROUP BY part_name) AS t
+              ON t.part_name = k.part_name`,
+      query_params: { ...base.params, indexToken: token },
+      format: 'JSONEachRow',
+      abort_signal: signal,
+    });
+    const parts = (await rs.json<{ part: string; rows: string | number; share: number; n: string | number }>()).map((r) => ({ part: r.part, rows: Number(r.rows), share: Number(r.share), n: Number(r.n) }));
+    const indexed = parts.filter((p) => p.share >= 0.5);
+    // The rows a count reads in a share of a part: those of the granules that may hold the term.
+    const read = (p: (typeof parts)[number], share: number) => Math.min(p.rows, p.n * GRANULE_ROWS) * share;
+    const spared = indexed.reduce((sum, p) => sum + read(p, p.share) - read(p, 1 - p.share), 0);
+    if (spared < (this.options.minSparedRows ?? MIN_SPARED_ROWS) || indexed.length === 0) return this.countRows(filters, extra, signal);
+    const names = indexed.map((p) => p.part);
+    const counted = await this.ch.query({
+      query: `SELECT toInt64(count()) AS n FROM ${LOG_TABLE} WHERE ${base.where} AND (${extra.where}) AND _part NOT IN {indexParts:Array(String)}
+              UNION ALL
+              SELECT -toInt64(count()) AS n FROM ${LOG_TABLE} WHERE NOT (${base.where}) AND (${extra.where}) AND _part IN {indexParts:Array(String)}`,
+      query_params: { ...base.params, ...extra.params, indexParts: names },
+      format: 'JSONEachRow',
+      abort_signal: signal,
+    });
+    const rest = (await counted.json<{ n: string | number }>()).reduce((sum, r) => sum + Number(r.n), 0);
+    const active = await this.ch.query({
+      query: `SELECT count() AS n FROM system.parts WHERE database = currentDatabase() AND table = {table:String} AND active AND name IN {indexParts:Array(String)}`,
+      query_params: { table: LOG_TABLE, indexParts: names },
+      format: 'JSONEachRow',
+      abort_signal: signal,
+    });
+    const [still] = await active.json<{ n: string | number }>();
+    if (Number(still?.n) !== names.length) return undefined;
+    return indexed.reduce((sum, p) => sum + p.n, rest);
   }
 
   /**

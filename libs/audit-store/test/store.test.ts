@@ -106,6 +106,55 @@ test('counts entries per hour or day, event kind and result, with the filters an
   ]);
 });
 
+test('a one-term search is counted from the text index exactly as counting rows does, across parts, environments and windows', async () => {
+  const at = (minute: number) => new Date(Date.UTC(2026, 10, 1, 12, minute)).toISOString();
+  // Four blocks (four parts), both environments in each; `failure` in one entry in three, `login` in every `user.login`.
+  for (let block = 0; block < 4; block++) {
+    await store.insert(
+      Array.from({ length: 30 }, (_, i) => {
+        const k = block * 30 + i;
+        return row({ environment: k % 4 === 0 ? 'test' : 'live', timestamp: at(k), event: k % 2 ? 'user.login' : 'user.logout', result: k % 3 ? 'success' : 'failure' });
+      }),
+    );
+  }
+  const search = (token: string) => ({ where: 'hasToken(search_text, {t:String})', params: { t: token } });
+  const windows = [{}, { from: at(10) }, { to: at(95) }, { from: at(31), to: at(59) }, { from: at(0), to: at(120) }, { from: at(200) }];
+  // With minSparedRows 0 the text index counts whenever some part is mostly inside the filter (at this size the
+  // default would count rows every time).
+  const fromIndex = new LogStore(ch, undefined, { minSparedRows: 0 });
+  const check = async () => {
+    for (const environment of ['live', 'test', 'other']) {
+      for (const w of windows) {
+        for (const token of ['failure', 'login', 'logout', 'absent']) {
+          const filters = { environment, ...w };
+          const rows = await store.count(filters, search(token));
+          for (const s of [store, fromIndex]) expect({ filters, token, n: await s.count(filters, { ...search(token), indexToken: token }) }).toEqual({ filters, token, n: rows });
+        }
+      }
+    }
+  };
+  await check();
+  await ch.command({ query: `OPTIMIZE TABLE ${LOG_TABLE} FINAL` }); // one part holding both environments
+  await check();
+  // It did count from the text index (and did not fall back to counting rows).
+  const query = jest.spyOn(ch, 'query');
+  expect(await fromIndex.count({ environment: 'live' }, { ...search('login'), indexToken: 'login' })).toBe(60);
+  expect(query.mock.calls.some(([q]) => q.query.includes('mergeTreeTextIndex'))).toBe(true);
+  expect(query.mock.calls.some(([q]) => q.query.includes('system.parts'))).toBe(true);
+  query.mockRestore();
+  // A merge that replaced one of the parts between the statements: counted again; twice in a row: rows counted.
+  for (const races of [1, 2]) {
+    const real = ch.query.bind(ch);
+    let checks = 0;
+    const raced = jest.spyOn(ch, 'query').mockImplementation(((params: Parameters<ClickHouseClient['query']>[0]) =>
+      params.query.includes('system.parts') && checks++ < races ? real({ ...params, query: 'SELECT 0 AS n', query_params: {} }) : real(params)) as ClickHouseClient['query']);
+    expect(await fromIndex.count({ environment: 'live' }, { ...search('login'), indexToken: 'login' })).toBe(60);
+    expect(checks).toBe(2); // both attempts checked
+    expect(raced.mock.calls.filter(([q]) => q.query.startsWith('SELECT count() AS n FROM audit_logs WHERE')).length).toBe(races === 1 ? 0 : 1);
+    raced.mockRestore();
+  }
+});
+
 test('retention is a TTL on the table, changed only when configuration changes', async () => {
   await applyRetention(ch, 365);
   await applyRetention(ch, 365);

@@ -46,7 +46,7 @@ test('an excluded clause is NOT of its exact condition alone', () => {
 });
 
 test('parameter names take the given prefix; a prefix that is not an identifier is a programming error', () => {
-  expect(compile('login', 'search_')).toEqual({ where: '(hasToken(search_text, {search_0:String}))', params: { search_0: 'login' } });
+  expect(compile('login', 'search_')).toEqual({ where: '(hasToken(search_text, {search_0:String}))', params: { search_0: 'login' }, indexToken: 'login' });
   expect(() => compile('login', 'a}b')).toThrow('invalid parameter prefix');
 });
 
@@ -61,4 +61,9 @@ test('query text never reaches the SQL, whatever it holds', () => {
   expect(where).toMatch(/^[\w\s(){}:,'=ςσ]*$/);
   expect(where).not.toMatch(/drop|evil|env|%|--/i);
   expect(Object.values(params).join(' ')).toContain('drop');
+});
+
+test('only a query of one whole term carries its token for counting from the text index', () => {
+  expect(compile('Login').indexToken).toBe('login');
+  for (const q of ['login*', 'alice -login', 'login failure', '"user login"', 'user.login', 'event:login', 'result:success']) expect(compile(q).indexToken).toBeUndefined();
 });

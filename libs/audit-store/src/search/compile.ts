@@ -5,6 +5,12 @@ import { foldSql, isTokenChar } from './tokens';
 export interface CompiledSearch {
   where: string;
   params: Record<string, string>;
+  /**
+   * Set when the whole condition is `hasToken(search_text, <indexToken>)` (a query of one term): the matches in
+   * a part are then exactly the rows of the token's posting list in the part's text index, whose length the
+   * index stores (LogStore.count reads it instead of counting rows).
+   */
+  indexToken?: string;
 }
 
 export interface CompileOptions {
@@ -86,7 +92,9 @@ export function compileSearchQuery(query: ParsedQuery, options: CompileOptions =
   };
 
   const where = query.clauses.map((c) => (c.negated ? `NOT (${clauseSql(c)})` : `(${clauseSql(c)})`)).join(' AND ');
-  return { where, params };
+  const [only] = query.clauses;
+  const single = query.clauses.length === 1 && only?.kind === 'text' && !only.negated && !only.pattern.prefix && only.pattern.tokens.length === 1;
+  return single ? { where, params, indexToken: only.pattern.tokens[0]! } : { where, params };
 }
 
 const join = (parts: string[]) => parts.join(' AND ');

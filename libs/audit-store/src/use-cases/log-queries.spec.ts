@@ -125,6 +125,21 @@ describe('search', () => {
     expect(res.searchTimeMs).toBeGreaterThanOrEqual(0);
   });
 
+  test('a first page that holds every match is the total, and the count is called off; otherwise the count is', async () => {
+    const { store } = fakeStore(rows);
+    const signals: (AbortSignal | undefined)[] = [];
+    const counting: LogReader = { ...store, count: async (_filters, _extra, signal) => (signals.push(signal), 99) };
+    const logs = new LogQueries(counting, SECRET);
+    expect((await logs.search({ environment: 'live', query: 'login', limit: 3, cursor: '' })).totalHits).toBe(3);
+    expect(signals[0]?.aborted).toBe(true);
+    const first = await logs.search({ environment: 'live', query: 'login', limit: 2, cursor: '' });
+    expect(first.totalHits).toBe(99);
+    expect(signals[1]?.aborted).toBe(false);
+    // A last page after a cursor holds only the rest: the total is still the count.
+    expect((await logs.search({ environment: 'live', query: 'login', limit: 2, cursor: first.nextCursor })).totalHits).toBe(99);
+    expect(signals[2]?.aborted).toBe(false);
+  });
+
   test('filter faults come before query faults; a query that cannot be parsed is a 400 naming query', async () => {
     const { store, calls } = fakeStore(rows);
     const logs = new LogQueries(store, SECRET);

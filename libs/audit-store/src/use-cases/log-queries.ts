@@ -96,7 +96,25 @@ export class LogQueries {
     const clause = compileSearchQuery(query);
     const scope = { kind: 'logs-search', environment: filters.environment };
     const { limit, after } = pageRequest(req, scope, this.secret, MAX_PAGE);
-    const [rows, totalHits] = await Promise.all([this.store.list(filters, limit, positionOf(after), clause), this.store.count(filters, clause)]);
+    // The page and the total at once (a ClickHouse server runs them side by side; chdb runs one query at a time,
+    // the page first). A first page that holds every match is the total: the count is then called off (on chdb
+    // before it starts).
+    const counting = new AbortController();
+    const listing = this.store.list(filters, limit, positionOf(after), clause);
+    const total = this.store.count(filters, clause, counting.signal);
+    total.catch(() => undefined); // awaited below unless called off
+    let rows: LogRow[];
+    try {
+      rows = await listing;
+    } catch (err) {
+      counting.abort();
+      throw err;
+    }
+    let totalHits: number;
+    if (!after && rows.length <= limit) {
+      counting.abort();
+      totalHits = rows.length;
+    } else totalHits = await total;
     const { rows: page, hasMore, nextCursor } = this.page(rows, limit, scope);
     const hits = page.map((row) => ({ row, highlights: definedOnly(highlight(highlightSource(row), query)) }));
     return { hits, totalHits, searchTimeMs: Math.round(performance.now() - started), hasMore, nextCursor };
