@@ -151,10 +151,10 @@ async function exportOnce(stack, label, format, window, expected) {
 
 /** StreamLogs read alone (rows walked, nothing written): the ceiling of what the worker can receive. */
 async function streamOnly(stack) {
-  const { audit } = require('@secsvc/proto');
+  const { AuditServiceBulkClient } = require('@secsvc/proto');
   const { RenderedRows } = require('@secsvc/audit-store');
-  // The worker's channel settings (a 4 MiB HTTP/2 window, apps/export-worker/src/main.ts).
-  const client = new audit.AuditServiceClient(stack.grpc.audit, grpc.credentials.createInsecure(), { 'grpc-node.flow_control_window': 4 << 20 });
+  // The worker's client and channel settings (a 4 MiB HTTP/2 window, apps/export-worker/src/main.ts).
+  const client = new AuditServiceBulkClient(stack.grpc.audit, grpc.credentials.createInsecure(), { 'grpc-node.flow_control_window': 4 << 20 });
   const started = performance.now();
   let rows = 0;
   for await (const chunk of client.streamLogs({ environment: 'live', ...WINDOW, events: [], query: '', pageSize: 50_000, format: 'csv' })) {

@@ -22,7 +22,7 @@ export const exportService = (ctx: ExportContext): ExportService =>
     jobs: ctx.exports.jobs,
     objects: ctx.exports.objects,
     chain: ctx.chain,
-    pages: (spec, format, pageSize) => exportPages(ctx.ch, spec, format, pageSize),
+    pages: (spec, format, pageSize, maxRunBytes) => exportPages(ctx.ch, spec, format, pageSize, maxRunBytes),
     secret: ctx.secret,
     maxRangeDays: ctx.exports.maxRangeDays,
     pageSize: ctx.exports.pageSize,

@@ -1,4 +1,4 @@
-import { audit, serviceNames } from '@secsvc/proto';
+import { AuditServiceBulk, serviceNames } from '@secsvc/proto';
 import { applyRetention, AuditChain, ChainKey, clickHouseServer, ExportJobs, GeoIp, LogStore, migrateAuditSchema, migrateClickHouse, openClickHouse } from '@secsvc/audit-store';
 import { createEventBus, createObjectStore, runGrpcService } from '@secsvc/shared';
 import { loadAuditConfig } from './config';
@@ -54,7 +54,7 @@ void runGrpcService({
       services: [
         {
           name: serviceNames.audit,
-          definition: audit.AuditServiceService,
+          definition: AuditServiceBulk,
           implementation: {
             listLogs: listLogs(ctx),
             getLog: getLog(ctx),

@@ -7,7 +7,7 @@ import { createHash } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { audit, descriptorSets, serviceNames } from '@secsvc/proto';
+import { audit, AuditServiceBulk, descriptorSets, serviceNames } from '@secsvc/proto';
 import { ExportJobs, LogStore, migrateAuditSchema, migrateClickHouse, openClickHouse, RenderedRows, rowFromEvent, type ClickHouseClient, type LogRow } from '@secsvc/audit-store';
 import { AppError, createLocalObjectStore, createLogger, createPool, fromGrpcError, Metrics, startGrpcServer, type ObjectStore, type Pool, type RunningGrpcServer } from '@secsvc/shared';
 import { stopTestPostgres, testDatabase, type TestDatabase } from '@secsvc/dev/testing';
@@ -67,7 +67,7 @@ beforeAll(async () => {
     services: [
       {
         name: serviceNames.audit,
-        definition: audit.AuditServiceService,
+        definition: AuditServiceBulk,
         implementation: { createExport: createExport(ctx), getExport: getExport(ctx), streamLogs: streamLogs(ctx), downloadExport: downloadExport(ctx) },
         notYetImplemented: ['listLogs', 'getLog', 'searchLogs', 'countLogs', 'verifyLogs', 'getChainKeys'],
       },

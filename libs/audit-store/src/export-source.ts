@@ -34,7 +34,14 @@ async function bytesOf(stream: AsyncIterable<Buffer | Uint8Array>): Promise<Buff
  * query starts as soon as a page has arrived, so ClickHouse renders it while the page travels on: memory
  * stays at two pages whatever the export's size. The same SQL runs on chdb and on a ClickHouse server.
  */
-export async function* exportPages(ch: ClickHouseClient, spec: ExportSpec, format: ExportFormat, pageSize: number): AsyncGenerator<RenderedPage> {
+export async function* exportPages(
+  ch: ClickHouseClient,
+  spec: ExportSpec,
+  format: ExportFormat,
+  pageSize: number,
+  /** Also cut each page into runs of whole rows of about this size (`runs`), in the same walk over its rows. */
+  maxRunBytes = Infinity,
+): AsyncGenerator<RenderedPage & { runs: RenderedPage[] }> {
   const { filters, clause } = exportCriteria(spec);
   const select = renderedSelectSql(format);
   const read = (after?: LogPosition): Promise<Buffer> => {
@@ -55,12 +62,10 @@ export async function* exportPages(ch: ClickHouseClient, spec: ExportSpec, forma
     while (next) {
       const bytes = await next;
       next = undefined;
-      const rows = new RenderedRows(bytes);
-      let count = 0;
-      while (rows.next()) count++;
+      const { count, runs, last } = scanRows(bytes, maxRunBytes);
       if (count === 0) return;
-      if (count === pageSize) next = read({ timestamp: new Date(rows.ms).toISOString(), id: bytes.toString('utf8', rows.idStart, rows.idEnd) });
-      yield { bytes, count };
+      if (count === pageSize) next = read({ timestamp: new Date(last.ms).toISOString(), id: bytes.toString('utf8', last.idStart, last.idEnd) });
+      yield { bytes, count, runs };
     }
   } finally {
     // A taker that stops early leaves a prefetched page nobody reads: its failure is nobody's either.
@@ -125,21 +130,30 @@ export class RenderedRows {
   }
 }
 
-/** A page cut at row ends into runs of at most ~maxBytes (a row larger than that is a run of its own). */
-export function splitRows(page: RenderedPage, maxBytes: number): RenderedPage[] {
-  if (page.bytes.length <= maxBytes) return [page];
-  const out: RenderedPage[] = [];
-  const rows = new RenderedRows(page.bytes);
+/**
+ * One walk over a page's rows: how many, the last one (its reader, left on it), and the page cut at row ends
+ * into runs of at most ~maxBytes (a row larger than that is a run of its own).
+ */
+export function scanRows(bytes: Buffer, maxBytes: number): { count: number; runs: RenderedPage[]; last: RenderedRows } {
+  const rows = new RenderedRows(bytes);
+  const runs: RenderedPage[] = [];
+  let total = 0;
   let runStart = 0;
   let count = 0;
   while (rows.next()) {
     if (count > 0 && rows.pos - runStart > maxBytes) {
-      out.push({ bytes: page.bytes.subarray(runStart, rows.start), count });
+      runs.push({ bytes: bytes.subarray(runStart, rows.start), count });
       runStart = rows.start;
       count = 0;
     }
     count++;
+    total++;
   }
-  if (count > 0) out.push({ bytes: page.bytes.subarray(runStart), count });
-  return out;
+  if (count > 0) runs.push({ bytes: runStart === 0 ? bytes : bytes.subarray(runStart), count });
+  return { count: total, runs, last: rows };
+}
+
+/** A page cut at row ends into runs of at most ~maxBytes (a row larger than that is a run of its own). */
+export function splitRows(page: RenderedPage, maxBytes: number): RenderedPage[] {
+  return page.bytes.length <= maxBytes ? [page] : scanRows(page.bytes, maxBytes).runs;
 }

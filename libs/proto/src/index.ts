@@ -31,3 +31,5 @@ export const serviceNames = {
   policy: 'secsvc.policy.v1.PolicyService',
   audit: 'secsvc.audit.v1.AuditService',
 } as const;
+
+export { AuditServiceBulk, AuditServiceBulkClient, decodeLogRowsChunk, encodeLogRowsChunk } from './bulk';

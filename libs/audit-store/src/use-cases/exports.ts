@@ -17,7 +17,7 @@ export interface ExportPorts {
   /** The hash chain, whose key signs the manifests of completed exports; without it, none is signed. */
   chain?: Pick<AuditChain, 'key' | 'checkpointAt'>;
   /** The rows of an export, newest first, rendered in its format, in keyset pages (exportPages over ClickHouse). */
-  pages: (spec: ExportSpec, format: ExportFormat, pageSize: number) => AsyncIterable<RenderedPage>;
+  pages: (spec: ExportSpec, format: ExportFormat, pageSize: number, maxRunBytes: number) => AsyncIterable<RenderedPage & { runs?: RenderedPage[] }>;
   /** SERVER_SECRET: checks download tokens. */
   secret: string;
   /** Longest from..to an export may span. */
@@ -102,7 +102,7 @@ export class ExportService {
     const spec = exportSpecOf(req); // format included: a worker must name one
     const format = req.format as ExportFormat;
     const pageSize = req.pageSize > 0 ? Math.min(req.pageSize, MAX_PAGE_SIZE) : this.ports.pageSize;
-    for await (const page of this.ports.pages(spec, format, pageSize)) yield splitRows(page, maxBytes);
+    for await (const page of this.ports.pages(spec, format, pageSize, maxBytes)) yield page.runs ?? splitRows(page, maxBytes);
   }
 
   /**
