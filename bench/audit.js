@@ -20,6 +20,7 @@
 //
 // The relay, the consumer and ClickHouse share this one Node process (in production the relay runs in
 // identity/policy and the consumer in audit), and the 2 cores with PostgreSQL and the Kafka broker.
+const { fork } = require('node:child_process');
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
@@ -37,6 +38,9 @@ const ROWS = Number(process.env.BENCH_ROWS ?? 10_000_000);
 const RUNS = Number(process.env.BENCH_RUNS ?? 50);
 // Which buses the ingest part measures (comma-separated): postgres, kafka.
 const BUSES = (process.env.BENCH_BUSES ?? 'postgres,kafka').split(',');
+// Ingest as production runs it: every entry chained, the relay in a process of its own (BENCH_CHAINED=0 and
+// BENCH_RELAY=same for the earlier single-process, unchained form).
+const INGEST_OPTIONS = { chained: process.env.BENCH_CHAINED !== '0', separateRelay: process.env.BENCH_RELAY !== 'same' };
 const logger = createLogger('bench-audit', 'warn');
 const SEARCH_SECRET = 'bench-search-secret-0123456789abcdef';
 
@@ -76,7 +80,37 @@ async function fillOutbox(url, n) {
   return { seconds: (performance.now() - started) / 1000, t0 };
 }
 
-async function ingestOnce(name, url, makeBus, chained = false) {
+/** The bus of a spec: { kind: 'postgres' } on the run's database, or { kind: 'kafka', brokers }. */
+function makeBus(spec, url) {
+  return spec.kind === 'kafka' ? createKafkaBus({ brokers: spec.brokers, logger, clientId: 'bench' }) : createPostgresBus({ url, logger, pollMs: 100 });
+}
+
+/**
+ * Child mode (`node bench/audit.js relay <url> <bus spec JSON>`): the outbox relay alone, as a producing service
+ * runs it, until the parent says stop; then reports its CPU time.
+ */
+async function relayChild(url, spec) {
+  const pool = createPool(url, 4, logger, 'svc');
+  const bus = await makeBus(spec, url);
+  const relay = new OutboxRelay({ pool, databaseUrl: url, schema: 'svc', bus, logger, batchSize: 5000, pollMs: 50 });
+  const cpu0 = process.cpuUsage();
+  await relay.start();
+  process.send({ started: true });
+  await new Promise((resolve) => process.once('message', resolve));
+  await relay.stop();
+  const used = process.cpuUsage(cpu0);
+  await bus.close();
+  await pool.end();
+  process.send({ cpuMs: (used.user + used.system) / 1000 });
+  process.disconnect();
+}
+
+/**
+ * One ingest run: the outbox relayed to the bus (in this process, or with `separateRelay` in a child process, as
+ * production runs it in the producing services) and consumed into ClickHouse, chained when `chained` (as the audit
+ * service stores every entry). CPU ms per 1,000 events of this process (consumer + chdb) and of the relay's.
+ */
+async function ingestOnce(name, url, spec, { chained = false, separateRelay = false } = {}) {
   const chDir = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-audit-ch-'));
   const ch = await openClickHouse({ path: chDir });
   await migrateClickHouse(ch);
@@ -85,10 +119,11 @@ async function ingestOnce(name, url, makeBus, chained = false) {
   if (auditPool) await migrateAuditSchema(auditPool, logger);
   const store = auditPool ? new LogStore(ch, new AuditChain(auditPool, ch, ChainKey.fromSecret('bench-chain-secret-0123456789abcdef'))) : new LogStore(ch);
   const geo = await GeoIp.open();
-  const pool = createPool(url, 4, logger, 'svc');
-  const bus = await makeBus();
-  const relay = new OutboxRelay({ pool, databaseUrl: url, schema: 'svc', bus, logger, batchSize: 5000, pollMs: 50 });
+  const pool = separateRelay ? undefined : createPool(url, 4, logger, 'svc');
+  const bus = await makeBus(spec, url);
+  const relay = pool ? new OutboxRelay({ pool, databaseUrl: url, schema: 'svc', bus, logger, batchSize: 5000, pollMs: 50 }) : undefined;
   let stored = 0;
+  const cpu0 = process.cpuUsage();
   const started = performance.now();
   const sub = await bus.subscribe({ topic: 'auth-events', group: AUDIT_CONSUMER_GROUP, maxBatchSize: 5000, maxWaitMs: 200 }, async (records) => {
     const rows = records.map((r) => {
@@ -97,18 +132,33 @@ async function ingestOnce(name, url, makeBus, chained = false) {
     });
     stored += await store.insert(rows);
   });
-  await relay.start();
+  let child;
+  if (relay) await relay.start();
+  else {
+    child = fork(__filename, ['relay', url, JSON.stringify(spec)], { stdio: 'inherit' });
+    await new Promise((resolve, reject) => {
+      child.once('message', resolve);
+      child.once('exit', (code) => reject(new Error(`relay process exited (${code})`)));
+    });
+  }
   while (stored < EVENTS) await sleep(100);
   const seconds = (performance.now() - started) / 1000;
-  await relay.stop();
+  const used = process.cpuUsage(cpu0);
+  let relayCpuMs;
+  if (child) {
+    const report = new Promise((resolve) => child.on('message', (m) => m.cpuMs !== undefined && resolve(m.cpuMs)));
+    child.send('stop');
+    relayCpuMs = await report;
+  } else await relay.stop();
   await sub.stop();
   await bus.close();
-  await pool.end();
+  await pool?.end();
   await auditPool?.end();
   const count = await store.count({ environment: 'live' });
   await ch.close();
   fs.rmSync(chDir, { recursive: true, force: true });
-  return { name, seconds, rate: EVENTS / seconds, count };
+  const per1000 = (ms) => (ms === undefined ? undefined : Number((ms / (EVENTS / 1000)).toFixed(1)));
+  return { name, seconds, rate: EVENTS / seconds, count, consumerCpu: per1000((used.user + used.system) / 1000), relayCpu: per1000(relayCpuMs) };
 }
 
 async function ceiling(t0) {
@@ -122,14 +172,16 @@ async function ceiling(t0) {
     const r = rowFromEvent(e, geo.lookup(e.context.ip));
     rows.push(LOG_COLUMNS.map((c) => (c === 'timestamp' ? r.timestamp.replace('T', ' ').replace('Z', '') : r[c])));
   }
+  const cpu0 = process.cpuUsage();
   const started = performance.now();
   for (let from = 0; from < rows.length; from += 20_000) {
     await ch.insert({ table: 'audit_logs', values: rows.slice(from, from + 20_000), format: 'JSONCompactEachRow', columns: [...LOG_COLUMNS] });
   }
   const seconds = (performance.now() - started) / 1000;
+  const used = process.cpuUsage(cpu0);
   await ch.close();
   fs.rmSync(chDir, { recursive: true, force: true });
-  return { seconds, rate: EVENTS / seconds };
+  return { seconds, rate: EVENTS / seconds, cpu: Number(((used.user + used.system) / 1000 / (EVENTS / 1000)).toFixed(1)) };
 }
 
 async function ingest() {
@@ -141,7 +193,7 @@ async function ingest() {
     const filled = await fillOutbox(db.url, EVENTS);
     t0 = filled.t0;
     console.log(`outbox filled in ${filled.seconds.toFixed(1)} s`);
-    results.push(await ingestOnce('postgres bus', db.url, () => createPostgresBus({ url: db.url, logger, pollMs: 100 })));
+    results.push(await ingestOnce('Postgres bus', db.url, { kind: 'postgres' }, INGEST_OPTIONS));
     await db.drop();
   }
   const missing = BUSES.includes('kafka') ? kafkaUnavailable() : 'not asked for (BENCH_BUSES)';
@@ -151,7 +203,7 @@ async function ingest() {
     try {
       const db = await testDatabase();
       t0 = (await fillOutbox(db.url, EVENTS)).t0;
-      results.push(await ingestOnce('kafka bus', db.url, () => createKafkaBus({ brokers: broker.brokers, logger, clientId: 'bench' })));
+      results.push(await ingestOnce('Kafka bus', db.url, { kind: 'kafka', brokers: broker.brokers }, INGEST_OPTIONS));
       await db.drop();
     } finally {
       await broker.stop();
@@ -159,12 +211,13 @@ async function ingest() {
   }
   await stopTestPostgres();
   const ceil = await ceiling(t0);
-  console.log('\n| path | events | seconds | events/s | of the ceiling | stored |');
-  console.log('|---|---:|---:|---:|---:|---:|');
+  const how = `${INGEST_OPTIONS.chained ? 'chained' : 'unchained'}, relay ${INGEST_OPTIONS.separateRelay ? 'in its own process' : 'in the consumer\'s process'}`;
+  console.log(`\n| path (${how}) | events | seconds | events/s | of the ceiling | stored | CPU ms per 1,000 events: consumer + chdb / relay |`);
+  console.log('|---|---:|---:|---:|---:|---:|---|');
   for (const r of results) {
-    console.log(`| outbox → ${r.name} → ClickHouse | ${EVENTS} | ${r.seconds.toFixed(1)} | ${Math.round(r.rate)} | ${(r.rate / ceil.rate).toFixed(2)} | ${r.count} |`);
+    console.log(`| outbox → ${r.name} → ClickHouse | ${EVENTS} | ${r.seconds.toFixed(1)} | ${Math.round(r.rate)} | ${(r.rate / ceil.rate).toFixed(2)} | ${r.count} | ${r.consumerCpu} / ${r.relayCpu ?? '(same process)'} |`);
   }
-  console.log(`| plain bulk insert (ceiling) | ${EVENTS} | ${ceil.seconds.toFixed(1)} | ${Math.round(ceil.rate)} | 1.00 | ${EVENTS} |`);
+  console.log(`| plain bulk insert of the same rows (ceiling) | ${EVENTS} | ${ceil.seconds.toFixed(1)} | ${Math.round(ceil.rate)} | 1.00 | ${EVENTS} | ${ceil.cpu} |`);
 }
 
 /**
@@ -180,7 +233,7 @@ async function chainIngest() {
       const db = await testDatabase();
       await fillOutbox(db.url, EVENTS);
       const cpu = process.cpuUsage();
-      const r = await ingestOnce(mode, db.url, () => createPostgresBus({ url: db.url, logger, pollMs: 100 }), mode === 'chained');
+      const r = await ingestOnce(mode, db.url, { kind: 'postgres' }, { chained: mode === 'chained' });
       const used = process.cpuUsage(cpu);
       results[mode].push({ ...r, cpuMsPer1000: (used.user + used.system) / 1000 / (EVENTS / 1000) });
       await db.drop();
@@ -476,6 +529,12 @@ async function search() {
 }
 
 const mode = process.argv[2] ?? 'all';
+if (mode === 'relay') {
+  relayChild(process.argv[3], JSON.parse(process.argv[4])).catch((err) => {
+    console.error(err);
+    process.exit(1);
+  });
+}
 (async () => {
   if (mode === 'ingest' || mode === 'all') await ingest();
   if (mode === 'search' || mode === 'all') await search();
