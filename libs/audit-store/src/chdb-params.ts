@@ -26,27 +26,32 @@ export function stringLiteral(s: string): string {
   return `${out}'`;
 }
 
-function integerLiteral(name: string, value: unknown): string {
+function integerLiteral(name: string, value: unknown, unsigned: boolean): string {
   const text = typeof value === 'bigint' ? value.toString() : typeof value === 'number' && Number.isSafeInteger(value) ? String(value) : typeof value === 'string' ? value : '';
-  if (!/^-?\d+$/.test(text)) throw new Error(`query parameter ${name}: not an integer`);
+  if (!(unsigned ? /^\d+$/ : /^-?\d+$/).test(text)) throw new Error(`query parameter ${name}: not ${unsigned ? 'a non-negative' : 'an'} integer`);
   return text;
+}
+
+function text(name: string, value: unknown): string {
+  if (typeof value !== 'string') throw new Error(`query parameter ${name}: not a string`);
+  return value;
 }
 
 /** The literal of one parameter value of a type. */
 export function parameterLiteral(name: string, type: string, value: unknown): string {
   switch (type) {
     case 'String':
-      return stringLiteral(typeof value === 'string' ? value : String(value));
+      return stringLiteral(text(name, value));
     case 'UInt8':
     case 'UInt16':
     case 'UInt32':
     case 'UInt64':
     case 'Int32':
     case 'Int64':
-      return `to${type}(${integerLiteral(name, value)})`;
+      return `to${type}(${integerLiteral(name, value, type.startsWith('U'))})`;
     case 'Array(String)':
       if (!Array.isArray(value)) throw new Error(`query parameter ${name}: not an array`);
-      return `CAST([${value.map((v) => stringLiteral(typeof v === 'string' ? v : String(v))).join(', ')}], 'Array(String)')`;
+      return `CAST([${value.map((v, i) => stringLiteral(text(`${name}[${i}]`, v))).join(', ')}], 'Array(String)')`;
     default:
       throw new Error(`query parameter ${name}: type ${type} is not bound in text`);
   }
@@ -60,7 +65,24 @@ export function bindInText(query: string, params: Record<string, unknown>): stri
   });
 }
 
-/** The client with query, exec and command binding their parameters in the text (for chdb, see above). */
+/**
+ * Parameter values bound in text must fit the statement size limit (ClickHouse's default is 256 KiB, which
+ * server-side parameters do not count against): the consumer's duplicate check lists up to AUDIT_BATCH_SIZE ids.
+ */
+export const CHDB_MAX_QUERY_SIZE = String(64 * 1024 * 1024);
+
+/** The string values of parameters, longest first (what an error message may quote). */
+const valuesOf = (params: Record<string, unknown>): string[] =>
+  Object.values(params)
+    .flatMap((v) => (Array.isArray(v) ? v : [v]))
+    .filter((v): v is string => typeof v === 'string' && v.length >= 4)
+    .sort((a, b) => b.length - a.length);
+
+/**
+ * The client with query, exec and command binding their parameters in the text (for chdb, see above). An error
+ * of such a statement has the values taken out of its message (ClickHouse quotes the statement there), so
+ * search terms, emails and ids do not reach logs through it.
+ */
 export function withParamsInText(ch: ClickHouseClient): ClickHouseClient {
   type Params = { query: string; query_params?: Record<string, unknown> };
   const methods = ch as unknown as Record<'query' | 'exec' | 'command', (p: Params) => Promise<unknown>>;
@@ -69,7 +91,10 @@ export function withParamsInText(ch: ClickHouseClient): ClickHouseClient {
     methods[name] = (p) => {
       if (!p.query_params || Object.keys(p.query_params).length === 0) return original(p);
       const { query_params, ...rest } = p;
-      return original({ ...rest, query: bindInText(p.query, query_params) });
+      return original({ ...rest, query: bindInText(p.query, query_params) }).catch((err: unknown) => {
+        if (err instanceof Error) for (const v of valuesOf(query_params)) err.message = err.message.split(v).join('<value>');
+        throw err;
+      });
     };
   }
   return ch;

@@ -44,18 +44,24 @@ export async function* exportPages(
 ): AsyncGenerator<RenderedPage & { runs: RenderedPage[] }> {
   const { filters, clause } = exportCriteria(spec);
   const select = renderedSelectSql(format);
+  const abort = new AbortController();
   const read = (after?: LogPosition): Promise<Buffer> => {
     const base = filterClause(filters, after);
-    return ch
+    const page = ch
       .exec({
         // The page's rows are picked first and rendered after (rendering in the same SELECT renders whole
         // blocks read before the LIMIT applies: about a fifth more CPU, measured on chdb).
         query: `${select} FROM (SELECT ${PAGE_COLUMNS} FROM ${LOG_TABLE} WHERE ${base.where}${clause ? ` AND (${clause.where})` : ''}
-                ORDER BY timestamp DESC, id DESC LIMIT {lim:UInt32}) FORMAT RowBinary`,
+                ORDER BY timestamp DESC, id DESC LIMIT {lim:UInt32}) ORDER BY timestamp DESC, id DESC FORMAT RowBinary`,
         query_params: { ...base.params, ...clause?.params, lim: pageSize },
         clickhouse_settings: RENDER_SETTINGS,
+        abort_signal: abort.signal,
       })
       .then((r) => bytesOf(r.stream));
+    // A prefetched page may fail while the one before is still being taken: handled here, so the failure is
+    // not an unhandled rejection (which ends the process); the await below still throws it.
+    page.catch(() => undefined);
+    return page;
   };
   let next: Promise<Buffer> | undefined = read();
   try {
@@ -68,8 +74,8 @@ export async function* exportPages(
       yield { bytes, count, runs };
     }
   } finally {
-    // A taker that stops early leaves a prefetched page nobody reads: its failure is nobody's either.
-    next?.catch(() => undefined);
+    // A taker that stops early (or a failure) leaves a prefetched page nobody reads: its query is called off.
+    abort.abort();
   }
 }
 

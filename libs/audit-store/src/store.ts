@@ -220,6 +220,9 @@ export class LogStore {
    */
   private async countFromTextIndex(filters: LogFilters, extra: Clause, token: string, signal?: AbortSignal): Promise<number | undefined> {
     const base = filterClause(filters);
+    // The parts active before statement 1: its two table functions may see the parts at different moments (a
+    // part a merge made between them would show up with no token rows), so S must be parts active before both.
+    const before = new Set(await this.activeParts(signal));
     const rs = await this.ch.query({
       query: `SELECT k.part_name AS part, k.rows AS rows, k.inside / k.marks AS share, ifNull(t.n, 0) AS n
               FROM (SELECT part_name, sum(rows_in_granule) AS rows, countIf(${base.where}) AS inside, count() AS marks FROM mergeTreeIndex(currentDatabase(), ${LOG_TABLE}) GROUP BY part_name) AS k
@@ -231,6 +234,7 @@ export class LogStore {
     });
     const parts = (await rs.json<{ part: string; rows: string | number; share: number; n: string | number }>()).map((r) => ({ part: r.part, rows: Number(r.rows), share: Number(r.share), n: Number(r.n) }));
     const indexed = parts.filter((p) => p.share >= 0.5);
+    if (indexed.some((p) => !before.has(p.part))) return undefined;
     // The rows a count reads in a share of a part: those of the granules that may hold the term.
     const read = (p: (typeof parts)[number], share: number) => Math.min(p.rows, p.n * GRANULE_ROWS) * share;
     const spared = indexed.reduce((sum, p) => sum + read(p, p.share) - read(p, 1 - p.share), 0);
@@ -245,15 +249,20 @@ export class LogStore {
       abort_signal: signal,
     });
     const rest = (await counted.json<{ n: string | number }>()).reduce((sum, r) => sum + Number(r.n), 0);
-    const active = await this.ch.query({
-      query: `SELECT count() AS n FROM system.parts WHERE database = currentDatabase() AND table = {table:String} AND active AND name IN {indexParts:Array(String)}`,
-      query_params: { table: LOG_TABLE, indexParts: names },
+    const after = new Set(await this.activeParts(signal));
+    if (names.some((n) => !after.has(n))) return undefined;
+    return indexed.reduce((sum, p) => sum + p.n, rest);
+  }
+
+  /** The names of the table's active parts now. */
+  private async activeParts(signal?: AbortSignal): Promise<string[]> {
+    const rs = await this.ch.query({
+      query: `SELECT name FROM system.parts WHERE database = currentDatabase() AND table = {table:String} AND active`,
+      query_params: { table: LOG_TABLE },
       format: 'JSONEachRow',
       abort_signal: signal,
     });
-    const [still] = await active.json<{ n: string | number }>();
-    if (Number(still?.n) !== names.length) return undefined;
-    return indexed.reduce((sum, p) => sum + p.n, rest);
+    return (await rs.json<{ name: string }>()).map((r) => r.name);
   }
 
   /**

@@ -57,11 +57,32 @@ test('string arrays, integers, and a parameter used twice', async () => {
 });
 
 test('what cannot be bound in text is refused, not guessed', () => {
-  expect(() => parameterLiteral('n', 'UInt32', '1; DROP')).toThrow('not an integer');
-  expect(() => parameterLiteral('n', 'UInt32', 1.5)).toThrow('not an integer');
+  expect(() => parameterLiteral('n', 'UInt32', '1; DROP')).toThrow('not a non-negative integer');
+  expect(() => parameterLiteral('n', 'UInt32', 1.5)).toThrow('not a non-negative integer');
+  expect(() => parameterLiteral('n', 'UInt64', -1)).toThrow('not a non-negative integer');
+  expect(parameterLiteral('n', 'Int64', -1)).toBe('toInt64(-1)');
+  for (const v of [undefined, null, 1, {}, ['x']]) expect(() => parameterLiteral('s', 'String', v)).toThrow('s: not a string');
+  expect(() => parameterLiteral('a', 'Array(String)', ['x', 2])).toThrow('a[1]: not a string');
   expect(() => parameterLiteral('a', 'Array(String)', 'x')).toThrow('not an array');
   expect(() => parameterLiteral('d', 'DateTime64(3)', '2026-01-01')).toThrow('is not bound in text');
   expect(() => bindInText('SELECT {missing:String}', {})).toThrow('missing has no value');
+});
+
+test('a value larger than ClickHouse\'s default statement size (256 KiB) binds', async () => {
+  const big = 'x'.repeat(600_000);
+  expect(Number((await one('SELECT length({v:String}) AS n', { v: big }))?.n)).toBe(600_000);
+  const ids = Array.from({ length: 20_000 }, (_, i) => `log_01jd${String(i).padStart(22, '0')}`); // a consumer batch's duplicate check
+  expect(Number((await one('SELECT length({ids:Array(String)}) AS n', { ids }))?.n)).toBe(20_000);
+});
+
+test('an error of a statement bound in text does not quote its values', async () => {
+  const secretish = 'person@example.com-search-term';
+  const err = await ch.query({ query: 'SELECT no_such_function({v:String})', query_params: { v: secretish } }).then(
+    () => undefined,
+    (e: unknown) => e as Error,
+  );
+  expect(err?.message).toMatch(/no_such_function|Unknown function/i);
+  expect(err?.message).not.toContain(secretish);
 });
 
 test('literals: escapes only, nothing else changed; the query text keeps no placeholder', () => {

@@ -448,3 +448,57 @@ describe('RenderedRows and splitRows', () => {
     expect(splitRows(one, 10)).toEqual([one]);
   });
 });
+
+describe('a page query that fails', () => {
+  const full = rowBinary([{ id: 'log_2', entry: 'b', ms: 2 }, { id: 'log_1', entry: 'a', ms: 1 }]);
+
+  it('while the page before it is still being taken: handled at once (Node would end the process), thrown at the next step', async () => {
+    // Promises that record whether a rejection handler was attached: Jest cannot observe a rejection that is
+    // unhandled for a while and handled later, which is what ends a Node process (checked by hand: it does).
+    const created: Tracked<unknown>[] = [];
+    class Tracked<T> extends Promise<T> {
+      handled = false;
+      constructor(executor: (resolve: (v: T) => void, reject: (e: unknown) => void) => void) {
+        super(executor);
+        created.push(this as Tracked<unknown>);
+      }
+      override then<A = T, B = never>(onFulfilled?: ((v: T) => A | PromiseLike<A>) | null, onRejected?: ((e: unknown) => B | PromiseLike<B>) | null): Promise<A | B> {
+        if (onRejected) this.handled = true;
+        return super.then(onFulfilled, onRejected);
+      }
+    }
+    let failingFrom = -1;
+    const failing = {
+      exec: () => {
+        if (failingFrom === -1 && created.length > 0) {
+          failingFrom = created.length;
+          return Tracked.reject(new Error('memory limit exceeded'));
+        }
+        return Tracked.resolve({ stream: (async function* () { yield full; })() });
+      },
+    } as unknown as ClickHouseClient;
+    const pages = exportPages(failing, spec, 'csv', 2);
+    const first = await pages.next();
+    expect(first.value?.count).toBe(2);
+    expect(failingFrom).toBeGreaterThan(-1); // the next page was asked for while this one is held
+    // Every promise made from the failed query has its failure handled (one is enough for Node: the chain's end).
+    expect(created.slice(failingFrom).some((p) => p.handled)).toBe(true);
+    await expect(pages.next()).rejects.toThrow('memory limit exceeded');
+  });
+
+  it('a taker that stops early calls the prefetched query off', async () => {
+    const signals: AbortSignal[] = [];
+    const ch = {
+      exec: (p: { abort_signal: AbortSignal }) => {
+        signals.push(p.abort_signal);
+        return signals.length === 1 ? Promise.resolve({ stream: (async function* () { yield full; })() }) : new Promise(() => undefined);
+      },
+    } as unknown as ClickHouseClient;
+    for await (const page of exportPages(ch, spec, 'json', 2)) {
+      expect(page.count).toBe(2);
+      break;
+    }
+    expect(signals).toHaveLength(2);
+    expect(signals[1]!.aborted).toBe(true);
+  });
+});
