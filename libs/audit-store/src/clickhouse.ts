@@ -1,7 +1,6 @@
 import { createClient, type ClickHouseClient, type ClickHouseSettings } from '@clickhouse/client';
 import type * as Chdb from 'chdb/connection';
 import { childSpan, endWith, SpanKind, tracingEnabled, type WatchedCertificates } from '@secsvc/shared';
-import { CHDB_MAX_QUERY_SIZE, withParamsInText } from './chdb-params';
 import { CertificateAgent } from './clickhouse-tls';
 
 export type { ClickHouseClient };
@@ -25,7 +24,7 @@ export async function openClickHouse(target: ClickHouseTarget, settings?: ClickH
     // chdb types its connection against @clickhouse/client-common, of which @clickhouse/client bundles its own
     // copy: the same shape under distinct declarations, hence the cast.
     const connection = createChdbConnection({ path: target.path }) as unknown as NonNullable<Parameters<typeof createClient>[0]>['connection'];
-    return traced(withParamsInText(createClient({ connection, clickhouse_settings: { max_query_size: CHDB_MAX_QUERY_SIZE, ...settings } })));
+    return traced(createClient({ connection, clickhouse_settings: settings }));
   }
   return traced(createClient({
     url: target.url,
