@@ -9,16 +9,13 @@ import type { ExportFormat } from './export-jobs';
  * log, so a memo in the worker does them for less than ClickHouse's JSON functions would, row by row).
  *
  * Each entry has a plain form (the fields as they are) and an escaped form; the escaped one is computed only
- * for the rows that need it (a cheap byte test over the plain form picks them), which keeps ordinary rows at
+ * for the rows that need it (a cheap byte test over the row's text fields picks them), which keeps ordinary rows at
  * the cost of one concatenation.
  *
  * CSV (RFC 4180, made inert for spreadsheets per OWASP): a cell starting with = + - @ tab or CR gets a leading
  * apostrophe; a cell holding a comma, quote or line break (or so guarded) is quoted with its quotes doubled.
  * JSON: strings through ClickHouse's JSON string writer (forward slashes left as they are).
  */
-
-/** A SQL string literal (ClickHouse: backslash escapes). */
-const lit = (s: string) => `'${s.replace(/\\/g, '\\\\').replace(/'/g, "\\'").replace(/\r/g, '\\r').replace(/\n/g, '\\n').replace(/\t/g, '\\t')}'`;
 
 /** First characters a spreadsheet would run as a formula: = + - @ tab CR (their codes, for ascii()). */
 const FORMULA_CODES = '(61, 43, 45, 64, 9, 13)';
@@ -69,9 +66,9 @@ const CSV_CHECKED = [...CSV_TEXT.filter((x) => !x.startsWith('@') && x !== 'user
 const CSV_NEEDS_ESCAPE = `multiSearchAny(concat(${CSV_CHECKED.join(', ')}), ['"', ',', '\\r', '\\n']) OR ${CSV_CHECKED.map(formulaStart).join(' OR ')}`;
 const CSV_ENTRY = `if(${CSV_NEEDS_ESCAPE}, ${csvRecordSql(csvCellSql)}, ${csvRecordSql((x) => (x === 'user_agent' ? csvCellSql(x) : x))})`;
 
-/** JSON strings: a field with none of these bytes is written between quotes as it is. */
-const JSON_SPECIAL = ['"', '\\', ...Array.from({ length: 32 }, (_, i) => String.fromCharCode(i))];
-const jsonSpecialSql = `[${JSON_SPECIAL.map((c) => (c.charCodeAt(0) < 32 ? `'\\x${c.charCodeAt(0).toString(16).padStart(2, '0')}'` : lit(c))).join(', ')}]`;
+/** JSON strings: a field with none of these bytes (quote, backslash, controls) is written between quotes as it is. */
+const JSON_SPECIAL = [0x22, 0x5c, ...Array.from({ length: 32 }, (_, i) => i)];
+const jsonSpecialSql = `[${JSON_SPECIAL.map((b) => `'\\x${b.toString(16).padStart(2, '0')}'`).join(', ')}]`;
 
 /** One entry in the SPEC full form (GET /logs/{id}) as compact JSON, fields in the SPEC's order. */
 function jsonEntrySql(str: (x: string) => string): string {

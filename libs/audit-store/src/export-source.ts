@@ -158,8 +158,3 @@ export function scanRows(bytes: Buffer, maxBytes: number): { count: number; runs
   if (count > 0) runs.push({ bytes: runStart === 0 ? bytes : bytes.subarray(runStart), count });
   return { count: total, runs, last: rows };
 }
-
-/** A page cut at row ends into runs of at most ~maxBytes (a row larger than that is a run of its own). */
-export function splitRows(page: RenderedPage, maxBytes: number): RenderedPage[] {
-  return page.bytes.length <= maxBytes ? [page] : scanRows(page.bytes, maxBytes).runs;
-}

@@ -13,7 +13,7 @@ import { fullForm } from '../../../apps/export-worker/test/support/full-form';
 import { openClickHouse, type ClickHouseClient } from '../src/clickhouse';
 import type { ExportFormat } from '../src/export-jobs';
 import { CSV_COLUMNS, csvCellSql, FILE_FRAMES, RENDER_SETTINGS } from '../src/export-render';
-import { exportPages, RenderedRows, splitRows, type RenderedPage } from '../src/export-source';
+import { exportPages, RenderedRows, scanRows, type RenderedPage } from '../src/export-source';
 import { rowFromEvent, type LogRow } from '../src/rows';
 import { LOG_TABLE, migrateClickHouse } from '../src/schema';
 import { LogStore } from '../src/store';
@@ -83,7 +83,7 @@ function readRows(page: RenderedPage): Rendered[] {
   return out;
 }
 
-/** Every page of an export, each checked to read back whole (and the same when cut into runs by splitRows). */
+/** Every page of an export, each checked to read back whole (and the same when cut into runs by scanRows). */
 async function collect(s: typeof spec, format: ExportFormat, pageSize: number, checkRuns = true) {
   const out: Rendered[] = [];
   const sizes: number[] = [];
@@ -92,7 +92,7 @@ async function collect(s: typeof spec, format: ExportFormat, pageSize: number, c
     expect(got).toHaveLength(page.count);
     // Cut into runs as the audit service sends them: whole rows, the same rows, in order.
     for (const max of checkRuns ? [1, 700, 64 * 1024] : []) {
-      const runs = splitRows(page, max);
+      const runs = scanRows(page.bytes, max).runs;
       expect(Buffer.concat(runs.map((x) => x.bytes))).toEqual(page.bytes);
       expect(runs.flatMap(readRows)).toEqual(got);
       for (const run of runs) {
@@ -396,7 +396,7 @@ describe('hostile rows', () => {
 
 // ---- reading and cutting pages (RowBinary) ----
 
-describe('RenderedRows and splitRows', () => {
+describe('RenderedRows and scanRows', () => {
   const page = (rs: Parameters<typeof rowBinary>[0]): RenderedPage => ({ bytes: rowBinary(rs), count: rs.length });
 
   test('reads positions past 2^32, times before 1970, and strings whose lengths take several LEB128 bytes, in place', () => {
@@ -427,10 +427,13 @@ describe('RenderedRows and splitRows', () => {
     }
   });
 
-  test('splitRows cuts at row ends only, into runs of at most maxBytes (a larger row alone), with their counts', () => {
+  test('scanRows cuts at row ends only, into runs of at most maxBytes (a larger row alone), with their counts', () => {
     const rs = Array.from({ length: 50 }, (_, i) => ({ seq: i + 1, ms: i, id: `log_${i}`, entry: 'x'.repeat(i * 3), meta: '' }));
     const p = page(rs);
-    const runs = splitRows(p, 200);
+    const scan = scanRows(p.bytes, 200);
+    const runs = scan.runs;
+    expect(scan.count).toBe(50);
+    expect(p.bytes.toString('utf8', scan.last.idStart, scan.last.idEnd)).toBe('log_49');
     expect(runs.length).toBeGreaterThan(5);
     expect(Buffer.concat(runs.map((x) => x.bytes))).toEqual(p.bytes);
     expect(runs.reduce((n, x) => n + x.count, 0)).toBe(50);
@@ -442,10 +445,11 @@ describe('RenderedRows and splitRows', () => {
       const next = runs[i + 1];
       if (next) expect(run.bytes.length + rowBinary([rs[runs.slice(0, i + 1).reduce((n, x) => n + x.count, 0)]!]).length).toBeGreaterThan(200);
     }
-    expect(splitRows(p, p.bytes.length)).toEqual([p]);
-    expect(splitRows({ bytes: Buffer.alloc(0), count: 0 }, 10)).toEqual([{ bytes: Buffer.alloc(0), count: 0 }]);
+    expect(scanRows(p.bytes, p.bytes.length).runs).toEqual([p]);
+    expect(scanRows(p.bytes, p.bytes.length).runs[0]!.bytes).toBe(p.bytes); // a page that fits is not copied
+    expect(scanRows(Buffer.alloc(0), 10)).toMatchObject({ count: 0, runs: [] });
     const one = page([{ id: 'log_big', entry: 'y'.repeat(1000) }]);
-    expect(splitRows(one, 10)).toEqual([one]);
+    expect(scanRows(one.bytes, 10).runs).toEqual([one]);
   });
 });
 

@@ -3,7 +3,7 @@ import { Readable } from 'node:stream';
 import { newId, type AppError, type ByteRange } from '@secsvc/shared';
 import { ChainKey, manifestSignedText, type Checkpoint } from '../chain';
 import type { ExportFormat, ExportJob, NewExport, Requester } from '../export-jobs';
-import { RenderedRows, type RenderedPage } from '../export-source';
+import { RenderedRows, scanRows, type RenderedPage } from '../export-source';
 import { signDownloadToken } from '../export-token';
 import type { Clause, LogFilters } from '../store';
 import { rowBinary } from '../../test/support/row-binary';
@@ -89,12 +89,12 @@ function ports(over: Partial<ExportPorts> = {}, state: { jobs?: ExportJob[]; fil
       },
     },
     chain: { key: ChainKey.fromSecret(SECRET), checkpointAt: async (environment, at) => (environment === 'live' && at >= new Date(checkpoint.signedAt) ? checkpoint : undefined) },
-    pages: async function* (_spec, format, pageSize): AsyncGenerator<RenderedPage> {
+    pages: async function* (_spec, format, pageSize, maxRunBytes): AsyncGenerator<{ runs: RenderedPage[] }> {
       calls.pages.push([format, pageSize]);
       try {
         for (const page of state.pages ?? []) {
           calls.pagesRead++;
-          yield page;
+          yield { runs: scanRows(page.bytes, maxRunBytes).runs }; // as exportPages cuts them
         }
       } finally {
         calls.pagesClosed = true;

@@ -2,7 +2,7 @@ import type { Readable } from 'node:stream';
 import { AppError, environmentOf, isId, newId, parseByteRange, type ObjectStore } from '@secsvc/shared';
 import { signExportManifest, type AuditChain, type ExportManifest } from '../chain';
 import type { ExportFormat, ExportJob, ExportJobs, ExportSpec, Requester } from '../export-jobs';
-import { exportCriteria, splitRows, type RenderedPage } from '../export-source';
+import { exportCriteria, type RenderedPage } from '../export-source';
 import { verifyDownloadToken } from '../export-token';
 import type { LogStore } from '../store';
 import { exportSpecOf, type ExportRequest } from './requests';
@@ -16,8 +16,11 @@ export interface ExportPorts {
   objects: Pick<ObjectStore, 'stat' | 'read'>;
   /** The hash chain, whose key signs the manifests of completed exports; without it, none is signed. */
   chain?: Pick<AuditChain, 'key' | 'checkpointAt'>;
-  /** The rows of an export, newest first, rendered in its format, in keyset pages (exportPages over ClickHouse). */
-  pages: (spec: ExportSpec, format: ExportFormat, pageSize: number, maxRunBytes: number) => AsyncIterable<RenderedPage & { runs?: RenderedPage[] }>;
+  /**
+   * The rows of an export, newest first, rendered in its format, in keyset pages, each also cut into runs of
+   * whole rows of at most ~maxRunBytes (exportPages over ClickHouse).
+   */
+  pages: (spec: ExportSpec, format: ExportFormat, pageSize: number, maxRunBytes: number) => AsyncIterable<{ runs: RenderedPage[] }>;
   /** SERVER_SECRET: checks download tokens. */
   secret: string;
   /** Longest from..to an export may span. */
@@ -102,7 +105,7 @@ export class ExportService {
     const spec = exportSpecOf(req); // format included: a worker must name one
     const format = req.format as ExportFormat;
     const pageSize = req.pageSize > 0 ? Math.min(req.pageSize, MAX_PAGE_SIZE) : this.ports.pageSize;
-    for await (const page of this.ports.pages(spec, format, pageSize, maxBytes)) yield page.runs ?? splitRows(page, maxBytes);
+    for await (const page of this.ports.pages(spec, format, pageSize, maxBytes)) yield page.runs;
   }
 
   /**
