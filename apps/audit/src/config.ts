@@ -27,8 +27,11 @@ export const auditConfigShape = {
   AUDIT_RETENTION_DAYS: env.int(365, 1, 36_500),
   /** The consumer hands at most this many events to ClickHouse per insert... */
   AUDIT_BATCH_SIZE: env.int(5000, 1, 100_000),
-  /** ...and waits at most this long for a batch to fill. */
-  AUDIT_BATCH_WAIT_MS: env.int(200, 0, 10_000),
+  /**
+   * ...and inserts a partial batch at most this often: an event waits at most this long for others to join it,
+   * not at all after a quiet spell. About one insert a second is what ClickHouse's parts and merges are made for.
+   */
+  AUDIT_BATCH_WAIT_MS: env.int(1000, 0, 10_000),
   /** Off: this replica only serves reads (the consumer runs elsewhere). */
   AUDIT_CONSUMER: env.bool(true),
   /** Where export files are (read for downloads; the export worker writes them). */

@@ -8,8 +8,11 @@ import { Waker } from './waker';
 import { AUTH_EVENTS_TOPIC, type EventBus } from './bus/port';
 import { createEventBus, type BusSettings } from './bus/config';
 
-/** The channel the outbox triggers notify (payload: the schema), see each service's outbox migration. */
-export const OUTBOX_CHANNEL = 'secsvc_outbox';
+/**
+ * The channel the outbox trigger of `schema` notifies (see each service's outbox migrations and outboxDdl): one
+ * per schema, so a service's relay is woken by its own events only.
+ */
+export const outboxChannel = (schema: string): string => `secsvc_outbox_${schema}`;
 
 export interface OutboxRelayOptions {
   /** The service's pool (search_path = its schema, which holds the `outbox` table). */
@@ -25,6 +28,11 @@ export interface OutboxRelayOptions {
   batchSize?: number;
   /** Poll interval when no notification arrives (default 1 s). */
   pollMs?: number;
+  /**
+   * The pause after a round that published less than a full batch, before the next (default 20 ms): events
+   * arriving meanwhile go out together, so a steady stream costs a round per pause rather than per event.
+   */
+  lingerMs?: number;
   /** How long published rows are kept before deletion (default 24 h). */
   keepPublishedMs?: number;
 }
@@ -115,10 +123,8 @@ export class OutboxRelay {
   }
 
   async start(): Promise<void> {
-    this.listener = new PgChannelListener(this.o.databaseUrl, OUTBOX_CHANNEL, this.o.logger, {
-      onNotify: (schema) => {
-        if (schema === this.o.schema) this.wake();
-      },
+    this.listener = new PgChannelListener(this.o.databaseUrl, outboxChannel(this.o.schema), this.o.logger, {
+      onNotify: () => this.wake(),
       onLive: () => this.wake(),
     });
     await this.listener.start();
@@ -133,20 +139,43 @@ export class OutboxRelay {
     return this.stopped ? Promise.resolve() : this.waker.sleep(ms);
   }
 
+  /**
+   * Rounds until stopped. The outbox trigger notifies only for an event that finds no older one unpublished
+   * as its transaction commits (the first of a run), so the relay owns every run it was woken for: after a
+   * round that published something it goes round again (after `lingerMs`, at once after a full batch), and
+   * after the first rounds that find nothing it looks twice more (an event that saw an older one waiting
+   * but became visible only after the round that took that one had read). A commit made visible even later
+   * than that (one waiting for a synchronous standby) is found by the poll.
+   */
   private async loop(): Promise<void> {
     const backoff = new Backoff({ baseMs: 100, maxMs: 10_000 });
+    const lingerMs = this.o.lingerMs ?? 20;
+    let idleRounds = 0;
     while (!this.stopped) {
       try {
         const n = await this.relayOnce();
         backoff.reset();
-        // A full batch means more may be waiting: go again at once.
-        if (n < this.batchSize) await this.sleep(this.o.pollMs ?? 1000);
+        if (n >= this.batchSize) {
+          idleRounds = 0;
+        } else if (n > 0) {
+          idleRounds = 0;
+          await this.pause(lingerMs);
+        } else if (++idleRounds <= 2) {
+          await this.sleep(Math.max(lingerMs, 10) * idleRounds * 2);
+        } else {
+          await this.sleep(this.o.pollMs ?? 1000);
+        }
       } catch (err) {
         if (this.stopped) break;
         this.o.logger.warn({ err: { message: (err as Error).message }, schema: this.o.schema }, 'outbox relay failed, retrying');
         await this.sleep(backoff.next());
       }
     }
+  }
+
+  /** A pause no notification cuts short (stop() does not wait for more than it). */
+  private pause(ms: number): Promise<void> {
+    return this.stopped || ms <= 0 ? Promise.resolve() : new Promise((resolve) => setTimeout(resolve, ms));
   }
 
   /** One round: returns how many events were published (0 when another replica holds the relay lock). */

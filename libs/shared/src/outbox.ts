@@ -97,8 +97,14 @@ export function outboxDdl(schema: string): string {
       event_key text NOT NULL, payload jsonb NOT NULL, created_at timestamptz NOT NULL DEFAULT now(), published_at timestamptz,
       traceparent text);
     CREATE INDEX outbox_unpublished ON outbox (seq) WHERE published_at IS NULL;
-    CREATE FUNCTION notify_outbox() RETURNS trigger LANGUAGE plpgsql AS $$
-    BEGIN PERFORM pg_notify('secsvc_outbox', TG_TABLE_SCHEMA); RETURN NULL; END $$;
-    CREATE TRIGGER outbox_notify AFTER INSERT ON outbox FOR EACH STATEMENT EXECUTE FUNCTION notify_outbox();
+    CREATE FUNCTION notify_outbox() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+    BEGIN
+      IF NOT EXISTS (SELECT 1 FROM outbox WHERE published_at IS NULL AND seq < NEW.seq) THEN
+        PERFORM pg_notify('secsvc_outbox_' || TG_TABLE_SCHEMA, TG_TABLE_SCHEMA);
+      END IF;
+      RETURN NULL;
+    END $$;
+    CREATE CONSTRAINT TRIGGER outbox_notify AFTER INSERT ON outbox DEFERRABLE INITIALLY DEFERRED
+      FOR EACH ROW EXECUTE FUNCTION notify_outbox();
     RESET search_path;`;
 }

@@ -104,6 +104,33 @@ export function describeBusContract(name: string, makeBus: () => Promise<EventBu
     );
 
     test(
+      'a record after a quiet spell goes at once; partial batches go at most once per maxWaitMs, so a stream is batched',
+      async () => {
+        const b = await bus();
+        const t = topic();
+        const waitMs = 4_000;
+        const batches: Array<{ ids: string[]; at: number }> = [];
+        const sub = await b.subscribe({ topic: t, group: 'g1', maxWaitMs: waitMs }, async (batch) => void batches.push({ ids: batch.map((r) => r.id), at: Date.now() }));
+        // Nothing was handed over for longer than maxWaitMs (never): the first record does not wait for others.
+        const sentAt = Date.now();
+        await b.publish(t, [{ id: 'log_first', key: 'a', value: '{}' }]);
+        for (const deadline = Date.now() + waitMs * 2; batches.length === 0 && Date.now() < deadline; ) await new Promise((r) => setTimeout(r, 20));
+        expect(batches.map((x) => x.ids)).toEqual([['log_first']]);
+        expect(batches[0]!.at - sentAt).toBeLessThan(waitMs);
+        // Records published one by one right after it join one batch, handed over once maxWaitMs passed.
+        for (let i = 0; i < 5; i++) {
+          await b.publish(t, [{ id: `log_next_${i}`, key: 'a', value: '{}' }]);
+          await new Promise((r) => setTimeout(r, 30));
+        }
+        for (const deadline = Date.now() + waitMs * 3; batches.length < 2 && Date.now() < deadline; ) await new Promise((r) => setTimeout(r, 20));
+        await sub.stop();
+        expect(batches.map((x) => x.ids)).toEqual([['log_first'], [0, 1, 2, 3, 4].map((i) => `log_next_${i}`)]);
+        expect(batches[1]!.at - batches[0]!.at).toBeGreaterThanOrEqual(waitMs - 50);
+      },
+      timeoutMs,
+    );
+
+    test(
       'a failing handler gets the same records again and nothing is skipped',
       async () => {
         const b = await bus();

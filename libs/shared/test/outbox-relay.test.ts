@@ -79,6 +79,67 @@ test('events written to the outbox reach the bus promptly, as the AuthEvent JSON
   }
 });
 
+test('only the first event of a run notifies, on the schema\'s own channel; the relay takes the rest of a burst without polling', async () => {
+  const listener = new pg.Client({ connectionString: db.url });
+  await listener.connect();
+  const notified: string[] = [];
+  listener.on('notification', (n) => notified.push(`${n.channel}:${n.payload}`));
+  await listener.query('LISTEN secsvc_outbox_svc');
+  const relay = new OutboxRelay({ pool, databaseUrl: db.url, schema: 'svc', bus, logger, topic: 'relay-burst', pollMs: 60_000 });
+  await relay.start();
+  try {
+    await new Promise((r) => setTimeout(r, 300));
+    // 3 bursts of 40 events from 4 connections at once, 150 ms apart; the relay polls once a minute.
+    const ids: string[] = [];
+    for (let burst = 0; burst < 3; burst++) {
+      ids.push(...(await Promise.all(Array.from({ length: 40 }, (_, i) => appendEvent(pool, event(`key_${burst}_${i}`))))));
+      await new Promise((r) => setTimeout(r, 150));
+    }
+    const got = await consume('relay-burst', 'g', ids.length);
+    expect(got.map((r) => r.id).sort()).toEqual([...ids].sort());
+    // Each event committed while none older waited notifies; the others find the relay at work.
+    expect(notified.length).toBeGreaterThanOrEqual(1);
+    expect(notified.length).toBeLessThan(ids.length / 2);
+    expect(new Set(notified)).toEqual(new Set(['secsvc_outbox_svc:svc']));
+  } finally {
+    await relay.stop();
+    await listener.end();
+  }
+});
+
+test('an event committed while the round that took an older one is publishing it is not notified, and still goes out without a poll', async () => {
+  // The bus holds the first publish until the late event has committed: the late event's trigger sees the
+  // older one unpublished, so nothing wakes the relay for it; the round after a non-empty one finds it.
+  let release!: () => void;
+  const held = new Promise<void>((r) => (release = r));
+  let publishing!: () => void;
+  const publishStarted = new Promise<void>((r) => (publishing = r));
+  const gated: EventBus = { ...bus, publish: async (topic, records) => { publishing(); await held; return bus.publish(topic, records); } };
+  const listener = new pg.Client({ connectionString: db.url });
+  await listener.connect();
+  let notifications = 0;
+  listener.on('notification', () => notifications++);
+  await listener.query('LISTEN secsvc_outbox_svc');
+  const relay = new OutboxRelay({ pool, databaseUrl: db.url, schema: 'svc', bus: gated, logger, topic: 'relay-late', pollMs: 60_000 });
+  await relay.start();
+  try {
+    await new Promise((r) => setTimeout(r, 300));
+    const first = await appendEvent(pool, event('key_first'));
+    await publishStarted;
+    const late = await appendEvent(pool, event('key_late'));
+    await new Promise((r) => setTimeout(r, 100));
+    expect(notifications).toBe(1);
+    release();
+    const got = await consume('relay-late', 'g', 2);
+    expect(got.map((r) => r.id)).toEqual([first, late]);
+    expect(notifications).toBe(1);
+  } finally {
+    release();
+    await relay.stop();
+    await listener.end();
+  }
+});
+
 test("an event keeps the traceparent of the span that wrote it (same trace) on the way to the bus; none outside a trace", async () => {
   const traceId = '0af7651916cd43dd8448eb211c80319c';
   const span = { traceId, spanId: 'b7ad6b7169203331', traceFlags: 1 };

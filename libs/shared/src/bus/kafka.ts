@@ -38,7 +38,7 @@ import {
  * - Subscribing: one kafkajs consumer per subscription in the SubscribeOptions.group consumer group, from the
  *   beginning for a group without positions, auto-resolve and auto-commit off. Fetched records go to a buffer
  *   and the fetch position moves on (so the next fetch overlaps the handler); a batch is handed over when
- *   maxBatchSize records are buffered or the oldest waited maxWaitMs. The group's committed position moves
+ *   maxBatchSize records are buffered, or when the last one went maxWaitMs ago (at once after a quiet spell). The group's committed position moves
  *   only after the handler resolved for the batch. When it throws, nothing is committed, every partition in
  *   the batch or the buffer is sought back to its first unhandled record and the buffer is dropped: the same
  *   records come again after a backoff, none skipped.
@@ -250,7 +250,6 @@ function toRecord(topic: string, partition: number, m: KafkaMessage): BusRecord 
 interface Buffered {
   partition: number;
   offset: bigint;
-  at: number;
   record: BusRecord;
 }
 
@@ -267,6 +266,8 @@ class KafkaSubscription implements Subscription {
   private readonly toCommit = new Map<number, bigint>();
   private assigned = new Set<number>();
   private readonly dispatcher = new Waker();
+  /** When the last batch was handed to the handler (ms since the epoch). */
+  private lastHandedAt = 0;
   private roomWaiters: Array<() => void> = [];
   private stopping = false;
   private loop: Promise<void> | undefined;
@@ -345,7 +346,7 @@ class KafkaSubscription implements Subscription {
         await heartbeat();
       }
       if (!current()) return;
-      this.buffer.push({ partition: batch.partition, offset: BigInt(message.offset), at: Date.now(), record: toRecord(batch.topic, batch.partition, message) });
+      this.buffer.push({ partition: batch.partition, offset: BigInt(message.offset), record: toRecord(batch.topic, batch.partition, message) });
       resolveOffset(message.offset);
     }
     this.dispatcher.wake();
@@ -368,12 +369,14 @@ class KafkaSubscription implements Subscription {
     let failures = 0;
     while (!this.stopping) {
       const oldest = this.buffer[0];
-      const due = oldest ? oldest.at + this.maxWaitMs - Date.now() : FETCH_WAIT_MS;
+      // A partial batch goes once the last one went maxWaitMs ago (at once after a quiet spell).
+      const due = oldest ? this.lastHandedAt + this.maxWaitMs - Date.now() : FETCH_WAIT_MS;
       if (!oldest || (this.buffer.length < this.maxBatch && due > 0)) {
         await this.dispatcher.sleep(Math.max(1, due));
         continue;
       }
       const batch = this.buffer.splice(0, this.maxBatch);
+      this.lastHandedAt = Date.now();
       this.freeRoom();
       try {
         await this.handler(batch.map((b) => b.record));

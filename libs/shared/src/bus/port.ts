@@ -24,7 +24,10 @@ export interface SubscribeOptions {
   group: string;
   /** Most records per handler call (default 1,000). */
   maxBatchSize?: number;
-  /** How long to wait for a batch to fill before handing over what there is (default 200 ms). */
+  /**
+   * Partial batches are handed over at most this often (default 200 ms): a record waits at most this long for
+   * others to join it, and not at all when the last batch was handed over longer ago than that.
+   */
   maxWaitMs?: number;
 }
 

@@ -181,6 +181,8 @@ class PgSubscription implements Subscription {
   private running: Promise<void> | undefined;
   private client: pg.Client | undefined;
   private lastPrune = 0;
+  /** When the last batch was handed to the handler (ms since the epoch). */
+  private lastHandedAt = 0;
 
   constructor(
     private readonly bus: PostgresBusOptions,
@@ -262,7 +264,10 @@ class PgSubscription implements Subscription {
     this.client = undefined;
   }
 
-  /** The next records after the group's position; a partial batch waits up to maxWaitMs to fill. */
+  /**
+   * The next records after the group's position. A partial batch is handed over at once when the last one
+   * was handed over at least maxWaitMs ago, else it waits for the rest of that time to fill.
+   */
   private async fetch(client: pg.Client): Promise<StoredRecord[]> {
     const read = async () =>
       (
@@ -274,9 +279,15 @@ class PgSubscription implements Subscription {
         )
       ).rows;
     const rows = await read();
-    if (rows.length === 0 || rows.length >= this.maxBatch || this.maxWaitMs === 0) return rows;
-    await new Promise((r) => setTimeout(r, this.maxWaitMs));
-    return this.stopped ? rows : read();
+    const wait = this.lastHandedAt + this.maxWaitMs - Date.now();
+    if (rows.length === 0 || rows.length >= this.maxBatch || wait <= 0) return this.handed(rows);
+    await new Promise((r) => setTimeout(r, wait));
+    return this.handed(this.stopped ? rows : await read());
+  }
+
+  private handed(rows: StoredRecord[]): StoredRecord[] {
+    if (rows.length > 0) this.lastHandedAt = Date.now();
+    return rows;
   }
 
   /** Deletes old records every group of the topic has consumed (once per prune interval per member). */
