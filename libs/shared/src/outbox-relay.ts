@@ -1,5 +1,6 @@
 import { Backoff } from './backoff';
 import { Counter } from 'prom-client';
+import type pg from 'pg';
 import { GAUGE_STATEMENT_TIMEOUT_MS, withStatementTimeout, type Pool, type PoolClient } from './db';
 import type { Logger } from './logger';
 import type { Metrics } from './metrics';
@@ -29,7 +30,7 @@ export interface OutboxRelayOptions {
   /** Poll interval when no notification arrives (default 1 s). */
   pollMs?: number;
   /**
-   * The pause after a round that published less than a full batch, before the next (default 20 ms): events
+   * The pause after a round that published less than a full batch, before the next (default 100 ms): events
    * arriving meanwhile go out together, so a steady stream costs a round per pause rather than per event.
    */
   lingerMs?: number;
@@ -48,11 +49,11 @@ interface OutboxRow {
 
 /**
  * The oldest unpublished rows, in outbox order (the partial index `outbox_unpublished` holds exactly them, in
- * seq order).
+ * seq order). `limit`: a number, or a parameter such as `$1`.
  */
-export function unpublishedQuery(schema: string): string {
+export function unpublishedQuery(schema: string, limit: number | string = '$1'): string {
   return `SELECT seq, event_id, event_key, payload::text AS payload, traceparent FROM ${schema}.outbox
-          WHERE published_at IS NULL ORDER BY seq LIMIT $1`;
+          WHERE published_at IS NULL ORDER BY seq LIMIT ${limit}`;
 }
 
 /**
@@ -114,11 +115,15 @@ export class OutboxRelay {
   private lastCleanup = 0;
   private readonly topic: string;
   private readonly batchSize: number;
+  /** The statements that open a round, sent as one simple query. */
+  private readonly opening: string;
 
   constructor(private readonly o: OutboxRelayOptions) {
     if (!/^[a-z_][a-z0-9_]*$/.test(o.schema)) throw new Error(`invalid schema name ${o.schema}`);
     this.topic = o.topic ?? AUTH_EVENTS_TOPIC;
     this.batchSize = o.batchSize ?? 500;
+    if (!Number.isSafeInteger(this.batchSize) || this.batchSize < 1) throw new Error(`invalid batch size ${this.batchSize}`);
+    this.opening = `BEGIN; SELECT pg_try_advisory_xact_lock(hashtext('secsvc:outbox:${o.schema}')) AS ok; ${INDEX_ORDER_ONLY}; ${unpublishedQuery(o.schema, this.batchSize)}`;
     if (o.metrics) observeOutboxBacklog(o.metrics, o.pool, o.schema);
   }
 
@@ -149,7 +154,7 @@ export class OutboxRelay {
    */
   private async loop(): Promise<void> {
     const backoff = new Backoff({ baseMs: 100, maxMs: 10_000 });
-    const lingerMs = this.o.lingerMs ?? 20;
+    const lingerMs = this.o.lingerMs ?? 100;
     let idleRounds = 0;
     while (!this.stopped) {
       try {
@@ -182,16 +187,14 @@ export class OutboxRelay {
   async relayOnce(): Promise<number> {
     const client = await this.o.pool.connect();
     try {
-      await client.query('BEGIN');
-      const { rows: lock } = await client.query<{ ok: boolean }>('SELECT pg_try_advisory_xact_lock(hashtext($1)) AS ok', [
-        `secsvc:outbox:${this.o.schema}`,
-      ]);
-      if (!lock[0]?.ok) {
+      // One round trip opens the round: the transaction, its advisory lock, the index-order setting and the read
+      // (the schema is an identifier checked in the constructor, the batch size a number).
+      const [, lock, , read] = (await client.query(this.opening)) as unknown as [unknown, pg.QueryResult<{ ok: boolean }>, unknown, pg.QueryResult<OutboxRow>];
+      if (!lock.rows[0]?.ok) {
         await client.query('ROLLBACK');
         return 0;
       }
-      await client.query(INDEX_ORDER_ONLY);
-      const { rows } = await client.query<OutboxRow>(unpublishedQuery(this.o.schema), [this.batchSize]);
+      const rows = read.rows;
       if (rows.length > 0) {
         // The rows are marked while the bus works on the publish: the mark is part of this transaction, which
         // commits only once both succeeded (a failed publish rolls it back), so a round costs the longer of

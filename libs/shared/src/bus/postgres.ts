@@ -19,7 +19,7 @@ import {
 /**
  * The Postgres event bus (local profile): a durable topic table in schema `bus` of the same server.
  *
- * - Publishing takes the topic's row lock (`bus_topics`) for the length of its transaction and numbers its
+ * - Publishing is one statement: it takes the topic's row lock (`bus_topics`) to its commit and numbers its
  *   records from the topic's counter, so records become visible in sequence order: a consumer that has read up
  *   to sequence N can never later find a record numbered below N committed behind its back.
  * - Each (topic, group) has one active member at a time (a session advisory lock; other members wait as hot
@@ -104,32 +104,25 @@ class PostgresBus implements EventBus {
     private readonly options: PostgresBusOptions,
   ) {}
 
+  /**
+   * One statement (its own transaction): the topic's counter moved by the batch's size under the topic's row
+   * lock (held to the commit), the records numbered below the new value, and the consumers' wake-up.
+   */
   async publish(topic: string, records: BusRecord[]): Promise<void> {
     if (records.length === 0) return;
-    const client = await this.pool.connect();
-    try {
-      await client.query('BEGIN');
-      await client.query('INSERT INTO bus_topics (topic) VALUES ($1) ON CONFLICT DO NOTHING', [topic]);
-      const { rows } = await client.query<{ last: string }>(
-        'UPDATE bus_topics SET last_seq = last_seq + $2 WHERE topic = $1 RETURNING last_seq AS last',
-        [topic, records.length],
-      );
-      const first = BigInt(rows[0]!.last) - BigInt(records.length);
-      await client.query(
-        // One JSON parameter (serialised natively) rather than three text arrays (escaped element by element).
-        `INSERT INTO bus_records (topic, seq, id, key, value, traceparent)
-         SELECT $1, $2::bigint + t.ord, t.r->>'id', t.r->>'key', t.r->>'value', t.r->>'traceparent'
-         FROM json_array_elements($3::json) WITH ORDINALITY AS t(r, ord)`,
-        [topic, first.toString(), JSON.stringify(records.map(({ id, key, value, traceparent }) => ({ id, key, value, traceparent })))],
-      );
-      await client.query('SELECT pg_notify($1, $2)', [CHANNEL, topic]);
-      await client.query('COMMIT');
-    } catch (err) {
-      await client.query('ROLLBACK').catch(() => undefined);
-      throw err;
-    } finally {
-      client.release();
-    }
+    await this.pool.query({
+      name: 'bus_publish',
+      text: `WITH t AS (
+               INSERT INTO bus_topics AS bt (topic, last_seq) VALUES ($1, $2::bigint)
+               ON CONFLICT (topic) DO UPDATE SET last_seq = bt.last_seq + EXCLUDED.last_seq RETURNING last_seq),
+             r AS (
+               INSERT INTO bus_records (topic, seq, id, key, value, traceparent)
+               SELECT $1, t.last_seq - $2::bigint + e.ord, e.r->>'id', e.r->>'key', e.r->>'value', e.r->>'traceparent'
+               FROM t, json_array_elements($3::json) WITH ORDINALITY AS e(r, ord))
+             SELECT pg_notify($4, $1)`,
+      // One JSON parameter (serialised natively) rather than three text arrays (escaped element by element).
+      values: [topic, records.length, JSON.stringify(records.map(({ id, key, value, traceparent }) => ({ id, key, value, traceparent }))), CHANNEL],
+    });
   }
 
   async subscribe(options: SubscribeOptions, handler: BatchHandler): Promise<Subscription> {
