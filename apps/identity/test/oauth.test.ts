@@ -1,6 +1,6 @@
 /** The OAuth authorization server's RPCs against a real PostgreSQL: clients, authorize, token, revoke, introspect. */
 import { Metadata } from '@grpc/grpc-js';
-import { AppError, type CallContext, type Pool } from '@secsvc/shared';
+import { AppError, requestContext, type CallContext, type Pool } from '@secsvc/shared';
 import { createHash, randomBytes } from 'node:crypto';
 import { createLocalJWKSet, decodeJwt, jwtVerify } from 'jose';
 import pg from 'pg';
@@ -8,6 +8,7 @@ import type { IdentityConfig } from '../src/config';
 import type { IdentityContext } from '../src/context';
 import { CredentialChangeFeed } from '../src/domain/credential-change-feed';
 import { masterKey, SigningKeyStore } from '../src/domain/signing-keys';
+import { oauthGrantsRepository } from '../src/repositories/oauth';
 import { base32Decode, hotp, timeStep } from '../src/domain/totp';
 import type { MailQueue } from '../src/mail/queue';
 import { closeIdentityTestDb, identityTestDb, type IdentityTestDb } from './support/db';
@@ -617,6 +618,60 @@ describe('grants in one statement', () => {
     const first = await exchange(c, await codeFor(c, sessionToken));
     expect(kinds(await statements(() => refreshWith(c, first.refreshToken)))).toEqual(['SELECT', 'SELECT', 'WITH']); // client, token with grant and user, the rotation
     expect(kinds(await statements(() => rpc.token(tokenReq({ grantType: 'client_credentials', clientId: c.id, clientSecret: c.secret }), call())))).toEqual(['SELECT', 'WITH']);
+  });
+
+  it('client_credentials grants requested at once share statements, each with its own grant and event', async () => {
+    const c = await newClient();
+    await rpc.token(tokenReq({ grantType: 'client_credentials', clientId: c.id, clientSecret: c.secret }), call()); // the signing keys loaded
+    const spy = jest.spyOn(pg.Client.prototype, 'query');
+    let answers: Array<{ error: string; accessToken: string }>;
+    let batched: number;
+    try {
+      answers = await Promise.all(Array.from({ length: 20 }, () => rpc.token(tokenReq({ grantType: 'client_credentials', clientId: c.id, clientSecret: c.secret }), call())));
+      const names = spy.mock.calls.map(([q]) => (typeof q === 'object' && q !== null ? (q as { name?: string }).name : undefined));
+      batched = names.filter((n) => n === 'oauth_issue_grants').length;
+      // The first goes alone at once; those arriving while it is on its way go together.
+      expect(names.filter((n) => n === 'oauth_issue_grant' || n === 'oauth_issue_grants').length).toBeLessThan(20);
+    } finally {
+      spy.mockRestore();
+    }
+    expect(batched).toBeGreaterThanOrEqual(1);
+    expect(answers.map((a) => a.error)).toEqual(Array(20).fill(''));
+    const sids = answers.map((a) => decodeJwt(a.accessToken).sid as string);
+    expect(new Set(sids).size).toBe(20);
+    for (const sid of sids) {
+      const evs = await eventsOf(sid);
+      expect(evs.map((e) => [e.event_type, e.event_key])).toEqual([['oauth.token.issued', c.id]]);
+      expect(JSON.parse(evs[0].payload.metadataJson)).toMatchObject({ grantType: 'client_credentials', clientId: c.id });
+    }
+    const { rows } = await pool.query('SELECT id, client_id, user_id, scopes, amr, acr FROM oauth_grants WHERE id = ANY($1)', [sids]);
+    expect(rows).toHaveLength(20);
+    for (const r of rows) expect(r).toMatchObject({ client_id: c.id, user_id: null, scopes: ['read:users'], amr: [], acr: '' });
+  });
+
+  it('a batch holding a grant of a client deleted meanwhile fails that grant only; each event keeps its own trace', async () => {
+    const c = await newClient();
+    const grant = (clientId: string, i: number) => {
+      const traceId = createHash('sha256').update(`trace-${clientId}-${i}`).digest('hex').slice(0, 32);
+      const span = { traceId, spanId: traceId.slice(0, 16), traceFlags: 1 };
+      const g = {
+        grant: { id: `grt_batch_${clientId}_${i}`, environment: 'live', clientId, userId: null, scopes: ['read:users'], authTime: null, sessionId: null, amr: [], acr: '' },
+        refreshTokenHash: null,
+        refreshTokenTtlSeconds: 60,
+        event: { environment: 'live', type: 'oauth.token.issued', actor: { id: clientId, type: 'oauth_client' }, target: { id: `grt_batch_${clientId}_${i}`, type: 'oauth_grant' }, context: { ip: '192.0.2.1', userAgent: 'jest' }, result: 'success' as const, traceId },
+      };
+      return { traceId, issued: requestContext.run({ requestId: `req_${i}`, trace: span }, () => oauthGrantsRepository.issueBatched(pool, g)) };
+    };
+    // Six at once: the first alone, the next five in one statement that fails (the deleted client's grant), then one by one.
+    const asked = [grant(c.id, 0), grant(c.id, 1), grant(c.id, 2), grant('cli_deleted_meanwhile', 3), grant(c.id, 4), grant(c.id, 5)];
+    const settled = await Promise.allSettled(asked.map((a) => a.issued));
+    expect(settled.map((r) => r.status)).toEqual(['fulfilled', 'fulfilled', 'fulfilled', 'rejected', 'fulfilled', 'fulfilled']);
+    expect((settled[3] as PromiseRejectedResult).reason).toMatchObject({ code: '23503' });
+    for (const [i, a] of asked.entries()) {
+      const { rows } = await pool.query(`SELECT traceparent FROM outbox WHERE payload->'target'->>'id' = $1`, [`grt_batch_${i === 3 ? 'cli_deleted_meanwhile' : c.id}_${i}`]);
+      if (i === 3) expect(rows).toHaveLength(0);
+      else expect(rows).toEqual([{ traceparent: `00-${a.traceId}-${a.traceId.slice(0, 16)}-01` }]);
+    }
   });
 
   it('a code redeemed by several requests at once gives one grant, and the others end it', async () => {

@@ -122,7 +122,11 @@ export interface NewGrant {
   refreshTokenHash: Buffer | null;
   refreshTokenTtlSeconds: number;
   event: EventInput;
+  /** The event's outbox values when already taken (in the request's context: its trace), else taken when written. */
+  outbox?: OutboxValues;
 }
+
+type OutboxValues = ReturnType<typeof outboxRow>;
 
 /**
  * A named (prepared) statement: PostgreSQL parses and plans it once per connection instead of on every grant.
@@ -162,13 +166,84 @@ async function issueGrant(db: Db, g: NewGrant, gate: { name: string; cte: string
         grant.sessionId,
         grant.amr,
         grant.acr,
-        ...outboxRow(g.event),
+        ...(g.outbox ?? outboxRow(g.event)),
         ...(gate?.params ?? []),
       ],
     ),
   );
   return rows[0] ? grantOf(rows[0]) : undefined;
 }
+
+/** Most grants one batched statement issues (see GrantBatcher). */
+const GRANT_BATCH = 100;
+
+/**
+ * Grants with nothing before them (client_credentials: no code, no refresh token, no user) and their events,
+ * many in one statement: one parse, one commit and one round trip for all of them. A grant's row comes back
+ * under its id (RETURNING keeps no order).
+ */
+async function issueGrants(db: Db, gs: NewGrant[]): Promise<Map<string, GrantRow>> {
+  const items = gs.map(({ grant, event, outbox }) => {
+    const [eventId, eventEnvironment, eventType, eventKey, payload, traceparent] = outbox ?? outboxRow(event);
+    return { id: grant.id, environment: grant.environment, client_id: grant.clientId, scopes: grant.scopes, event_id: eventId, event_environment: eventEnvironment, event_type: eventType, event_key: eventKey, payload, traceparent };
+  });
+  const { rows } = await db.query(
+    prepared(
+      'oauth_issue_grants',
+      `WITH x AS (
+         SELECT * FROM json_to_recordset($1::json) AS x(id text, environment text, client_id text, scopes json, event_id text,
+           event_environment text, event_type text, event_key text, payload jsonb, traceparent text)),
+       g AS (INSERT INTO oauth_grants (id, environment, client_id, user_id, scopes, auth_time, session_id, amr, acr)
+             SELECT x.id, x.environment, x.client_id, NULL, ARRAY(SELECT json_array_elements_text(x.scopes)), NULL, NULL, '{}', '' FROM x
+             RETURNING ${GRANT_COLUMNS}),
+       o AS (INSERT INTO outbox (${OUTBOX_COLUMNS})
+             SELECT x.event_id, x.event_environment, x.event_type, x.event_key, x.payload, x.traceparent FROM x)
+       SELECT ${GRANT_COLUMNS} FROM g`,
+      [JSON.stringify(items)],
+    ),
+  );
+  return new Map(rows.map((r) => [r.id as string, grantOf(r)]));
+}
+
+/**
+ * Issues concurrent grants of the same kind together: while one statement is on its way, the grants that
+ * arrive wait for it and go in the next (at most GRANT_BATCH each). A grant arriving when none is on its
+ * way goes at once, alone. A batch that fails wrote nothing (one statement); its grants are then issued one
+ * by one, so each gets its own answer (a client deleted meanwhile fails only its own grants).
+ */
+class GrantBatcher {
+  private queue: Array<{ g: NewGrant; resolve: (row: GrantRow) => void; reject: (err: unknown) => void }> = [];
+  private running = false;
+
+  constructor(private readonly db: Db) {}
+
+  issue(g: NewGrant): Promise<GrantRow> {
+    // The event's values are taken here, in the request's context (its trace), not in the batch's.
+    const withEvent = { ...g, outbox: g.outbox ?? outboxRow(g.event) };
+    return new Promise((resolve, reject) => {
+      this.queue.push({ g: withEvent, resolve, reject });
+      if (!this.running) void this.run();
+    });
+  }
+
+  private async run(): Promise<void> {
+    this.running = true;
+    while (this.queue.length > 0) {
+      const batch = this.queue.splice(0, GRANT_BATCH);
+      const one = (b: (typeof batch)[number]) => issueGrant(this.db, b.g, undefined).then((row) => b.resolve(row!), b.reject);
+      if (batch.length === 1) {
+        await one(batch[0]!);
+        continue;
+      }
+      const issued = await issueGrants(this.db, batch.map((b) => b.g)).catch(() => undefined);
+      if (issued) for (const b of batch) b.resolve(issued.get(b.g.grant.id)!);
+      else await Promise.all(batch.map(one));
+    }
+    this.running = false;
+  }
+}
+
+const batchers = new WeakMap<Db, GrantBatcher>();
 
 export const oauthClientsRepository = {
   async insert(
@@ -308,6 +383,18 @@ export const oauthGrantsRepository = {
   /** A grant with no code or refresh token before it (client_credentials) and its event, in one statement. */
   async issue(db: Db, g: NewGrant): Promise<GrantRow> {
     return (await issueGrant(db, g, undefined))!;
+  },
+
+  /**
+   * The same for a grant with no user and no refresh token (client_credentials), issued together with those
+   * of concurrent requests (GrantBatcher).
+   */
+  issueBatched(db: Db, g: NewGrant): Promise<GrantRow> {
+    if (g.grant.userId !== null || g.refreshTokenHash !== null || g.grant.authTime !== null || g.grant.sessionId !== null || g.grant.amr.length || g.grant.acr)
+      throw new Error('only grants with no user and no refresh token are issued in batches');
+    let batcher = batchers.get(db);
+    if (!batcher) batchers.set(db, (batcher = new GrantBatcher(db)));
+    return batcher.issue(g);
   },
 
   /** Ends a grant (idempotent): true when it was active. */

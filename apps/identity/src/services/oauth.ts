@@ -61,7 +61,7 @@ export interface OAuthDeps {
   /** Clients kept while the credential change feed is live (none: each request reads its client). */
   clientCache?: OAuthClientCache;
   codes: Pick<typeof oauthCodesRepository, 'insert' | 'find' | 'lock' | 'markUsed' | 'redeem'>;
-  grants: Pick<typeof oauthGrantsRepository, 'issue' | 'get' | 'revoke'>;
+  grants: Pick<typeof oauthGrantsRepository, 'issue' | 'issueBatched' | 'get' | 'revoke'>;
   refreshTokens: Pick<typeof oauthRefreshTokensRepository, 'findForRotation' | 'lock' | 'find' | 'rotate'>;
   consents: Pick<typeof oauthConsentsRepository, 'get' | 'grant'>;
   sessions: Pick<typeof sessionsRepository, 'findActiveByHash' | 'findActiveById'>;
@@ -471,7 +471,7 @@ export class OAuthService {
     const event = this.issuedEvent(call, grant, undefined, 'client_credentials', requested, false);
     let row: GrantRow;
     try {
-      row = await this.deps.grants.issue(this.deps.db.pool, this.newGrant(grant, null, event));
+      row = await this.deps.grants.issueBatched(this.deps.db.pool, this.newGrant(grant, null, event));
     } catch (err) {
       // Deleted since it authenticated.
       if (isForeignKeyViolation(err)) return failure('invalid_client', 'client_id: unknown client', 401);
