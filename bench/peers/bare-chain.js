@@ -3,7 +3,8 @@
 // nothing else (no authentication, rate limit, logging or metrics). Two processes, as the gateway and identity:
 //   node bare-chain.js grpc   (DATABASE_URL): grpc-js serving the product's GetUser (its generated protobuf
 //                              service definition) from a pg pool of 10 with identity's query
-//   node bare-chain.js http   (GRPC_TARGET, USER_ENVIRONMENT): Express 5, GET /v1/users/:id -> one GetUser call -> JSON
+//   node bare-chain.js http   (GRPC_TARGET, USER_ENVIRONMENT): Express 5, GET /v1/users/:id -> one GetUser call -> JSON;
+//                              with BARE_WORKERS=N (N > 1), N node:cluster workers sharing the port, as the gateway's
 // Each prints `listening <port>` once ready (127.0.0.1, a free port).
 const grpc = require('@grpc/grpc-js');
 const { identity } = require('@secsvc/proto');
@@ -42,6 +43,22 @@ function serveGrpc() {
 }
 
 function serveHttp() {
+  const cluster = require('node:cluster');
+  const workers = Number(process.env.BARE_WORKERS ?? 1);
+  if (workers > 1 && cluster.isPrimary) {
+    // Each worker listens on port 0: node:cluster gives them all the same port; the first to listen reports it.
+    let reported = false;
+    cluster.on('message', (_w, port) => {
+      if (!reported) console.log(`listening ${port}`);
+      reported = true;
+    });
+    for (let i = 0; i < workers; i++) cluster.fork();
+    process.on('SIGTERM', () => {
+      for (const w of Object.values(cluster.workers)) w.kill();
+      process.exit(0);
+    });
+    return;
+  }
   const express = require('express');
   const Client = grpc.makeGenericClientConstructor(service, 'IdentityService');
   const client = new Client(process.env.GRPC_TARGET, grpc.credentials.createInsecure(), { 'grpc.enable_retries': 0 });
@@ -53,7 +70,7 @@ function serveHttp() {
       res.json({ data: { ...user, metadata: JSON.parse(metadataJson || '{}') } });
     });
   });
-  const server = app.listen(0, '127.0.0.1', () => console.log(`listening ${server.address().port}`));
+  const server = app.listen(0, '127.0.0.1', () => (cluster.isWorker ? process.send(server.address().port) : console.log(`listening ${server.address().port}`)));
 }
 
 if (process.argv[2] === 'grpc') serveGrpc();

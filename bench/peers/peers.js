@@ -102,12 +102,22 @@ async function main() {
     stops.unshift(() => stopChild(bareGrpc.child));
     const bareHttp = await startBare('http', { GRPC_TARGET: `127.0.0.1:${bareGrpc.port}`, USER_ENVIRONMENT: environment });
     stops.unshift(() => stopChild(bareHttp.child));
+    // The same front with as many processes as the gateway runs (GATEWAY_WORKERS, default the number of cores).
+    const gatewayWorkers = Number(process.env.GATEWAY_WORKERS || os.cpus().length);
+    const bareCluster = gatewayWorkers > 1 ? await startBare('http', { GRPC_TARGET: `127.0.0.1:${bareGrpc.port}`, USER_ENVIRONMENT: environment, BARE_WORKERS: String(gatewayWorkers) }) : undefined;
+    if (bareCluster) stops.unshift(() => stopChild(bareCluster.child));
 
     const postgres = stack.pid('postgres');
     const productPids = { gateway: stack.pid('gateway'), identity: stack.pid('identity'), policy: stack.pid('policy'), audit: stack.pid('audit'), 'export-worker': stack.pid('export-worker'), PostgreSQL: postgres };
     const sides = {
       product: { label: 'product', pids: productPids, tokenUrl: `${product.origin}/oauth/token`, client: product },
       bare: { label: 'bare Express 5 → grpc-js → pg', pids: { 'bare HTTP': bareHttp.child.pid, 'bare gRPC': bareGrpc.child.pid, PostgreSQL: postgres } },
+      ...(bareCluster && {
+        bareCluster: {
+          label: `bare Express 5 in ${gatewayWorkers} cluster workers (as many as the gateway's) → grpc-js → pg`,
+          pids: { 'bare HTTP': bareCluster.child.pid, 'bare gRPC': bareGrpc.child.pid, PostgreSQL: postgres },
+        },
+      }),
     };
     for (const [side, h] of Object.entries(hydras))
       sides[side] = { label: h.label, pids: { Hydra: h.server.pid, PostgreSQL: postgres }, tokenUrl: `${h.server.public}/oauth2/token`, client: h.oauth, admin: h.server.admin };
@@ -200,11 +210,11 @@ async function main() {
       },
       {
         name: '`GET /v1/users/{id}`',
-        sides: ['product', 'bare'],
+        sides: ['product', 'bare', ...(bareCluster ? ['bareCluster'] : [])],
         run: (side) =>
           side === 'product'
             ? cannon({ url: `${stack.baseUrl}/users/${user.id}`, headers: { authorization: `Bearer ${KEY}` } })
-            : cannon({ url: `http://127.0.0.1:${bareHttp.port}/v1/users/${user.id}` }),
+            : cannon({ url: `http://127.0.0.1:${(side === 'bare' ? bareHttp : bareCluster).port}/v1/users/${user.id}` }),
       },
     ];
 
@@ -281,7 +291,7 @@ async function main() {
       'Codes come beforehand from each server\'s own flow (the product\'s login form session; Hydra through a minimal',
       'login and consent app accepting every challenge through the admin API). The bare chain (`bench/peers/bare-chain.js`)',
       "is Express 5 → grpc-js (the product's generated GetUser definition) → pg reading the same row with identity's query,",
-      'without authentication, rate limit or logging.',
+      "without authentication, rate limit or logging; once as one process, once in as many cluster workers as the gateway's.",
       '',
       `### ${machine()}: ${ROUNDS} interleaved rounds (the order alternating), medians`,
       '',

@@ -228,18 +228,29 @@ class GrantBatcher {
 
   private async run(): Promise<void> {
     this.running = true;
-    while (this.queue.length > 0) {
-      const batch = this.queue.splice(0, GRANT_BATCH);
-      const one = (b: (typeof batch)[number]) => issueGrant(this.db, b.g, undefined).then((row) => b.resolve(row!), b.reject);
-      if (batch.length === 1) {
-        await one(batch[0]!);
-        continue;
+    try {
+      while (this.queue.length > 0) {
+        const batch = this.queue.splice(0, GRANT_BATCH);
+        const one = (b: (typeof batch)[number]) =>
+          issueGrant(this.db, b.g, undefined).then((row) => (row ? b.resolve(row) : b.reject(new Error('the grant was not written'))), b.reject);
+        if (batch.length === 1) {
+          await one(batch[0]!);
+          continue;
+        }
+        const issued = await issueGrants(this.db, batch.map((b) => b.g)).catch(() => undefined);
+        if (!issued) {
+          await Promise.all(batch.map(one));
+          continue;
+        }
+        for (const b of batch) {
+          const row = issued.get(b.g.grant.id);
+          if (row) b.resolve(row);
+          else b.reject(new Error('the grant was not written'));
+        }
       }
-      const issued = await issueGrants(this.db, batch.map((b) => b.g)).catch(() => undefined);
-      if (issued) for (const b of batch) b.resolve(issued.get(b.g.grant.id)!);
-      else await Promise.all(batch.map(one));
+    } finally {
+      this.running = false;
     }
-    this.running = false;
   }
 }
 
