@@ -649,29 +649,59 @@ describe('grants in one statement', () => {
     for (const r of rows) expect(r).toMatchObject({ client_id: c.id, user_id: null, scopes: ['read:users'], amr: [], acr: '' });
   });
 
-  it('a batch holding a grant of a client deleted meanwhile fails that grant only; each event keeps its own trace', async () => {
-    const c = await newClient();
-    const grant = (clientId: string, i: number) => {
-      const traceId = createHash('sha256').update(`trace-${clientId}-${i}`).digest('hex').slice(0, 32);
-      const span = { traceId, spanId: traceId.slice(0, 16), traceFlags: 1 };
-      const g = {
-        grant: { id: `grt_batch_${clientId}_${i}`, environment: 'live', clientId, userId: null, scopes: ['read:users'], authTime: null, sessionId: null, amr: [], acr: '' },
-        refreshTokenHash: null,
-        refreshTokenTtlSeconds: 60,
-        event: { environment: 'live', type: 'oauth.token.issued', actor: { id: clientId, type: 'oauth_client' }, target: { id: `grt_batch_${clientId}_${i}`, type: 'oauth_grant' }, context: { ip: '192.0.2.1', userAgent: 'jest' }, result: 'success' as const, traceId },
-      };
-      return { traceId, issued: requestContext.run({ requestId: `req_${i}`, trace: span }, () => oauthGrantsRepository.issueBatched(pool, g)) };
+  /** A client_credentials grant of `clientId` as the service builds it, issued through the batcher in a trace of its own. */
+  const batchedGrant = (db: Pool, clientId: string, i: number, id = `grt_batch_${clientId}_${i}`) => {
+    const traceId = createHash('sha256').update(`trace-${clientId}-${i}`).digest('hex').slice(0, 32);
+    const span = { traceId, spanId: traceId.slice(0, 16), traceFlags: 1 };
+    const g = {
+      grant: { id, environment: 'live', clientId, userId: null, scopes: ['read:users'], authTime: null, sessionId: null, amr: [], acr: '' },
+      refreshTokenHash: null,
+      refreshTokenTtlSeconds: 60,
+      event: { environment: 'live', type: 'oauth.token.issued', actor: { id: clientId, type: 'oauth_client' }, target: { id: `target_${clientId}_${i}`, type: 'oauth_grant' }, context: { ip: '192.0.2.1', userAgent: 'jest' }, result: 'success' as const, traceId },
     };
-    // Six at once: the first alone, the next five in one statement that fails (the deleted client's grant), then one by one.
-    const asked = [grant(c.id, 0), grant(c.id, 1), grant(c.id, 2), grant('cli_deleted_meanwhile', 3), grant(c.id, 4), grant(c.id, 5)];
+    return { traceId, issued: requestContext.run({ requestId: `req_${i}`, trace: span }, () => oauthGrantsRepository.issueBatched(db, g)) };
+  };
+
+  it('a batch refused for one grant (an integrity violation) is issued grant by grant: only that one fails; each event keeps its own trace', async () => {
+    const c = await newClient();
+    // Six at once: the first alone, the next five in one statement, refused because the fourth reuses the
+    // first's grant id; then one by one.
+    const asked = [0, 1, 2, 3, 4, 5].map((i) => batchedGrant(pool, c.id, i, i === 3 ? `grt_batch_${c.id}_0` : undefined));
     const settled = await Promise.allSettled(asked.map((a) => a.issued));
     expect(settled.map((r) => r.status)).toEqual(['fulfilled', 'fulfilled', 'fulfilled', 'rejected', 'fulfilled', 'fulfilled']);
-    expect((settled[3] as PromiseRejectedResult).reason).toMatchObject({ code: '23503' });
+    expect((settled[3] as PromiseRejectedResult).reason).toMatchObject({ code: '23505' });
     for (const [i, a] of asked.entries()) {
-      const { rows } = await pool.query(`SELECT traceparent FROM outbox WHERE payload->'target'->>'id' = $1`, [`grt_batch_${i === 3 ? 'cli_deleted_meanwhile' : c.id}_${i}`]);
+      const { rows } = await pool.query(`SELECT traceparent FROM outbox WHERE payload->'target'->>'id' = $1`, [`target_${c.id}_${i}`]);
       if (i === 3) expect(rows).toHaveLength(0);
       else expect(rows).toEqual([{ traceparent: `00-${a.traceId}-${a.traceId.slice(0, 16)}-01` }]);
     }
+  });
+
+  it('a batch that fails otherwise (the connection) fails its grants without retrying them; other clients are not held up', async () => {
+    const c = await newClient();
+    const other = await newClient();
+    let held!: () => void;
+    const release = new Promise<void>((r) => (held = r));
+    const sent: string[] = [];
+    // A pool whose batch statements fail as a lost connection would, after `release`.
+    const failing = {
+      query: async (q: { name?: string }, values?: unknown[]) => {
+        sent.push(q.name ?? '');
+        if (q.name === 'oauth_issue_grant' && sent.length === 1) await release; // the first grant, alone, holds the client's batcher
+        if (q.name === 'oauth_issue_grants') throw Object.assign(new Error('Connection terminated unexpectedly'), {});
+        return pool.query(q as never, values as never);
+      },
+    } as unknown as Pool;
+    const first = batchedGrant(failing, c.id, 10);
+    const queued = [11, 12, 13].map((i) => batchedGrant(failing, c.id, i));
+    // Another client's grant is not behind the held statement.
+    expect((await batchedGrant(failing, other.id, 14).issued).client_id).toBe(other.id);
+    held();
+    expect((await first.issued).client_id).toBe(c.id);
+    const settled = await Promise.allSettled(queued.map((a) => a.issued));
+    expect(settled.map((r) => (r.status === 'rejected' ? String(r.reason.message) : 'issued'))).toEqual(Array(3).fill('Connection terminated unexpectedly'));
+    expect(sent).toEqual(['oauth_issue_grant', 'oauth_issue_grant', 'oauth_issue_grants']);
+    expect((await pool.query(`SELECT count(*)::int AS n FROM oauth_grants WHERE id = ANY($1)`, [[11, 12, 13].map((i) => `grt_batch_${c.id}_${i}`)])).rows[0].n).toBe(0);
   });
 
   it('a code redeemed by several requests at once gives one grant, and the others end it', async () => {

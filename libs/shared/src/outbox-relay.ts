@@ -51,9 +51,9 @@ interface OutboxRow {
  * The oldest unpublished rows, in outbox order (the partial index `outbox_unpublished` holds exactly them, in
  * seq order). `limit`: a number, or a parameter such as `$1`.
  */
-export function unpublishedQuery(schema: string, limit: number | string = '$1'): string {
+export function unpublishedQuery(schema: string, limit: number | string = '$1', condition = 'true'): string {
   return `SELECT seq, event_id, event_key, payload::text AS payload, traceparent FROM ${schema}.outbox
-          WHERE published_at IS NULL ORDER BY seq LIMIT ${limit}`;
+          WHERE published_at IS NULL AND ${condition} ORDER BY seq LIMIT ${limit}`;
 }
 
 /**
@@ -123,7 +123,10 @@ export class OutboxRelay {
     this.topic = o.topic ?? AUTH_EVENTS_TOPIC;
     this.batchSize = o.batchSize ?? 500;
     if (!Number.isSafeInteger(this.batchSize) || this.batchSize < 1) throw new Error(`invalid batch size ${this.batchSize}`);
-    this.opening = `BEGIN; SELECT pg_try_advisory_xact_lock(hashtext('secsvc:outbox:${o.schema}')) AS ok; ${INDEX_ORDER_ONLY}; ${unpublishedQuery(o.schema, this.batchSize)}`;
+    // The read asks for the lock again (an uncorrelated subquery, evaluated once; granted again to its holder):
+    // a replica without it reads nothing.
+    const lock = `pg_try_advisory_xact_lock(hashtext('secsvc:outbox:${o.schema}'))`;
+    this.opening = `BEGIN; SELECT ${lock} AS ok; ${INDEX_ORDER_ONLY}; ${unpublishedQuery(o.schema, this.batchSize, `(SELECT ${lock})`)}`;
     if (o.metrics) observeOutboxBacklog(o.metrics, o.pool, o.schema);
   }
 

@@ -26,6 +26,21 @@ describe('Postgres event bus', () => {
     return b;
   };
 
+  test('stopping ends the wait for a partial batch to fill, without handing it over', async () => {
+    const b = await bus();
+    const got: string[][] = [];
+    const sub = await b.subscribe({ topic: 'stop-wait', group: 'g', maxWaitMs: 30_000 }, async (batch) => void got.push(batch.map((r) => r.id)));
+    await b.publish('stop-wait', [{ id: 'log_a', key: 'k', value: '{}' }]);
+    for (const deadline = Date.now() + 10_000; got.length === 0 && Date.now() < deadline; ) await new Promise((r) => setTimeout(r, 20));
+    // The next record waits for the rest of the 30 s; stop() does not.
+    await b.publish('stop-wait', [{ id: 'log_b', key: 'k', value: '{}' }]);
+    await new Promise((r) => setTimeout(r, 300));
+    const started = Date.now();
+    await sub.stop();
+    expect(Date.now() - started).toBeLessThan(15_000);
+    expect(got).toEqual([['log_a']]);
+  }, 60_000);
+
   test('one member of a group is active; a standby takes over where the active one stopped', async () => {
     const [b1, b2] = [await bus(), await bus()];
     const seen: Array<[string, string]> = [];

@@ -234,7 +234,9 @@ test('a backlog in a table without planner statistics is read by walking the unp
     );
     await c.query('BEGIN');
     await c.query(INDEX_ORDER_ONLY);
-    const { rows } = await c.query<{ 'QUERY PLAN': unknown }>(`EXPLAIN (FORMAT JSON) ${unpublishedQuery('svc_backlog')}`, [500]);
+    // As the relay reads: only while holding the relay lock (a subquery evaluated once).
+    const read = unpublishedQuery('svc_backlog', '$1', "(SELECT pg_try_advisory_xact_lock(hashtext('secsvc:outbox:svc_backlog')))");
+    const { rows } = await c.query<{ 'QUERY PLAN': unknown }>(`EXPLAIN (FORMAT JSON) ${read}`, [500]);
     await c.query('ROLLBACK');
     const plan = JSON.stringify(rows[0]!['QUERY PLAN']);
     expect(plan).toContain('"Index Name":"outbox_unpublished"');

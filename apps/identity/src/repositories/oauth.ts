@@ -1,4 +1,5 @@
-import { OUTBOX_COLUMNS, outboxRow, type EventInput, type Pool, type PoolClient } from '@secsvc/shared';
+import { AsyncResource } from 'node:async_hooks';
+import { OUTBOX_COLUMNS, outboxRow, requestContext, type EventInput, type Pool, type PoolClient } from '@secsvc/shared';
 import type { UserRow } from './users';
 
 type Db = Pool | PoolClient;
@@ -205,24 +206,36 @@ async function issueGrants(db: Db, gs: NewGrant[]): Promise<Map<string, GrantRow
   return new Map(rows.map((r) => [r.id as string, grantOf(r)]));
 }
 
+/** An integrity violation (SQLSTATE class 23: a foreign key, a unique key): one grant of a batch may be the cause. */
+const isIntegrityError = (err: unknown) => typeof (err as { code?: unknown })?.code === 'string' && (err as { code: string }).code.startsWith('23');
+
 /**
- * Issues concurrent grants of the same kind together: while one statement is on its way, the grants that
- * arrive wait for it and go in the next (at most GRANT_BATCH each). A grant arriving when none is on its
- * way goes at once, alone. A batch that fails wrote nothing (one statement); its grants are then issued one
- * by one, so each gets its own answer (a client deleted meanwhile fails only its own grants).
+ * Issues one client's concurrent grants together: while one statement is on its way, the grants that arrive
+ * wait for it and go in the next (at most GRANT_BATCH each); a grant arriving when none is on its way goes at
+ * once, alone. One batcher per client, so a statement held up (the client's row locked by its deletion)
+ * holds up that client's grants only, as it did without batching.
+ * - A batch refused for an integrity violation wrote nothing (one statement): its grants are then issued one
+ *   by one, so each gets its own answer. Any other failure (the connection, a timeout) is every grant's answer:
+ *   retrying could issue twice what a lost commit did write.
+ * - The batch's statements run outside any request's context (their spans belong to no one request's trace);
+ *   a grant issued alone or retried runs in its own request's context.
  */
 class GrantBatcher {
-  private queue: Array<{ g: NewGrant; resolve: (row: GrantRow) => void; reject: (err: unknown) => void }> = [];
+  private queue: Array<{ g: NewGrant; resolve: (row: GrantRow) => void; reject: (err: unknown) => void; inContext: <T>(fn: () => T) => T }> = [];
   private running = false;
 
-  constructor(private readonly db: Db) {}
+  constructor(
+    private readonly db: Db,
+    private readonly onIdle: () => void,
+  ) {}
 
   issue(g: NewGrant): Promise<GrantRow> {
     // The event's values are taken here, in the request's context (its trace), not in the batch's.
     const withEvent = { ...g, outbox: g.outbox ?? outboxRow(g.event) };
+    const inContext = AsyncResource.bind(<T>(fn: () => T): T => fn());
     return new Promise((resolve, reject) => {
-      this.queue.push({ g: withEvent, resolve, reject });
-      if (!this.running) void this.run();
+      this.queue.push({ g: withEvent, resolve, reject, inContext });
+      if (!this.running) requestContext.exit(() => void this.run());
     });
   }
 
@@ -232,14 +245,17 @@ class GrantBatcher {
       while (this.queue.length > 0) {
         const batch = this.queue.splice(0, GRANT_BATCH);
         const one = (b: (typeof batch)[number]) =>
-          issueGrant(this.db, b.g, undefined).then((row) => (row ? b.resolve(row) : b.reject(new Error('the grant was not written'))), b.reject);
+          b.inContext(() => issueGrant(this.db, b.g, undefined)).then((row) => (row ? b.resolve(row) : b.reject(new Error('the grant was not written'))), b.reject);
         if (batch.length === 1) {
           await one(batch[0]!);
           continue;
         }
-        const issued = await issueGrants(this.db, batch.map((b) => b.g)).catch(() => undefined);
-        if (!issued) {
-          await Promise.all(batch.map(one));
+        let issued: Map<string, GrantRow>;
+        try {
+          issued = await issueGrants(this.db, batch.map((b) => b.g));
+        } catch (err) {
+          if (isIntegrityError(err)) await Promise.all(batch.map(one));
+          else for (const b of batch) b.reject(err);
           continue;
         }
         for (const b of batch) {
@@ -250,11 +266,13 @@ class GrantBatcher {
       }
     } finally {
       this.running = false;
+      this.onIdle();
     }
   }
 }
 
-const batchers = new WeakMap<Db, GrantBatcher>();
+/** Per pool, the batchers of the clients with grants on their way (removed when their queue is empty). */
+const batchers = new WeakMap<Db, Map<string, GrantBatcher>>();
 
 export const oauthClientsRepository = {
   async insert(
@@ -403,8 +421,11 @@ export const oauthGrantsRepository = {
   issueBatched(db: Db, g: NewGrant): Promise<GrantRow> {
     if (g.grant.userId !== null || g.refreshTokenHash !== null || g.grant.authTime !== null || g.grant.sessionId !== null || g.grant.amr.length || g.grant.acr)
       throw new Error('only grants with no user and no refresh token are issued in batches');
-    let batcher = batchers.get(db);
-    if (!batcher) batchers.set(db, (batcher = new GrantBatcher(db)));
+    let ofPool = batchers.get(db);
+    if (!ofPool) batchers.set(db, (ofPool = new Map()));
+    const clientId = g.grant.clientId;
+    let batcher = ofPool.get(clientId);
+    if (!batcher) ofPool.set(clientId, (batcher = new GrantBatcher(db, () => ofPool.delete(clientId))));
     return batcher.issue(g);
   },
 

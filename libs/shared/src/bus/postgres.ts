@@ -176,6 +176,8 @@ class PgSubscription implements Subscription {
   private lastPrune = 0;
   /** When the last batch was handed to the handler (ms since the epoch). */
   private lastHandedAt = 0;
+  /** Ends the wait for a partial batch to fill (stop()). */
+  private cancelWait: (() => void) | undefined;
 
   constructor(
     private readonly bus: PostgresBusOptions,
@@ -274,8 +276,20 @@ class PgSubscription implements Subscription {
     const rows = await read();
     const wait = this.lastHandedAt + this.maxWaitMs - Date.now();
     if (rows.length === 0 || rows.length >= this.maxBatch || wait <= 0) return this.handed(rows);
-    await new Promise((r) => setTimeout(r, wait));
-    return this.handed(this.stopped ? rows : await read());
+    // Not cut short by notifications (they are what fills the batch), only by stop().
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(() => {
+        this.cancelWait = undefined;
+        resolve();
+      }, wait);
+      this.cancelWait = () => {
+        clearTimeout(timer);
+        this.cancelWait = undefined;
+        resolve();
+      };
+    });
+    // Stopping: nothing more is handed over (the records come again to whichever member runs next).
+    return this.stopped ? [] : this.handed(await read());
   }
 
   private handed(rows: StoredRecord[]): StoredRecord[] {
@@ -299,6 +313,7 @@ class PgSubscription implements Subscription {
   async stop(): Promise<void> {
     this.stopped = true;
     this.wake();
+    this.cancelWait?.();
     await this.running;
     this.onStopped();
   }
