@@ -114,7 +114,16 @@ test('an event committed while the round that took an older one is publishing it
   const held = new Promise<void>((r) => (release = r));
   let publishing!: () => void;
   const publishStarted = new Promise<void>((r) => (publishing = r));
-  const gated: EventBus = { ...bus, publish: async (topic, records) => { publishing(); await held; return bus.publish(topic, records); } };
+  const gated: EventBus = {
+    kind: 'postgres',
+    publish: async (topic, records) => {
+      publishing();
+      await held;
+      return bus.publish(topic, records);
+    },
+    subscribe: (o, h) => bus.subscribe(o, h),
+    close: async () => undefined,
+  };
   const listener = new pg.Client({ connectionString: db.url });
   await listener.connect();
   let notifications = 0;

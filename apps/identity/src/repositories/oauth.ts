@@ -183,9 +183,9 @@ const GRANT_BATCH = 100;
  * many in one statement: one parse, one commit and one round trip for all of them. A grant's row comes back
  * under its id (RETURNING keeps no order).
  */
-async function issueGrants(db: Db, gs: NewGrant[]): Promise<Map<string, GrantRow>> {
-  const items = gs.map(({ grant, event, outbox }) => {
-    const [eventId, eventEnvironment, eventType, eventKey, payload, traceparent] = outbox ?? outboxRow(event);
+async function issueGrants(db: Db, gs: Array<NewGrant & { outbox: OutboxValues }>): Promise<Map<string, GrantRow>> {
+  const items = gs.map(({ grant, outbox }) => {
+    const [eventId, eventEnvironment, eventType, eventKey, payload, traceparent] = outbox;
     return { id: grant.id, environment: grant.environment, client_id: grant.clientId, scopes: grant.scopes, event_id: eventId, event_environment: eventEnvironment, event_type: eventType, event_key: eventKey, payload, traceparent };
   });
   const { rows } = await db.query(
@@ -221,7 +221,7 @@ const isIntegrityError = (err: unknown) => typeof (err as { code?: unknown })?.c
  *   a grant issued alone or retried runs in its own request's context.
  */
 class GrantBatcher {
-  private queue: Array<{ g: NewGrant; resolve: (row: GrantRow) => void; reject: (err: unknown) => void; inContext: <T>(fn: () => T) => T }> = [];
+  private queue: Array<{ g: NewGrant & { outbox: OutboxValues }; resolve: (row: GrantRow) => void; reject: (err: unknown) => void; inContext: <T>(fn: () => T) => T }> = [];
   private running = false;
 
   constructor(

@@ -38,8 +38,8 @@ import {
  * - Subscribing: one kafkajs consumer per subscription in the SubscribeOptions.group consumer group, from the
  *   beginning for a group without positions, auto-resolve and auto-commit off. Fetched records go to a buffer
  *   and the fetch position moves on (so the next fetch overlaps the handler); a batch is handed over when
- *   maxBatchSize records are buffered, or when the last one went maxWaitMs ago (at once after a quiet spell). The group's committed position moves
- *   only after the handler resolved for the batch. When it throws, nothing is committed, every partition in
+ *   maxBatchSize records are buffered, or when the last one went maxWaitMs ago (at once after a quiet
+ *   spell). The group's committed position moves only after the handler resolved for the batch. When it throws, nothing is committed, every partition in
  *   the batch or the buffer is sought back to its first unhandled record and the buffer is dropped: the same
  *   records come again after a backoff, none skipped.
  * - A rebalance drops the buffer (kafkajs fetches again from the committed positions), so a record may be
