@@ -6,8 +6,9 @@
 import type * as Oidc from 'openid-client' with { 'resolution-mode': 'import' };
 import pg from 'pg';
 import { randomBytes } from 'node:crypto';
+import { parseMetricsText } from '@secsvc/shared';
 import { eventually } from './support';
-import { authorizationRequest, authorizeInteractively, get, hiddenInputs, Jar, json, PASSWORD, postForm, registerClient, startOAuthStack, userWithPassword, type OAuthStack } from './oauth-support';
+import { authorizationRequest, authorizeInteractively, get, hiddenInputs, Jar, json, PASSWORD, pipelinedPosts, postForm, registerClient, startOAuthStack, userWithPassword, type OAuthStack } from './oauth-support';
 
 jest.setTimeout(120_000);
 
@@ -205,6 +206,37 @@ describe('confidential client', () => {
     expect(tokens.refresh_token).toBeUndefined();
     expect((await apiWith(tokens.access_token, 'GET', '/users?limit=1')).status).toBe(200);
     expect((await apiWith(tokens.access_token, 'POST', '/users', { email: 'cc@example.com', name: 'C' })).status).toBe(403);
+  });
+
+  it('client_credentials requested together (one TokenBatch call to identity): each its own token, event, user agent and trace', async () => {
+    const n = 30;
+    // Pipelined on one connection: the gateway reads them together, so they reach identity as batches.
+    const res = await pipelinedPosts(
+      s.issuer,
+      Array.from({ length: n }, (_, i) => ({
+        path: '/oauth/token',
+        headers: { ...basic(confidential.clientId, confidential.clientSecret!), 'content-type': 'application/x-www-form-urlencoded', 'user-agent': `batch-e2e/${i}` },
+        body: 'grant_type=client_credentials&scope=read%3Ausers',
+      })),
+    );
+    expect(res.map((r) => r.status)).toEqual(Array(n).fill(200));
+    const tokens = res.map((r) => JSON.parse(r.body) as { access_token: string; scope: string });
+    expect(new Set(tokens.map((t) => t.access_token)).size).toBe(n);
+    expect(tokens.every((t) => t.scope === 'read:users')).toBe(true);
+    expect((await apiWith(tokens[n - 1].access_token, 'GET', '/users?limit=1')).status).toBe(200);
+    // The requests reached identity in batches, not one call each.
+    const batches = parseMetricsText(await (await fetch(`${s.stack.admin.identity}/metrics`)).text()).filter(
+      (m) => m.name === 'grpc_server_handled_total' && m.labels.grpc_method === 'TokenBatch' && m.labels.grpc_code === 'OK',
+    );
+    expect(batches.reduce((sum, m) => sum + m.value, 0)).toBeGreaterThan(0);
+    const traceOf = new Map(res.map((r, i) => [`batch-e2e/${i}`, r.headers.traceparent!.split('-')[1]]));
+    const entries = await eventually(
+      async () => ((await s.api('GET', '/logs?events=oauth.token.issued&limit=100')).body.data as { id: string; context: { userAgent: string } }[]).filter((e) => traceOf.has(e.context.userAgent)),
+      (found) => found.length >= n,
+      20_000,
+    );
+    expect(entries.map((e) => e.context.userAgent).sort()).toEqual([...traceOf.keys()].sort());
+    for (const e of entries.slice(0, 5)) expect((await s.api('GET', `/logs/${e.id}`)).body.data.traceId).toBe(traceOf.get(e.context.userAgent));
   });
 
   it('manages API keys and clients with their scopes, never a client stronger than the token, nor a first-party one', async () => {

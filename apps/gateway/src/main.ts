@@ -1,4 +1,4 @@
-import { audit, identity, policy } from '@secsvc/proto';
+import { audit, batchMethods, identity, policy } from '@secsvc/proto';
 import { checkHealth, createClient, drainHttpServer, GrpcTls, loadConfigOrExit, promiseClient, runProcess, type ProcessContext } from '@secsvc/shared';
 import cluster from 'node:cluster';
 import { existsSync } from 'node:fs';
@@ -31,7 +31,8 @@ async function serve({ config, logger, metrics, draining }: ProcessContext<Gatew
   const policyClient = createClient(policy.PolicyServiceClient, config.POLICY_ADDR, metrics, grpcTls);
   const auditClient = createClient(audit.AuditServiceClient, config.AUDIT_ADDR, metrics, grpcTls);
   const clients = {
-    identity: promiseClient(identityClient, { deadlineMs: config.GRPC_DEADLINE_MS }),
+    // Token requests that arrive together go to identity as one TokenBatch call (libs/shared grpc/client.ts).
+    identity: promiseClient(identityClient, { deadlineMs: config.GRPC_DEADLINE_MS }, batchMethods.identity),
     policy: promiseClient(policyClient, { deadlineMs: config.GRPC_DEADLINE_MS }),
     audit: promiseClient(auditClient, { deadlineMs: config.GRPC_DEADLINE_MS }),
   };

@@ -1,4 +1,4 @@
-import { identity, serviceNames } from '@secsvc/proto';
+import { batchMethods, identity, serviceNames } from '@secsvc/proto';
 import { runGrpcService } from '@secsvc/shared';
 import { loadIdentityConfig } from './config';
 import { migrationsDir } from './migrations';
@@ -42,7 +42,7 @@ void runGrpcService({
     // Works mail_jobs with the other replicas: what this replica queues, retries, and jobs a dead replica left.
     mail.start();
     return {
-      services: [{ name: serviceNames.identity, definition: identity.IdentityServiceService, implementation: identityService(ctx, { signingKeys, feed }) }],
+      services: [{ name: serviceNames.identity, definition: identity.IdentityServiceService, implementation: identityService(ctx, { signingKeys, feed }), batches: batchMethods.identity }],
       // Ending the feed first ends the watch streams, so the server can drain.
       closeFirst: [{ name: 'credential-change-feed', close: () => feed.stop() }],
       closers: [

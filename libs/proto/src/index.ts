@@ -32,4 +32,12 @@ export const serviceNames = {
   audit: 'secsvc.audit.v1.AuditService',
 } as const;
 
+/**
+ * Unary methods a service also serves in batches (unary -> batch method, as the generated clients name them):
+ * the server registers them (ServiceRegistration.batches) and the gateway's client coalesces calls into them.
+ */
+export const batchMethods = {
+  identity: { token: 'tokenBatch' },
+} as const;
+
 export { AuditServiceBulk, AuditServiceBulkClient, decodeLogRowsChunk, encodeLogRowsChunk } from './bulk';

@@ -144,15 +144,7 @@ export function fromGrpcError(err: unknown): AppError {
   if (!isServiceError(err)) return toAppError(err);
   const code = err.metadata?.get(CODE_KEY)[0]?.toString();
   if (code && Object.hasOwn(errorCodes, code)) {
-    const raw = err.metadata.get(DETAILS_KEY)[0];
-    let details: FieldError[] = [];
-    if (raw) {
-      try {
-        details = JSON.parse(raw.toString()) as FieldError[];
-      } catch {
-        details = [];
-      }
-    }
+    const details = detailsOf(err.metadata.get(DETAILS_KEY)[0]?.toString() ?? '');
     const retry = Number(err.metadata.get(RETRY_KEY)[0]?.toString());
     return new AppError(code as ErrorCode, err.details || 'Request failed', details, Number.isFinite(retry) && retry > 0 ? retry : undefined);
   }
@@ -164,4 +156,34 @@ export function fromGrpcError(err: unknown): AppError {
         ? 'An internal error occurred'
         : err.details || 'Request failed';
   return new AppError(mapped, message);
+}
+
+/** An error as one item of a batch call carries it (the CallError message of a batch's result). */
+export interface CallError {
+  code: string;
+  message: string;
+  detailsJson: string;
+  retryAfterSeconds: number;
+}
+
+/** AppError -> the CallError of a batch item: what toGrpcError would have said of the same call alone. */
+export function toCallError(err: AppError): CallError {
+  return { code: err.code, message: err.message, detailsJson: err.details.length ? JSON.stringify(err.details) : '', retryAfterSeconds: err.retryAfterSeconds ?? 0 };
+}
+
+/** A batch item's CallError -> AppError, as fromGrpcError reads the same call's gRPC error (unknown codes are internal). */
+export function fromCallError(e: CallError): AppError {
+  if (!Object.hasOwn(errorCodes, e.code)) return new AppError('internal_error', 'An internal error occurred');
+  return new AppError(e.code as ErrorCode, e.message || 'Request failed', detailsOf(e.detailsJson), e.retryAfterSeconds > 0 ? e.retryAfterSeconds : undefined);
+}
+
+/** The field details a service sent as JSON (none when absent or unreadable). */
+function detailsOf(json: string): FieldError[] {
+  if (!json) return [];
+  try {
+    const parsed: unknown = JSON.parse(json);
+    return Array.isArray(parsed) ? (parsed as FieldError[]) : [];
+  } catch {
+    return [];
+  }
 }

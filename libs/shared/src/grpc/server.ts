@@ -1,7 +1,7 @@
 import * as grpc from '@grpc/grpc-js';
 import { HealthImplementation } from 'grpc-health-check';
 import { isValidRequestId, requestContext } from '../context';
-import { AppError, toAppError, toGrpcError } from '../errors';
+import { AppError, errorCodes, toAppError, toCallError, toGrpcError } from '../errors';
 import { inputFaults } from '../input';
 import { newId } from '../ids';
 import type { Logger } from '../logger';
@@ -51,6 +51,12 @@ export interface ServiceRegistration {
   implementation: Record<string, UnaryImpl | StreamImpl>;
   /** Methods of the definition not implemented yet: they answer UNIMPLEMENTED (grpc-js's own reply). */
   notYetImplemented?: string[];
+  /**
+   * Unary methods also served in batches: unary method -> its batch method (e.g. token -> tokenBatch; see
+   * batchMethods in @secsvc/proto). A batch takes `items` of { request, metadata } and streams
+   * { index, response } or { index, error } (a CallError) per item; promiseClient(…, batches) sends them.
+   */
+  batches?: Record<string, string>;
 }
 
 export interface GrpcServerOptions {
@@ -74,42 +80,118 @@ export interface RunningGrpcServer {
   close: (graceMs?: number) => Promise<void>;
 }
 
-function wrapUnary(
+/**
+ * One unary call from its request and metadata to its answer: the call's context (request id, trace), input
+ * rules, the handler, metrics and logging. `answer` gets the response, or the AppError the caller is told.
+ */
+function runUnary(
+  method: string,
+  fn: UnaryImpl,
+  request: unknown,
+  metadata: grpc.Metadata,
+  logger: Logger,
+  metrics: Metrics,
+  answer: (err: AppError | null, res?: unknown) => void,
+): void {
+  const { requestId } = callContext(metadata);
+  const started = process.hrtime.bigint();
+  const span = serverSpan(method, metadata);
+  const trace = span.spanContext();
+  const done = (code: grpc.status) => {
+    metrics.observeGrpc(method, grpc.status[code] ?? String(code), Number(process.hrtime.bigint() - started) / 1e9);
+    endRpcSpan(span, code);
+  };
+  requestContext.run({ requestId, trace }, () => {
+    // The same input rules as the gateway's guard, for any caller: nothing unstorable reaches a handler.
+    const faults = inputFaults(request);
+    const run = faults.length ? Promise.reject(AppError.invalid(faults)) : fn(request as never, { requestId, metadata, traceId: trace.traceId });
+    run.then(
+      (res) => {
+        done(grpc.status.OK);
+        answer(null, res);
+      },
+      (err: unknown) => {
+        const appErr = toAppError(err);
+        if (appErr.code === 'internal_error') {
+          logger.error({ err: { message: (err as Error)?.message, stack: (err as Error)?.stack }, method }, 'rpc failed');
+        } else if (appErr !== err && appErr.code === 'unavailable') {
+          logger.warn({ err: { message: (err as Error)?.message }, method }, 'rpc refused: a backing service is unavailable');
+        }
+        done(errorCodes[appErr.code].grpc);
+        answer(appErr);
+      },
+    );
+  });
+}
+
+function wrapUnary(method: string, fn: UnaryImpl, logger: Logger, metrics: Metrics): grpc.handleUnaryCall<unknown, unknown> {
+  return (call, callback) =>
+    runUnary(method, fn, call.request, call.metadata, logger, metrics, (err, res) =>
+      err ? callback(toGrpcError(err) as grpc.ServiceError) : callback(null, res),
+    );
+}
+
+/** The most items one batch call may carry. */
+export const MAX_BATCH_ITEMS = 1_000;
+
+/** An item's metadata map as grpc.Metadata; undefined when a key or value could not be metadata. */
+function metadataOf(map: Record<string, string>): grpc.Metadata | undefined {
+  const md = new grpc.Metadata();
+  try {
+    for (const [k, v] of Object.entries(map)) {
+      // Binary (-bin) keys carry bytes, which a string map cannot: refused like any other unusable key.
+      if (k.endsWith('-bin')) return undefined;
+      md.set(k, v);
+    }
+  } catch {
+    return undefined;
+  }
+  return md;
+}
+
+interface BatchRequest {
+  items: { request: unknown; metadata: Record<string, string> }[];
+}
+
+/**
+ * A batch of unary calls (see ServiceRegistration.batches): every item runs as a call of `method` of its own
+ * (runUnary, with the item's metadata), and its result is written, with its index, as soon as it is done.
+ */
+function wrapBatch(
+  path: string,
   method: string,
   fn: UnaryImpl,
   logger: Logger,
   metrics: Metrics,
-): grpc.handleUnaryCall<unknown, unknown> {
-  return (call, callback) => {
-    const { requestId } = callContext(call.metadata);
+): grpc.handleServerStreamingCall<BatchRequest, unknown> {
+  return (call) => {
     const started = process.hrtime.bigint();
-    const span = serverSpan(method, call.metadata);
-    const trace = span.spanContext();
-    const done = (code: grpc.status) => {
-      metrics.observeGrpc(method, grpc.status[code] ?? String(code), Number(process.hrtime.bigint() - started) / 1e9);
-      endRpcSpan(span, code);
+    const items = call.request.items;
+    const finish = (code: grpc.status) =>
+      metrics.observeGrpc(path, grpc.status[code] ?? String(code), Number(process.hrtime.bigint() - started) / 1e9, 'server_stream');
+    if (items.length > MAX_BATCH_ITEMS) {
+      const err = toGrpcError(AppError.invalid([{ field: 'items', message: `at most ${MAX_BATCH_ITEMS} items` }]));
+      call.emit('error', err);
+      return finish(err.code ?? grpc.status.INVALID_ARGUMENT);
+    }
+    let left = items.length;
+    const settle = (index: number, result: Record<string, unknown>) => {
+      // A cancelled call takes no more messages; its items still run to the end, as a unary call's would.
+      if (!call.cancelled) call.write({ index, ...result });
+      if (--left === 0) {
+        call.end();
+        finish(grpc.status.OK);
+      }
     };
-    requestContext.run({ requestId, trace }, () => {
-      // The same input rules as the gateway's guard, for any caller: nothing unstorable reaches a handler.
-      const faults = inputFaults(call.request);
-      const run = faults.length ? Promise.reject(AppError.invalid(faults)) : fn(call.request as never, { requestId, metadata: call.metadata, traceId: trace.traceId });
-      run.then(
-        (res) => {
-          done(grpc.status.OK);
-          callback(null, res);
-        },
-        (err: unknown) => {
-          const appErr = toAppError(err);
-          if (appErr.code === 'internal_error') {
-            logger.error({ err: { message: (err as Error)?.message, stack: (err as Error)?.stack }, method }, 'rpc failed');
-          } else if (appErr !== err && appErr.code === 'unavailable') {
-            logger.warn({ err: { message: (err as Error)?.message }, method }, 'rpc refused: a backing service is unavailable');
-          }
-          const grpcErr = toGrpcError(appErr);
-          done(grpcErr.code ?? grpc.status.UNKNOWN);
-          callback(grpcErr as grpc.ServiceError);
-        },
-      );
+    if (!left) {
+      call.end();
+      return finish(grpc.status.OK);
+    }
+    items.forEach((item, index) => {
+      const md = metadataOf(item.metadata);
+      if (!md) return settle(index, { error: toCallError(AppError.invalid([{ field: `items[${index}].metadata`, message: 'must be valid gRPC metadata (lowercase keys, printable ASCII values, no -bin keys)' }])) });
+      if (!item.request) return settle(index, { error: toCallError(AppError.invalid([{ field: `items[${index}].request`, message: 'is required' }])) });
+      runUnary(method, fn, item.request, md, logger, metrics, (err, res) => settle(index, err ? { error: toCallError(err) } : { response: res }));
     });
   };
 }
@@ -193,7 +275,18 @@ export async function startGrpcServer(opts: GrpcServerOptions): Promise<RunningG
   const server = new grpc.Server({ 'grpc.max_receive_message_length': 4 * 1024 * 1024 });
   for (const svc of opts.services) {
     const handlers: grpc.UntypedServiceImplementation = {};
+    const batchOf = Object.fromEntries(Object.entries(svc.batches ?? {}).map(([unary, batch]) => [batch, unary]));
     for (const [key, def] of Object.entries(svc.definition)) {
+      const unary = batchOf[key];
+      if (unary !== undefined) {
+        const target = svc.definition[unary];
+        const fn = svc.implementation[unary];
+        if (!target || target.requestStream || target.responseStream || !fn || !def.responseStream || def.requestStream) {
+          throw new Error(`${svc.name}.${key}: a batch must stream the results of an implemented unary method (${unary})`);
+        }
+        handlers[key] = wrapBatch(def.path, target.path, fn as UnaryImpl, opts.logger, opts.metrics);
+        continue;
+      }
       const fn = svc.implementation[key];
       if (!fn && svc.notYetImplemented?.includes(key)) continue;
       if (!fn) throw new Error(`${svc.name}: no implementation for ${key}`);

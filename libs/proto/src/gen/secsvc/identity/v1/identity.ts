@@ -546,6 +546,43 @@ export interface TokenResponse {
   scope: string;
 }
 
+export interface TokenBatchRequest {
+  /** At most 1,000 items. */
+  items: TokenBatchItem[];
+}
+
+export interface TokenBatchItem {
+  request:
+    | TokenRequest
+    | undefined;
+  /** What a Token call's metadata would carry: x-request-id, x-client-ip, x-user-agent, traceparent, ... */
+  metadata: { [key: string]: string };
+}
+
+export interface TokenBatchItem_MetadataEntry {
+  key: string;
+  value: string;
+}
+
+export interface TokenBatchResult {
+  /** The item's position in TokenBatchRequest.items. */
+  index: number;
+  /** Set when the item succeeded (its Token answer, which may be an RFC 6749 error); unset when error is. */
+  response: TokenResponse | undefined;
+  error: CallError | undefined;
+}
+
+/** A failed call of a batch, as the gRPC error of the same call alone would say it. */
+export interface CallError {
+  /** The error code of the SPEC (invalid_request, unavailable, internal_error, ...). */
+  code: string;
+  message: string;
+  /** The faulty fields, as JSON ([{"field": ..., "message": ...}]); empty when none. */
+  detailsJson: string;
+  /** Seconds to wait before trying again (rate_limited, unavailable); 0 when not said. */
+  retryAfterSeconds: number;
+}
+
 export interface RevokeTokenRequest {
   token: string;
   tokenTypeHint: string;
@@ -8661,6 +8698,507 @@ export const TokenResponse: MessageFns<TokenResponse> = {
   },
 };
 
+function createBaseTokenBatchRequest(): TokenBatchRequest {
+  return { items: [] };
+}
+
+export const TokenBatchRequest: MessageFns<TokenBatchRequest> = {
+  encode(message: TokenBatchRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.items) {
+      TokenBatchItem.encode(v!, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): TokenBatchRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseTokenBatchRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.items.push(TokenBatchItem.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): TokenBatchRequest {
+    return {
+      items: globalThis.Array.isArray(object?.items) ? object.items.map((e: any) => TokenBatchItem.fromJSON(e)) : [],
+    };
+  },
+
+  toJSON(message: TokenBatchRequest): unknown {
+    const obj: any = {};
+    if (message.items?.length) {
+      obj.items = message.items.map((e) => TokenBatchItem.toJSON(e));
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<TokenBatchRequest>, I>>(base?: I): TokenBatchRequest {
+    return TokenBatchRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<TokenBatchRequest>, I>>(object: I): TokenBatchRequest {
+    const message = createBaseTokenBatchRequest();
+    message.items = object.items?.map((e) => TokenBatchItem.fromPartial(e)) || [];
+    return message;
+  },
+};
+
+function createBaseTokenBatchItem(): TokenBatchItem {
+  return { request: undefined, metadata: {} };
+}
+
+export const TokenBatchItem: MessageFns<TokenBatchItem> = {
+  encode(message: TokenBatchItem, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.request !== undefined) {
+      TokenRequest.encode(message.request, writer.uint32(10).fork()).join();
+    }
+    globalThis.Object.entries(message.metadata).forEach(([key, value]: [string, string]) => {
+      TokenBatchItem_MetadataEntry.encode({ key: key as any, value }, writer.uint32(18).fork()).join();
+    });
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): TokenBatchItem {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseTokenBatchItem();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.request = TokenRequest.decode(reader, reader.uint32());
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            const entry2 = TokenBatchItem_MetadataEntry.decode(reader, reader.uint32());
+            if (entry2.value !== undefined) {
+              message.metadata[entry2.key] = entry2.value;
+            }
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): TokenBatchItem {
+    return {
+      request: isSet(object.request) ? TokenRequest.fromJSON(object.request) : undefined,
+      metadata: isObject(object.metadata)
+        ? (globalThis.Object.entries(object.metadata) as [string, any][]).reduce(
+          (acc: { [key: string]: string }, [key, value]: [string, any]) => {
+            globalThis.Object.defineProperty(acc, key, {
+              value: globalThis.String(value),
+              enumerable: true,
+              configurable: true,
+              writable: true,
+            });
+            return acc;
+          },
+          {},
+        )
+        : {},
+    };
+  },
+
+  toJSON(message: TokenBatchItem): unknown {
+    const obj: any = {};
+    if (message.request !== undefined) {
+      obj.request = TokenRequest.toJSON(message.request);
+    }
+    if (message.metadata) {
+      const entries = globalThis.Object.entries(message.metadata) as [string, string][];
+      if (entries.length > 0) {
+        obj.metadata = {};
+        entries.forEach(([k, v]) => {
+          obj.metadata[k] = v;
+        });
+      }
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<TokenBatchItem>, I>>(base?: I): TokenBatchItem {
+    return TokenBatchItem.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<TokenBatchItem>, I>>(object: I): TokenBatchItem {
+    const message = createBaseTokenBatchItem();
+    message.request = (object.request !== undefined && object.request !== null)
+      ? TokenRequest.fromPartial(object.request)
+      : undefined;
+    message.metadata = (globalThis.Object.entries(object.metadata ?? {}) as [string, string][]).reduce(
+      (acc: { [key: string]: string }, [key, value]: [string, string]) => {
+        if (value !== undefined) {
+          acc[key] = globalThis.String(value);
+        }
+        return acc;
+      },
+      {},
+    );
+    return message;
+  },
+};
+
+function createBaseTokenBatchItem_MetadataEntry(): TokenBatchItem_MetadataEntry {
+  return { key: "", value: "" };
+}
+
+export const TokenBatchItem_MetadataEntry: MessageFns<TokenBatchItem_MetadataEntry> = {
+  encode(message: TokenBatchItem_MetadataEntry, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.key !== "") {
+      writer.uint32(10).string(message.key);
+    }
+    if (message.value !== "") {
+      writer.uint32(18).string(message.value);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): TokenBatchItem_MetadataEntry {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseTokenBatchItem_MetadataEntry();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.key = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.value = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): TokenBatchItem_MetadataEntry {
+    return {
+      key: isSet(object.key) ? globalThis.String(object.key) : "",
+      value: isSet(object.value) ? globalThis.String(object.value) : "",
+    };
+  },
+
+  toJSON(message: TokenBatchItem_MetadataEntry): unknown {
+    const obj: any = {};
+    if (message.key !== "") {
+      obj.key = message.key;
+    }
+    if (message.value !== "") {
+      obj.value = message.value;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<TokenBatchItem_MetadataEntry>, I>>(base?: I): TokenBatchItem_MetadataEntry {
+    return TokenBatchItem_MetadataEntry.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<TokenBatchItem_MetadataEntry>, I>>(object: I): TokenBatchItem_MetadataEntry {
+    const message = createBaseTokenBatchItem_MetadataEntry();
+    message.key = object.key ?? "";
+    message.value = object.value ?? "";
+    return message;
+  },
+};
+
+function createBaseTokenBatchResult(): TokenBatchResult {
+  return { index: 0, response: undefined, error: undefined };
+}
+
+export const TokenBatchResult: MessageFns<TokenBatchResult> = {
+  encode(message: TokenBatchResult, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.index !== 0) {
+      writer.uint32(8).uint32(message.index);
+    }
+    if (message.response !== undefined) {
+      TokenResponse.encode(message.response, writer.uint32(18).fork()).join();
+    }
+    if (message.error !== undefined) {
+      CallError.encode(message.error, writer.uint32(26).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): TokenBatchResult {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseTokenBatchResult();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.index = reader.uint32();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.response = TokenResponse.decode(reader, reader.uint32());
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.error = CallError.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): TokenBatchResult {
+    return {
+      index: isSet(object.index) ? globalThis.Number(object.index) : 0,
+      response: isSet(object.response) ? TokenResponse.fromJSON(object.response) : undefined,
+      error: isSet(object.error) ? CallError.fromJSON(object.error) : undefined,
+    };
+  },
+
+  toJSON(message: TokenBatchResult): unknown {
+    const obj: any = {};
+    if (message.index !== 0) {
+      obj.index = Math.round(message.index);
+    }
+    if (message.response !== undefined) {
+      obj.response = TokenResponse.toJSON(message.response);
+    }
+    if (message.error !== undefined) {
+      obj.error = CallError.toJSON(message.error);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<TokenBatchResult>, I>>(base?: I): TokenBatchResult {
+    return TokenBatchResult.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<TokenBatchResult>, I>>(object: I): TokenBatchResult {
+    const message = createBaseTokenBatchResult();
+    message.index = object.index ?? 0;
+    message.response = (object.response !== undefined && object.response !== null)
+      ? TokenResponse.fromPartial(object.response)
+      : undefined;
+    message.error = (object.error !== undefined && object.error !== null)
+      ? CallError.fromPartial(object.error)
+      : undefined;
+    return message;
+  },
+};
+
+function createBaseCallError(): CallError {
+  return { code: "", message: "", detailsJson: "", retryAfterSeconds: 0 };
+}
+
+export const CallError: MessageFns<CallError> = {
+  encode(message: CallError, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.code !== "") {
+      writer.uint32(10).string(message.code);
+    }
+    if (message.message !== "") {
+      writer.uint32(18).string(message.message);
+    }
+    if (message.detailsJson !== "") {
+      writer.uint32(26).string(message.detailsJson);
+    }
+    if (message.retryAfterSeconds !== 0) {
+      writer.uint32(32).int32(message.retryAfterSeconds);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): CallError {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseCallError();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.code = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.message = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.detailsJson = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.retryAfterSeconds = reader.int32();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): CallError {
+    return {
+      code: isSet(object.code) ? globalThis.String(object.code) : "",
+      message: isSet(object.message) ? globalThis.String(object.message) : "",
+      detailsJson: isSet(object.detailsJson)
+        ? globalThis.String(object.detailsJson)
+        : isSet(object.details_json)
+        ? globalThis.String(object.details_json)
+        : "",
+      retryAfterSeconds: isSet(object.retryAfterSeconds)
+        ? globalThis.Number(object.retryAfterSeconds)
+        : isSet(object.retry_after_seconds)
+        ? globalThis.Number(object.retry_after_seconds)
+        : 0,
+    };
+  },
+
+  toJSON(message: CallError): unknown {
+    const obj: any = {};
+    if (message.code !== "") {
+      obj.code = message.code;
+    }
+    if (message.message !== "") {
+      obj.message = message.message;
+    }
+    if (message.detailsJson !== "") {
+      obj.detailsJson = message.detailsJson;
+    }
+    if (message.retryAfterSeconds !== 0) {
+      obj.retryAfterSeconds = Math.round(message.retryAfterSeconds);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<CallError>, I>>(base?: I): CallError {
+    return CallError.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<CallError>, I>>(object: I): CallError {
+    const message = createBaseCallError();
+    message.code = object.code ?? "";
+    message.message = object.message ?? "";
+    message.detailsJson = object.detailsJson ?? "";
+    message.retryAfterSeconds = object.retryAfterSeconds ?? 0;
+    return message;
+  },
+};
+
 function createBaseRevokeTokenRequest(): RevokeTokenRequest {
   return { token: "", tokenTypeHint: "", clientId: "", clientSecret: "", clientAuthMethod: "" };
 }
@@ -15745,6 +16283,21 @@ export const IdentityServiceService = {
     responseSerialize: (value: TokenResponse): Buffer => Buffer.from(TokenResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): TokenResponse => TokenResponse.decode(value),
   },
+  /**
+   * Several Token calls in one: the gateway sends the token requests that reach it together as one call. Each
+   * item is handled exactly as a Token call with the item's metadata (request id, client ip, trace context),
+   * and its result is streamed, with the item's index, as soon as that item is done. A failure of one item
+   * (a gRPC error of a Token call) is its result alone; the stream ends once every item has its result.
+   */
+  tokenBatch: {
+    path: "/secsvc.identity.v1.IdentityService/TokenBatch" as const,
+    requestStream: false as const,
+    responseStream: true as const,
+    requestSerialize: (value: TokenBatchRequest): Buffer => Buffer.from(TokenBatchRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): TokenBatchRequest => TokenBatchRequest.decode(value),
+    responseSerialize: (value: TokenBatchResult): Buffer => Buffer.from(TokenBatchResult.encode(value).finish()),
+    responseDeserialize: (value: Buffer): TokenBatchResult => TokenBatchResult.decode(value),
+  },
   /** RFC 7009: revoking a refresh or access token ends its whole grant. */
   revokeToken: {
     path: "/secsvc.identity.v1.IdentityService/RevokeToken" as const,
@@ -16171,6 +16724,13 @@ export interface IdentityServiceServer extends UntypedServiceImplementation {
   authorize: handleUnaryCall<AuthorizeRequest, AuthorizeResponse>;
   /** The token endpoint: authorization_code, refresh_token and client_credentials grants. */
   token: handleUnaryCall<TokenRequest, TokenResponse>;
+  /**
+   * Several Token calls in one: the gateway sends the token requests that reach it together as one call. Each
+   * item is handled exactly as a Token call with the item's metadata (request id, client ip, trace context),
+   * and its result is streamed, with the item's index, as soon as that item is done. A failure of one item
+   * (a gRPC error of a Token call) is its result alone; the stream ends once every item has its result.
+   */
+  tokenBatch: handleServerStreamingCall<TokenBatchRequest, TokenBatchResult>;
   /** RFC 7009: revoking a refresh or access token ends its whole grant. */
   revokeToken: handleUnaryCall<RevokeTokenRequest, RevokeTokenResponse>;
   /** RFC 7662 for any credential: access and refresh tokens, session tokens and API keys. */
@@ -16788,6 +17348,18 @@ export interface IdentityServiceClient extends Client {
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: TokenResponse) => void,
   ): ClientUnaryCall;
+  /**
+   * Several Token calls in one: the gateway sends the token requests that reach it together as one call. Each
+   * item is handled exactly as a Token call with the item's metadata (request id, client ip, trace context),
+   * and its result is streamed, with the item's index, as soon as that item is done. A failure of one item
+   * (a gRPC error of a Token call) is its result alone; the stream ends once every item has its result.
+   */
+  tokenBatch(request: TokenBatchRequest, options?: Partial<CallOptions>): ClientReadableStream<TokenBatchResult>;
+  tokenBatch(
+    request: TokenBatchRequest,
+    metadata?: Metadata,
+    options?: Partial<CallOptions>,
+  ): ClientReadableStream<TokenBatchResult>;
   /** RFC 7009: revoking a refresh or access token ends its whole grant. */
   revokeToken(
     request: RevokeTokenRequest,
@@ -17294,6 +17866,10 @@ function fromTimestamp(t: Timestamp): string {
   let millis = (t.seconds || 0) * 1_000;
   millis += (t.nanos || 0) / 1_000_000;
   return new globalThis.Date(millis).toISOString();
+}
+
+function isObject(value: any): boolean {
+  return typeof value === "object" && value !== null;
 }
 
 function isSet(value: any): boolean {
