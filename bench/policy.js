@@ -4,7 +4,8 @@
 //   1. in process: the wasm engine's evaluate() p50/p99 with 10, 1,000 and 10,000 stored policies;
 //   2. baseline: `opa bench` (OPA's own Go evaluator) on the same Rego, data document and input;
 //   3. over HTTP: POST /v1/policies/simulate through the gateway (autocannon, 50 connections): stored
-//      policies only, with 3 draft policies merged, and with explain: true, in interleaved rounds.
+//      policies only, with 3 draft policies merged, and with explain: true, in interleaved rounds with the
+//      gateway's GET /healthz (the ceiling of issue 21: simulate >= 0.5 of it), CPU per request per process.
 //   npm run bench:policy            (BENCH_DURATION=5 for a quick look)
 /* global fetch -- Node's fetch (the root ESLint config lists only the CommonJS globals) */
 const { execFileSync } = require('node:child_process');
@@ -14,7 +15,7 @@ const path = require('node:path');
 const { performance } = require('node:perf_hooks');
 const { buildDataDocument, loadEngine } = require('../apps/policy/dist/engine');
 const { findOpa } = require('../apps/policy/rego/opa-tool');
-const { KEY, load, machine, startBenchStack } = require('./support');
+const { KEY, cpuMs, load, machine, settle, startBenchStack } = require('./support');
 
 const duration = Number(process.env.BENCH_DURATION ?? 15);
 const ROUNDS = 3;
@@ -88,6 +89,10 @@ function opaBench(opa, n) {
   }
 }
 
+const HEALTHZ = Symbol('healthz');
+const HEALTHZ_LABEL = '`GET /healthz` (ceiling)';
+const medianRate = (runs) => [...runs].map((r) => r.requests.average).sort((a, b) => a - b)[Math.floor(runs.length / 2)];
+
 async function main() {
   const opa = findOpa();
   const rows = [];
@@ -110,18 +115,29 @@ async function main() {
       '3 drafts merged': { ...simulation, policies: drafts },
       'explain: true': { ...simulation, explain: true },
     };
-    const optsOf = (body) => ({
-      url: `${stack.baseUrl}/policies/simulate`,
-      method: 'POST',
-      connections: 50,
-      headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' },
-      body: JSON.stringify(body),
-    });
-    for (const body of Object.values(bodies)) await load({ ...optsOf(body), duration: 3 });
+    const optsOf = (body) =>
+      body === HEALTHZ
+        ? { url: `${new URL(stack.baseUrl).origin}/healthz`, connections: 50 }
+        : {
+            url: `${stack.baseUrl}/policies/simulate`,
+            method: 'POST',
+            connections: 50,
+            headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' },
+            body: JSON.stringify(body),
+          };
+    const cases = { ...bodies, [HEALTHZ_LABEL]: HEALTHZ };
+    const pids = Object.fromEntries(['gateway', 'policy', 'identity', 'audit', 'export-worker', 'postgres'].map((n) => [n, stack.pid(n)]));
+    for (const body of Object.values(cases)) await load({ ...optsOf(body), duration: 3 });
     // Interleaved rounds, so drift in the machine's load falls on every body alike; the median round counts.
     for (let round = 0; round < ROUNDS; round++) {
-      for (const [label, body] of Object.entries(bodies)) {
-        (http[label] ??= []).push(await load({ ...optsOf(body), duration: Math.max(1, Math.round(duration / ROUNDS)) }));
+      for (const [label, body] of Object.entries(cases)) {
+        await settle(pids);
+        const before = cpuMs(pids);
+        const r = await load({ ...optsOf(body), duration: Math.max(1, Math.round(duration / ROUNDS)) });
+        await settle(pids);
+        const after = cpuMs(pids);
+        r.cpu = Object.fromEntries(Object.keys(after).map((k) => [k, (after[k] - before[k]) / r.requests.total]));
+        (http[label] ??= []).push(r);
       }
     }
   } finally {
@@ -139,14 +155,17 @@ async function main() {
       '',
       `POST /v1/policies/simulate over HTTP (100 stored policies, 50 connections, ${ROUNDS} interleaved rounds of ${Math.max(1, Math.round(duration / ROUNDS))} s per body; the median round, and the range of req/s):`,
       '',
-      '| body | req/s (median) | req/s range | p50 ms | p99 ms | non-2xx |',
-      '|---|---:|---:|---:|---:|---:|',
+      '| body | req/s (median) | req/s range | of `/healthz` | p50 ms | p99 ms | non-2xx | CPU ms/request (median round) |',
+      '|---|---:|---:|---:|---:|---:|---:|---|',
       ...Object.entries(http).map(([label, runs]) => {
         const sorted = [...runs].sort((a, b) => a.requests.average - b.requests.average);
         const mid = sorted[Math.floor(sorted.length / 2)];
         const range = `${Math.round(sorted[0].requests.average)}–${Math.round(sorted[sorted.length - 1].requests.average)}`;
         const non2xx = runs.reduce((n, r) => n + r.non2xx, 0);
-        return `| ${label} | ${Math.round(mid.requests.average)} | ${range} | ${mid.latency.p50} | ${mid.latency.p99} | ${non2xx} |`;
+        const ceiling = medianRate(http[HEALTHZ_LABEL]);
+        const total = Object.values(mid.cpu).reduce((a, b) => a + b, 0);
+        const parts = Object.entries(mid.cpu).filter(([, v]) => v >= 0.005).map(([k, v]) => `${k} ${v.toFixed(2)}`).join(', ');
+        return `| ${label} | ${Math.round(mid.requests.average)} | ${range} | ${(medianRate(runs) / ceiling).toFixed(2)} | ${mid.latency.p50} | ${mid.latency.p99} | ${non2xx} | ${total.toFixed(2)} (${parts}) |`;
       }),
     ].join('\n'),
   );

@@ -1,5 +1,4 @@
 import { createHash, randomBytes } from 'node:crypto';
-import net from 'node:net';
 import type { LocalStack } from '@secsvc/dev/stack';
 import { startTestStack, type Api } from './support';
 
@@ -125,51 +124,4 @@ export async function exchangeCode(issuer: string, o: { code: string; redirectUr
       client_secret: o.client.clientSecret!,
     }),
   );
-}
-
-export interface RawResponse {
-  status: number;
-  headers: Record<string, string>;
-  body: string;
-}
-
-/**
- * POSTs over one HTTP/1.1 connection, written at once (pipelining): the server reads them in one go, so
- * what it does with requests that arrive together (e.g. the token endpoint's batches to identity) is
- * exercised for certain. Answers come back in order; every one must carry a Content-Length.
- */
-export function pipelinedPosts(origin: string, requests: { path: string; headers: Record<string, string>; body: string }[]): Promise<RawResponse[]> {
-  const { hostname, port } = new URL(origin);
-  return new Promise((resolve, reject) => {
-    const socket = net.connect(Number(port), hostname);
-    let buffer = Buffer.alloc(0);
-    const responses: RawResponse[] = [];
-    socket.on('error', reject);
-    socket.on('data', (chunk) => {
-      buffer = Buffer.concat([buffer, chunk]);
-      for (;;) {
-        const end = buffer.indexOf('\r\n\r\n');
-        if (end < 0) return;
-        const [statusLine, ...lines] = buffer.subarray(0, end).toString('latin1').split('\r\n');
-        const headers = Object.fromEntries(lines.map((l) => [l.slice(0, l.indexOf(':')).toLowerCase(), l.slice(l.indexOf(':') + 1).trim()]));
-        const length = Number(headers['content-length'] ?? NaN);
-        if (!Number.isInteger(length)) return reject(new Error(`an answer without Content-Length: ${statusLine}`));
-        if (buffer.length < end + 4 + length) return;
-        responses.push({ status: Number(statusLine!.split(' ')[1]), headers, body: buffer.subarray(end + 4, end + 4 + length).toString('utf8') });
-        buffer = buffer.subarray(end + 4 + length);
-        if (responses.length === requests.length) {
-          socket.end();
-          return resolve(responses);
-        }
-      }
-    });
-    socket.write(
-      requests
-        .map((r) => {
-          const head = Object.entries({ host: `${hostname}:${port}`, 'content-length': String(Buffer.byteLength(r.body)), ...r.headers }).map(([k, v]) => `${k}: ${v}\r\n`);
-          return `POST ${r.path} HTTP/1.1\r\n${head.join('')}\r\n${r.body}`;
-        })
-        .join(''),
-    );
-  });
 }

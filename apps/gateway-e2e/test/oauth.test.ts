@@ -7,8 +7,8 @@ import type * as Oidc from 'openid-client' with { 'resolution-mode': 'import' };
 import pg from 'pg';
 import { randomBytes } from 'node:crypto';
 import { parseMetricsText } from '@secsvc/shared';
-import { eventually } from './support';
-import { authorizationRequest, authorizeInteractively, get, hiddenInputs, Jar, json, PASSWORD, pipelinedPosts, postForm, registerClient, startOAuthStack, userWithPassword, type OAuthStack } from './oauth-support';
+import { eventually, pipelined } from './support';
+import { authorizationRequest, authorizeInteractively, get, hiddenInputs, Jar, json, PASSWORD, postForm, registerClient, startOAuthStack, userWithPassword, type OAuthStack } from './oauth-support';
 
 jest.setTimeout(120_000);
 
@@ -211,7 +211,7 @@ describe('confidential client', () => {
   it('client_credentials requested together (one TokenBatch call to identity): each its own token, event, user agent and trace', async () => {
     const n = 30;
     // Pipelined on one connection: the gateway reads them together, so they reach identity as batches.
-    const res = await pipelinedPosts(
+    const res = await pipelined(
       s.issuer,
       Array.from({ length: n }, (_, i) => ({
         path: '/oauth/token',

@@ -1,6 +1,7 @@
 /** Policies end to end: CRUD and the simulator through the gateway, the policy service and the wasm engine. */
 import type { LocalStack } from '@secsvc/dev/stack';
-import { apiClient, startTestStack, type Api } from './support';
+import { parseMetricsText } from '@secsvc/shared';
+import { apiClient, pipelined, startTestStack, type Api } from './support';
 
 jest.setTimeout(120_000);
 
@@ -214,6 +215,43 @@ describe('simulator', () => {
     expect(shape.body.error.details.map((d: { field: string }) => d.field)).toEqual(['mode']);
   });
 
+  it('answers requests that arrive together (SimulateBatch, GetUserBatch) each as it answers them alone', async () => {
+    const users = await Promise.all(
+      ['a', 'b', 'c'].map(async (n, i) => (await api('POST', '/users', { email: `together.${n}@example.com`, name: n, roles: i === 0 ? ['role_reader'] : [] })).body.data as { id: string }),
+    );
+    await api('POST', '/policies', policy({ name: 'together' }));
+    const bodies = [
+      ...users.flatMap((u) => [
+        { principal: `user:${u.id}`, action: 'read', resource: '/documents/1' },
+        { principal: `user:${u.id}`, action: 'update', resource: `/users/${u.id}` },
+      ]),
+      { principal: 'user:user_00000000000000000000000000', action: 'read', resource: '/x' },
+      { principal: `user:${users[0]!.id}`, action: 'read', resource: 42 },
+    ];
+    const headers = { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' };
+    const shape = (status: number, body: { data?: Record<string, unknown>; error?: unknown }) =>
+      body.data ? { status, allowed: body.data.allowed, effect: body.data.effect, matched: body.data.matchedPolicies } : { status, error: body.error };
+    const alone = await Promise.all(bodies.map(async (b) => {
+      const r = await api('POST', '/policies/simulate', b);
+      return shape(r.status, r.body);
+    }));
+    const together = await pipelined(new URL(stack.baseUrl).origin, bodies.map((b) => ({ path: '/v1/policies/simulate', headers, body: JSON.stringify(b) })));
+    expect(together.map((r) => shape(r.status, JSON.parse(r.body)))).toEqual(alone);
+    expect(alone.slice(-2).map((a) => a.status)).toEqual([404, 400]);
+    // Users read together: each its own answer, an unknown one 404 in the error shape.
+    const reads = await pipelined(new URL(stack.baseUrl).origin, [...users.map((u) => `/v1/users/${u.id}`), '/v1/users/user_00000000000000000000000000'].map((path) => ({ method: 'GET', path, headers: { authorization: `Bearer ${KEY}` } })));
+    expect(reads.map((r) => [r.status, (JSON.parse(r.body) as { data?: { id: string }; error?: { code: string } }).data?.id ?? JSON.parse(r.body).error.code])).toEqual([
+      ...users.map((u) => [200, u.id]),
+      [404, 'not_found'],
+    ]);
+    const batches = async (admin: string, method: string) =>
+      parseMetricsText(await (await fetch(`${admin}/metrics`)).text())
+        .filter((m) => m.name === 'grpc_server_handled_total' && m.labels.grpc_method === method && m.labels.grpc_code === 'OK')
+        .reduce((sum, m) => sum + m.value, 0);
+    expect(await batches(stack.admin.policy, 'SimulateBatch')).toBeGreaterThan(0);
+    expect(await batches(stack.admin.identity, 'GetUserBatch')).toBeGreaterThan(0);
+  });
+
   it('answers 404 naming principal for an unknown user and 400 for a malformed principal', async () => {
     const missing = await api('POST', '/policies/simulate', { principal: 'user:user_00000000000000000000000000', action: 'read', resource: '/x' });
     expect(missing.status).toBe(404);
@@ -250,6 +288,16 @@ describe('enforcement', () => {
     expect((await apiClient(stack.baseUrl, jwt)('GET', `/users/${colleague.id}`)).status).toBe(200);
     await api('DELETE', `/policies/${p.id}`);
     expect((await asEditor('GET', `/users/${colleague.id}`)).status).toBe(403);
+    // Calls that arrive together are decided together (AuthorizeBatch), each as alone: allowed, denied, allowed.
+    const together = await pipelined(
+      new URL(stack.baseUrl).origin,
+      [`/v1/users/${editor.id}`, `/v1/users/${colleague.id}`, `/v1/users/${editor.id}`].map((path) => ({ method: 'GET', path, headers: { authorization: `Bearer ${token}` } })),
+    );
+    expect(together.map((r) => r.status)).toEqual([200, 403, 200]);
+    const authorizeBatches = parseMetricsText(await (await fetch(`${stack.admin.policy}/metrics`)).text()).filter(
+      (m) => m.name === 'grpc_server_handled_total' && m.labels.grpc_method === 'AuthorizeBatch' && m.labels.grpc_code === 'OK',
+    );
+    expect(authorizeBatches.reduce((sum, m) => sum + m.value, 0)).toBeGreaterThan(0);
     // API keys act as administrators, whatever the policies say
     expect((await api('GET', '/users')).status).toBe(200);
     // denials are audit events in the policy service's outbox
@@ -258,7 +306,7 @@ describe('enforcement', () => {
     await db.connect();
     try {
       const { rows } = await db.query(`SELECT payload FROM policy.outbox WHERE event_type = 'authz.denied' AND payload->'actor'->>'id' = $1 ORDER BY seq`, [editor.id]);
-      expect(rows.length).toBeGreaterThanOrEqual(3);
+      expect(rows.length).toBeGreaterThanOrEqual(4);
       expect(rows[0].payload.target).toEqual({ id: `/users/${colleague.id}`, type: 'resource' });
       expect(JSON.parse(rows[0].payload.metadataJson)).toMatchObject({ action: 'read', authMethod: 'session', decisionId: expect.stringMatching(/^dec_/) });
     } finally {

@@ -1,6 +1,7 @@
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
 import { chmod, mkdtemp, rm } from 'node:fs/promises';
+import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { startLocalStack, type LocalStackOptions } from '@secsvc/dev/stack';
@@ -115,3 +116,51 @@ export const certificateBody = (pem: string) => pem.replace(/-----(BEGIN|END) CE
 
 /** The certificates a SAML metadata document publishes (`X509Certificate` elements), as bare base64 bodies. */
 export const metadataCertificates = (xml: string) => [...xml.matchAll(/<(?:ds:)?X509Certificate>([^<]+)</g)].map((m) => certificateBody(m[1]!));
+
+export interface RawResponse {
+  status: number;
+  headers: Record<string, string>;
+  body: string;
+}
+
+/**
+ * Requests over one HTTP/1.1 connection, written at once (pipelining): the server reads them in one go, so
+ * what it does with requests that arrive together (the gateway's batch calls to the services) is exercised
+ * for certain. Answers come back in order; every one must carry a Content-Length.
+ */
+export function pipelined(origin: string, requests: { method?: string; path: string; headers: Record<string, string>; body?: string }[]): Promise<RawResponse[]> {
+  const { hostname, port } = new URL(origin);
+  return new Promise((resolve, reject) => {
+    const socket = net.connect(Number(port), hostname);
+    let buffer = Buffer.alloc(0);
+    const responses: RawResponse[] = [];
+    socket.on('error', reject);
+    socket.on('data', (chunk) => {
+      buffer = Buffer.concat([buffer, chunk]);
+      for (;;) {
+        const end = buffer.indexOf('\r\n\r\n');
+        if (end < 0) return;
+        const [statusLine, ...lines] = buffer.subarray(0, end).toString('latin1').split('\r\n');
+        const headers = Object.fromEntries(lines.map((l) => [l.slice(0, l.indexOf(':')).toLowerCase(), l.slice(l.indexOf(':') + 1).trim()]));
+        const length = Number(headers['content-length'] ?? NaN);
+        if (!Number.isInteger(length)) return reject(new Error(`an answer without Content-Length: ${statusLine}`));
+        if (buffer.length < end + 4 + length) return;
+        responses.push({ status: Number(statusLine!.split(' ')[1]), headers, body: buffer.subarray(end + 4, end + 4 + length).toString('utf8') });
+        buffer = buffer.subarray(end + 4 + length);
+        if (responses.length === requests.length) {
+          socket.end();
+          return resolve(responses);
+        }
+      }
+    });
+    socket.write(
+      requests
+        .map((r) => {
+          const body = r.body ?? '';
+          const head = Object.entries({ host: `${hostname}:${port}`, 'content-length': String(Buffer.byteLength(body)), ...r.headers }).map(([k, v]) => `${k}: ${v}\r\n`);
+          return `${r.method ?? 'POST'} ${r.path} HTTP/1.1\r\n${head.join('')}\r\n${body}`;
+        })
+        .join(''),
+    );
+  });
+}

@@ -31,9 +31,9 @@ async function serve({ config, logger, metrics, draining }: ProcessContext<Gatew
   const policyClient = createClient(policy.PolicyServiceClient, config.POLICY_ADDR, metrics, grpcTls);
   const auditClient = createClient(audit.AuditServiceClient, config.AUDIT_ADDR, metrics, grpcTls);
   const clients = {
-    // Token requests that arrive together go to identity as one TokenBatch call (libs/shared grpc/client.ts).
+    // Calls of a method that has a batch form (batchMethods) made in one turn go as one batch call (grpc/client.ts).
     identity: promiseClient(identityClient, { deadlineMs: config.GRPC_DEADLINE_MS }, batchMethods.identity),
-    policy: promiseClient(policyClient, { deadlineMs: config.GRPC_DEADLINE_MS }),
+    policy: promiseClient(policyClient, { deadlineMs: config.GRPC_DEADLINE_MS }, batchMethods.policy),
     audit: promiseClient(auditClient, { deadlineMs: config.GRPC_DEADLINE_MS }),
   };
   // /readyz names the services that do not answer their health check.

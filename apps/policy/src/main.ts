@@ -1,4 +1,4 @@
-import { policy, serviceNames } from '@secsvc/proto';
+import { batchMethods, policy, serviceNames } from '@secsvc/proto';
 import { runGrpcService } from '@secsvc/shared';
 import { loadPolicyConfig } from './config';
 import { startDecisionRuntime } from './decision-runtime';
@@ -13,7 +13,7 @@ void runGrpcService({
     // LISTEN before the first load, so no change can fall between a load and the subscription.
     const { decisions, feed } = await startDecisionRuntime(pool, config.DATABASE_URL, logger);
     return {
-      services: [{ name: serviceNames.policy, definition: policy.PolicyServiceService, implementation: policyService({ pool, config, logger, decisions }) }],
+      services: [{ name: serviceNames.policy, definition: policy.PolicyServiceService, implementation: policyService({ pool, config, logger, decisions }), batches: batchMethods.policy }],
       closers: [{ name: 'policy-change-feed', close: () => feed.stop() }],
     };
   },

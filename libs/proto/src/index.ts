@@ -37,7 +37,8 @@ export const serviceNames = {
  * the server registers them (ServiceRegistration.batches) and the gateway's client coalesces calls into them.
  */
 export const batchMethods = {
-  identity: { token: 'tokenBatch' },
+  identity: { token: 'tokenBatch', getUser: 'getUserBatch' },
+  policy: { simulate: 'simulateBatch', authorize: 'authorizeBatch' },
 } as const;
 
 export { AuditServiceBulk, AuditServiceBulkClient, decodeLogRowsChunk, encodeLogRowsChunk } from './bulk';

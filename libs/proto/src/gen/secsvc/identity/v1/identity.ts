@@ -21,6 +21,7 @@ import {
   type UntypedServiceImplementation,
 } from "@grpc/grpc-js";
 import { Timestamp } from "../../../google/protobuf/timestamp";
+import { CallError } from "../../rpc/v1/batch";
 
 export const protobufPackage = "secsvc.identity.v1";
 
@@ -46,6 +47,27 @@ export interface CreateUserRequest {
   roles: string[];
   /** Optional; empty means {}. */
   metadataJson: string;
+}
+
+export interface GetUserBatchRequest {
+  /** At most 1,000 items. */
+  items: GetUserBatchItem[];
+}
+
+export interface GetUserBatchItem {
+  request: GetUserRequest | undefined;
+  metadata: { [key: string]: string };
+}
+
+export interface GetUserBatchItem_MetadataEntry {
+  key: string;
+  value: string;
+}
+
+export interface GetUserBatchResult {
+  index: number;
+  response: User | undefined;
+  error: CallError | undefined;
 }
 
 export interface GetUserRequest {
@@ -570,17 +592,6 @@ export interface TokenBatchResult {
   /** Set when the item succeeded (its Token answer, which may be an RFC 6749 error); unset when error is. */
   response: TokenResponse | undefined;
   error: CallError | undefined;
-}
-
-/** A failed call of a batch, as the gRPC error of the same call alone would say it. */
-export interface CallError {
-  /** The error code of the SPEC (invalid_request, unavailable, internal_error, ...). */
-  code: string;
-  message: string;
-  /** The faulty fields, as JSON ([{"field": ..., "message": ...}]); empty when none. */
-  detailsJson: string;
-  /** Seconds to wait before trying again (rate_limited, unavailable); 0 when not said. */
-  retryAfterSeconds: number;
 }
 
 export interface RevokeTokenRequest {
@@ -1373,6 +1384,384 @@ export const CreateUserRequest: MessageFns<CreateUserRequest> = {
     message.name = object.name ?? "";
     message.roles = object.roles?.map((e) => e) || [];
     message.metadataJson = object.metadataJson ?? "";
+    return message;
+  },
+};
+
+function createBaseGetUserBatchRequest(): GetUserBatchRequest {
+  return { items: [] };
+}
+
+export const GetUserBatchRequest: MessageFns<GetUserBatchRequest> = {
+  encode(message: GetUserBatchRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.items) {
+      GetUserBatchItem.encode(v!, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): GetUserBatchRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseGetUserBatchRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.items.push(GetUserBatchItem.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): GetUserBatchRequest {
+    return {
+      items: globalThis.Array.isArray(object?.items) ? object.items.map((e: any) => GetUserBatchItem.fromJSON(e)) : [],
+    };
+  },
+
+  toJSON(message: GetUserBatchRequest): unknown {
+    const obj: any = {};
+    if (message.items?.length) {
+      obj.items = message.items.map((e) => GetUserBatchItem.toJSON(e));
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<GetUserBatchRequest>, I>>(base?: I): GetUserBatchRequest {
+    return GetUserBatchRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<GetUserBatchRequest>, I>>(object: I): GetUserBatchRequest {
+    const message = createBaseGetUserBatchRequest();
+    message.items = object.items?.map((e) => GetUserBatchItem.fromPartial(e)) || [];
+    return message;
+  },
+};
+
+function createBaseGetUserBatchItem(): GetUserBatchItem {
+  return { request: undefined, metadata: {} };
+}
+
+export const GetUserBatchItem: MessageFns<GetUserBatchItem> = {
+  encode(message: GetUserBatchItem, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.request !== undefined) {
+      GetUserRequest.encode(message.request, writer.uint32(10).fork()).join();
+    }
+    globalThis.Object.entries(message.metadata).forEach(([key, value]: [string, string]) => {
+      GetUserBatchItem_MetadataEntry.encode({ key: key as any, value }, writer.uint32(18).fork()).join();
+    });
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): GetUserBatchItem {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseGetUserBatchItem();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.request = GetUserRequest.decode(reader, reader.uint32());
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            const entry2 = GetUserBatchItem_MetadataEntry.decode(reader, reader.uint32());
+            if (entry2.value !== undefined) {
+              message.metadata[entry2.key] = entry2.value;
+            }
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): GetUserBatchItem {
+    return {
+      request: isSet(object.request) ? GetUserRequest.fromJSON(object.request) : undefined,
+      metadata: isObject(object.metadata)
+        ? (globalThis.Object.entries(object.metadata) as [string, any][]).reduce(
+          (acc: { [key: string]: string }, [key, value]: [string, any]) => {
+            globalThis.Object.defineProperty(acc, key, {
+              value: globalThis.String(value),
+              enumerable: true,
+              configurable: true,
+              writable: true,
+            });
+            return acc;
+          },
+          {},
+        )
+        : {},
+    };
+  },
+
+  toJSON(message: GetUserBatchItem): unknown {
+    const obj: any = {};
+    if (message.request !== undefined) {
+      obj.request = GetUserRequest.toJSON(message.request);
+    }
+    if (message.metadata) {
+      const entries = globalThis.Object.entries(message.metadata) as [string, string][];
+      if (entries.length > 0) {
+        obj.metadata = {};
+        entries.forEach(([k, v]) => {
+          obj.metadata[k] = v;
+        });
+      }
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<GetUserBatchItem>, I>>(base?: I): GetUserBatchItem {
+    return GetUserBatchItem.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<GetUserBatchItem>, I>>(object: I): GetUserBatchItem {
+    const message = createBaseGetUserBatchItem();
+    message.request = (object.request !== undefined && object.request !== null)
+      ? GetUserRequest.fromPartial(object.request)
+      : undefined;
+    message.metadata = (globalThis.Object.entries(object.metadata ?? {}) as [string, string][]).reduce(
+      (acc: { [key: string]: string }, [key, value]: [string, string]) => {
+        if (value !== undefined) {
+          acc[key] = globalThis.String(value);
+        }
+        return acc;
+      },
+      {},
+    );
+    return message;
+  },
+};
+
+function createBaseGetUserBatchItem_MetadataEntry(): GetUserBatchItem_MetadataEntry {
+  return { key: "", value: "" };
+}
+
+export const GetUserBatchItem_MetadataEntry: MessageFns<GetUserBatchItem_MetadataEntry> = {
+  encode(message: GetUserBatchItem_MetadataEntry, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.key !== "") {
+      writer.uint32(10).string(message.key);
+    }
+    if (message.value !== "") {
+      writer.uint32(18).string(message.value);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): GetUserBatchItem_MetadataEntry {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseGetUserBatchItem_MetadataEntry();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.key = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.value = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): GetUserBatchItem_MetadataEntry {
+    return {
+      key: isSet(object.key) ? globalThis.String(object.key) : "",
+      value: isSet(object.value) ? globalThis.String(object.value) : "",
+    };
+  },
+
+  toJSON(message: GetUserBatchItem_MetadataEntry): unknown {
+    const obj: any = {};
+    if (message.key !== "") {
+      obj.key = message.key;
+    }
+    if (message.value !== "") {
+      obj.value = message.value;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<GetUserBatchItem_MetadataEntry>, I>>(base?: I): GetUserBatchItem_MetadataEntry {
+    return GetUserBatchItem_MetadataEntry.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<GetUserBatchItem_MetadataEntry>, I>>(
+    object: I,
+  ): GetUserBatchItem_MetadataEntry {
+    const message = createBaseGetUserBatchItem_MetadataEntry();
+    message.key = object.key ?? "";
+    message.value = object.value ?? "";
+    return message;
+  },
+};
+
+function createBaseGetUserBatchResult(): GetUserBatchResult {
+  return { index: 0, response: undefined, error: undefined };
+}
+
+export const GetUserBatchResult: MessageFns<GetUserBatchResult> = {
+  encode(message: GetUserBatchResult, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.index !== 0) {
+      writer.uint32(8).uint32(message.index);
+    }
+    if (message.response !== undefined) {
+      User.encode(message.response, writer.uint32(18).fork()).join();
+    }
+    if (message.error !== undefined) {
+      CallError.encode(message.error, writer.uint32(26).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): GetUserBatchResult {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseGetUserBatchResult();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.index = reader.uint32();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.response = User.decode(reader, reader.uint32());
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.error = CallError.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): GetUserBatchResult {
+    return {
+      index: isSet(object.index) ? globalThis.Number(object.index) : 0,
+      response: isSet(object.response) ? User.fromJSON(object.response) : undefined,
+      error: isSet(object.error) ? CallError.fromJSON(object.error) : undefined,
+    };
+  },
+
+  toJSON(message: GetUserBatchResult): unknown {
+    const obj: any = {};
+    if (message.index !== 0) {
+      obj.index = Math.round(message.index);
+    }
+    if (message.response !== undefined) {
+      obj.response = User.toJSON(message.response);
+    }
+    if (message.error !== undefined) {
+      obj.error = CallError.toJSON(message.error);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<GetUserBatchResult>, I>>(base?: I): GetUserBatchResult {
+    return GetUserBatchResult.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<GetUserBatchResult>, I>>(object: I): GetUserBatchResult {
+    const message = createBaseGetUserBatchResult();
+    message.index = object.index ?? 0;
+    message.response = (object.response !== undefined && object.response !== null)
+      ? User.fromPartial(object.response)
+      : undefined;
+    message.error = (object.error !== undefined && object.error !== null)
+      ? CallError.fromPartial(object.error)
+      : undefined;
     return message;
   },
 };
@@ -9074,131 +9463,6 @@ export const TokenBatchResult: MessageFns<TokenBatchResult> = {
   },
 };
 
-function createBaseCallError(): CallError {
-  return { code: "", message: "", detailsJson: "", retryAfterSeconds: 0 };
-}
-
-export const CallError: MessageFns<CallError> = {
-  encode(message: CallError, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
-    if (message.code !== "") {
-      writer.uint32(10).string(message.code);
-    }
-    if (message.message !== "") {
-      writer.uint32(18).string(message.message);
-    }
-    if (message.detailsJson !== "") {
-      writer.uint32(26).string(message.detailsJson);
-    }
-    if (message.retryAfterSeconds !== 0) {
-      writer.uint32(32).int32(message.retryAfterSeconds);
-    }
-    return writer;
-  },
-
-  decode(input: BinaryReader | Uint8Array, length?: number): CallError {
-    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
-    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
-    if (previousRecursionDepth >= 100) {
-      throw new globalThis.Error("protobuf decode recursion limit exceeded");
-    }
-    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
-    try {
-      const end = length === undefined ? reader.len : reader.pos + length;
-      const message = createBaseCallError();
-      while (reader.pos < end) {
-        const tag = reader.uint32();
-        switch (tag >>> 3) {
-          case 1: {
-            if (tag !== 10) {
-              break;
-            }
-
-            message.code = reader.string();
-            continue;
-          }
-          case 2: {
-            if (tag !== 18) {
-              break;
-            }
-
-            message.message = reader.string();
-            continue;
-          }
-          case 3: {
-            if (tag !== 26) {
-              break;
-            }
-
-            message.detailsJson = reader.string();
-            continue;
-          }
-          case 4: {
-            if (tag !== 32) {
-              break;
-            }
-
-            message.retryAfterSeconds = reader.int32();
-            continue;
-          }
-        }
-        if ((tag & 7) === 4 || tag === 0) {
-          break;
-        }
-        reader.skip(tag & 7);
-      }
-      return message;
-    } finally {
-      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
-    }
-  },
-
-  fromJSON(object: any): CallError {
-    return {
-      code: isSet(object.code) ? globalThis.String(object.code) : "",
-      message: isSet(object.message) ? globalThis.String(object.message) : "",
-      detailsJson: isSet(object.detailsJson)
-        ? globalThis.String(object.detailsJson)
-        : isSet(object.details_json)
-        ? globalThis.String(object.details_json)
-        : "",
-      retryAfterSeconds: isSet(object.retryAfterSeconds)
-        ? globalThis.Number(object.retryAfterSeconds)
-        : isSet(object.retry_after_seconds)
-        ? globalThis.Number(object.retry_after_seconds)
-        : 0,
-    };
-  },
-
-  toJSON(message: CallError): unknown {
-    const obj: any = {};
-    if (message.code !== "") {
-      obj.code = message.code;
-    }
-    if (message.message !== "") {
-      obj.message = message.message;
-    }
-    if (message.detailsJson !== "") {
-      obj.detailsJson = message.detailsJson;
-    }
-    if (message.retryAfterSeconds !== 0) {
-      obj.retryAfterSeconds = Math.round(message.retryAfterSeconds);
-    }
-    return obj;
-  },
-
-  create<I extends Exact<DeepPartial<CallError>, I>>(base?: I): CallError {
-    return CallError.fromPartial(base ?? ({} as any));
-  },
-  fromPartial<I extends Exact<DeepPartial<CallError>, I>>(object: I): CallError {
-    const message = createBaseCallError();
-    message.code = object.code ?? "";
-    message.message = object.message ?? "";
-    message.detailsJson = object.detailsJson ?? "";
-    message.retryAfterSeconds = object.retryAfterSeconds ?? 0;
-    return message;
-  },
-};
-
 function createBaseRevokeTokenRequest(): RevokeTokenRequest {
   return { token: "", tokenTypeHint: "", clientId: "", clientSecret: "", clientAuthMethod: "" };
 }
@@ -15917,6 +16181,16 @@ export const IdentityServiceService = {
     responseSerialize: (value: User): Buffer => Buffer.from(User.encode(value).finish()),
     responseDeserialize: (value: Buffer): User => User.decode(value),
   },
+  /** Several GetUser calls in one, as TokenBatch is to Token. */
+  getUserBatch: {
+    path: "/secsvc.identity.v1.IdentityService/GetUserBatch" as const,
+    requestStream: false as const,
+    responseStream: true as const,
+    requestSerialize: (value: GetUserBatchRequest): Buffer => Buffer.from(GetUserBatchRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): GetUserBatchRequest => GetUserBatchRequest.decode(value),
+    responseSerialize: (value: GetUserBatchResult): Buffer => Buffer.from(GetUserBatchResult.encode(value).finish()),
+    responseDeserialize: (value: Buffer): GetUserBatchResult => GetUserBatchResult.decode(value),
+  },
   updateUser: {
     path: "/secsvc.identity.v1.IdentityService/UpdateUser" as const,
     requestStream: false as const,
@@ -16284,10 +16558,11 @@ export const IdentityServiceService = {
     responseDeserialize: (value: Buffer): TokenResponse => TokenResponse.decode(value),
   },
   /**
-   * Several Token calls in one: the gateway sends the token requests that reach it together as one call. Each
-   * item is handled exactly as a Token call with the item's metadata (request id, client ip, trace context),
-   * and its result is streamed, with the item's index, as soon as that item is done. A failure of one item
-   * (a gRPC error of a Token call) is its result alone; the stream ends once every item has its result.
+   * Several Token calls in one (see secsvc/rpc/v1/batch.proto): the gateway sends the token requests that reach
+   * it together as one call. Each item is handled exactly as a Token call with the item's metadata (request id,
+   * client ip, trace context), and its result is streamed, with the item's index, as soon as that item is done.
+   * A failure of one item (a gRPC error of a Token call) is its result alone; the stream ends once every item
+   * has its result.
    */
   tokenBatch: {
     path: "/secsvc.identity.v1.IdentityService/TokenBatch" as const,
@@ -16642,6 +16917,8 @@ export const IdentityServiceService = {
 export interface IdentityServiceServer extends UntypedServiceImplementation {
   createUser: handleUnaryCall<CreateUserRequest, User>;
   getUser: handleUnaryCall<GetUserRequest, User>;
+  /** Several GetUser calls in one, as TokenBatch is to Token. */
+  getUserBatch: handleServerStreamingCall<GetUserBatchRequest, GetUserBatchResult>;
   updateUser: handleUnaryCall<UpdateUserRequest, User>;
   deleteUser: handleUnaryCall<DeleteUserRequest, DeleteUserResponse>;
   listUsers: handleUnaryCall<ListUsersRequest, ListUsersResponse>;
@@ -16725,10 +17002,11 @@ export interface IdentityServiceServer extends UntypedServiceImplementation {
   /** The token endpoint: authorization_code, refresh_token and client_credentials grants. */
   token: handleUnaryCall<TokenRequest, TokenResponse>;
   /**
-   * Several Token calls in one: the gateway sends the token requests that reach it together as one call. Each
-   * item is handled exactly as a Token call with the item's metadata (request id, client ip, trace context),
-   * and its result is streamed, with the item's index, as soon as that item is done. A failure of one item
-   * (a gRPC error of a Token call) is its result alone; the stream ends once every item has its result.
+   * Several Token calls in one (see secsvc/rpc/v1/batch.proto): the gateway sends the token requests that reach
+   * it together as one call. Each item is handled exactly as a Token call with the item's metadata (request id,
+   * client ip, trace context), and its result is streamed, with the item's index, as soon as that item is done.
+   * A failure of one item (a gRPC error of a Token call) is its result alone; the stream ends once every item
+   * has its result.
    */
   tokenBatch: handleServerStreamingCall<TokenBatchRequest, TokenBatchResult>;
   /** RFC 7009: revoking a refresh or access token ends its whole grant. */
@@ -16827,6 +17105,13 @@ export interface IdentityServiceClient extends Client {
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: User) => void,
   ): ClientUnaryCall;
+  /** Several GetUser calls in one, as TokenBatch is to Token. */
+  getUserBatch(request: GetUserBatchRequest, options?: Partial<CallOptions>): ClientReadableStream<GetUserBatchResult>;
+  getUserBatch(
+    request: GetUserBatchRequest,
+    metadata?: Metadata,
+    options?: Partial<CallOptions>,
+  ): ClientReadableStream<GetUserBatchResult>;
   updateUser(
     request: UpdateUserRequest,
     callback: (error: ServiceError | null, response: User) => void,
@@ -17349,10 +17634,11 @@ export interface IdentityServiceClient extends Client {
     callback: (error: ServiceError | null, response: TokenResponse) => void,
   ): ClientUnaryCall;
   /**
-   * Several Token calls in one: the gateway sends the token requests that reach it together as one call. Each
-   * item is handled exactly as a Token call with the item's metadata (request id, client ip, trace context),
-   * and its result is streamed, with the item's index, as soon as that item is done. A failure of one item
-   * (a gRPC error of a Token call) is its result alone; the stream ends once every item has its result.
+   * Several Token calls in one (see secsvc/rpc/v1/batch.proto): the gateway sends the token requests that reach
+   * it together as one call. Each item is handled exactly as a Token call with the item's metadata (request id,
+   * client ip, trace context), and its result is streamed, with the item's index, as soon as that item is done.
+   * A failure of one item (a gRPC error of a Token call) is its result alone; the stream ends once every item
+   * has its result.
    */
   tokenBatch(request: TokenBatchRequest, options?: Partial<CallOptions>): ClientReadableStream<TokenBatchResult>;
   tokenBatch(

@@ -11,7 +11,9 @@ import {
   type ChannelCredentials,
   Client,
   type ClientOptions,
+  type ClientReadableStream,
   type ClientUnaryCall,
+  type handleServerStreamingCall,
   type handleUnaryCall,
   makeGenericClientConstructor,
   type Metadata,
@@ -19,6 +21,7 @@ import {
   type UntypedServiceImplementation,
 } from "@grpc/grpc-js";
 import { Timestamp } from "../../../google/protobuf/timestamp";
+import { CallError } from "../../rpc/v1/batch";
 
 export const protobufPackage = "secsvc.policy.v1";
 
@@ -255,6 +258,48 @@ export interface SimulateResponse {
    * requires MFA within <n> s"), "no policy allows it".
    */
   reason: string;
+}
+
+export interface SimulateBatchRequest {
+  /** At most 1,000 items. */
+  items: SimulateBatchItem[];
+}
+
+export interface SimulateBatchItem {
+  request: SimulateRequest | undefined;
+  metadata: { [key: string]: string };
+}
+
+export interface SimulateBatchItem_MetadataEntry {
+  key: string;
+  value: string;
+}
+
+export interface SimulateBatchResult {
+  index: number;
+  response: SimulateResponse | undefined;
+  error: CallError | undefined;
+}
+
+export interface AuthorizeBatchRequest {
+  /** At most 1,000 items. */
+  items: AuthorizeBatchItem[];
+}
+
+export interface AuthorizeBatchItem {
+  request: AuthorizeRequest | undefined;
+  metadata: { [key: string]: string };
+}
+
+export interface AuthorizeBatchItem_MetadataEntry {
+  key: string;
+  value: string;
+}
+
+export interface AuthorizeBatchResult {
+  index: number;
+  response: AuthorizeResponse | undefined;
+  error: CallError | undefined;
 }
 
 function createBaseIpConditions(): IpConditions {
@@ -3070,6 +3115,766 @@ export const SimulateResponse: MessageFns<SimulateResponse> = {
   },
 };
 
+function createBaseSimulateBatchRequest(): SimulateBatchRequest {
+  return { items: [] };
+}
+
+export const SimulateBatchRequest: MessageFns<SimulateBatchRequest> = {
+  encode(message: SimulateBatchRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.items) {
+      SimulateBatchItem.encode(v!, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): SimulateBatchRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseSimulateBatchRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.items.push(SimulateBatchItem.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): SimulateBatchRequest {
+    return {
+      items: globalThis.Array.isArray(object?.items) ? object.items.map((e: any) => SimulateBatchItem.fromJSON(e)) : [],
+    };
+  },
+
+  toJSON(message: SimulateBatchRequest): unknown {
+    const obj: any = {};
+    if (message.items?.length) {
+      obj.items = message.items.map((e) => SimulateBatchItem.toJSON(e));
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<SimulateBatchRequest>, I>>(base?: I): SimulateBatchRequest {
+    return SimulateBatchRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<SimulateBatchRequest>, I>>(object: I): SimulateBatchRequest {
+    const message = createBaseSimulateBatchRequest();
+    message.items = object.items?.map((e) => SimulateBatchItem.fromPartial(e)) || [];
+    return message;
+  },
+};
+
+function createBaseSimulateBatchItem(): SimulateBatchItem {
+  return { request: undefined, metadata: {} };
+}
+
+export const SimulateBatchItem: MessageFns<SimulateBatchItem> = {
+  encode(message: SimulateBatchItem, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.request !== undefined) {
+      SimulateRequest.encode(message.request, writer.uint32(10).fork()).join();
+    }
+    globalThis.Object.entries(message.metadata).forEach(([key, value]: [string, string]) => {
+      SimulateBatchItem_MetadataEntry.encode({ key: key as any, value }, writer.uint32(18).fork()).join();
+    });
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): SimulateBatchItem {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseSimulateBatchItem();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.request = SimulateRequest.decode(reader, reader.uint32());
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            const entry2 = SimulateBatchItem_MetadataEntry.decode(reader, reader.uint32());
+            if (entry2.value !== undefined) {
+              message.metadata[entry2.key] = entry2.value;
+            }
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): SimulateBatchItem {
+    return {
+      request: isSet(object.request) ? SimulateRequest.fromJSON(object.request) : undefined,
+      metadata: isObject(object.metadata)
+        ? (globalThis.Object.entries(object.metadata) as [string, any][]).reduce(
+          (acc: { [key: string]: string }, [key, value]: [string, any]) => {
+            globalThis.Object.defineProperty(acc, key, {
+              value: globalThis.String(value),
+              enumerable: true,
+              configurable: true,
+              writable: true,
+            });
+            return acc;
+          },
+          {},
+        )
+        : {},
+    };
+  },
+
+  toJSON(message: SimulateBatchItem): unknown {
+    const obj: any = {};
+    if (message.request !== undefined) {
+      obj.request = SimulateRequest.toJSON(message.request);
+    }
+    if (message.metadata) {
+      const entries = globalThis.Object.entries(message.metadata) as [string, string][];
+      if (entries.length > 0) {
+        obj.metadata = {};
+        entries.forEach(([k, v]) => {
+          obj.metadata[k] = v;
+        });
+      }
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<SimulateBatchItem>, I>>(base?: I): SimulateBatchItem {
+    return SimulateBatchItem.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<SimulateBatchItem>, I>>(object: I): SimulateBatchItem {
+    const message = createBaseSimulateBatchItem();
+    message.request = (object.request !== undefined && object.request !== null)
+      ? SimulateRequest.fromPartial(object.request)
+      : undefined;
+    message.metadata = (globalThis.Object.entries(object.metadata ?? {}) as [string, string][]).reduce(
+      (acc: { [key: string]: string }, [key, value]: [string, string]) => {
+        if (value !== undefined) {
+          acc[key] = globalThis.String(value);
+        }
+        return acc;
+      },
+      {},
+    );
+    return message;
+  },
+};
+
+function createBaseSimulateBatchItem_MetadataEntry(): SimulateBatchItem_MetadataEntry {
+  return { key: "", value: "" };
+}
+
+export const SimulateBatchItem_MetadataEntry: MessageFns<SimulateBatchItem_MetadataEntry> = {
+  encode(message: SimulateBatchItem_MetadataEntry, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.key !== "") {
+      writer.uint32(10).string(message.key);
+    }
+    if (message.value !== "") {
+      writer.uint32(18).string(message.value);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): SimulateBatchItem_MetadataEntry {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseSimulateBatchItem_MetadataEntry();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.key = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.value = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): SimulateBatchItem_MetadataEntry {
+    return {
+      key: isSet(object.key) ? globalThis.String(object.key) : "",
+      value: isSet(object.value) ? globalThis.String(object.value) : "",
+    };
+  },
+
+  toJSON(message: SimulateBatchItem_MetadataEntry): unknown {
+    const obj: any = {};
+    if (message.key !== "") {
+      obj.key = message.key;
+    }
+    if (message.value !== "") {
+      obj.value = message.value;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<SimulateBatchItem_MetadataEntry>, I>>(base?: I): SimulateBatchItem_MetadataEntry {
+    return SimulateBatchItem_MetadataEntry.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<SimulateBatchItem_MetadataEntry>, I>>(
+    object: I,
+  ): SimulateBatchItem_MetadataEntry {
+    const message = createBaseSimulateBatchItem_MetadataEntry();
+    message.key = object.key ?? "";
+    message.value = object.value ?? "";
+    return message;
+  },
+};
+
+function createBaseSimulateBatchResult(): SimulateBatchResult {
+  return { index: 0, response: undefined, error: undefined };
+}
+
+export const SimulateBatchResult: MessageFns<SimulateBatchResult> = {
+  encode(message: SimulateBatchResult, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.index !== 0) {
+      writer.uint32(8).uint32(message.index);
+    }
+    if (message.response !== undefined) {
+      SimulateResponse.encode(message.response, writer.uint32(18).fork()).join();
+    }
+    if (message.error !== undefined) {
+      CallError.encode(message.error, writer.uint32(26).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): SimulateBatchResult {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseSimulateBatchResult();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.index = reader.uint32();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.response = SimulateResponse.decode(reader, reader.uint32());
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.error = CallError.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): SimulateBatchResult {
+    return {
+      index: isSet(object.index) ? globalThis.Number(object.index) : 0,
+      response: isSet(object.response) ? SimulateResponse.fromJSON(object.response) : undefined,
+      error: isSet(object.error) ? CallError.fromJSON(object.error) : undefined,
+    };
+  },
+
+  toJSON(message: SimulateBatchResult): unknown {
+    const obj: any = {};
+    if (message.index !== 0) {
+      obj.index = Math.round(message.index);
+    }
+    if (message.response !== undefined) {
+      obj.response = SimulateResponse.toJSON(message.response);
+    }
+    if (message.error !== undefined) {
+      obj.error = CallError.toJSON(message.error);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<SimulateBatchResult>, I>>(base?: I): SimulateBatchResult {
+    return SimulateBatchResult.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<SimulateBatchResult>, I>>(object: I): SimulateBatchResult {
+    const message = createBaseSimulateBatchResult();
+    message.index = object.index ?? 0;
+    message.response = (object.response !== undefined && object.response !== null)
+      ? SimulateResponse.fromPartial(object.response)
+      : undefined;
+    message.error = (object.error !== undefined && object.error !== null)
+      ? CallError.fromPartial(object.error)
+      : undefined;
+    return message;
+  },
+};
+
+function createBaseAuthorizeBatchRequest(): AuthorizeBatchRequest {
+  return { items: [] };
+}
+
+export const AuthorizeBatchRequest: MessageFns<AuthorizeBatchRequest> = {
+  encode(message: AuthorizeBatchRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.items) {
+      AuthorizeBatchItem.encode(v!, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): AuthorizeBatchRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseAuthorizeBatchRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.items.push(AuthorizeBatchItem.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): AuthorizeBatchRequest {
+    return {
+      items: globalThis.Array.isArray(object?.items)
+        ? object.items.map((e: any) => AuthorizeBatchItem.fromJSON(e))
+        : [],
+    };
+  },
+
+  toJSON(message: AuthorizeBatchRequest): unknown {
+    const obj: any = {};
+    if (message.items?.length) {
+      obj.items = message.items.map((e) => AuthorizeBatchItem.toJSON(e));
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<AuthorizeBatchRequest>, I>>(base?: I): AuthorizeBatchRequest {
+    return AuthorizeBatchRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<AuthorizeBatchRequest>, I>>(object: I): AuthorizeBatchRequest {
+    const message = createBaseAuthorizeBatchRequest();
+    message.items = object.items?.map((e) => AuthorizeBatchItem.fromPartial(e)) || [];
+    return message;
+  },
+};
+
+function createBaseAuthorizeBatchItem(): AuthorizeBatchItem {
+  return { request: undefined, metadata: {} };
+}
+
+export const AuthorizeBatchItem: MessageFns<AuthorizeBatchItem> = {
+  encode(message: AuthorizeBatchItem, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.request !== undefined) {
+      AuthorizeRequest.encode(message.request, writer.uint32(10).fork()).join();
+    }
+    globalThis.Object.entries(message.metadata).forEach(([key, value]: [string, string]) => {
+      AuthorizeBatchItem_MetadataEntry.encode({ key: key as any, value }, writer.uint32(18).fork()).join();
+    });
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): AuthorizeBatchItem {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseAuthorizeBatchItem();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.request = AuthorizeRequest.decode(reader, reader.uint32());
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            const entry2 = AuthorizeBatchItem_MetadataEntry.decode(reader, reader.uint32());
+            if (entry2.value !== undefined) {
+              message.metadata[entry2.key] = entry2.value;
+            }
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): AuthorizeBatchItem {
+    return {
+      request: isSet(object.request) ? AuthorizeRequest.fromJSON(object.request) : undefined,
+      metadata: isObject(object.metadata)
+        ? (globalThis.Object.entries(object.metadata) as [string, any][]).reduce(
+          (acc: { [key: string]: string }, [key, value]: [string, any]) => {
+            globalThis.Object.defineProperty(acc, key, {
+              value: globalThis.String(value),
+              enumerable: true,
+              configurable: true,
+              writable: true,
+            });
+            return acc;
+          },
+          {},
+        )
+        : {},
+    };
+  },
+
+  toJSON(message: AuthorizeBatchItem): unknown {
+    const obj: any = {};
+    if (message.request !== undefined) {
+      obj.request = AuthorizeRequest.toJSON(message.request);
+    }
+    if (message.metadata) {
+      const entries = globalThis.Object.entries(message.metadata) as [string, string][];
+      if (entries.length > 0) {
+        obj.metadata = {};
+        entries.forEach(([k, v]) => {
+          obj.metadata[k] = v;
+        });
+      }
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<AuthorizeBatchItem>, I>>(base?: I): AuthorizeBatchItem {
+    return AuthorizeBatchItem.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<AuthorizeBatchItem>, I>>(object: I): AuthorizeBatchItem {
+    const message = createBaseAuthorizeBatchItem();
+    message.request = (object.request !== undefined && object.request !== null)
+      ? AuthorizeRequest.fromPartial(object.request)
+      : undefined;
+    message.metadata = (globalThis.Object.entries(object.metadata ?? {}) as [string, string][]).reduce(
+      (acc: { [key: string]: string }, [key, value]: [string, string]) => {
+        if (value !== undefined) {
+          acc[key] = globalThis.String(value);
+        }
+        return acc;
+      },
+      {},
+    );
+    return message;
+  },
+};
+
+function createBaseAuthorizeBatchItem_MetadataEntry(): AuthorizeBatchItem_MetadataEntry {
+  return { key: "", value: "" };
+}
+
+export const AuthorizeBatchItem_MetadataEntry: MessageFns<AuthorizeBatchItem_MetadataEntry> = {
+  encode(message: AuthorizeBatchItem_MetadataEntry, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.key !== "") {
+      writer.uint32(10).string(message.key);
+    }
+    if (message.value !== "") {
+      writer.uint32(18).string(message.value);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): AuthorizeBatchItem_MetadataEntry {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseAuthorizeBatchItem_MetadataEntry();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.key = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.value = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): AuthorizeBatchItem_MetadataEntry {
+    return {
+      key: isSet(object.key) ? globalThis.String(object.key) : "",
+      value: isSet(object.value) ? globalThis.String(object.value) : "",
+    };
+  },
+
+  toJSON(message: AuthorizeBatchItem_MetadataEntry): unknown {
+    const obj: any = {};
+    if (message.key !== "") {
+      obj.key = message.key;
+    }
+    if (message.value !== "") {
+      obj.value = message.value;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<AuthorizeBatchItem_MetadataEntry>, I>>(
+    base?: I,
+  ): AuthorizeBatchItem_MetadataEntry {
+    return AuthorizeBatchItem_MetadataEntry.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<AuthorizeBatchItem_MetadataEntry>, I>>(
+    object: I,
+  ): AuthorizeBatchItem_MetadataEntry {
+    const message = createBaseAuthorizeBatchItem_MetadataEntry();
+    message.key = object.key ?? "";
+    message.value = object.value ?? "";
+    return message;
+  },
+};
+
+function createBaseAuthorizeBatchResult(): AuthorizeBatchResult {
+  return { index: 0, response: undefined, error: undefined };
+}
+
+export const AuthorizeBatchResult: MessageFns<AuthorizeBatchResult> = {
+  encode(message: AuthorizeBatchResult, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.index !== 0) {
+      writer.uint32(8).uint32(message.index);
+    }
+    if (message.response !== undefined) {
+      AuthorizeResponse.encode(message.response, writer.uint32(18).fork()).join();
+    }
+    if (message.error !== undefined) {
+      CallError.encode(message.error, writer.uint32(26).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): AuthorizeBatchResult {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseAuthorizeBatchResult();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.index = reader.uint32();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.response = AuthorizeResponse.decode(reader, reader.uint32());
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.error = CallError.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): AuthorizeBatchResult {
+    return {
+      index: isSet(object.index) ? globalThis.Number(object.index) : 0,
+      response: isSet(object.response) ? AuthorizeResponse.fromJSON(object.response) : undefined,
+      error: isSet(object.error) ? CallError.fromJSON(object.error) : undefined,
+    };
+  },
+
+  toJSON(message: AuthorizeBatchResult): unknown {
+    const obj: any = {};
+    if (message.index !== 0) {
+      obj.index = Math.round(message.index);
+    }
+    if (message.response !== undefined) {
+      obj.response = AuthorizeResponse.toJSON(message.response);
+    }
+    if (message.error !== undefined) {
+      obj.error = CallError.toJSON(message.error);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<AuthorizeBatchResult>, I>>(base?: I): AuthorizeBatchResult {
+    return AuthorizeBatchResult.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<AuthorizeBatchResult>, I>>(object: I): AuthorizeBatchResult {
+    const message = createBaseAuthorizeBatchResult();
+    message.index = object.index ?? 0;
+    message.response = (object.response !== undefined && object.response !== null)
+      ? AuthorizeResponse.fromPartial(object.response)
+      : undefined;
+    message.error = (object.error !== undefined && object.error !== null)
+      ? CallError.fromPartial(object.error)
+      : undefined;
+    return message;
+  },
+};
+
 /** Allow/deny policies and the decision simulator. Every request is scoped to its environment. */
 export type PolicyServiceService = typeof PolicyServiceService;
 export const PolicyServiceService = {
@@ -3130,6 +3935,19 @@ export const PolicyServiceService = {
     responseDeserialize: (value: Buffer): SimulateResponse => SimulateResponse.decode(value),
   },
   /**
+   * Several Simulate calls in one (see secsvc/rpc/v1/batch.proto): each item is handled exactly as its own
+   * Simulate call with the item's metadata, its result streamed with its index as soon as it is ready.
+   */
+  simulateBatch: {
+    path: "/secsvc.policy.v1.PolicyService/SimulateBatch" as const,
+    requestStream: false as const,
+    responseStream: true as const,
+    requestSerialize: (value: SimulateBatchRequest): Buffer => Buffer.from(SimulateBatchRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): SimulateBatchRequest => SimulateBatchRequest.decode(value),
+    responseSerialize: (value: SimulateBatchResult): Buffer => Buffer.from(SimulateBatchResult.encode(value).finish()),
+    responseDeserialize: (value: Buffer): SimulateBatchResult => SimulateBatchResult.decode(value),
+  },
+  /**
    * The enforced decision for a user's API call (the gateway asks on every call of a user principal);
    * a denial is recorded as an authz.denied event.
    */
@@ -3142,6 +3960,18 @@ export const PolicyServiceService = {
     responseSerialize: (value: AuthorizeResponse): Buffer => Buffer.from(AuthorizeResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): AuthorizeResponse => AuthorizeResponse.decode(value),
   },
+  /** Several Authorize calls in one, as SimulateBatch is to Simulate. */
+  authorizeBatch: {
+    path: "/secsvc.policy.v1.PolicyService/AuthorizeBatch" as const,
+    requestStream: false as const,
+    responseStream: true as const,
+    requestSerialize: (value: AuthorizeBatchRequest): Buffer =>
+      Buffer.from(AuthorizeBatchRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): AuthorizeBatchRequest => AuthorizeBatchRequest.decode(value),
+    responseSerialize: (value: AuthorizeBatchResult): Buffer =>
+      Buffer.from(AuthorizeBatchResult.encode(value).finish()),
+    responseDeserialize: (value: Buffer): AuthorizeBatchResult => AuthorizeBatchResult.decode(value),
+  },
 } as const;
 
 export interface PolicyServiceServer extends UntypedServiceImplementation {
@@ -3152,10 +3982,17 @@ export interface PolicyServiceServer extends UntypedServiceImplementation {
   listPolicies: handleUnaryCall<ListPoliciesRequest, ListPoliciesResponse>;
   simulate: handleUnaryCall<SimulateRequest, SimulateResponse>;
   /**
+   * Several Simulate calls in one (see secsvc/rpc/v1/batch.proto): each item is handled exactly as its own
+   * Simulate call with the item's metadata, its result streamed with its index as soon as it is ready.
+   */
+  simulateBatch: handleServerStreamingCall<SimulateBatchRequest, SimulateBatchResult>;
+  /**
    * The enforced decision for a user's API call (the gateway asks on every call of a user principal);
    * a denial is recorded as an authz.denied event.
    */
   authorize: handleUnaryCall<AuthorizeRequest, AuthorizeResponse>;
+  /** Several Authorize calls in one, as SimulateBatch is to Simulate. */
+  authorizeBatch: handleServerStreamingCall<AuthorizeBatchRequest, AuthorizeBatchResult>;
 }
 
 export interface PolicyServiceClient extends Client {
@@ -3250,6 +4087,19 @@ export interface PolicyServiceClient extends Client {
     callback: (error: ServiceError | null, response: SimulateResponse) => void,
   ): ClientUnaryCall;
   /**
+   * Several Simulate calls in one (see secsvc/rpc/v1/batch.proto): each item is handled exactly as its own
+   * Simulate call with the item's metadata, its result streamed with its index as soon as it is ready.
+   */
+  simulateBatch(
+    request: SimulateBatchRequest,
+    options?: Partial<CallOptions>,
+  ): ClientReadableStream<SimulateBatchResult>;
+  simulateBatch(
+    request: SimulateBatchRequest,
+    metadata?: Metadata,
+    options?: Partial<CallOptions>,
+  ): ClientReadableStream<SimulateBatchResult>;
+  /**
    * The enforced decision for a user's API call (the gateway asks on every call of a user principal);
    * a denial is recorded as an authz.denied event.
    */
@@ -3268,6 +4118,16 @@ export interface PolicyServiceClient extends Client {
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: AuthorizeResponse) => void,
   ): ClientUnaryCall;
+  /** Several Authorize calls in one, as SimulateBatch is to Simulate. */
+  authorizeBatch(
+    request: AuthorizeBatchRequest,
+    options?: Partial<CallOptions>,
+  ): ClientReadableStream<AuthorizeBatchResult>;
+  authorizeBatch(
+    request: AuthorizeBatchRequest,
+    metadata?: Metadata,
+    options?: Partial<CallOptions>,
+  ): ClientReadableStream<AuthorizeBatchResult>;
 }
 
 export const PolicyServiceClient = makeGenericClientConstructor(
@@ -3313,6 +4173,10 @@ function longToNumber(int64: { toString(): string }): number {
     throw new globalThis.Error("Value is smaller than Number.MIN_SAFE_INTEGER");
   }
   return num;
+}
+
+function isObject(value: any): boolean {
+  return typeof value === "object" && value !== null;
 }
 
 function isSet(value: any): boolean {
