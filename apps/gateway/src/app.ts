@@ -15,7 +15,7 @@ import type { RateLimiter } from './rate-limit/limiter';
 import type { RateLimitPolicy, Subject } from './rate-limit/subjects';
 import { checkUrl, jsonBody } from './middleware/input';
 import { methodSemantics } from './middleware/methods';
-import { RouteTable } from './middleware/route-table';
+import { RouteTable, type KnownRoute } from './middleware/route-table';
 import { requestId } from './middleware/request-id';
 import { oauthRouter } from './oauth';
 import { openApiDocument } from './openapi';
@@ -100,9 +100,8 @@ function routeContext(deps: GatewayDeps, req: Request, principal: Principal): Ro
 }
 
 /** Serves one /v1 route: the steps of routes/serve.ts in order, then the handler and its answer. */
-function mount(router: express.Router, route: Route, deps: GatewayDeps): void {
-  const template = `/v1${route.path}`;
-  router[route.method](route.path, async (req: Request, res: Response, next: NextFunction) => {
+function serveRoute(route: Route, deps: GatewayDeps, template: string) {
+  return async (req: Request, res: Response, next: NextFunction) => {
     res.locals.route = template;
     const deadlineMs = deps.config.GRPC_DEADLINE_MS;
     try {
@@ -116,7 +115,37 @@ function mount(router: express.Router, route: Route, deps: GatewayDeps): void {
     } catch (err) {
       next(err);
     }
-  });
+  };
+}
+
+/**
+ * The /v1 routes, found by one look-up of the request's documented path (RouteTable, as methodSemantics
+ * matched it) and method, rather than by Express trying each route's pattern in turn. Parameters are the
+ * path's segments under the template's `:name`s, percent-decoded (checkUrl refused paths that do not decode).
+ */
+function dispatchRoutes(routes: readonly Route[], deps: GatewayDeps, known: RouteTable) {
+  const handlers = new Map<string, ReturnType<typeof serveRoute>>();
+  for (const route of routes) {
+    const template = `/v1${route.path}`;
+    // The document is made from these routes, so the table knows each template; a route it resolved
+    // elsewhere (an overlap the document orders differently) could never be reached.
+    if (known.match(template)?.template !== template) throw new Error(`route ${template} is not the document's own match for its path`);
+    handlers.set(`${route.method.toUpperCase()} ${template}`, serveRoute(route, deps, template));
+  }
+  return (req: Request, res: Response, next: NextFunction): void => {
+    const path = `/v1${req.path}`;
+    const match = (res.locals.knownRoute as KnownRoute | undefined) ?? known.match(path);
+    const handler = match && handlers.get(`${req.method === 'HEAD' ? 'GET' : req.method} ${match.template}`);
+    if (!handler) return next();
+    const params: Record<string, string> = {};
+    const names = match.template.split('/');
+    const segments = path.split('/');
+    names.forEach((name, i) => {
+      if (name.startsWith(':')) params[name.slice(1)] = decodeURIComponent(segments[i]!);
+    });
+    req.params = params;
+    void handler(req, res, next);
+  };
 }
 
 export function createApp(deps: GatewayDeps): express.Express {
@@ -166,6 +195,25 @@ export function createApp(deps: GatewayDeps): express.Express {
   // after authentication, by their key or user.
   if (limits) app.use(limits.gate, limits.applyOutside('/v1'));
 
+  // Export files by signed link (no API key): the download host of DOWNLOAD_BASE_URL.
+  if (deps.downloads) app.use(new URL(deps.downloads.baseUrl).pathname.replace(/\/+$/, '') || '/', downloadRouter(deps.downloads.open));
+
+  // The SAML service provider endpoints (no credential: browsers and identity providers call them).
+  // Limited per client ip like the login pages.
+  if (deps.sso) app.use('/v1/sso/saml', ...limited, ssoRouter({ ...deps.sso, clients: deps.clients, deadlineMs: deps.config.GRPC_DEADLINE_MS, logger: deps.logger }));
+
+  // The API, before the routers of other paths: a /v1 request does not walk their routes (downloads and SSO
+  // stay first, mounted at their own paths, which may lie under /v1).
+  const v1 = express.Router();
+  v1.get('/openapi.json', ...limited, (_req, res) => void res.json(openapi));
+  const anonymousRoutes = new Set(routes.filter((r) => r.anonymous).map((r) => `${r.method.toUpperCase()} ${r.path}`));
+  v1.use(authenticate(deps.clients, deps.config.GRPC_DEADLINE_MS, deps.authCache, anonymousRoutes, deps.jwt));
+  if (limits) v1.use(limits.apply);
+  v1.use(requireJson);
+  v1.use(jsonBody(BODY_LIMIT));
+  v1.use(dispatchRoutes(routes, deps, knownRoutes));
+  app.use('/v1', v1);
+
   // The OAuth 2.0 authorization server (unversioned, as the standards name the paths), limited per client ip.
   if (deps.oauth) {
     app.use(
@@ -194,22 +242,6 @@ export function createApp(deps: GatewayDeps): express.Express {
     }, next);
   });
 
-  // Export files by signed link (no API key): the download host of DOWNLOAD_BASE_URL.
-  if (deps.downloads) app.use(new URL(deps.downloads.baseUrl).pathname.replace(/\/+$/, '') || '/', downloadRouter(deps.downloads.open));
-
-  // The SAML service provider endpoints (no credential: browsers and identity providers call them).
-  // Limited per client ip like the login pages.
-  if (deps.sso) app.use('/v1/sso/saml', ...limited, ssoRouter({ ...deps.sso, clients: deps.clients, deadlineMs: deps.config.GRPC_DEADLINE_MS, logger: deps.logger }));
-
-  const v1 = express.Router();
-  v1.get('/openapi.json', ...limited, (_req, res) => void res.json(openapi));
-  const anonymousRoutes = new Set(routes.filter((r) => r.anonymous).map((r) => `${r.method.toUpperCase()} ${r.path}`));
-  v1.use(authenticate(deps.clients, deps.config.GRPC_DEADLINE_MS, deps.authCache, anonymousRoutes, deps.jwt));
-  if (limits) v1.use(limits.apply);
-  v1.use(requireJson);
-  v1.use(jsonBody(BODY_LIMIT));
-  for (const route of routes) mount(v1, route, deps);
-  app.use('/v1', v1);
 
   app.use(notFound);
   if (limits) app.use(limits.onError);

@@ -95,7 +95,9 @@ describe('GET /v1/openapi.json', () => {
       router.route = original;
     }
     const documented = Object.keys(full().paths);
-    expect(seen.length).toBeGreaterThan(40);
+    // The /v1 API routes are not Express routes (app.ts dispatches them from the document's own table): these
+    // are the other routers' (OAuth, console, SSO, downloads).
+    expect(seen.length).toBeGreaterThan(20);
     const undocumented = seen.map((p) => p.replace(/:([A-Za-z]+)/g, '{$1}')).filter((p) => !documented.some((d) => d === p || d.endsWith(p)));
     expect(undocumented).toEqual([]);
   });

@@ -13,6 +13,8 @@ export function methodSemantics(routes: RouteTable, charge?: (req: Request, res:
   return (req: Request, res: Response, next: NextFunction): void => {
     const template = routes.match(req.path);
     if (!template) return next();
+    // Kept for the API's dispatch (app.ts), which would match the same path again.
+    res.locals.knownRoute = template;
     if (req.method === 'OPTIONS') {
       // Counted like any request (and so answered with the X-RateLimit headers).
       const answer = (err?: unknown) => {
