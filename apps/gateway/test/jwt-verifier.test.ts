@@ -1,7 +1,7 @@
 /** JwtVerifier's verdicts: each token judged once, a verdict kept exactly as long as it cannot change. */
 import { createLogger, type Metrics } from '@secsvc/shared';
-import { exportJWK, generateKeyPair, SignJWT } from 'jose';
-import { JwtVerifier } from '../src/auth/jwt-verifier';
+import { createLocalJWKSet, exportJWK, generateKeyPair, jwtVerify, SignJWT } from 'jose';
+import { JwtVerifier, reasonCode } from '../src/auth/jwt-verifier';
 
 const ISSUER = 'https://auth.example.com';
 const AUDIENCE = 'secsvc';
@@ -135,5 +135,67 @@ describe('JwtVerifier', () => {
     expect(counts).toMatchObject({ miss: 3, hit: 2 });
     await jwt.verify(b);
     expect(counts).toMatchObject({ miss: 4, hit: 2 });
+  });
+
+  it('accepts and refuses exactly the tokens a standard verifier (jose) does, with its codes', async () => {
+    const key = await keyPair('k1');
+    const other = await keyPair('k1');
+    const now = Math.floor(Date.now() / 1000);
+    const b64 = (v: unknown) => Buffer.from(typeof v === 'string' ? v : JSON.stringify(v)).toString('base64url');
+    const good = await token(key);
+    const [h, p, sig] = good.split('.') as [string, string, string];
+    const withHeader = async (header: Record<string, unknown>, claims: Record<string, unknown> = {}) => {
+      const t = new SignJWT({ iss: ISSUER, aud: AUDIENCE, sub: 'cli_1', sid: 'grt_1', env: 'live', iat: now, exp: now + 900, ...claims });
+      return t.setProtectedHeader({ alg: 'ES256', ...header } as never).sign(key.privateKey);
+    };
+    const cases: Record<string, string> = {
+      good,
+      'typ application/at+jwt': await withHeader({ kid: 'k1', typ: 'application/AT+JWT' }),
+      'typ JWT': await withHeader({ kid: 'k1', typ: 'JWT' }),
+      'no typ': await withHeader({ kid: 'k1' }),
+      'no kid': await withHeader({ typ: 'at+jwt' }),
+      'unknown kid': await withHeader({ kid: 'k9', typ: 'at+jwt' }),
+      'aud array with ours': await token(key, { aud: ['x', AUDIENCE] }),
+      'aud array without ours': await token(key, { aud: ['x'] }),
+      'no aud': await token(key, { aud: undefined }),
+      'other iss': await token(key, { iss: 'https://evil.example' }),
+      'iat a string': await token(key, { iat: 'now' }),
+      'exp a string': await token(key, { exp: 'later' }),
+      'nbf in an hour': await token(key, { nbf: now + 3600 }),
+      'nbf within the leeway': await token(key, { nbf: now + 30 }),
+      'no exp': await token(key, { exp: undefined }),
+      'signed by another key with our kid': await token(other),
+      'alg none': `${b64({ alg: 'none', kid: 'k1', typ: 'at+jwt' })}.${p}.`,
+      'alg HS256': `${b64({ alg: 'HS256', kid: 'k1', typ: 'at+jwt' })}.${p}.${sig}`,
+      'crit header': `${b64({ alg: 'ES256', kid: 'k1', typ: 'at+jwt', crit: ['exp'] })}.${p}.${sig}`,
+      'crit not a list': `${b64({ alg: 'ES256', kid: 'k1', typ: 'at+jwt', crit: 'exp' })}.${p}.${sig}`,
+      'no alg': `${b64({ kid: 'k1', typ: 'at+jwt' })}.${p}.${sig}`,
+      'b64 true without crit': await withHeader({ kid: 'k1', typ: 'at+jwt', b64: true }),
+      'header not JSON': `${b64('{nope')}.${p}.${sig}`,
+      'header an array': `${b64([1])}.${p}.${sig}`,
+      'payload swapped': `${h}.${b64({ iss: ISSUER, aud: AUDIENCE, sub: 'admin', sid: 's', env: 'live', exp: now + 900 })}.${sig}`,
+      'signature cut': `${h}.${p}.${sig.slice(0, 80)}`,
+      'signature not base64url': `${h}.${p}.${sig.slice(0, -2)}+/`,
+      'four parts': `${good}.x`,
+      'two parts': `${h}.${p}`,
+      empty: '',
+    };
+    const jwks = [key.jwk];
+    const { jwt } = verifier(() => jwks);
+    const standard = createLocalJWKSet({ keys: jwks as never });
+    // jose's code, as auth.failed events name it (an unknown key by its message, as the verifier always has).
+    const reasonOfJose = (err: unknown) => {
+      const { code, message } = err as { code?: string; message: string };
+      return code === 'ERR_JWT_EXPIRED' ? 'expired' : reasonCode(code === 'ERR_JWKS_NO_MATCHING_KEY' || !code ? message : code);
+    };
+    const ours: string[][] = [];
+    const theirs: string[][] = [];
+    for (const [name, t] of Object.entries(cases)) {
+      const options = { issuer: ISSUER, audience: AUDIENCE, algorithms: ['ES256'], clockTolerance: 60, typ: 'at+jwt' };
+      theirs.push([name, await jwtVerify(t, standard, options).then(() => 'accepted', reasonOfJose)]);
+      ours.push([name, await reasonOf(jwt.verify(t))]);
+    }
+    expect(ours).toEqual(theirs);
+    expect(theirs.filter(([, r]) => r === 'accepted').map(([n]) => n)).toEqual(['good', 'typ application/at+jwt', 'no kid', 'aud array with ours', 'nbf within the leeway', 'no exp', 'b64 true without crit']);
   });
 });
