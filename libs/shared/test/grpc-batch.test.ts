@@ -229,6 +229,18 @@ describe('a server without the batch method', () => {
   });
 });
 
+describe('a closed client', () => {
+  it('fails the calls made through it, alone or together, without throwing out of the event loop', async () => {
+    const closed = createClient(identity.IdentityServiceClient, `127.0.0.1:${server.port}`);
+    const calls = promiseClient(closed, { deadlineMs: 2000 }, batchMethods.identity);
+    closed.close();
+    const results = await Promise.allSettled([calls.token(tokenRequest('ok', 'x')), calls.token(tokenRequest('ok', 'y'))]);
+    const alone = await Promise.allSettled([calls.token(tokenRequest('ok', 'z'))]);
+    expect([...results, ...alone].map((r) => r.status)).toEqual(['rejected', 'rejected', 'rejected']);
+    expect([...results, ...alone].every((r) => (r as PromiseRejectedResult).reason instanceof AppError)).toBe(true);
+  });
+});
+
 describe('batches from any caller', () => {
   function rawBatch(items: identity.TokenBatchItem[]): Promise<{ results: identity.TokenBatchResult[]; status: string }> {
     return new Promise((resolve) => {

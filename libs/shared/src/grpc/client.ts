@@ -93,10 +93,26 @@ class Coalescer {
     this.queue = [];
     for (let i = 0; i < queue.length; i += BATCH_MAX) {
       const part = queue.slice(i, i + BATCH_MAX);
-      if (part.length === 1 || this.unsupported) part.forEach(this.sendOne);
-      else this.send(part);
+      if (part.length === 1 || this.unsupported) part.forEach(this.sendAlone);
+      else {
+        try {
+          this.send(part);
+        } catch (err) {
+          // A call that cannot even start (a closed channel throws) fails its callers, never the process.
+          const e = fromGrpcError(err);
+          for (const w of part) w.reject(e);
+        }
+      }
     }
   }
+
+  private readonly sendAlone = (w: Waiting): void => {
+    try {
+      this.sendOne(w);
+    } catch (err) {
+      w.reject(fromGrpcError(err));
+    }
+  };
 
   private send(part: Waiting[]): void {
     let deadline = part[0]!.deadline;
@@ -120,7 +136,7 @@ class Coalescer {
         // A server from before the batch method: every call alone, now and from now on.
         this.unsupported = true;
         left = 0;
-        part.forEach(this.sendOne);
+        part.forEach(this.sendAlone);
         return;
       }
       const e = fromGrpcError(err);
