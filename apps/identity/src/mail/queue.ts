@@ -210,9 +210,11 @@ export class MailQueue {
    * and the sealed message commit together) and leases it. 'handled': the job needed no send (nothing to send,
    * or composing failed and it was rescheduled or given up).
    */
-  private claim(): Promise<Leased | 'none' | 'handled'> {
+  private async claim(): Promise<Leased | 'none' | 'handled'> {
     const { pool, leaseMs, key } = this.opts;
-    return withTransaction(pool, async (client) => {
+    // What a failed composition reports (a metric, a log line), said once its transaction committed.
+    let report: (() => void) | undefined;
+    const claimed = await withTransaction(pool, async (client): Promise<Leased | 'none' | 'handled'> => {
       const job = await mailRepository.claimDue(client, Object.keys(this.opts.composers));
       if (!job) return 'none';
       if (job.message_enc) return { job, attempts: await mailRepository.lease(client, job.id, leaseMs) };
@@ -225,7 +227,7 @@ export class MailQueue {
       } catch (err) {
         // What the composer wrote is undone; the job, still locked, waits (no hot loop) or is given up.
         await client.query('ROLLBACK TO SAVEPOINT compose');
-        await this.composeFailed(client, job, err);
+        report = await this.composeFailed(client, job, err);
         return 'handled';
       }
       if (!message) {
@@ -235,18 +237,21 @@ export class MailQueue {
       const attempts = await mailRepository.lease(client, job.id, leaseMs, seal(key, job.id, JSON.stringify(message)));
       return { job, attempts, message };
     });
+    report?.();
+    return claimed;
   }
 
-  private async composeFailed(client: PoolClient, job: MailJobRow, err: unknown): Promise<void> {
+  /** Gives the job up or reschedules it in the claim's transaction; returns what to report once that committed. */
+  private async composeFailed(client: PoolClient, job: MailJobRow, err: unknown): Promise<() => void> {
     const attempts = job.attempts + 1;
     const error = describeMailError(err);
     if (attempts >= this.opts.maxAttempts) {
       await mailRepository.delete(client, job.id);
-      return this.notDelivered(job.kind, 'gave_up', attempts, error);
+      return () => this.notDelivered(job.kind, 'gave_up', attempts, error);
     }
     const delayMs = this.backoff(attempts);
     await mailRepository.composeFailed(client, job.id, delayMs, error.message);
-    this.opts.logger.warn({ kind: job.kind, attempt: attempts, retryInMs: delayMs, error }, 'mail compose failed; retrying');
+    return () => this.opts.logger.warn({ kind: job.kind, attempt: attempts, retryInMs: delayMs, error }, 'mail compose failed; retrying');
   }
 
   /** Sends a leased job outside any transaction; then deletes it, reschedules it or gives it up. */
