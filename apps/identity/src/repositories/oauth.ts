@@ -448,6 +448,9 @@ export const oauthGrantsRepository = {
 export const oauthRefreshTokensRepository = {
   /** The refresh token (any state) with its grant, locked for this transaction; expiry on the database's clock. */
   async lock(db: Db, hash: Buffer): Promise<(RefreshTokenRow & { expired: boolean; grant: GrantRow }) | undefined> {
+    // The grant first, then the token: the order rotate's statement takes them in (its grant FOR SHARE, then the
+    // token's UPDATE). One statement locking both may take the token first, and deadlock with a rotation.
+    await db.query(`SELECT 1 FROM oauth_grants WHERE id = (SELECT grant_id FROM oauth_refresh_tokens WHERE token_hash = $1) FOR UPDATE`, [hash]);
     const { rows } = await db.query<RefreshTokenRow & { expired: boolean } & Record<string, unknown>>(
       `SELECT t.grant_id, t.expires_at, t.used_at, t.expires_at <= now() AS expired, ${G_COLUMNS}
        FROM oauth_refresh_tokens t JOIN oauth_grants g ON g.id = t.grant_id
