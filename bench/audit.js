@@ -28,7 +28,7 @@ const { performance } = require('node:perf_hooks');
 const { setTimeout: sleep } = require('node:timers/promises');
 const pg = require('pg');
 const { events } = require('@secsvc/proto');
-const { AuditChain, ChainKey, cursorAfter, GeoIp, LOG_COLUMNS, LogQueries, LogStore, migrateAuditSchema, migrateClickHouse, openClickHouse, rowFromEvent } = require('@secsvc/audit-store');
+const { AuditChain, ChainKey, cursorAfter, EventRecords, GeoIp, LOG_COLUMNS, LogQueries, LogStore, migrateAuditSchema, migrateClickHouse, openClickHouse, rowFromEvent } = require('@secsvc/audit-store');
 const { createKafkaBus, createLogger, createPool, createPostgresBus, encodeCursor, newId, OutboxRelay, outboxDdl, AUDIT_CONSUMER_GROUP } = require('@secsvc/shared');
 const { kafkaUnavailable, startKafka, testDatabase, stopTestPostgres } = require('@secsvc/dev/testing');
 const { machine } = require('./support');
@@ -125,12 +125,10 @@ async function ingestOnce(name, url, spec, { chained = false, separateRelay = fa
   let stored = 0;
   const cpu0 = process.cpuUsage();
   const started = performance.now();
-  const sub = await bus.subscribe({ topic: 'auth-events', group: AUDIT_CONSUMER_GROUP, maxBatchSize: 5000, maxWaitMs: 200 }, async (records) => {
-    const rows = records.map((r) => {
-      const e = events.AuthEvent.fromJSON(JSON.parse(r.value));
-      return rowFromEvent(e, geo.lookup(e.context?.ip ?? ''));
-    });
-    stored += await store.insert(rows);
+  // As the audit service's consumer (apps/audit/src/consumer.ts) takes them.
+  const parsed = new EventRecords(geo);
+  const sub = await bus.subscribe({ topic: 'auth-events', group: AUDIT_CONSUMER_GROUP, maxBatchSize: 5000, maxWaitMs: 200, onReceived: parsed.prepare }, async (records) => {
+    stored += await store.insertEntries(parsed.entries(records, (bad) => console.error('malformed record', bad.reason)));
   });
   let child;
   if (relay) await relay.start();
@@ -439,6 +437,11 @@ async function search() {
       SEARCH_SECRET,
     );
     const environment = 'live';
+    // BENCH_BASELINE=<a build of @secsvc/audit-store, e.g. a copy of libs/audit-store/dist made before a change>:
+    // the same searches through that code too, in the same run and process ("(baseline)" rows).
+    const baselineDir = process.env.BENCH_BASELINE;
+    const baseline = baselineDir && require(path.resolve(baselineDir));
+    const baselineQueries = baseline && new baseline.LogQueries(new baseline.LogStore(ch), SEARCH_SECRET);
     const searchOf = (query, use = queries) => async () => {
       const r = await use.search({ environment, query, limit: 20, cursor: '' });
       if (r.hits.length && !r.hits.every((h) => Object.keys(h.highlights).length)) throw new Error(`a hit of ${query} without highlights`);
@@ -457,7 +460,11 @@ async function search() {
       ['common term `success` (12 in 13)', 'success'],
     ];
     const cases = [
-      ...searches.flatMap(([name, q]) => [[name, searchOf(q)], ...(compare ? [[`${name}, totalHits by counting rows (before)`, searchOf(q, countingRows)]] : [])]),
+      ...searches.flatMap(([name, q]) => [
+        [name, searchOf(q)],
+        ...(baselineQueries ? [[`${name} (baseline)`, searchOf(q, baselineQueries)]] : []),
+        ...(compare ? [[`${name}, totalHits by counting rows (before)`, searchOf(q, countingRows)]] : []),
+      ]),
       ['newest-first page (GET /logs, limit 20)', listOf({})],
       ['page after a deep cursor (100,000 back)', listOf({ cursor: deepCursor })],
       ['page filtered by events=user.login', listOf({ events: ['user.login'] })],
@@ -493,7 +500,7 @@ async function search() {
     console.log(`\n## ${concurrency} concurrent searches (the four searches in turn), ${concurrentRounds} rounds, ingest stream running\n`);
     console.log('| totalHits | round | searches | wall s | searches/s | p50 ms | p99 ms | max ms |');
     console.log('|---|---|---:|---:|---:|---:|---:|---:|');
-    const variants = [['text index where cheaper', queries], ...(compare ? [['counting rows (before)', countingRows]] : [])];
+    const variants = [['text index where cheaper', queries], ...(baselineQueries ? [['baseline', baselineQueries]] : []), ...(compare ? [['counting rows (before)', countingRows]] : [])];
     const all = variants.map(() => ({ latencies: [], wall: 0 }));
     const row = (name, round, n, wall, latencies) =>
       console.log(`| ${name} | ${round} | ${n} | ${wall.toFixed(2)} | ${(n / wall).toFixed(1)} | ${quantile(latencies, 0.5).toFixed(0)} | ${quantile(latencies, 0.99).toFixed(0)} | ${Math.max(...latencies).toFixed(0)} |`);

@@ -69,9 +69,10 @@ function startLoginConsentApp() {
  * Hydra migrated into `database` of the server of `databaseUrl` and serving (`serve all --dev`, public and
  * admin on 127.0.0.1) with its own login and consent app. `iterations`: pbkdf2's (undefined: Hydra's default);
  * `accessTokens`: jwt or opaque; `maxConns`: its pool (undefined: Hydra's default); `signingAlg`: a new key of
- * that algorithm in the access and ID token key sets (undefined: the RS256 keys Hydra generates).
+ * that algorithm in the access and ID token key sets (undefined: the RS256 keys Hydra generates);
+ * `accessTokenTtl`: its `ttl.access_token` (a duration such as `1m`; undefined: Hydra's hour).
  */
-async function startHydra({ databaseUrl, database = 'hydra', iterations, accessTokens = 'jwt', maxConns, signingAlg }) {
+async function startHydra({ databaseUrl, database = 'hydra', iterations, accessTokens = 'jwt', maxConns, signingAlg, accessTokenTtl }) {
   const loginApp = await startLoginConsentApp();
   const dsn = `${await ensureDatabase(databaseUrl, database)}?sslmode=disable${maxConns ? `&max_conns=${maxConns}&max_idle_conns=${maxConns}` : ''}`;
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'secsvc-hydra-'));
@@ -82,6 +83,7 @@ async function startHydra({ databaseUrl, database = 'hydra', iterations, accessT
     secrets: { system: [randomBytes(32).toString('hex')] },
     strategies: { access_token: accessTokens },
     log: { level: 'error' },
+    ...(accessTokenTtl ? { ttl: { access_token: accessTokenTtl } } : {}),
     ...(iterations ? { oauth2: { hashers: { algorithm: 'pbkdf2', pbkdf2: { iterations } } } } : {}),
   };
   // JSON is YAML; the file holds the system secret: readable by this user only. The DSN goes by environment.

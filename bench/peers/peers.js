@@ -39,24 +39,40 @@ function startBare(role, env) {
 }
 
 /**
- * One timed run with autocannon: `duration` seconds of the same request, or one request per item of `bodies`.
- * `check(status, body)` sees every response (bodies are kept only when it is given). Requests/s from the wall
- * time, p99 from autocannon's histogram, and every non-2xx answer an error.
+ * One timed run with autocannon: `duration` seconds of the same request, or one request per item of `bodies`
+ * (a body each) or of `each` (headers each). `check(status, body)` sees every response (bodies are kept only when
+ * it is given). Requests/s from the wall time, p99 from autocannon's histogram, and every answer other than
+ * `expect` (undefined: any 2xx) an error.
  */
-async function cannon({ url, method = 'GET', headers = {}, body, bodies, check }) {
+async function cannon({ url, method = 'GET', headers = {}, body, bodies, each = bodies?.map((b) => ({ body: b })), check, expect }) {
   let i = 0;
   let lastAt;
+  let unexpected = 0;
+  let firstUnexpected = '';
   const request = {
-    ...(bodies ? { setupRequest: (req) => ({ ...req, body: bodies[i++ % bodies.length] }) } : {}),
+    ...(each ? { setupRequest: (req) => ((req = { ...req, ...each[i++ % each.length] }), { ...req, headers: { ...headers, ...req.headers } }) } : {}),
     // A run of `amount` requests ends at autocannon's next 1 s tick: its time is up to the last response.
-    ...(check || bodies ? { onResponse: (status, resBody) => ((lastAt = performance.now()), check?.(status, resBody)) } : {}),
+    ...(check || each || expect
+      ? {
+          onResponse: (status, resBody) => {
+            lastAt = performance.now();
+            if (expect && status !== expect && unexpected++ === 0) firstUnexpected = `${status} ${resBody ?? ''}`.slice(0, 300);
+            check?.(status, resBody);
+          },
+        }
+      : {}),
   };
   const t = performance.now();
-  const r = await load({ url, method, headers, body, connections, ...(bodies ? { amount: bodies.length } : { duration: warming ? 2 : DURATION }), requests: [request] });
-  const seconds = ((bodies ? lastAt : performance.now()) - t) / 1000;
-  if (r.non2xx || r.errors || r.timeouts) throw new Error(`${method} ${url}: ${r.non2xx} non-2xx, ${r.errors} errors, ${r.timeouts} timeouts`);
+  const r = await load({ url, method, headers, body, connections: Math.min(connections, each?.length ?? connections), ...(each ? { amount: each.length } : { duration: warming ? 2 : DURATION }), requests: [request] });
+  const seconds = ((each ? lastAt : performance.now()) - t) / 1000;
+  const wrong = expect ? unexpected : r.non2xx;
+  if (wrong || r.errors || r.timeouts) throw new Error(`${method} ${url}: ${wrong} answers not ${expect ?? '2xx'}, ${r.errors} errors, ${r.timeouts} timeouts${firstUnexpected && ` (first: ${firstUnexpected})`}`);
   return { requests: r.requests.total, perSecond: r.requests.total / seconds, p99: r.latency.p99 };
 }
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+/** A JWT's `exp` (seconds), read without verifying it. */
+const expOf = (jwt) => JSON.parse(Buffer.from(jwt.split('.')[1], 'base64url')).exp;
 
 /** Busy CPU ms of the whole machine so far (/proc/stat), to tell how much other work shared it. */
 function machineBusyMs() {
@@ -71,7 +87,9 @@ async function main() {
   installHydra();
   const loadBefore = os.loadavg();
   // Every OAuth endpoint counts against the per-ip anonymous budget: lifted for the load of one machine.
-  const { stack, stop } = await startBenchStack({ RATE_LIMIT_ANONYMOUS_PER_MINUTE: '1000000' });
+  // Access tokens live 60 s, the least the product allows (and Hydra's introspected ones 1 minute), so that
+  // tokens minted at the start have expired by the time the expired-token cases run.
+  const { stack, stop } = await startBenchStack({ RATE_LIMIT_ANONYMOUS_PER_MINUTE: '1000000', ACCESS_TOKEN_TTL_SECONDS: '60' });
   const stops = [stop];
   try {
     const product = await productOAuth(stack);
@@ -80,10 +98,10 @@ async function main() {
     // Hydra's default pool (2 per core) deadlocks under load, so these get 2 per load connection.
     const jwtPool = connections * 2;
     const hydraConfigs = {
-      hydra: { label: 'Hydra: JWT ES256, pbkdf2 1 iteration (like for like)', iterations: 1, maxConns: jwtPool, signingAlg: 'ES256' },
+      hydra: { label: 'Hydra: JWT ES256, pbkdf2 1 iteration (like for like)', iterations: 1, maxConns: jwtPool, signingAlg: 'ES256', accessTokenTtl: '1m' },
       hydraDefault: { label: 'Hydra: JWT ES256, pbkdf2 25,000 iterations (its default)', iterations: undefined, maxConns: jwtPool, signingAlg: 'ES256' },
       hydraRsa: { label: 'Hydra: JWT with its generated RS256 key (RSA 4,096), pbkdf2 1', iterations: 1, maxConns: jwtPool },
-      hydraOpaque: { label: 'Hydra: opaque tokens (its default), default pool, pbkdf2 1', iterations: 1, accessTokens: 'opaque' },
+      hydraOpaque: { label: 'Hydra: opaque tokens (its default), default pool, pbkdf2 1', iterations: 1, accessTokens: 'opaque', accessTokenTtl: '1m' },
     };
     const hydras = {};
     for (const [side, { label, ...opts }] of Object.entries(hydraConfigs)) {
@@ -124,17 +142,77 @@ async function main() {
     const tokenJson = (collect) => (status, body) => {
       if (status === 200) collect.push(JSON.parse(body));
     };
-    // What each case keeps between its runs: tokens for introspection, refresh tokens for rotation.
+    // What each case keeps between its runs: tokens for introspection, codes, refresh tokens for rotation.
     const kept = Object.fromEntries(Object.keys(sides).map((side) => [side, {}]));
-    const introspect = (side, tokens) => {
-      const active = (status, body) => {
-        if (!body.includes('"active":true')) throw new Error(`${side}: introspection said ${body}`);
+    const introspect = (side, tokens, active = true) => {
+      const said = `"active":${active}`;
+      const check = (status, body) => {
+        if (!body.includes(said)) throw new Error(`${side}: introspection said ${body}`);
       };
-      // Each token once, at most 3,000 (the fastest side issues far more than it needs).
-      const bodies = tokens.slice(0, 3000).map((token) => formBody({ token }));
+      const bodies = tokens.map((token) => formBody({ token }));
       return side === 'product'
-        ? { url: `${product.origin}/oauth/introspect`, method: 'POST', headers: { authorization: product.basic(product.rs), 'content-type': FORM }, bodies, check: active }
-        : { url: `${sides[side].admin}/admin/oauth2/introspect`, method: 'POST', headers: { 'content-type': FORM }, bodies, check: active };
+        ? { url: `${product.origin}/oauth/introspect`, method: 'POST', headers: { authorization: product.basic(product.rs), 'content-type': FORM }, bodies, check }
+        : { url: `${sides[side].admin}/admin/oauth2/introspect`, method: 'POST', headers: { 'content-type': FORM }, bodies, check };
+    };
+    /**
+     * `n` access tokens (client_credentials, scope read:users) of the resource server, or of `clients` in turn,
+     * issued 50 at a time.
+     */
+    const mint = async (side, n, clients = [sides[side].client.rs]) => {
+      const c = sides[side].client;
+      const issued = [];
+      const body = formBody({ grant_type: 'client_credentials', scope: 'read:users' });
+      const each = Array.from({ length: n }, (_, i) => ({ headers: { authorization: c.basic(clients[i % clients.length]) }, body }));
+      await cannon({ url: sides[side].tokenUrl, method: 'POST', headers: { 'content-type': FORM }, each, check: tokenJson(issued) });
+      if (issued.length !== n) throw new Error(`${side}: ${issued.length} of ${n} tokens issued`);
+      return issued.map((t) => t.access_token);
+    };
+    // An OAuth client calls the API on the pro plan's budget (1,000 requests a minute, a burst of as many): the
+    // first-seen API calls of a run spread over 4 clients, each under its budget, refilled between rounds.
+    const apiClients = [];
+    for (let k = 0; k < 4; k++) apiClients.push((await product.api('POST', '/oauth/clients', { name: `API caller ${k}`, type: 'confidential', redirectUris: [], scopes: ['read:users'] })).data);
+    // Tokens judged once each: FIRST_SEEN per run (a tenth in the warm-up).
+    const FIRST_SEEN = 3000;
+    const perRun = () => (warming ? FIRST_SEEN / 10 : FIRST_SEEN);
+    // Expired tokens, each judged once: minted now for every run of the two expired cases (each case its own, so
+    // that neither sees a token the other judged), expired once `expiresAt` (ms) has passed. The product's
+    // gateway allows 60 s of leeway past `exp`; Hydra none; an opaque token's expiry is read from the time it
+    // was minted.
+    const expiring = {};
+    const expiredSides = ['product', 'hydra', 'hydraOpaque'];
+    for (const side of expiredSides) {
+      const tokens = await mint(side, (side === 'product' ? 2 : 1) * (FIRST_SEEN / 10 + ROUNDS * FIRST_SEEN));
+      const lastExp = Math.max(...tokens.map((t) => (side === 'hydraOpaque' ? Date.now() / 1000 + 60 : expOf(t))));
+      expiring[side] = { tokens, expiresAt: (lastExp + (side === 'product' ? 60 : 0) + 1) * 1000 };
+    }
+    const expired = async (side) => {
+      const { tokens, expiresAt } = expiring[side];
+      if (tokens.length < perRun()) throw new Error(`${side}: expired tokens ran out`);
+      if (Date.now() < expiresAt) {
+        console.error(`${side}: waiting ${Math.ceil((expiresAt - Date.now()) / 1000)} s for the tokens minted first to expire`);
+        await sleep(expiresAt - Date.now());
+      }
+      return tokens.splice(0, perRun());
+    };
+    const apiCall = (tokens, expect) =>
+      cannon({ url: `${stack.baseUrl}/users/${user.id}`, each: tokens.map((t) => ({ headers: { authorization: `Bearer ${t}` } })), expect });
+    const firstSeen = {
+      name: `introspection, first-seen token (each once, ${FIRST_SEEN.toLocaleString('en-US')} minted just before)`,
+      short: 'first-seen introspection',
+      sides: ['product', 'hydra', 'hydraOpaque'],
+      async prepare(side) {
+        kept[side].fresh = await mint(side, perRun());
+      },
+      run: (side) => cannon(introspect(side, kept[side].fresh)),
+    };
+    const expiredIntrospection = {
+      name: `introspection, expired token (each once, minted at the start; \`"active":false\`)`,
+      short: 'expired-token introspection',
+      sides: ['product', 'hydra', 'hydraOpaque'],
+      async prepare(side) {
+        kept[side].expired = await expired(side);
+      },
+      run: (side) => cannon(introspect(side, kept[side].expired, false)),
     };
     const cases = [
       {
@@ -154,20 +232,18 @@ async function main() {
           const alg = sig ? JSON.parse(Buffer.from(head, 'base64url')).alg : 'opaque';
           const expected = { product: 'ES256', hydraRsa: 'RS256', hydraOpaque: 'opaque' }[side] ?? 'ES256';
           if (alg !== expected) throw new Error(`${side}: access token ${alg}, not ${expected}`);
-          kept[side].fresh = issued.map((t) => t.access_token);
           return r;
         },
       },
-      {
-        name: 'introspection, first-seen token (each once, from the grants just before)',
-        sides: ['product', 'hydra', 'hydraOpaque'],
-        run: (side) => cannon(introspect(side, kept[side].fresh)),
-      },
+      firstSeen,
       {
         name: 'introspection, cached token (the same one again and again)',
         sides: ['product', 'hydra', 'hydraOpaque'],
+        async prepare(side) {
+          kept[side].cached = await mint(side, 1);
+        },
         async run(side) {
-          const opts = introspect(side, kept[side].fresh.slice(0, 1));
+          const opts = introspect(side, kept[side].cached);
           return cannon({ ...opts, bodies: undefined, body: opts.bodies[0] });
         },
       },
@@ -216,6 +292,33 @@ async function main() {
             ? cannon({ url: `${stack.baseUrl}/users/${user.id}`, headers: { authorization: `Bearer ${KEY}` } })
             : cannon({ url: `http://127.0.0.1:${(side === 'bare' ? bareHttp : bareCluster).port}/v1/users/${user.id}` }),
       },
+      {
+        name: '`GET /v1/users/{id}` with a first-seen JWT (each token once)',
+        sides: ['product'],
+        // A resource server behind Hydra judges a token by introspecting it: the product's API call (the JWT
+        // verified, the call authorized and answered) against Hydra's first-seen introspection of the same round.
+        against: [
+          [firstSeen, 'hydra'],
+          [firstSeen, 'hydraOpaque'],
+        ],
+        async prepare(side) {
+          kept[side].api = await mint(side, perRun(), apiClients);
+        },
+        run: (side) => apiCall(kept[side].api, 200),
+      },
+      expiredIntrospection,
+      {
+        name: '`GET /v1/users/{id}` with an expired JWT (each token once; 401)',
+        sides: ['product'],
+        against: [
+          [expiredIntrospection, 'hydra'],
+          [expiredIntrospection, 'hydraOpaque'],
+        ],
+        async prepare(side) {
+          kept[side].expiredApi = await expired(side);
+        },
+        run: (side) => apiCall(kept[side].expiredApi, 401),
+      },
     ];
 
     // Warm-up (JIT, pools, caches): every case once per side, not counted.
@@ -223,6 +326,7 @@ async function main() {
     warming = true;
     for (const c of cases)
       for (const side of c.sides) {
+        if (process.env.BENCH_VERBOSE) console.error(`warm-up: ${c.name} ${side}`);
         await c.prepare?.(side);
         await c.run(side);
       }
@@ -266,10 +370,12 @@ async function main() {
     const rows = [];
     for (const c of cases) {
       const p = summary(runs.get(c).product);
-      for (const peerSide of c.sides.slice(1)) {
-        const q = summary(runs.get(c)[peerSide]);
+      const peers = [...c.sides.slice(1).map((s) => [c, s]), ...(c.against ?? [])];
+      for (const [pc, peerSide] of peers) {
+        const q = summary(runs.get(pc)[peerSide]);
+        const label = pc === c ? sides[peerSide].label : `${sides[peerSide].label}: its ${pc.short}`;
         rows.push(
-          `| ${c.name} | ${sides[peerSide].label} | ${round1(p.perSecond)} | ${p.p99} | ${round1(q.perSecond)} | ${q.p99} | **${(p.perSecond / q.perSecond).toFixed(2)}** | ${cpuText(p)} | ${cpuText(q)} | ${p.rounds.join(', ')} / ${q.rounds.join(', ')} |`,
+          `| ${c.name} | ${label} | ${round1(p.perSecond)} | ${p.p99} | ${round1(q.perSecond)} | ${q.p99} | **${(p.perSecond / q.perSecond).toFixed(2)}** | ${cpuText(p)} | ${cpuText(q)} | ${p.rounds.join(', ')} / ${q.rounds.join(', ')} |`,
         );
       }
     }
@@ -287,7 +393,13 @@ async function main() {
       'once 4 requests are in flight). Other rows: the same with its default 25,000 pbkdf2 iterations; with the RS256',
       "(RSA 4,096) key Hydra generates itself; with opaque tokens (Hydra's default strategy) and its default pool.",
       "Clients authenticate with `client_secret_basic`; the product introspects at `/oauth/introspect` with the resource",
-      "server's credentials, Hydra at its unauthenticated admin `/admin/oauth2/introspect`.",
+      "server's credentials, Hydra at its unauthenticated admin `/admin/oauth2/introspect`. Access tokens live 60 s in the",
+      "product (its least; its gateway allows 60 s of leeway) and 1 minute in the two Hydras introspected, so the tokens",
+      'minted at the start are expired (past the leeway) when the expired-token cases run; first-seen tokens are minted',
+      'just before their run. An API call has no Hydra counterpart: a resource server behind Hydra judges a token by',
+      "introspecting it, so API calls are set against Hydra's introspection of the same kind of token in the same round.",
+      "A first-seen API call's tokens come from 4 clients in turn (an OAuth client calls on the pro plan's budget, 1,000 a",
+      'minute); an expired token is refused before any budget but the anonymous one (lifted here).',
       'Codes come beforehand from each server\'s own flow (the product\'s login form session; Hydra through a minimal',
       'login and consent app accepting every challenge through the admin API). The bare chain (`bench/peers/bare-chain.js`)',
       "is Express 5 → grpc-js (the product's generated GetUser definition) → pg reading the same row with identity's query,",

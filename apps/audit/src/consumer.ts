@@ -1,6 +1,5 @@
-import { events } from '@secsvc/proto';
-import { rowFromEvent, type GeoIp, type LogRow, type LogStore } from '@secsvc/audit-store';
-import { AUDIT_CONSUMER_GROUP, AUTH_EVENTS_TOPIC, isId, traceBatch, type BusRecord, type EventBus, type Logger, type Metrics, type Subscription } from '@secsvc/shared';
+import { EventRecords, type GeoIp, type LogStore } from '@secsvc/audit-store';
+import { AUDIT_CONSUMER_GROUP, AUTH_EVENTS_TOPIC, traceBatch, type EventBus, type Logger, type Metrics, type Subscription } from '@secsvc/shared';
 import { Counter } from 'prom-client';
 
 export interface ConsumerOptions {
@@ -13,22 +12,13 @@ export interface ConsumerOptions {
   maxWaitMs: number;
 }
 
-/** A record that cannot be an event (bad JSON, no id...): logged and skipped, since retrying cannot fix it. */
-function parse(record: BusRecord, logger: Logger): events.AuthEvent | undefined {
-  try {
-    const e = events.AuthEvent.fromJSON(JSON.parse(record.value));
-    if (!isId('log', e.id) || !e.type || !e.environment || Number.isNaN(Date.parse(e.timestamp ?? ''))) throw new Error('missing id, type, environment or timestamp');
-    return e;
-  } catch (err) {
-    logger.error({ recordId: record.id, err: { message: (err as Error).message } }, 'skipping a malformed event record');
-    return undefined;
-  }
-}
-
 /**
  * The audit consumer: takes batches of auth events off the bus (group `audit`), adds a location to each from
- * its ip, and stores them in ClickHouse. The bus moves the group's position only after the insert resolved,
- * and the store skips ids it already has, so a crash anywhere yields every event exactly once in the log.
+ * its ip, and stores them in ClickHouse; each record is parsed as soon as the bus has read it (EventRecords),
+ * while the batch before is being stored. A record that cannot be an event (bad JSON, no id...) is logged
+ * and skipped, since retrying cannot fix it. The bus moves the group's position only after the insert resolved,
+ * and the store skips ids it already has (looking up only the events its bus positions cannot vouch for), so a
+ * crash anywhere yields every event exactly once in the log.
  */
 export async function startConsumer(o: ConsumerOptions): Promise<Subscription> {
   const stored = o.metrics
@@ -45,18 +35,15 @@ export async function startConsumer(o: ConsumerOptions): Promise<Subscription> {
       async (g) => g.lag.set({ topic: AUTH_EVENTS_TOPIC, group: AUDIT_CONSUMER_GROUP }, await lag(AUTH_EVENTS_TOPIC, AUDIT_CONSUMER_GROUP)),
     );
   }
+  const records = new EventRecords(o.geo);
   return o.bus.subscribe(
-    { topic: AUTH_EVENTS_TOPIC, group: AUDIT_CONSUMER_GROUP, maxBatchSize: o.maxBatchSize, maxWaitMs: o.maxWaitMs },
+    { topic: AUTH_EVENTS_TOPIC, group: AUDIT_CONSUMER_GROUP, maxBatchSize: o.maxBatchSize, maxWaitMs: o.maxWaitMs, onReceived: records.prepare },
     async (batch) => {
-      const rows: LogRow[] = [];
-      for (const record of batch) {
-        const e = parse(record, o.logger);
-        if (e) rows.push(rowFromEvent(e, o.geo.lookup(e.context?.ip ?? '')));
-      }
+      const entries = records.entries(batch, ({ record, reason }) => o.logger.error({ recordId: record.id, err: { message: reason } }, 'skipping a malformed event record'));
       // Traced: each event's span continues the trace of the request that caused it (its traceparent).
-      const inserted = await traceBatch(AUTH_EVENTS_TOPIC, batch, () => o.store.insert(rows));
+      const inserted = await traceBatch(AUTH_EVENTS_TOPIC, batch, () => o.store.insertEntries(entries));
       stored?.inc(inserted);
-      duplicates?.inc(rows.length - inserted);
+      duplicates?.inc(entries.length - inserted);
     },
   );
 }

@@ -75,8 +75,8 @@ export async function startPipeline(makeBus: (databaseUrl: string) => Promise<Ev
 export function storeDyingAfterInsert(store: LogStore, failures = 2): { store: LogStore; calls: () => number } {
   let calls = 0;
   const crashing = Object.create(store) as LogStore;
-  crashing.insert = async (rows) => {
-    const n = await store.insert(rows);
+  crashing.insertEntries = async (entries) => {
+    const n = await store.insertEntries(entries);
     if (calls++ < failures) throw new Error('consumer died after the insert (test)');
     return n;
   };

@@ -239,6 +239,40 @@ describe('confidential client', () => {
     for (const e of entries.slice(0, 5)) expect((await s.api('GET', `/logs/${e.id}`)).body.data.traceId).toBe(traceOf.get(e.context.userAgent));
   });
 
+  it('expired JWTs refused together (one ReportAuthFailureBatch call to identity): each refusal its own auth.failed event', async () => {
+    const { access_token } = await json(await tokenPost({ grant_type: 'client_credentials', scope: 'read:users' }, basic(confidential.clientId, confidential.clientSecret!)));
+    const [h, p] = access_token.split('.');
+    const claims = JSON.parse(Buffer.from(p!, 'base64url').toString()) as { exp: number };
+    // Expired past the leeway (refused before any signature work), each a token of its own.
+    const expired = (i: number) => `${h}.${Buffer.from(JSON.stringify({ ...claims, exp: claims.exp - 3_600 - i })).toString('base64url')}.${randomBytes(64).toString('base64url')}`;
+    const n = 20;
+    const res = await pipelined(
+      s.issuer,
+      Array.from({ length: n }, (_, i) => ({ method: 'GET', path: '/v1/users?limit=1', headers: { authorization: `Bearer ${expired(i)}`, 'user-agent': `refused-e2e/${i}` } })),
+    );
+    expect(res.map((r) => r.status)).toEqual(Array(n).fill(401));
+    // Reported after answering (fire and forget): the batch call shows up shortly.
+    const batched = await eventually(
+      async () =>
+        parseMetricsText(await (await fetch(`${s.stack.admin.identity}/metrics`)).text())
+          .filter((m) => m.name === 'grpc_server_handled_total' && m.labels.grpc_method === 'ReportAuthFailureBatch' && m.labels.grpc_code === 'OK')
+          .reduce((sum, m) => sum + m.value, 0),
+      (calls) => calls > 0,
+      10_000,
+    );
+    expect(batched).toBeGreaterThan(0);
+    const entries = await eventually(
+      async () =>
+        ((await s.api('GET', '/logs?events=auth.failed&limit=100')).body.data as { id: string; context: { userAgent: string } }[]).filter((e) =>
+          e.context.userAgent.startsWith('refused-e2e/'),
+        ),
+      (found) => found.length >= n,
+      20_000,
+    );
+    expect(entries.map((e) => e.context.userAgent).sort()).toEqual(Array.from({ length: n }, (_, i) => `refused-e2e/${i}`).sort());
+    for (const e of entries.slice(0, 3)) expect((await s.api('GET', `/logs/${e.id}`)).body.data.metadata).toMatchObject({ credential: 'jwt', reason: 'expired' });
+  });
+
   it('manages API keys and clients with their scopes, never a client stronger than the token, nor a first-party one', async () => {
     // Administrative scopes are for first-party clients only.
     const thirdParty = await s.api('POST', '/oauth/clients', { name: 'Not first party', type: 'confidential', redirectUris: [REDIRECT], scopes: ['read:users', 'write:clients'] });

@@ -1,5 +1,5 @@
 import { createHash, createPrivateKey, createPublicKey, hash, hkdfSync, sign, verify, type KeyObject } from 'node:crypto';
-import { withTransaction, type Pool, type PoolClient } from '@secsvc/shared';
+import { withTransaction, type BusPosition, type Pool, type PoolClient } from '@secsvc/shared';
 import type { ClickHouseClient } from './clickhouse';
 import { LOG_COLUMNS, type LogRow } from './rows';
 import { LOG_TABLE } from './schema';
@@ -32,8 +32,13 @@ export function canonicalEntry(r: LogRow): string {
 export const chainLink = (hash: string): number => parseInt(hash.slice(0, 13), 16);
 
 export function chainHash(previous: string, r: LogRow): string {
+  return hashCanonical(previous, canonicalEntry(r));
+}
+
+/** chainHash of an entry whose canonical form (canonicalEntry) is already made. */
+export function hashCanonical(previous: string, canonical: string): string {
   // One-shot hashing: about half the cost of a Hash object per entry.
-  return hash('sha256', `${previous}\n${canonicalEntry(r)}`);
+  return hash('sha256', `${previous}\n${canonical}`);
 }
 
 export interface Checkpoint {
@@ -99,10 +104,41 @@ interface Head {
   hash: string;
   checkpointPosition: number;
   checkpointAt: Date;
+  /** Per partition, the highest bus offset stored in this environment; null: unknown (see needsLookup). */
+  busPositions: Record<string, number> | null;
+  /** Ids of the rows adopted from a dead writer while locking (they are stored). */
+  adopted: Set<string>;
+}
+
+/** Where an entry came from on the bus (BusRecord.position and mayRepeat). */
+export interface EntryOrigin extends BusPosition {
+  mayRepeat?: boolean;
+}
+
+/** An entry to append, with where it came from on the bus (none: looked up by id). */
+export interface IncomingEntry {
+  row: LogRow;
+  origin?: EntryOrigin;
+  /** canonicalEntry(row), when made already. */
+  canonical?: string;
+}
+
+/**
+ * Whether an entry may be stored already, so that it must be looked up by id: it comes from nowhere known, the
+ * relay may have sent it twice, the environment's positions are unknown, or it sits at or below the highest
+ * offset stored from its partition (a record handed over again keeps its offset). Above it, it has never been
+ * stored: the consumer handles each partition's records in offset order.
+ */
+function needsLookup(origin: EntryOrigin | undefined, positions: Record<string, number> | null): boolean {
+  if (!origin || origin.mayRepeat || positions === null) return true;
+  const last = positions[origin.partition];
+  return last !== undefined && origin.offset <= last;
 }
 
 export interface ChainedRow {
   row: LogRow;
+  /** canonicalEntry(row): what the hash covers, and (with the position and link appended) the row as inserted. */
+  canonical: string;
   position: number;
   hash: string;
   /** chainLink(hash): what the row stores. */
@@ -139,29 +175,53 @@ export class AuditChain {
   ) {}
 
   /**
-   * Gives `rows` (one environment, new entries only) the next positions and hashes and inserts them with
-   * `insert`, under the environment's head lock; the head moves (and a checkpoint is signed when due) only
-   * after the insert resolved. A writer that died after its insert left rows past the stored head: they are
-   * adopted first, so positions never repeat.
+   * Appends the entries of one environment (distinct ids, in bus order) that are not stored yet, and returns how
+   * many that was. Under the environment's head lock: the entries that may be stored already (needsLookup) are
+   * looked up with `stored`, which returns the ids of those it finds; the rest get the next positions and
+   * hashes and are inserted with `insert`; then the head and its bus positions move (and a checkpoint is signed
+   * when due), only after the insert resolved. A writer that died after its insert left rows past the stored
+   * head: they are adopted first, so positions never repeat and those entries are not stored twice.
    */
-  async append(environment: string, rows: LogRow[], insert: (chained: ChainedRow[]) => Promise<void>): Promise<void> {
-    if (rows.length === 0) return;
-    await withTransaction(this.pool, async (db) => {
+  async append(
+    environment: string,
+    entries: IncomingEntry[],
+    insert: (chained: ChainedRow[]) => Promise<void>,
+    stored: (rows: LogRow[]) => Promise<Set<string>>,
+  ): Promise<number> {
+    if (entries.length === 0) return 0;
+    return withTransaction(this.pool, async (db) => {
       const head = await this.lockHead(db, environment);
+      const candidates = entries.filter((e) => !head.adopted.has(e.row.id));
+      const doubtful = candidates.filter((e) => needsLookup(e.origin, head.busPositions));
+      const found = doubtful.length > 0 ? await stored(doubtful.map((e) => e.row)) : undefined;
+      const fresh = found ? candidates.filter((e) => !found.has(e.row.id)) : candidates;
       let { position, hash } = head;
-      const chained = rows.map((row) => {
+      const chained = fresh.map(({ row, canonical = canonicalEntry(row) }) => {
         position += 1;
-        hash = chainHash(hash, row);
-        return { row, position, hash, link: chainLink(hash) };
+        hash = hashCanonical(hash, canonical);
+        return { row, canonical, position, hash, link: chainLink(hash) };
       });
-      await insert(chained);
+      if (chained.length > 0) await insert(chained);
+      // The highest offset per partition, never lowered (a late batch of an older owner of a partition must not
+      // make later records look new).
+      const busPositions = { ...head.busPositions };
+      let moved = false;
+      for (const { origin } of entries) {
+        if (origin && !(origin.offset <= (busPositions[origin.partition] ?? -1))) {
+          busPositions[origin.partition] = origin.offset;
+          moved = true;
+        }
+      }
+      if (chained.length === 0 && !moved) return 0;
       const now = new Date();
-      const checkpoint = position - head.checkpointPosition >= this.options.checkpointEvery || now.getTime() - head.checkpointAt.getTime() >= this.options.checkpointIntervalMs;
+      const checkpoint =
+        chained.length > 0 && (position - head.checkpointPosition >= this.options.checkpointEvery || now.getTime() - head.checkpointAt.getTime() >= this.options.checkpointIntervalMs);
       if (checkpoint) await this.writeCheckpoint(db, environment, position, hash, now);
       await db.query(
-        `UPDATE audit_chain_heads SET position = $2, hash = $3${checkpoint ? ', checkpoint_position = $2, checkpoint_at = $4' : ''} WHERE environment = $1`,
-        checkpoint ? [environment, position, hash, now] : [environment, position, hash],
+        `UPDATE audit_chain_heads SET position = $2, hash = $3${moved ? ', bus_positions = $4' : ''}${checkpoint ? `, checkpoint_position = $2, checkpoint_at = $${moved ? 5 : 4}` : ''} WHERE environment = $1`,
+        [environment, position, hash, ...(moved ? [JSON.stringify(busPositions)] : []), ...(checkpoint ? [now] : [])],
       );
+      return chained.length;
     });
   }
 
@@ -189,8 +249,8 @@ export class AuditChain {
 
   private async lockHead(db: PoolClient, environment: string): Promise<Head> {
     const select = () =>
-      db.query<{ position: string; hash: string; checkpoint_position: string; checkpoint_at: Date }>(
-        'SELECT position, hash, checkpoint_position, checkpoint_at FROM audit_chain_heads WHERE environment = $1 FOR UPDATE',
+      db.query<{ position: string; hash: string; checkpoint_position: string; checkpoint_at: Date; bus_positions: Record<string, number> | null }>(
+        'SELECT position, hash, checkpoint_position, checkpoint_at, bus_positions FROM audit_chain_heads WHERE environment = $1 FOR UPDATE',
         [environment],
       );
     let { rows } = await select();
@@ -204,7 +264,14 @@ export class AuditChain {
       );
       ({ rows } = await select());
     }
-    const head = { position: num(rows[0]!.position), hash: rows[0]!.hash, checkpointPosition: num(rows[0]!.checkpoint_position), checkpointAt: rows[0]!.checkpoint_at };
+    const head: Head = {
+      position: num(rows[0]!.position),
+      hash: rows[0]!.hash,
+      checkpointPosition: num(rows[0]!.checkpoint_position),
+      checkpointAt: rows[0]!.checkpoint_at,
+      busPositions: rows[0]!.bus_positions,
+      adopted: new Set(),
+    };
     const ahead = await this.ch.query({
       query: `SELECT max(chain_seq) AS last FROM ${LOG_TABLE} WHERE environment = {env:String} AND chain_seq > {pos:UInt64}`,
       query_params: { env: environment, pos: head.position },
@@ -234,6 +301,7 @@ export class AuditChain {
       }
       head.position = num(r.chain_seq);
       head.hash = hash;
+      head.adopted.add(r.id);
     }
   }
 

@@ -4,6 +4,7 @@ export * from './schema';
 export * from './rows';
 export * from './store';
 export * from './chain';
+export * from './ingest';
 export * from './geoip';
 export * from './search';
 export * from './export-jobs';

@@ -1,7 +1,9 @@
-import type { AuditChain, ChainedRow } from './chain';
+import { Readable } from 'node:stream';
+import { canonicalEntry, type AuditChain, type ChainedRow, type EntryOrigin, type IncomingEntry } from './chain';
 import type { ClickHouseClient } from './clickhouse';
 import { LOG_COLUMNS, type LogRow } from './rows';
 import { LOG_TABLE } from './schema';
+import { TextIndexCounts } from './text-index-counts';
 
 /** A keyset position in newest-first order: the last shown entry's time and id. */
 export interface LogPosition {
@@ -39,6 +41,7 @@ export interface Clause {
 }
 
 const SELECT = LOG_COLUMNS.join(', ');
+const INSERT_CHAINED = `INSERT INTO ${LOG_TABLE} (${[...LOG_COLUMNS, 'chain_seq', 'chain_link'].join(', ')}) FORMAT JSONCompactEachRow`;
 // ClickHouse renders DateTime64 as "YYYY-MM-DD hh:mm:ss.sss" (UTC here); the API speaks ISO 8601.
 export const isoTime = (ch: string): string => (ch.includes('T') ? ch : ch.replace(' ', 'T') + 'Z');
 /** ISO 8601 → the text ClickHouse parses as DateTime64(3) in UTC. */
@@ -77,14 +80,6 @@ export function filterClause(f: LogFilters, after?: LogPosition): Clause {
   return { where: parts.join(' AND '), params };
 }
 
-/**
- * Counting matches row by row reads about the rows of the granules holding the term (index_granularity 1,024
- * rows each): ~35 ms for 10,000,000 rows here, ~5 ms for a rare term's few granules. A count from the text index
- * costs two more statements (~8 ms), so it is used when it spares reading at least this many rows.
- */
-const MIN_SPARED_ROWS = 2_000_000;
-const GRANULE_ROWS = 1024;
-
 /** The filters a count from the text index handles: the environment and a time window (key columns only). */
 const indexCountable = (f: LogFilters): boolean => !f.events?.length && !f.actorId && !f.result;
 
@@ -99,61 +94,84 @@ export class LogStore {
   constructor(
     private readonly ch: ClickHouseClient,
     private readonly chain?: AuditChain,
-    /** `minSparedRows`: see MIN_SPARED_ROWS (tests set 0 to count from the text index whenever it can). */
-    private readonly options: { minSparedRows?: number } = {},
-  ) {}
+    /** `minIndexedPartRows`: see MIN_INDEXED_PART_ROWS (tests set 0 to count from the text index whenever it can). */
+    options: { minIndexedPartRows?: number } = {},
+  ) {
+    this.indexCounter = new TextIndexCounts(ch, { minPartRows: options.minIndexedPartRows });
+  }
+
+  /** Counts of one-term searches from the text index, and the per-part token counts it keeps. */
+  private readonly indexCounter: TextIndexCounts;
 
   /**
    * Inserts the rows whose ids are not stored yet (at-least-once delivery hands some events twice): returns
-   * how many were new. Duplicates inside the batch are dropped too. The insert is one block, so it is
-   * all-or-nothing.
+   * how many were new. Duplicates inside the batch are dropped too (the first is kept). `origins[i]`: where
+   * rows[i] came from on the bus; with the chain, a row from a known position is looked up by id only when it
+   * may have been stored before (see AuditChain.append), every other row always. Each environment's rows are
+   * inserted as one block, so each is all-or-nothing.
    */
-  async insert(rows: LogRow[]): Promise<number> {
-    const unique = [...new Map(rows.map((r) => [r.id, r])).values()];
-    if (unique.length === 0) return 0;
-    const times = unique.map((r) => Date.parse(r.timestamp));
-    const existing = await this.ch.query({
-      query: `SELECT id FROM ${LOG_TABLE}
-              WHERE timestamp >= toDateTime64({lo:String}, 3, 'UTC') AND timestamp <= toDateTime64({hi:String}, 3, 'UTC')
-                AND id IN {ids:Array(String)}`,
-      query_params: {
-        lo: chTime(new Date(Math.min(...times)).toISOString()),
-        hi: chTime(new Date(Math.max(...times)).toISOString()),
-        ids: unique.map((r) => r.id),
-      },
-      format: 'JSONEachRow',
-    });
-    const stored = new Set((await existing.json<{ id: string }>()).map((r) => r.id));
-    const fresh = unique.filter((r) => !stored.has(r.id));
-    if (fresh.length === 0) return 0;
+  async insert(rows: LogRow[], origins?: ReadonlyArray<EntryOrigin | undefined>): Promise<number> {
+    return this.insertEntries(rows.map((row, i) => ({ row, origin: origins?.[i] })));
+  }
+
+  /** insert() of entries that may carry their canonical form already (EventRecords). */
+  async insertEntries(all: IncomingEntry[]): Promise<number> {
+    const seen = new Set<string>();
+    const entries = all.filter((e) => !seen.has(e.row.id) && !!seen.add(e.row.id));
+    if (entries.length === 0) return 0;
     if (!this.chain) {
-      await this.write(fresh.map((row) => ({ row, position: 0, hash: '', link: 0 })));
+      const found = await this.storedIds(entries.map((e) => e.row));
+      const fresh = entries.filter((e) => !found.has(e.row.id));
+      if (fresh.length > 0) await this.write(fresh.map(({ row, canonical }) => ({ row, canonical, position: 0, link: 0 })));
       return fresh.length;
     }
     // One chain per environment, in the order the bus delivered them.
-    const byEnvironment = new Map<string, LogRow[]>();
-    for (const r of fresh) {
-      const rows = byEnvironment.get(r.environment);
-      if (rows) rows.push(r);
-      else byEnvironment.set(r.environment, [r]);
+    const byEnvironment = new Map<string, IncomingEntry[]>();
+    for (const e of entries) {
+      const list = byEnvironment.get(e.row.environment);
+      if (list) list.push(e);
+      else byEnvironment.set(e.row.environment, [e]);
     }
-    for (const [environment, rows] of byEnvironment) await this.chain.append(environment, rows, (chained) => this.write(chained));
-    return fresh.length;
+    let inserted = 0;
+    for (const [environment, list] of byEnvironment) {
+      inserted += await this.chain.append(environment, list, (chained) => this.write(chained), (doubtful) => this.storedIds(doubtful));
+    }
+    return inserted;
   }
 
-  /** Writes rows with their chain positions (0 and empty when unchained) as one block. */
-  async write(rows: ChainedRow[]): Promise<void> {
-    // Arrays in column order (JSONCompactEachRow): a third less to encode and parse than keyed objects.
-    await this.ch.insert({
-      table: LOG_TABLE,
-      values: rows.map(({ row, position, link }) => {
-        const values: unknown[] = LOG_COLUMNS.map((c) => (c === 'timestamp' ? chTime(row.timestamp) : row[c]));
-        values.push(position, link);
-        return values;
-      }),
-      format: 'JSONCompactEachRow',
-      columns: [...LOG_COLUMNS, 'chain_seq', 'chain_link'] as [string, ...string[]],
+  /** The ids of `rows` the log holds already (looked up within the rows' time span, which the key narrows). */
+  private async storedIds(rows: LogRow[]): Promise<Set<string>> {
+    let lo = Infinity;
+    let hi = -Infinity;
+    for (const r of rows) {
+      const t = Date.parse(r.timestamp);
+      if (t < lo) lo = t;
+      if (t > hi) hi = t;
+    }
+    const rs = await this.ch.query({
+      query: `SELECT id FROM ${LOG_TABLE}
+              WHERE timestamp >= toDateTime64({lo:String}, 3, 'UTC') AND timestamp <= toDateTime64({hi:String}, 3, 'UTC')
+                AND id IN {ids:Array(String)}`,
+      query_params: { lo: chTime(new Date(lo).toISOString()), hi: chTime(new Date(hi).toISOString()), ids: rows.map((r) => r.id) },
+      format: 'JSONEachRow',
     });
+    return new Set((await rs.json<{ id: string }>()).map((r) => r.id));
+  }
+
+  /**
+   * Writes rows with their chain positions (0 when unchained) as one block. A row's canonical form is already
+   * its values as a JSON array in column order (JSONCompactEachRow), the timestamp in ISO 8601: the position and
+   * link are appended to it, so each entry is serialised once, for its hash and its insert.
+   */
+  async write(rows: Array<Pick<ChainedRow, 'row' | 'position' | 'link'> & Partial<ChainedRow>>): Promise<void> {
+    const body = rows.map(({ row, canonical = canonicalEntry(row), position, link }) => `${canonical.slice(0, -1)},${position},${link}]`).join('\n');
+    const { stream } = await this.ch.exec({
+      query: INSERT_CHAINED,
+      values: Readable.from([body]),
+      // The canonical timestamp is ISO 8601 with a Z ("2026-11-28T10:00:00.000Z").
+      clickhouse_settings: { date_time_input_format: 'best_effort' },
+    });
+    for await (const _ of stream); // the (empty) answer, read so that the connection is free again
   }
 
   /** A newest-first page (limit + 1 rows fetched, so the caller knows whether there is more). */
@@ -176,13 +194,13 @@ export class LogStore {
    * length of its posting list), so a part's matches are that number less the matches outside the filter,
    * and the rows outside the filter are a prefix and a suffix of the part's key order (environment, timestamp)
    * that the primary key finds. A term found in most entries (`success`: 12 in 13) is then counted without
-   * reading its posting lists. See {@link countFromTextIndex}. An aborted `signal` calls the count off (rejects).
+   * reading its posting lists. See {@link TextIndexCounts}. An aborted `signal` calls the count off (rejects).
    */
   async count(filters: LogFilters, extra?: Clause, signal?: AbortSignal): Promise<number> {
     if (extra?.indexToken !== undefined && this.indexCounts && indexCountable(filters)) {
       try {
         for (let attempt = 0; attempt < 2; attempt++) {
-          const n = await this.countFromTextIndex(filters, extra, extra.indexToken, signal);
+          const n = await this.indexCounter.count(filters, filterClause(filters), extra, extra.indexToken, signal);
           if (n !== undefined) return n;
         }
       } catch (err) {
@@ -203,66 +221,6 @@ export class LogStore {
     const rs = await this.ch.query({ query: `SELECT count() AS n FROM ${LOG_TABLE} WHERE ${condition}`, query_params: { ...base.params, ...extra?.params }, format: 'JSONEachRow', abort_signal: signal });
     const [row] = await rs.json<{ n: string | number }>();
     return Number(row?.n ?? 0);
-  }
-
-  /**
-   * The matches of a one-term search, `undefined` when a merge replaced a part in between (the caller retries).
-   *
-   * 1. Per part: the share of its granules whose first key is inside the filter (primary index,
-   *    `mergeTreeIndex`) and the number of rows holding the token (text index, `mergeTreeTextIndex`; no row
-   *    there: the part does not hold the token). S: the parts mostly inside the filter. When S's token counts
-   *    spare little row-by-row work (a rare term, or a window that cuts the big parts in half), rows are counted
-   *    instead.
-   * 2. One statement: matches inside the filter in parts not in S, and matches outside the filter in parts of S.
-   * 3. All parts of S still active: parts only ever go from active to outdated, so they were active when 1 and 2
-   *    read (a part a merge made from some of them would have been counted twice otherwise).
-   * total = Σ_S token rows − matches outside the filter in S + matches inside the filter elsewhere.
-   */
-  private async countFromTextIndex(filters: LogFilters, extra: Clause, token: string, signal?: AbortSignal): Promise<number | undefined> {
-    const base = filterClause(filters);
-    // The parts active before statement 1: its two table functions may see the parts at different moments (a
-    // part a merge made between them would show up with no token rows), so S must be parts active before both.
-    const before = new Set(await this.activeParts(signal));
-    const rs = await this.ch.query({
-      query: `SELECT k.part_name AS part, k.rows AS rows, k.inside / k.marks AS share, ifNull(t.n, 0) AS n
-              FROM (SELECT part_name, sum(rows_in_granule) AS rows, countIf(${base.where}) AS inside, count() AS marks FROM mergeTreeIndex(currentDatabase(), ${LOG_TABLE}) GROUP BY part_name) AS k
-              LEFT JOIN (SELECT part_name, sum(cardinality) AS n FROM mergeTreeTextIndex(currentDatabase(), ${LOG_TABLE}, idx_search) WHERE token = {indexToken:String} GROUP BY part_name) AS t
-              ON t.part_name = k.part_name`,
-      query_params: { ...base.params, indexToken: token },
-      format: 'JSONEachRow',
-      abort_signal: signal,
-    });
-    const parts = (await rs.json<{ part: string; rows: string | number; share: number; n: string | number }>()).map((r) => ({ part: r.part, rows: Number(r.rows), share: Number(r.share), n: Number(r.n) }));
-    const indexed = parts.filter((p) => p.share >= 0.5);
-    if (indexed.some((p) => !before.has(p.part))) return undefined;
-    // The rows a count reads in a share of a part: those of the granules that may hold the term.
-    const read = (p: (typeof parts)[number], share: number) => Math.min(p.rows, p.n * GRANULE_ROWS) * share;
-    const spared = indexed.reduce((sum, p) => sum + read(p, p.share) - read(p, 1 - p.share), 0);
-    if (spared < (this.options.minSparedRows ?? MIN_SPARED_ROWS) || indexed.length === 0) return this.countRows(filters, extra, signal);
-    const names = indexed.map((p) => p.part);
-    const counted = await this.ch.query({
-      query: `SELECT toInt64(count()) AS n FROM ${LOG_TABLE} WHERE ${base.where} AND (${extra.where}) AND _part NOT IN {indexParts:Array(String)}
-              UNION ALL
-              SELECT -toInt64(count()) AS n FROM ${LOG_TABLE} WHERE NOT (${base.where}) AND (${extra.where}) AND _part IN {indexParts:Array(String)}`,
-      query_params: { ...base.params, ...extra.params, indexParts: names },
-      format: 'JSONEachRow',
-      abort_signal: signal,
-    });
-    const rest = (await counted.json<{ n: string | number }>()).reduce((sum, r) => sum + Number(r.n), 0);
-    const after = new Set(await this.activeParts(signal));
-    if (names.some((n) => !after.has(n))) return undefined;
-    return indexed.reduce((sum, p) => sum + p.n, rest);
-  }
-
-  /** The names of the table's active parts now. */
-  private async activeParts(signal?: AbortSignal): Promise<string[]> {
-    const rs = await this.ch.query({
-      query: `SELECT name FROM system.parts WHERE database = currentDatabase() AND table = {table:String} AND active`,
-      query_params: { table: LOG_TABLE },
-      format: 'JSONEachRow',
-      abort_signal: signal,
-    });
-    return (await rs.json<{ name: string }>()).map((r) => r.name);
   }
 
   /**

@@ -154,10 +154,15 @@ test('a writer that died after its insert (head not moved) is taken over: positi
   await ingest();
   const lost = [row(), row()];
   await expect(
-    chain.append('live', lost, async (chained) => {
-      await store.write(chained);
-      throw new Error('killed after the insert');
-    }),
+    chain.append(
+      'live',
+      lost.map((row) => ({ row })),
+      async (chained) => {
+        await store.write(chained);
+        throw new Error('killed after the insert');
+      },
+      async () => new Set(),
+    ),
   ).rejects.toThrow('killed');
   // The head in PostgreSQL did not move; the next batch adopts the rows past it.
   expect(await store.insert([row()])).toBe(1);
@@ -175,10 +180,15 @@ test('rows a dead writer left that do not hash as stored are reported (and verif
   chain.onMismatch = (_environment, position) => mismatches.push(position);
   try {
     await expect(
-      chain.append('live', [row()], async (chained) => {
-        await store.write(chained.map((c) => ({ ...c, link: c.link + 1 })));
-        throw new Error('killed after a bad insert');
-      }),
+      chain.append(
+        'live',
+        [{ row: row() }],
+        async (chained) => {
+          await store.write(chained.map((c) => ({ ...c, link: c.link + 1 })));
+          throw new Error('killed after a bad insert');
+        },
+        async () => new Set(),
+      ),
     ).rejects.toThrow('killed');
     expect(await store.insert([row()])).toBe(1);
     expect(mismatches).toEqual([26]);
@@ -186,4 +196,91 @@ test('rows a dead writer left that do not hash as stored are reported (and verif
   } finally {
     chain.onMismatch = undefined;
   }
+});
+
+describe('looking up only the entries that may be stored already (bus positions kept with the head)', () => {
+  /** Appends through the store, counting the ids it looks up in ClickHouse. */
+  const lookups: string[][] = [];
+  const append = (entries: Array<{ row: LogRow; origin?: { partition: number; offset: number; mayRepeat?: boolean } }>) =>
+    chain.append(
+      'live',
+      entries,
+      (chained) => store.write(chained),
+      async (rows) => {
+        lookups.push(rows.map((r) => r.id));
+        const rs = await ch.query({ query: `SELECT id FROM ${LOG_TABLE} WHERE id IN {ids:Array(String)}`, query_params: { ids: rows.map((r) => r.id) }, format: 'JSONEachRow' });
+        return new Set((await rs.json<{ id: string }>()).map((r) => r.id));
+      },
+    );
+  const at = (partition: number, first: number, rows: LogRow[], mayRepeat?: boolean) => rows.map((row, i) => ({ row, origin: { partition, offset: first + i, ...(mayRepeat && { mayRepeat }) } }));
+  const storedCount = async () => Number((await (await ch.query({ query: `SELECT count() AS n FROM ${LOG_TABLE}`, format: 'JSONEachRow' })).json<{ n: string }>())[0]!.n);
+  beforeEach(() => void lookups.splice(0));
+
+  test('a head without positions looks everything up once; then only redelivered, flagged and unplaced entries are', async () => {
+    const a = Array.from({ length: 6 }, () => row());
+    expect(await append(at(0, 1, a.slice(0, 3)))).toBe(3);
+    expect(lookups).toEqual([a.slice(0, 3).map((r) => r.id)]);
+    // Above the stored offsets: never stored, no lookup.
+    expect(await append([...at(0, 4, a.slice(3, 5)), ...at(1, 1, [a[5]!])])).toBe(3);
+    expect(lookups).toHaveLength(1);
+    const { rows } = await pool.query(`SELECT bus_positions FROM audit_chain_heads WHERE environment = 'live'`);
+    expect(rows[0].bus_positions).toEqual({ 0: 5, 1: 1 });
+    // Handed over again (at or below the offsets), with new ones after them: only the old ones are looked up.
+    const b = [row(), row()];
+    expect(await append([...at(0, 4, a.slice(3, 5)), ...at(0, 6, b)])).toBe(2);
+    expect(lookups[1]).toEqual(a.slice(3, 5).map((r) => r.id));
+    // Flagged by the relay (maybe sent twice) or without a position: looked up even above the offsets.
+    const again = { row: a[0]!, origin: { partition: 0, offset: 50, mayRepeat: true } };
+    const unplaced = { row: row() };
+    expect(await append([again, unplaced, ...at(0, 51, [row()])])).toBe(2);
+    expect(lookups[2]).toEqual([a[0]!.id, unplaced.row.id]);
+    expect(await storedCount()).toBe(10);
+    expect(await chain.verify('live')).toMatchObject({ intact: true, entriesChecked: 10 });
+  });
+
+  test('offsets are never lowered: a late batch of an older owner of a partition does not make later records look new', async () => {
+    const a = Array.from({ length: 8 }, () => row());
+    expect(await append(at(0, 1, a.slice(0, 2)))).toBe(2); // positions set (looked up: no positions yet)
+    expect(await append(at(0, 3, a.slice(2, 8)))).toBe(6); // offsets 3..8, stored 8
+    // A member that lost the partition finishes offsets 3..4 late: all found, and the stored offset stays 8...
+    expect(await append(at(0, 3, a.slice(2, 4)))).toBe(0);
+    const { rows } = await pool.query(`SELECT bus_positions FROM audit_chain_heads WHERE environment = 'live'`);
+    expect(rows[0].bus_positions).toEqual({ 0: 8 });
+    // ...so offsets 5..8 handed over again are still looked up, not stored twice.
+    expect(await append(at(0, 5, a.slice(4, 8)))).toBe(0);
+    expect(lookups.at(-1)).toEqual(a.slice(4, 8).map((r) => r.id));
+    expect(await storedCount()).toBe(8);
+    expect(await chain.verify('live')).toMatchObject({ intact: true, entriesChecked: 8 });
+  });
+
+  test('entries a dead writer inserted before its head moved are adopted, not stored again when handed over again', async () => {
+    const first = [row(), row()];
+    expect(await append(at(0, 1, first))).toBe(2);
+    const lost = [row(), row(), row()];
+    await expect(
+      chain.append(
+        'live',
+        at(0, 3, lost),
+        async (chained) => {
+          await store.write(chained);
+          throw new Error('killed after the insert');
+        },
+        async () => new Set(),
+      ),
+    ).rejects.toThrow('killed');
+    // The bus hands the same records over again; their offsets are above the stored ones (the head did not move).
+    const next = row();
+    expect(await append([...at(0, 3, lost), ...at(0, 6, [next])])).toBe(1);
+    expect(await storedCount()).toBe(6);
+    expect(await chain.verify('live')).toMatchObject({ intact: true, entriesChecked: 6, head: { position: 6 } });
+  });
+
+  test('through the store: a redelivered batch from the bus appears once', async () => {
+    const rows = Array.from({ length: 5 }, () => row());
+    const origins = rows.map((_, i) => ({ partition: 2, offset: 100 + i }));
+    expect(await store.insert(rows, origins)).toBe(5);
+    expect(await store.insert([...rows, row()], [...origins, { partition: 2, offset: 105 }])).toBe(1);
+    expect(await storedCount()).toBe(6);
+    expect(await chain.verify('live')).toMatchObject({ intact: true, entriesChecked: 6 });
+  });
 });

@@ -12,7 +12,7 @@ let n = 0;
 beforeAll(async () => {
   db = await testDatabase();
   pool = createPool(db.url, 8, logger, 'audit');
-  expect(await migrateAuditSchema(pool, logger)).toBe(5);
+  expect(await migrateAuditSchema(pool, logger)).toBe(7);
   expect(await migrateAuditSchema(pool, logger)).toBe(0);
   jobs = new ExportJobs(pool);
 }, 60_000);

@@ -108,60 +108,109 @@ test('counts entries per hour or day, event kind and result, with the filters an
 
 test('a one-term search is counted from the text index exactly as counting rows does, across parts, environments and windows', async () => {
   const at = (minute: number) => new Date(Date.UTC(2026, 10, 1, 12, minute)).toISOString();
-  // Four blocks (four parts), both environments in each; `failure` in one entry in three, `login` in every `user.login`.
+  // Four blocks (four parts): two with both environments, one of live entries only, one of test entries only;
+  // `failure` in one entry in three, `login` in every `user.login`.
   for (let block = 0; block < 4; block++) {
     await store.insert(
       Array.from({ length: 30 }, (_, i) => {
         const k = block * 30 + i;
-        return row({ environment: k % 4 === 0 ? 'test' : 'live', timestamp: at(k), event: k % 2 ? 'user.login' : 'user.logout', result: k % 3 ? 'success' : 'failure' });
+        const environment = block === 2 ? 'live' : block === 3 ? 'test' : k % 4 === 0 ? 'test' : 'live';
+        return row({ environment, timestamp: at(k), event: k % 2 ? 'user.login' : 'user.logout', result: k % 3 ? 'success' : 'failure' });
       }),
     );
   }
   const search = (token: string) => ({ where: 'hasToken(search_text, {t:String})', params: { t: token } });
-  const windows = [{}, { from: at(10) }, { to: at(95) }, { from: at(31), to: at(59) }, { from: at(0), to: at(120) }, { from: at(200) }];
-  // With minSparedRows 0 the text index counts whenever some part is mostly inside the filter (at this size the
-  // default would count rows every time).
-  const fromIndex = new LogStore(ch, undefined, { minSparedRows: 0 });
+  const windows = [{}, { from: at(10) }, { to: at(95) }, { from: at(31), to: at(59) }, { from: at(0), to: at(120) }, { from: at(59), to: at(91) }, { from: at(200) }];
+  // With minIndexedPartRows 0 every part may be counted from the text index (at this size the default counts rows).
+  const fromIndex = new LogStore(ch, undefined, { minIndexedPartRows: 0 });
   const check = async () => {
     for (const environment of ['live', 'test', 'other']) {
       for (const w of windows) {
         for (const token of ['failure', 'login', 'logout', 'absent']) {
           const filters = { environment, ...w };
           const rows = await store.count(filters, search(token));
-          for (const s of [store, fromIndex]) expect({ filters, token, n: await s.count(filters, { ...search(token), indexToken: token }) }).toEqual({ filters, token, n: rows });
+          // twice: the second from the token counts kept in memory
+          for (const s of [store, fromIndex, fromIndex]) expect({ filters, token, n: await s.count(filters, { ...search(token), indexToken: token }) }).toEqual({ filters, token, n: rows });
         }
       }
     }
   };
   await check();
-  await ch.command({ query: `OPTIMIZE TABLE ${LOG_TABLE} FINAL` }); // one part holding both environments
+  await ch.command({ query: `OPTIMIZE TABLE ${LOG_TABLE} FINAL` }); // one part holding both environments: new counts
   await check();
-  // It did count from the text index (and did not fall back to counting rows).
-  const query = jest.spyOn(ch, 'query');
-  expect(await fromIndex.count({ environment: 'live' }, { ...search('login'), indexToken: 'login' })).toBe(60);
-  expect(query.mock.calls.some(([q]) => q.query.includes('mergeTreeTextIndex'))).toBe(true);
-  expect(query.mock.calls.some(([q]) => q.query.includes('system.parts'))).toBe(true);
-  query.mockRestore();
-  // A merge between the statements (a part read is gone afterwards, or a part read was not active before them):
-  // counted again; twice in a row: rows counted.
-  for (const when of ['after', 'before'] as const) {
-    for (const races of [1, 2]) {
-      const real = ch.query.bind(ch);
-      let attempts = 0;
-      let restCounted = false; // a part list after statement 2 (the rest counted by rows) is the check after it
-      const raced = jest.spyOn(ch, 'query').mockImplementation(((params: Parameters<ClickHouseClient['query']>[0]) => {
-        if (params.query.includes('_part NOT IN')) restCounted = true;
-        if (!params.query.includes('system.parts')) return real(params);
-        const isBefore = !restCounted;
-        restCounted = false;
-        if (isBefore) attempts++;
-        const race = attempts <= races && (when === 'before' ? isBefore : !isBefore);
-        return race ? real({ ...params, query: `SELECT 'merged_part' AS name`, query_params: {} }) : real(params);
-      }) as ClickHouseClient['query']);
-      expect(await fromIndex.count({ environment: 'live' }, { ...search('login'), indexToken: 'login' })).toBe(60);
-      expect(attempts).toBe(2); // counted twice from the index
-      const rowCounts = raced.mock.calls.filter(([q]) => q.query.startsWith('SELECT count() AS n FROM audit_logs WHERE')).length;
-      expect({ when, races, rowCounts }).toEqual({ when, races, rowCounts: races === 1 ? 0 : 1 });
+});
+
+test('token counts are kept per part content: a merge, new parts and a recreated table with the same part names are counted afresh', async () => {
+  const at = (minute: number) => new Date(Date.UTC(2026, 10, 1, 12, minute)).toISOString();
+  const insert = (n: number, event = 'user.login') => store.insert(Array.from({ length: n }, (_, i) => row({ timestamp: at(i), event })));
+  const fromIndex = new LogStore(ch, undefined, { minIndexedPartRows: 0 });
+  const login = { where: 'hasToken(search_text, {t:String})', params: { t: 'login' }, indexToken: 'login' };
+  const parts = async () => (await (await ch.query({ query: `SELECT name FROM system.parts WHERE table = '${LOG_TABLE}' AND active ORDER BY name`, format: 'JSONEachRow' })).json<{ name: string }>()).map((r) => r.name);
+  // A new table numbers its blocks (and so its parts) from 1.
+  const recreate = async () => {
+    await ch.command({ query: `DROP TABLE ${LOG_TABLE} SYNC` });
+    for (const m of MIGRATIONS) for (const statement of m.statements) await ch.command({ query: statement });
+  };
+  await recreate();
+  const statements = jest.spyOn(ch, 'query');
+  const counted = async (expected: number) => {
+    statements.mockClear();
+    expect(await fromIndex.count({ environment: 'live' }, login)).toBe(expected);
+    return statements.mock.calls.map(([q]) => (/mergeTreeTextIndex/.test(q.query) ? 'tokens' : /system\.parts/.test(q.query) ? 'parts' : /mergeTreeIndex/.test(q.query) ? 'keys' : 'rows'));
+  };
+  try {
+    await insert(10);
+    await insert(5);
+    expect(await counted(15)).toEqual(['parts', 'keys', 'tokens', 'parts']); // read, then checked
+    expect(await counted(15)).toEqual(['parts']); // every part wholly inside the filter: from memory
+    await insert(7, 'user.logout');
+    expect(await counted(15)).toEqual(['parts', 'keys', 'tokens', 'parts']); // the new part's counts
+    const before = await parts();
+    await ch.command({ query: `OPTIMIZE TABLE ${LOG_TABLE} FINAL` });
+    expect(await parts()).not.toEqual(before);
+    expect(await counted(15)).toEqual(['parts', 'keys', 'tokens', 'parts']); // the merged part is new
+    expect(await counted(15)).toEqual(['parts']);
+
+    // The same part names with other content (10 logins and 5 before, none and 4 now).
+    await recreate();
+    await insert(10, 'user.logout');
+    await insert(4);
+    expect(await parts()).toEqual(before.slice(0, 2));
+    expect(await counted(4)).toEqual(['parts', 'keys', 'tokens', 'parts']);
+  } finally {
+    statements.mockRestore();
+  }
+});
+
+test('a merge while a one-term search is counted from the text index: counted again, then row by row', async () => {
+  const at = (minute: number) => new Date(Date.UTC(2026, 10, 1, 12, minute)).toISOString();
+  const insert = (n: number, environment = 'live') => store.insert(Array.from({ length: n }, (_, i) => row({ environment, timestamp: at(i), event: 'user.login' })));
+  const login = { where: 'hasToken(search_text, {t:String})', params: { t: 'login' }, indexToken: 'login' };
+  // merge (a real one, OPTIMIZE FINAL) right before the statements that read parts listed earlier
+  for (const [when, races] of [['tokens', 1], ['rows', 1], ['rows', 2]] as const) {
+    await ch.command({ query: `TRUNCATE TABLE ${LOG_TABLE}` });
+    await insert(10);
+    await insert(6, 'test'); // a part outside the filter: the row count's statement runs
+    await insert(5);
+    const fromIndex = new LogStore(ch, undefined, { minIndexedPartRows: 0 });
+    const real = ch.query.bind(ch);
+    let merged = 0;
+    const raced = jest.spyOn(ch, 'query').mockImplementation((async (params: Parameters<ClickHouseClient['query']>[0]) => {
+      const statement = params.query.includes('mergeTreeTextIndex') ? 'tokens' : params.query.includes('_part NOT IN') ? 'rows' : '';
+      if (statement === when && merged < races) {
+        merged++;
+        await insert(1, 'test'); // so that there is something to merge the second time, outside the filter
+        await ch.command({ query: `OPTIMIZE TABLE ${LOG_TABLE} FINAL` });
+      }
+      return real(params);
+    }) as ClickHouseClient['query']);
+    try {
+      expect(await fromIndex.count({ environment: 'live' }, login)).toBe(15);
+      const calls = raced.mock.calls.map(([q]) => q.query);
+      const rowCounts = calls.filter((q) => q.startsWith('SELECT count() AS n FROM audit_logs WHERE')).length;
+      // one race: counted again from the index; two: rows counted
+      expect({ when, races, merged, rowCounts }).toEqual({ when, races, merged: races, rowCounts: races === 2 ? 1 : 0 });
+    } finally {
       raced.mockRestore();
     }
   }

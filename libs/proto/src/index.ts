@@ -37,7 +37,7 @@ export const serviceNames = {
  * the server registers them (ServiceRegistration.batches) and the gateway's client coalesces calls into them.
  */
 export const batchMethods = {
-  identity: { token: 'tokenBatch', getUser: 'getUserBatch' },
+  identity: { token: 'tokenBatch', getUser: 'getUserBatch', reportAuthFailure: 'reportAuthFailureBatch' },
   policy: { simulate: 'simulateBatch', authorize: 'authorizeBatch' },
 } as const;
 

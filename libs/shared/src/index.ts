@@ -31,6 +31,7 @@ export * from './outbox-relay';
 export * from './bus/config';
 export * from './object-store';
 export * from './waker';
+export * from './turn-batch';
 export * from './input';
 export * from './event-kinds';
 export * from './policy-schema';

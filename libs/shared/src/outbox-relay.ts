@@ -16,7 +16,10 @@ import { createEventBus, type BusSettings } from './bus/config';
 export const outboxChannel = (schema: string): string => `secsvc_outbox_${schema}`;
 
 export interface OutboxRelayOptions {
-  /** The service's pool (search_path = its schema, which holds the `outbox` table). */
+  /**
+   * The service's pool (search_path = its schema, which holds the `outbox` table). A round holds one connection
+   * and, before it publishes, commits its range on another: the pool needs at least 2.
+   */
   pool: Pool;
   /** For the LISTEN connection. */
   databaseUrl: string;
@@ -105,7 +108,9 @@ export function observeOutboxBacklog(metrics: Metrics, pool: Pool, schema: strin
  * advisory lock (one relaying replica at a time, so rows go out in outbox order), reads the oldest unpublished
  * rows, publishes them and marks them published (at the same time), and commits once the bus acknowledged.
  * A crash between the acknowledgement and the commit publishes the rows again on the next round: duplicates,
- * never loss (the audit store deduplicates by event id).
+ * never loss. Those are flagged (BusRecord.mayRepeat): before a round sends anything, its highest sequence
+ * number is committed in `outbox_relay`, and rows still unpublished at or below it go out flagged, so the audit
+ * store looks up by id only the events that may repeat (it knows the others by their bus position).
  */
 export class OutboxRelay {
   private stopped = false;
@@ -126,7 +131,7 @@ export class OutboxRelay {
     // The read asks for the lock again (an uncorrelated subquery, evaluated once; granted again to its holder):
     // a replica without it reads nothing.
     const lock = `pg_try_advisory_xact_lock(hashtext('secsvc:outbox:${o.schema}'))`;
-    this.opening = `BEGIN; SELECT ${lock} AS ok; ${INDEX_ORDER_ONLY}; ${unpublishedQuery(o.schema, this.batchSize, `(SELECT ${lock})`)}`;
+    this.opening = `BEGIN; SELECT ${lock} AS ok; ${INDEX_ORDER_ONLY}; SELECT unsure_through FROM ${o.schema}.outbox_relay; ${unpublishedQuery(o.schema, this.batchSize, `(SELECT ${lock})`)}`;
     if (o.metrics) observeOutboxBacklog(o.metrics, o.pool, o.schema);
   }
 
@@ -192,13 +197,24 @@ export class OutboxRelay {
     try {
       // One round trip opens the round: the transaction, its advisory lock, the index-order setting and the read
       // (the schema is an identifier checked in the constructor, the batch size a number).
-      const [, lock, , read] = (await client.query(this.opening)) as unknown as [unknown, pg.QueryResult<{ ok: boolean }>, unknown, pg.QueryResult<OutboxRow>];
+      const [, lock, , unsure, read] = (await client.query(this.opening)) as unknown as [
+        unknown,
+        pg.QueryResult<{ ok: boolean }>,
+        unknown,
+        pg.QueryResult<{ unsure_through: string }>,
+        pg.QueryResult<OutboxRow>,
+      ];
       if (!lock.rows[0]?.ok) {
         await client.query('ROLLBACK');
         return 0;
       }
       const rows = read.rows;
       if (rows.length > 0) {
+        // Rows an earlier round may have sent before it failed go out flagged; then this round's highest sequence
+        // number is recorded (committed now, on another connection) before anything is sent.
+        const unsureThrough = BigInt(unsure.rows[0]?.unsure_through ?? 0);
+        const last = rows[rows.length - 1]!.seq;
+        if (BigInt(last) > unsureThrough) await this.o.pool.query(`UPDATE ${this.o.schema}.outbox_relay SET unsure_through = $1 WHERE unsure_through < $1`, [last]);
         // The rows are marked while the bus works on the publish: the mark is part of this transaction, which
         // commits only once both succeeded (a failed publish rolls it back), so a round costs the longer of
         // the two instead of their sum. allSettled: the transaction is rolled back only after the UPDATE
@@ -206,7 +222,13 @@ export class OutboxRelay {
         const [published, marked] = await Promise.allSettled([
           this.o.bus.publish(
             this.topic,
-            rows.map((r) => ({ id: r.event_id, key: r.event_key, value: r.payload, ...(r.traceparent && { traceparent: r.traceparent }) })),
+            rows.map((r) => ({
+              id: r.event_id,
+              key: r.event_key,
+              value: r.payload,
+              ...(r.traceparent && { traceparent: r.traceparent }),
+              ...(unsureThrough > 0n && BigInt(r.seq) <= unsureThrough && { mayRepeat: true }),
+            })),
           ),
           // The array literal built directly: sequence numbers are digits only, nothing to escape.
           client.query(`UPDATE ${this.o.schema}.outbox SET published_at = now() WHERE seq = ANY($1::bigint[])`, [`{${rows.map((r) => r.seq).join(',')}}`]),

@@ -1,7 +1,7 @@
 import pg from 'pg';
 import { createPool } from '../src/db';
 import { createLogger } from '../src/logger';
-import { appendEvent, outboxDdl } from '../src/outbox';
+import { appendEvent, appendEvents, outboxDdl } from '../src/outbox';
 import { requestContext } from '../src/context';
 import { INDEX_ORDER_ONLY, OutboxRelay, unpublishedQuery } from '../src/outbox-relay';
 import { createPostgresBus } from '../src/bus/postgres';
@@ -186,8 +186,31 @@ test('a crash after the bus acknowledged but before the outbox was marked republ
   const relay = new OutboxRelay({ pool, databaseUrl: db.url, schema: 'svc', bus: crashing, logger, topic: 'relay-2' });
   await expect(relay.relayOnce()).rejects.toThrow('process died');
   expect(await relay.drain()).toBe(3);
-  const got = await consume('relay-2', 'g', 6);
-  expect(got.map((r) => r.id)).toEqual([...ids, ...ids]);
+  const later = await appendEvent(pool, event('key_later'));
+  expect(await relay.drain()).toBe(1);
+  const got = await consume('relay-2', 'g', 7);
+  expect(got.map((r) => r.id)).toEqual([...ids, ...ids, later]);
+  // The second sending is flagged (its first may have reached the bus); the first sending and a later event,
+  // whose rounds went well, are not.
+  expect(got.map((r) => r.mayRepeat === true)).toEqual([false, false, false, true, true, true, false]);
+  // Positions: partition 0, the topic's sequence numbers.
+  expect(got.map((r) => r.position)).toEqual(got.map((_, i) => ({ partition: 0, offset: i + 1 })));
+});
+
+test('events appended together in one statement are rows of their own, in order, relayed like any', async () => {
+  const ids = await appendEvents(pool, [event('key_a'), event('key_b'), event('key_c')]);
+  expect(new Set(ids).size).toBe(3);
+  const { rows } = await pool.query<{ event_id: string; event_key: string }>('SELECT event_id, event_key FROM outbox ORDER BY seq');
+  expect(rows).toEqual([
+    { event_id: ids[0], event_key: 'key_a' },
+    { event_id: ids[1], event_key: 'key_b' },
+    { event_id: ids[2], event_key: 'key_c' },
+  ]);
+  expect(await appendEvents(pool, [])).toEqual([]);
+  await expect(appendEvents(pool, Array.from({ length: 1001 }, () => event('key_x')))).rejects.toThrow('at most 1,000');
+  const relay = new OutboxRelay({ pool, databaseUrl: db.url, schema: 'svc', bus, logger, topic: 'relay-many' });
+  expect(await relay.drain()).toBe(3);
+  expect((await consume('relay-many', 'g', 3)).map((r) => r.id)).toEqual(ids);
 });
 
 test('two relays on one outbox: every event goes out, in outbox order, and only once', async () => {
@@ -251,7 +274,8 @@ test('a backlog in a table without planner statistics is read by walking the unp
     expect(plan).toContain('"Index Name":"outbox_unpublished"');
     expect(plan).toContain('"Node Type":"Index Scan"');
     expect(plan).not.toContain('"Node Type":"Sort"');
-    const backlogPool = createPool(db.url, 1, logger, 'svc_backlog');
+    // A round holds one connection and records its range on a second (OutboxRelayOptions.pool).
+    const backlogPool = createPool(db.url, 2, logger, 'svc_backlog');
     try {
       const relay = new OutboxRelay({ pool: backlogPool, databaseUrl: db.url, schema: 'svc_backlog', bus, logger, topic: 'relay-5', batchSize: 500 });
       const first = await c.query<{ event_id: string }>('SELECT event_id FROM svc_backlog.outbox ORDER BY seq LIMIT 500');

@@ -1,8 +1,9 @@
-import { AppError, callerOf, eventOfCall, isId, type CallContext } from '@secsvc/shared';
+import { AppError, callerOf, eventOfCall, isId, TurnBatch, type CallContext, type EventInput } from '@secsvc/shared';
 import type { Database, Outbox, WarningLog } from './ports';
 
 // The security events no change carries: refused credentials (auth.failed) and callers over their rate limit
-// (rate_limit.exceeded), each written alone, outside any transaction.
+// (rate_limit.exceeded), written outside any transaction: those reported in one turn of the event loop (a
+// gateway's batch of refusals under load) in one statement.
 
 export interface AuthEventsDeps {
   db: Database;
@@ -22,7 +23,11 @@ export interface RateLimitReport {
 }
 
 export class AuthEventsService {
-  constructor(private readonly deps: AuthEventsDeps) {}
+  private readonly written: TurnBatch<EventInput, string>;
+
+  constructor(private readonly deps: AuthEventsDeps) {
+    this.written = new TurnBatch((events) => deps.outbox.appendAll(deps.db.pool, events));
+  }
 
   /**
    * auth.failed for a refused credential. Only the credential's prefix is kept, never the value; a failure to
@@ -37,8 +42,8 @@ export class AuthEventsService {
       metadata: { credential, prefix, reason },
     });
     // The refused credential authenticated nothing: no auth method, whatever the call's metadata says.
-    await this.deps.outbox
-      .append(this.deps.db.pool, { ...event, authMethod: undefined })
+    await this.written
+      .add({ ...event, authMethod: undefined })
       .then(() => undefined)
       .catch((err: unknown) => this.deps.logger.warn({ err: { message: (err as Error).message } }, 'could not record auth.failed'));
   }
@@ -63,8 +68,7 @@ export class AuthEventsService {
     if (!Number.isInteger(report.windowSeconds) || report.windowSeconds < 1) errors.push({ field: 'windowSeconds', message: 'must be a positive integer' });
     if (errors.length) throw AppError.invalid(errors);
     const subject = report.subjectType as keyof typeof SUBJECTS;
-    await this.deps.outbox.append(
-      this.deps.db.pool,
+    await this.written.add(
       eventOfCall(call, {
         environment,
         type: 'rate_limit.exceeded',

@@ -8,7 +8,7 @@ import { consoleClientsRepository } from '../repositories/console-clients';
 import { credentialChangesRepository } from '../repositories/credential-changes';
 import { mailRepository } from '../repositories/mail';
 import { oauthClientsRepository, oauthCodesRepository, oauthConsentsRepository, oauthGrantsRepository, oauthRefreshTokensRepository } from '../repositories/oauth';
-import { appendEvent } from '../repositories/outbox';
+import { appendEvent, appendEvents } from '../repositories/outbox';
 import { mfaChallengesRepository, mfaFactorsRepository, mfaFailuresRepository, mfaSettingsRepository } from '../repositories/mfa';
 import { passwordsRepository } from '../repositories/passwords';
 import { sessionsRepository } from '../repositories/sessions';
@@ -37,7 +37,7 @@ export interface IdentityDeps {
 }
 
 /** Identity's outbox writer (a user actor gets the email the user has when the event is written). */
-export const identityOutbox: Outbox = { append: appendEvent };
+export const identityOutbox: Outbox = { append: appendEvent, appendAll: appendEvents };
 
 /** Every identity service over PostgreSQL: the one place where the repositories are handed to the domain. */
 export function identityServices(ctx: IdentityContext, deps: IdentityDeps) {

@@ -23,6 +23,8 @@ export function postgresDatabase(pool: Pool): Database {
 /** Identity's outbox: an event written with `db` (a transaction's client: exactly when its change commits). */
 export interface Outbox {
   append(db: Db, event: EventInput): Promise<string>;
+  /** Several events in one statement (at most 1,000). */
+  appendAll(db: Db, events: EventInput[]): Promise<string[]>;
 }
 
 /** A page request as the list RPCs take it: a size and the signed cursor of the previous page ('' for the first). */

@@ -30,7 +30,7 @@ import {
  *
  * - Publishing: one idempotent producer per bus (acks from all in-sync replicas, one request in flight per
  *   connection), records keyed by BusRecord.key (so one key stays on one partition, in order), the record id
- *   in header `id` (its trace context, if any, in header `traceparent`). publish() resolves once the broker acknowledged every record. After a failed publish the
+ *   in header `id` (its trace context, if any, in header `traceparent`; BusRecord.mayRepeat in `secsvc-may-repeat`). publish() resolves once the broker acknowledged every record. After a failed publish the
  *   producer is replaced: kafkajs rolls back its sequence numbers on failure, and reusing them for different
  *   records could make the broker drop those as duplicates of a write that did land.
  * - Topics are created on demand (admin createTopics, `partitions` partitions) before the first publish or
@@ -70,6 +70,8 @@ export interface KafkaBusOptions {
 export const DEFAULT_KAFKA_PARTITIONS = 6;
 /** The header carrying BusRecord.id. */
 export const KAFKA_ID_HEADER = 'id';
+/** The header of a record the publisher may have published before (BusRecord.mayRepeat). */
+const MAY_REPEAT = 'secsvc-may-repeat';
 /** A publish is sent in requests of at most this many bytes of keys, values and ids (the broker's limit is 1 MiB per partition batch). */
 const PUBLISH_CHUNK_BYTES = 512 * 1024;
 /** How long a fetch waits on the broker when there is nothing to read (also bounds how long stop() waits for it). */
@@ -226,7 +228,7 @@ function chunks(records: BusRecord[]): Message[][] {
       current = [];
       bytes = 0;
     }
-    current.push({ key: r.key, value: r.value, headers: { [KAFKA_ID_HEADER]: r.id, ...(r.traceparent && { [TRACEPARENT]: r.traceparent }) } });
+    current.push({ key: r.key, value: r.value, headers: { [KAFKA_ID_HEADER]: r.id, ...(r.traceparent && { [TRACEPARENT]: r.traceparent }), ...(r.mayRepeat && { [MAY_REPEAT]: '1' }) } });
     bytes += size;
   }
   if (current.length > 0) out.push(current);
@@ -244,6 +246,8 @@ function toRecord(topic: string, partition: number, m: KafkaMessage): BusRecord 
     key: m.key?.toString() ?? '',
     value: m.value?.toString() ?? '',
     ...(traceparent !== undefined && { traceparent: traceparent.toString() }),
+    ...(m.headers?.[MAY_REPEAT] !== undefined && { mayRepeat: true }),
+    position: { partition, offset: Number(m.offset) },
   };
 }
 
@@ -258,6 +262,7 @@ class KafkaSubscription implements Subscription {
   private readonly topic: string;
   private readonly maxBatch: number;
   private readonly maxWaitMs: number;
+  private readonly onReceived: SubscribeOptions['onReceived'];
   /** Fetched, not yet handed over, in fetch order (offset order within each partition). */
   private buffer: Buffered[] = [];
   /** Bumped whenever the buffer is dropped (a failed batch, a rebalance): batches being added stop. */
@@ -286,6 +291,7 @@ class KafkaSubscription implements Subscription {
     this.topic = options.topic;
     this.maxBatch = Math.max(1, options.maxBatchSize ?? DEFAULT_MAX_BATCH_SIZE);
     this.maxWaitMs = Math.max(0, options.maxWaitMs ?? DEFAULT_MAX_WAIT_MS);
+    this.onReceived = options.onReceived;
     this.consumer = kafka.consumer({
       groupId: options.group,
       allowAutoTopicCreation: false,
@@ -346,7 +352,15 @@ class KafkaSubscription implements Subscription {
         await heartbeat();
       }
       if (!current()) return;
-      this.buffer.push({ partition: batch.partition, offset: BigInt(message.offset), record: toRecord(batch.topic, batch.partition, message) });
+      const record = toRecord(batch.topic, batch.partition, message);
+      if (this.onReceived) {
+        try {
+          this.onReceived(record);
+        } catch {
+          // SubscribeOptions.onReceived must not throw; the handler still gets the record.
+        }
+      }
+      this.buffer.push({ partition: batch.partition, offset: BigInt(message.offset), record });
       resolveOffset(message.offset);
     }
     this.dispatcher.wake();

@@ -16,6 +16,25 @@ export interface BusRecord {
   value: string;
   /** The W3C trace context of the span that wrote the record (Kafka: header `traceparent`), if any. */
   traceparent?: string;
+  /**
+   * The publisher may have published this record before: an earlier attempt's outcome was unknown (a relay
+   * round that failed or stopped after sending). Kafka: header `secsvc-may-repeat`. Subscribers that tell
+   * repeats apart by position must check such a record by its id.
+   */
+  mayRepeat?: boolean;
+  /**
+   * Where a subscription read the record (set on delivery, ignored by publish): its partition and offset there.
+   * Offsets grow in publish order within a partition, and a record handed over again keeps its position, so a
+   * subscriber that remembers the last position it durably handled per partition can tell a record handed over
+   * again (at or below it) from one it has never seen (above it), without looking it up.
+   */
+  position?: BusPosition;
+}
+
+/** A record's place on the bus: Kafka's partition and offset; the Postgres bus's sequence number (partition 0). */
+export interface BusPosition {
+  partition: number;
+  offset: number;
 }
 
 export interface SubscribeOptions {
@@ -29,6 +48,13 @@ export interface SubscribeOptions {
    * others to join it, and not at all when the last batch was handed over longer ago than that.
    */
   maxWaitMs?: number;
+  /**
+   * Called once with each record as soon as the subscription has read it: possibly while the handler still
+   * works on an earlier batch, so per-record work done here overlaps it. The handler later gets the same
+   * object (a record read again after a failure or a rebalance is a new object, shown here again). Must not
+   * throw (what it throws is ignored).
+   */
+  onReceived?: (record: BusRecord) => void;
 }
 
 /**

@@ -60,6 +60,8 @@ const MIGRATIONS: Migration[] = [
   },
   // The W3C trace context a record was published with (BusRecord.traceparent).
   { version: 2, name: 'traceparent', sql: 'ALTER TABLE bus_records ADD COLUMN traceparent text;' },
+  // BusRecord.mayRepeat.
+  { version: 3, name: 'may_repeat', sql: 'ALTER TABLE bus_records ADD COLUMN may_repeat boolean NOT NULL DEFAULT false;' },
 ];
 
 export interface PostgresBusOptions {
@@ -79,7 +81,12 @@ export interface PostgresBusOptions {
 const DAY = 86_400_000;
 
 /** A row of bus_records as a subscription reads it. */
-type StoredRecord = Omit<BusRecord, 'traceparent'> & { seq: string; traceparent: string | null };
+type StoredRecord = Omit<BusRecord, 'traceparent' | 'mayRepeat' | 'position'> & { seq: string; traceparent: string | null; may_repeat: boolean };
+/** A record read by a subscription, with its sequence number. */
+interface ReadRecord {
+  seq: string;
+  record: BusRecord;
+}
 
 export async function createPostgresBus(options: PostgresBusOptions): Promise<EventBus> {
   const pool = createPool(options.url, options.poolMax ?? 4, options.logger, BUS_SCHEMA);
@@ -116,12 +123,12 @@ class PostgresBus implements EventBus {
                INSERT INTO bus_topics AS bt (topic, last_seq) VALUES ($1, $2::bigint)
                ON CONFLICT (topic) DO UPDATE SET last_seq = bt.last_seq + EXCLUDED.last_seq RETURNING last_seq),
              r AS (
-               INSERT INTO bus_records (topic, seq, id, key, value, traceparent)
-               SELECT $1, t.last_seq - $2::bigint + e.ord, e.r->>'id', e.r->>'key', e.r->>'value', e.r->>'traceparent'
+               INSERT INTO bus_records (topic, seq, id, key, value, traceparent, may_repeat)
+               SELECT $1, t.last_seq - $2::bigint + e.ord, e.r->>'id', e.r->>'key', e.r->>'value', e.r->>'traceparent', coalesce((e.r->>'mayRepeat')::boolean, false)
                FROM t, json_array_elements($3::json) WITH ORDINALITY AS e(r, ord))
              SELECT pg_notify($4, $1)`,
       // One JSON parameter (serialised natively) rather than three text arrays (escaped element by element).
-      values: [topic, records.length, JSON.stringify(records.map(({ id, key, value, traceparent }) => ({ id, key, value, traceparent }))), CHANNEL],
+      values: [topic, records.length, JSON.stringify(records.map(({ id, key, value, traceparent, mayRepeat }) => ({ id, key, value, traceparent, mayRepeat }))), CHANNEL],
     });
   }
 
@@ -164,11 +171,21 @@ class PostgresBus implements EventBus {
   }
 }
 
+/** A stored record as handed over: its sequence number is its position (one partition per topic). */
+function toBusRecord(r: StoredRecord): BusRecord {
+  const record: BusRecord = { id: r.id, key: r.key, value: r.value, position: { partition: 0, offset: Number(r.seq) } };
+  // A record published without a trace context has no traceparent (not null).
+  if (r.traceparent !== null) record.traceparent = r.traceparent;
+  if (r.may_repeat) record.mayRepeat = true;
+  return record;
+}
+
 class PgSubscription implements Subscription {
   readonly topic: string;
   private readonly group: string;
   private readonly maxBatch: number;
   private readonly maxWaitMs: number;
+  private readonly onReceived: SubscribeOptions['onReceived'];
   private stopped = false;
   private readonly waker = new Waker();
   private running: Promise<void> | undefined;
@@ -189,6 +206,7 @@ class PgSubscription implements Subscription {
     this.group = options.group;
     this.maxBatch = Math.max(1, options.maxBatchSize ?? DEFAULT_MAX_BATCH_SIZE);
     this.maxWaitMs = Math.max(0, options.maxWaitMs ?? DEFAULT_MAX_WAIT_MS);
+    this.onReceived = options.onReceived;
   }
 
   start(): void {
@@ -222,6 +240,8 @@ class PgSubscription implements Subscription {
   private async loop(): Promise<void> {
     const backoff = new Backoff({ baseMs: 100, maxMs: 5000 });
     const pollMs = this.bus.pollMs ?? 1000;
+    // The records after the last batch handed over, read while the handler works on that batch.
+    let ahead: { after: string; rows: Promise<ReadRecord[]> } | undefined;
     while (!this.stopped) {
       try {
         this.client ??= await this.connect();
@@ -230,21 +250,24 @@ class PgSubscription implements Subscription {
           await this.sleep(pollMs);
           continue;
         }
-        const batch = await this.fetch(this.client);
+        const prefetched = ahead;
+        ahead = undefined;
+        const batch = await this.fetch(this.client, prefetched);
         if (batch.length === 0) {
           await this.prune(this.client);
           await this.sleep(pollMs);
           continue;
         }
-        // A record published without a trace context has no traceparent (not null).
-        await this.handler(batch.map(({ id, key, value, traceparent }) => (traceparent === null ? { id, key, value } : { id, key, value, traceparent })));
-        await this.client.query('UPDATE bus_offsets SET seq = $3, updated_at = now() WHERE topic = $1 AND grp = $2', [
-          this.topic,
-          this.group,
-          batch[batch.length - 1]!.seq,
-        ]);
+        const last = batch[batch.length - 1]!.seq;
+        // Publishers commit in sequence order (the topic's row lock), so reading past `last` now misses nothing.
+        ahead = { after: last, rows: this.read(this.client, last) };
+        ahead.rows.catch(() => undefined); // a failed read is seen (and retried) when the loop gets to it
+        await this.handler(batch.map((r) => r.record));
+        await this.client.query('UPDATE bus_offsets SET seq = $3, updated_at = now() WHERE topic = $1 AND grp = $2', [this.topic, this.group, last]);
         backoff.reset();
       } catch (err) {
+        // Whatever was read ahead is dropped: the records come again from the saved position.
+        ahead = undefined;
         if (this.stopped) break;
         this.bus.logger.warn({ err: { message: (err as Error).message }, topic: this.topic, group: this.group }, 'event bus consumer retrying');
         // A broken connection is replaced; the position is re-read from the table, so nothing is skipped.
@@ -259,21 +282,41 @@ class PgSubscription implements Subscription {
     this.client = undefined;
   }
 
+  /** Up to a batch of records after sequence number `after` (undefined: after the group's saved position). */
+  private async read(client: pg.Client, after?: string): Promise<ReadRecord[]> {
+    const columns = 'r.seq, r.id, r.key, r.value, r.traceparent, r.may_repeat';
+    const { rows } =
+      after === undefined
+        ? await client.query<StoredRecord>(
+            `SELECT ${columns} FROM bus_records r
+             WHERE r.topic = $1 AND r.seq > (SELECT seq FROM bus_offsets WHERE topic = $1 AND grp = $2) ORDER BY r.seq LIMIT $3`,
+            [this.topic, this.group, this.maxBatch],
+          )
+        : await client.query<StoredRecord>(`SELECT ${columns} FROM bus_records r WHERE r.topic = $1 AND r.seq > $2 ORDER BY r.seq LIMIT $3`, [this.topic, after, this.maxBatch]);
+    return rows.map((r) => {
+      const record = toBusRecord(r);
+      if (this.onReceived) {
+        try {
+          this.onReceived(record);
+        } catch {
+          // SubscribeOptions.onReceived must not throw; the handler still gets the record.
+        }
+      }
+      return { seq: r.seq, record };
+    });
+  }
+
   /**
-   * The next records after the group's position. A partial batch is handed over at once when the last one
-   * was handed over at least maxWaitMs ago, else it waits for the rest of that time to fill.
+   * The next records: a full batch read ahead after the last one (`ahead`), or those after it (after the group's
+   * position when nothing was read ahead). A partial
+   * batch is handed over at once when the last one was handed over at least maxWaitMs ago, else it waits for the
+   * rest of that time to fill.
    */
-  private async fetch(client: pg.Client): Promise<StoredRecord[]> {
-    const read = async () =>
-      (
-        await client.query<StoredRecord>(
-          `SELECT r.seq, r.id, r.key, r.value, r.traceparent FROM bus_records r
-           WHERE r.topic = $1 AND r.seq > (SELECT seq FROM bus_offsets WHERE topic = $1 AND grp = $2)
-           ORDER BY r.seq LIMIT $3`,
-          [this.topic, this.group, this.maxBatch],
-        )
-      ).rows;
-    const rows = await read();
+  private async fetch(client: pg.Client, ahead?: { after: string; rows: Promise<ReadRecord[]> }): Promise<ReadRecord[]> {
+    const read = () => this.read(client, ahead?.after);
+    // A full batch read ahead is used as it is; a partial one may have grown meanwhile: read again.
+    const early = ahead && (await ahead.rows);
+    const rows = early && early.length >= this.maxBatch ? early : await read();
     const wait = this.lastHandedAt + this.maxWaitMs - Date.now();
     if (rows.length === 0 || rows.length >= this.maxBatch || wait <= 0) return this.handed(rows);
     // Not cut short by notifications (they are what fills the batch), only by stop().
@@ -292,7 +335,7 @@ class PgSubscription implements Subscription {
     return this.stopped ? [] : this.handed(await read());
   }
 
-  private handed(rows: StoredRecord[]): StoredRecord[] {
+  private handed(rows: ReadRecord[]): ReadRecord[] {
     if (rows.length > 0) this.lastHandedAt = Date.now();
     return rows;
   }

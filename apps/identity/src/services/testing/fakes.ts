@@ -67,6 +67,12 @@ export class FakeDatabase implements Database, Outbox {
     return `log_${this.events.length + (pending?.length ?? 0)}`;
   }
 
+  async appendAll(db: Db, events: EventInput[]): Promise<string[]> {
+    const ids: string[] = [];
+    for (const e of events) ids.push(await this.append(db, e));
+    return ids;
+  }
+
   /** The committed events of `type`. */
   eventsOf(type: string): EventInput[] {
     return this.events.filter((e) => e.type === type);

@@ -304,6 +304,27 @@ export interface ReportAuthFailureRequest {
 export interface ReportAuthFailureResponse {
 }
 
+export interface ReportAuthFailureBatchRequest {
+  /** At most 1,000 items. */
+  items: ReportAuthFailureBatchItem[];
+}
+
+export interface ReportAuthFailureBatchItem {
+  request: ReportAuthFailureRequest | undefined;
+  metadata: { [key: string]: string };
+}
+
+export interface ReportAuthFailureBatchItem_MetadataEntry {
+  key: string;
+  value: string;
+}
+
+export interface ReportAuthFailureBatchResult {
+  index: number;
+  response: ReportAuthFailureResponse | undefined;
+  error: CallError | undefined;
+}
+
 export interface ReportRateLimitExceededRequest {
   /** The environment of the caller ("live" for calls without a credential). */
   environment: string;
@@ -5111,6 +5132,390 @@ export const ReportAuthFailureResponse: MessageFns<ReportAuthFailureResponse> = 
   },
   fromPartial<I extends Exact<DeepPartial<ReportAuthFailureResponse>, I>>(_: I): ReportAuthFailureResponse {
     const message = createBaseReportAuthFailureResponse();
+    return message;
+  },
+};
+
+function createBaseReportAuthFailureBatchRequest(): ReportAuthFailureBatchRequest {
+  return { items: [] };
+}
+
+export const ReportAuthFailureBatchRequest: MessageFns<ReportAuthFailureBatchRequest> = {
+  encode(message: ReportAuthFailureBatchRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.items) {
+      ReportAuthFailureBatchItem.encode(v!, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ReportAuthFailureBatchRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseReportAuthFailureBatchRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.items.push(ReportAuthFailureBatchItem.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ReportAuthFailureBatchRequest {
+    return {
+      items: globalThis.Array.isArray(object?.items)
+        ? object.items.map((e: any) => ReportAuthFailureBatchItem.fromJSON(e))
+        : [],
+    };
+  },
+
+  toJSON(message: ReportAuthFailureBatchRequest): unknown {
+    const obj: any = {};
+    if (message.items?.length) {
+      obj.items = message.items.map((e) => ReportAuthFailureBatchItem.toJSON(e));
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ReportAuthFailureBatchRequest>, I>>(base?: I): ReportAuthFailureBatchRequest {
+    return ReportAuthFailureBatchRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ReportAuthFailureBatchRequest>, I>>(
+    object: I,
+  ): ReportAuthFailureBatchRequest {
+    const message = createBaseReportAuthFailureBatchRequest();
+    message.items = object.items?.map((e) => ReportAuthFailureBatchItem.fromPartial(e)) || [];
+    return message;
+  },
+};
+
+function createBaseReportAuthFailureBatchItem(): ReportAuthFailureBatchItem {
+  return { request: undefined, metadata: {} };
+}
+
+export const ReportAuthFailureBatchItem: MessageFns<ReportAuthFailureBatchItem> = {
+  encode(message: ReportAuthFailureBatchItem, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.request !== undefined) {
+      ReportAuthFailureRequest.encode(message.request, writer.uint32(10).fork()).join();
+    }
+    globalThis.Object.entries(message.metadata).forEach(([key, value]: [string, string]) => {
+      ReportAuthFailureBatchItem_MetadataEntry.encode({ key: key as any, value }, writer.uint32(18).fork()).join();
+    });
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ReportAuthFailureBatchItem {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseReportAuthFailureBatchItem();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.request = ReportAuthFailureRequest.decode(reader, reader.uint32());
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            const entry2 = ReportAuthFailureBatchItem_MetadataEntry.decode(reader, reader.uint32());
+            if (entry2.value !== undefined) {
+              message.metadata[entry2.key] = entry2.value;
+            }
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ReportAuthFailureBatchItem {
+    return {
+      request: isSet(object.request) ? ReportAuthFailureRequest.fromJSON(object.request) : undefined,
+      metadata: isObject(object.metadata)
+        ? (globalThis.Object.entries(object.metadata) as [string, any][]).reduce(
+          (acc: { [key: string]: string }, [key, value]: [string, any]) => {
+            globalThis.Object.defineProperty(acc, key, {
+              value: globalThis.String(value),
+              enumerable: true,
+              configurable: true,
+              writable: true,
+            });
+            return acc;
+          },
+          {},
+        )
+        : {},
+    };
+  },
+
+  toJSON(message: ReportAuthFailureBatchItem): unknown {
+    const obj: any = {};
+    if (message.request !== undefined) {
+      obj.request = ReportAuthFailureRequest.toJSON(message.request);
+    }
+    if (message.metadata) {
+      const entries = globalThis.Object.entries(message.metadata) as [string, string][];
+      if (entries.length > 0) {
+        obj.metadata = {};
+        entries.forEach(([k, v]) => {
+          obj.metadata[k] = v;
+        });
+      }
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ReportAuthFailureBatchItem>, I>>(base?: I): ReportAuthFailureBatchItem {
+    return ReportAuthFailureBatchItem.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ReportAuthFailureBatchItem>, I>>(object: I): ReportAuthFailureBatchItem {
+    const message = createBaseReportAuthFailureBatchItem();
+    message.request = (object.request !== undefined && object.request !== null)
+      ? ReportAuthFailureRequest.fromPartial(object.request)
+      : undefined;
+    message.metadata = (globalThis.Object.entries(object.metadata ?? {}) as [string, string][]).reduce(
+      (acc: { [key: string]: string }, [key, value]: [string, string]) => {
+        if (value !== undefined) {
+          acc[key] = globalThis.String(value);
+        }
+        return acc;
+      },
+      {},
+    );
+    return message;
+  },
+};
+
+function createBaseReportAuthFailureBatchItem_MetadataEntry(): ReportAuthFailureBatchItem_MetadataEntry {
+  return { key: "", value: "" };
+}
+
+export const ReportAuthFailureBatchItem_MetadataEntry: MessageFns<ReportAuthFailureBatchItem_MetadataEntry> = {
+  encode(message: ReportAuthFailureBatchItem_MetadataEntry, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.key !== "") {
+      writer.uint32(10).string(message.key);
+    }
+    if (message.value !== "") {
+      writer.uint32(18).string(message.value);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ReportAuthFailureBatchItem_MetadataEntry {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseReportAuthFailureBatchItem_MetadataEntry();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.key = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.value = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ReportAuthFailureBatchItem_MetadataEntry {
+    return {
+      key: isSet(object.key) ? globalThis.String(object.key) : "",
+      value: isSet(object.value) ? globalThis.String(object.value) : "",
+    };
+  },
+
+  toJSON(message: ReportAuthFailureBatchItem_MetadataEntry): unknown {
+    const obj: any = {};
+    if (message.key !== "") {
+      obj.key = message.key;
+    }
+    if (message.value !== "") {
+      obj.value = message.value;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ReportAuthFailureBatchItem_MetadataEntry>, I>>(
+    base?: I,
+  ): ReportAuthFailureBatchItem_MetadataEntry {
+    return ReportAuthFailureBatchItem_MetadataEntry.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ReportAuthFailureBatchItem_MetadataEntry>, I>>(
+    object: I,
+  ): ReportAuthFailureBatchItem_MetadataEntry {
+    const message = createBaseReportAuthFailureBatchItem_MetadataEntry();
+    message.key = object.key ?? "";
+    message.value = object.value ?? "";
+    return message;
+  },
+};
+
+function createBaseReportAuthFailureBatchResult(): ReportAuthFailureBatchResult {
+  return { index: 0, response: undefined, error: undefined };
+}
+
+export const ReportAuthFailureBatchResult: MessageFns<ReportAuthFailureBatchResult> = {
+  encode(message: ReportAuthFailureBatchResult, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.index !== 0) {
+      writer.uint32(8).uint32(message.index);
+    }
+    if (message.response !== undefined) {
+      ReportAuthFailureResponse.encode(message.response, writer.uint32(18).fork()).join();
+    }
+    if (message.error !== undefined) {
+      CallError.encode(message.error, writer.uint32(26).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ReportAuthFailureBatchResult {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseReportAuthFailureBatchResult();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.index = reader.uint32();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.response = ReportAuthFailureResponse.decode(reader, reader.uint32());
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.error = CallError.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ReportAuthFailureBatchResult {
+    return {
+      index: isSet(object.index) ? globalThis.Number(object.index) : 0,
+      response: isSet(object.response) ? ReportAuthFailureResponse.fromJSON(object.response) : undefined,
+      error: isSet(object.error) ? CallError.fromJSON(object.error) : undefined,
+    };
+  },
+
+  toJSON(message: ReportAuthFailureBatchResult): unknown {
+    const obj: any = {};
+    if (message.index !== 0) {
+      obj.index = Math.round(message.index);
+    }
+    if (message.response !== undefined) {
+      obj.response = ReportAuthFailureResponse.toJSON(message.response);
+    }
+    if (message.error !== undefined) {
+      obj.error = CallError.toJSON(message.error);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ReportAuthFailureBatchResult>, I>>(base?: I): ReportAuthFailureBatchResult {
+    return ReportAuthFailureBatchResult.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ReportAuthFailureBatchResult>, I>>(object: I): ReportAuthFailureBatchResult {
+    const message = createBaseReportAuthFailureBatchResult();
+    message.index = object.index ?? 0;
+    message.response = (object.response !== undefined && object.response !== null)
+      ? ReportAuthFailureResponse.fromPartial(object.response)
+      : undefined;
+    message.error = (object.error !== undefined && object.error !== null)
+      ? CallError.fromPartial(object.error)
+      : undefined;
     return message;
   },
 };
@@ -16442,6 +16847,18 @@ export const IdentityServiceService = {
       Buffer.from(ReportAuthFailureResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): ReportAuthFailureResponse => ReportAuthFailureResponse.decode(value),
   },
+  /** Several ReportAuthFailure calls in one, as TokenBatch is to Token (a gateway's refusals under load). */
+  reportAuthFailureBatch: {
+    path: "/secsvc.identity.v1.IdentityService/ReportAuthFailureBatch" as const,
+    requestStream: false as const,
+    responseStream: true as const,
+    requestSerialize: (value: ReportAuthFailureBatchRequest): Buffer =>
+      Buffer.from(ReportAuthFailureBatchRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): ReportAuthFailureBatchRequest => ReportAuthFailureBatchRequest.decode(value),
+    responseSerialize: (value: ReportAuthFailureBatchResult): Buffer =>
+      Buffer.from(ReportAuthFailureBatchResult.encode(value).finish()),
+    responseDeserialize: (value: Buffer): ReportAuthFailureBatchResult => ReportAuthFailureBatchResult.decode(value),
+  },
   /**
    * A caller went over its rate limit (gateways report the first refusal per subject and window), recorded
    * as a rate_limit.exceeded event; actor and context come from the call metadata like every event's.
@@ -16969,6 +17386,8 @@ export interface IdentityServiceServer extends UntypedServiceImplementation {
   getJwks: handleUnaryCall<GetJwksRequest, Jwks>;
   /** A credential the gateway refused on its own (a JWT), recorded as auth.failed like identity's refusals. */
   reportAuthFailure: handleUnaryCall<ReportAuthFailureRequest, ReportAuthFailureResponse>;
+  /** Several ReportAuthFailure calls in one, as TokenBatch is to Token (a gateway's refusals under load). */
+  reportAuthFailureBatch: handleServerStreamingCall<ReportAuthFailureBatchRequest, ReportAuthFailureBatchResult>;
   /**
    * A caller went over its rate limit (gateways report the first refusal per subject and window), recorded
    * as a rate_limit.exceeded event; actor and context come from the call metadata like every event's.
@@ -17475,6 +17894,16 @@ export interface IdentityServiceClient extends Client {
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: ReportAuthFailureResponse) => void,
   ): ClientUnaryCall;
+  /** Several ReportAuthFailure calls in one, as TokenBatch is to Token (a gateway's refusals under load). */
+  reportAuthFailureBatch(
+    request: ReportAuthFailureBatchRequest,
+    options?: Partial<CallOptions>,
+  ): ClientReadableStream<ReportAuthFailureBatchResult>;
+  reportAuthFailureBatch(
+    request: ReportAuthFailureBatchRequest,
+    metadata?: Metadata,
+    options?: Partial<CallOptions>,
+  ): ClientReadableStream<ReportAuthFailureBatchResult>;
   /**
    * A caller went over its rate limit (gateways report the first refusal per subject and window), recorded
    * as a rate_limit.exceeded event; actor and context come from the call metadata like every event's.
