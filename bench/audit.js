@@ -5,7 +5,8 @@
 //                                producing service's outbox → relay → bus → consumer (+GeoIP) → embedded
 //                                ClickHouse, once with the Postgres bus and once with Kafka (when the broker is
 //                                installed), against a plain bulk insert of the same rows into ClickHouse (the
-//                                ceiling), reported as a ratio.
+//                                ceiling), reported as a ratio. BENCH_BATCH: the consumer's batch (default 5,000, as
+//                                AUDIT_BATCH_SIZE); BENCH_BUSES: postgres,kafka.
 //   node bench/audit.js chain    the cost of tamper evidence: BENCH_EVENTS (default 200,000) events stored by the
 //                                consumer's store in batches of 5,000, with the hash chain (positions, hashes,
 //                                head lock in PostgreSQL, checkpoints) and without, interleaved over
@@ -36,6 +37,8 @@ const { machine } = require('./support');
 const EVENTS = Number(process.env.BENCH_EVENTS ?? 1_000_000);
 const ROWS = Number(process.env.BENCH_ROWS ?? 10_000_000);
 const RUNS = Number(process.env.BENCH_RUNS ?? 50);
+// The consumer's batch (the audit service's AUDIT_BATCH_SIZE, 5,000 by default).
+const CONSUMER_BATCH = Number(process.env.BENCH_BATCH ?? 5000);
 // Which buses the ingest part measures (comma-separated): postgres, kafka.
 const BUSES = (process.env.BENCH_BUSES ?? 'postgres,kafka').split(',');
 // Ingest as production runs it: every entry chained, the relay in a process of its own (BENCH_CHAINED=0 and
@@ -127,7 +130,7 @@ async function ingestOnce(name, url, spec, { chained = false, separateRelay = fa
   const started = performance.now();
   // As the audit service's consumer (apps/audit/src/consumer.ts) takes them.
   const parsed = new EventRecords(geo);
-  const sub = await bus.subscribe({ topic: 'auth-events', group: AUDIT_CONSUMER_GROUP, maxBatchSize: 5000, maxWaitMs: 200, onReceived: parsed.prepare }, async (records) => {
+  const sub = await bus.subscribe({ topic: 'auth-events', group: AUDIT_CONSUMER_GROUP, maxBatchSize: CONSUMER_BATCH, maxWaitMs: 200, onReceived: parsed.prepare }, async (records) => {
     stored += await store.insertEntries(parsed.entries(records, (bad) => console.error('malformed record', bad.reason)));
   });
   let child;
