@@ -23,6 +23,7 @@ import {
   type EventBus,
   type SubscribeOptions,
   type Subscription,
+  showReceived,
 } from './port';
 
 /**
@@ -353,13 +354,7 @@ class KafkaSubscription implements Subscription {
       }
       if (!current()) return;
       const record = toRecord(batch.topic, batch.partition, message);
-      if (this.onReceived) {
-        try {
-          this.onReceived(record);
-        } catch {
-          // SubscribeOptions.onReceived must not throw; the handler still gets the record.
-        }
-      }
+      showReceived(this.onReceived, record);
       this.buffer.push({ partition: batch.partition, offset: BigInt(message.offset), record });
       resolveOffset(message.offset);
     }

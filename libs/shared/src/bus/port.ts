@@ -31,6 +31,15 @@ export interface BusRecord {
   position?: BusPosition;
 }
 
+/** Hands a record just read to SubscribeOptions.onReceived, if any; what it throws is ignored (the handler still gets the record). */
+export function showReceived(onReceived: SubscribeOptions['onReceived'], record: BusRecord): void {
+  try {
+    onReceived?.(record);
+  } catch {
+    // onReceived must not throw: nothing of the record's delivery depends on it.
+  }
+}
+
 /** A record's place on the bus: Kafka's partition and offset; the Postgres bus's sequence number (partition 0). */
 export interface BusPosition {
   partition: number;

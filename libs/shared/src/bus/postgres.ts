@@ -14,6 +14,7 @@ import {
   type EventBus,
   type SubscribeOptions,
   type Subscription,
+  showReceived,
 } from './port';
 
 /**
@@ -295,13 +296,7 @@ class PgSubscription implements Subscription {
         : await client.query<StoredRecord>(`SELECT ${columns} FROM bus_records r WHERE r.topic = $1 AND r.seq > $2 ORDER BY r.seq LIMIT $3`, [this.topic, after, this.maxBatch]);
     return rows.map((r) => {
       const record = toBusRecord(r);
-      if (this.onReceived) {
-        try {
-          this.onReceived(record);
-        } catch {
-          // SubscribeOptions.onReceived must not throw; the handler still gets the record.
-        }
-      }
+      showReceived(this.onReceived, record);
       return { seq: r.seq, record };
     });
   }
