@@ -5,7 +5,7 @@
 //                                producing service's outbox → relay → bus → consumer (+GeoIP) → embedded
 //                                ClickHouse, once with the Postgres bus and once with Kafka (when the broker is
 //                                installed), against a plain bulk insert of the same rows into ClickHouse (the
-//                                ceiling), reported as a ratio. BENCH_BATCH: the consumer's batch (default 5,000, as
+//                                ceiling), reported as a ratio. BENCH_BATCH: the consumer's batch (default 20,000, as
 //                                AUDIT_BATCH_SIZE); BENCH_BUSES: postgres,kafka.
 //   node bench/audit.js chain    the cost of tamper evidence: BENCH_EVENTS (default 200,000) events stored by the
 //                                consumer's store in batches of 5,000, with the hash chain (positions, hashes,
@@ -37,8 +37,8 @@ const { machine } = require('./support');
 const EVENTS = Number(process.env.BENCH_EVENTS ?? 1_000_000);
 const ROWS = Number(process.env.BENCH_ROWS ?? 10_000_000);
 const RUNS = Number(process.env.BENCH_RUNS ?? 50);
-// The consumer's batch (the audit service's AUDIT_BATCH_SIZE, 5,000 by default).
-const CONSUMER_BATCH = Number(process.env.BENCH_BATCH ?? 5000);
+// The consumer's batch (the audit service's AUDIT_BATCH_SIZE, 20,000 by default).
+const CONSUMER_BATCH = Number(process.env.BENCH_BATCH ?? 20000);
 // Which buses the ingest part measures (comma-separated): postgres, kafka.
 const BUSES = (process.env.BENCH_BUSES ?? 'postgres,kafka').split(',');
 // Ingest as production runs it: every entry chained, the relay in a process of its own (BENCH_CHAINED=0 and
@@ -128,6 +128,7 @@ async function ingestOnce(name, url, spec, { chained = false, separateRelay = fa
   let stored = 0;
   const cpu0 = process.cpuUsage();
   const started = performance.now();
+  console.log(`${name}: ingest started`);
   // As the audit service's consumer (apps/audit/src/consumer.ts) takes them.
   const parsed = new EventRecords(geo);
   const sub = await bus.subscribe({ topic: 'auth-events', group: AUDIT_CONSUMER_GROUP, maxBatchSize: CONSUMER_BATCH, maxWaitMs: 200, onReceived: parsed.prepare }, async (records) => {
@@ -159,6 +160,7 @@ async function ingestOnce(name, url, spec, { chained = false, separateRelay = fa
   await ch.close();
   fs.rmSync(chDir, { recursive: true, force: true });
   const per1000 = (ms) => (ms === undefined ? undefined : Number((ms / (EVENTS / 1000)).toFixed(1)));
+  console.log(`${name}: ${Math.round(EVENTS / seconds)} events/s`);
   return { name, seconds, rate: EVENTS / seconds, count, consumerCpu: per1000((used.user + used.system) / 1000), relayCpu: per1000(relayCpuMs) };
 }
 
@@ -390,17 +392,20 @@ async function activeParts(ch) {
  * Search and list over BENCH_ROWS entries through the audit use cases (LogQueries: exactly what
  * `POST /v1/logs/search` and `GET /v1/logs` run, highlights and totalHits included), each query BENCH_RUNS
  * times: first on the quiet, merged table, then with an ingest stream of BENCH_INGEST_RATE entries/s
- * (default 2,000, in 4 blocks a second) running, so that chdb merges fresh parts while the queries run; then
+ * (default 2,000, in BENCH_INGEST_BLOCKS blocks a second, default 4) running, so that chdb merges fresh parts while the queries run; then
  * BENCH_CONCURRENCY (default 50) searches at once, BENCH_CONCURRENT_ROUNDS (default 4) times, with the stream
  * still running: searches/s and the latency each caller saw.
  * BENCH_SEARCH_DATA=<dir>: keep the generated, merged table in <dir> and start from a copy of it next time.
  */
 async function search() {
   const ingestRate = Number(process.env.BENCH_INGEST_RATE ?? 2000);
+  // Inserts a second: the consumer hands over a partial batch at most once per AUDIT_BATCH_WAIT_MS (1 s), so at
+  // 2,000 entries/s it inserts once a second; 4 is the harsher default.
+  const ingestBlocks = Number(process.env.BENCH_INGEST_BLOCKS ?? 4);
   const concurrency = Number(process.env.BENCH_CONCURRENCY ?? 50);
   const concurrentRounds = Number(process.env.BENCH_CONCURRENT_ROUNDS ?? 4);
   const keep = process.env.BENCH_SEARCH_DATA;
-  console.log(`# bench/audit search, ${machine()}, ${ROWS.toLocaleString('en')} stored entries, ${RUNS} runs each, ingest stream ${ingestRate} entries/s`);
+  console.log(`# bench/audit search, ${machine()}, ${ROWS.toLocaleString('en')} stored entries, ${RUNS} runs each, ingest stream ${ingestRate} entries/s in ${ingestBlocks} blocks a second`);
   const chDir = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-audit-search-'));
   const reuse = keep && fs.existsSync(path.join(keep, 'generated.json')) && JSON.parse(fs.readFileSync(path.join(keep, 'generated.json'), 'utf8')).rows === ROWS;
   if (reuse) fs.cpSync(keep, chDir, { recursive: true });
@@ -492,7 +497,7 @@ async function search() {
     header();
     for (const [name, fn] of cases) await measure(name, fn);
 
-    const stream = ingestStream(store, ROWS, ingestRate);
+    const stream = ingestStream(store, ROWS, ingestRate, ingestBlocks);
     await sleep(5000); // fresh parts and their first merges under way
     const before = await mergeCounters(ch);
     const partsBefore = await activeParts(ch);

@@ -26,7 +26,7 @@ export const auditConfigShape = {
   /** Days an entry is kept (a TTL on the log table). */
   AUDIT_RETENTION_DAYS: env.int(365, 1, 36_500),
   /** The consumer hands at most this many events to ClickHouse per insert... */
-  AUDIT_BATCH_SIZE: env.int(5000, 1, 100_000),
+  AUDIT_BATCH_SIZE: env.int(20_000, 1, 100_000),
   /**
    * ...and inserts a partial batch at most this often: an event waits at most this long for others to join it,
    * not at all after a quiet spell. About one insert a second is what ClickHouse's parts and merges are made for.

@@ -6,7 +6,7 @@ import type { Logger } from './logger';
 import type { Metrics } from './metrics';
 import { PgChannelListener } from './pg-listener';
 import { Waker } from './waker';
-import { AUTH_EVENTS_TOPIC, type EventBus } from './bus/port';
+import { AUTH_EVENTS_TOPIC, type EventBus, type InDatabasePublishing } from './bus/port';
 import { createEventBus, type BusSettings } from './bus/config';
 
 /**
@@ -110,7 +110,8 @@ export function observeOutboxBacklog(metrics: Metrics, pool: Pool, schema: strin
  * A crash between the acknowledgement and the commit publishes the rows again on the next round: duplicates,
  * never loss. Those are flagged (BusRecord.mayRepeat): before a round sends anything, its highest sequence
  * number is committed in `outbox_relay`, and rows still unpublished at or below it go out flagged, so the audit
- * store looks up by id only the events that may repeat (it knows the others by their bus position).
+ * store looks up by id only the events that may repeat (it knows the others by their bus position). On a bus
+ * in the outbox's own database (InDatabasePublishing) a round is one statement instead (relayInDatabase).
  */
 export class OutboxRelay {
   private stopped = false;
@@ -122,6 +123,10 @@ export class OutboxRelay {
   private readonly batchSize: number;
   /** The statements that open a round, sent as one simple query. */
   private readonly opening: string;
+  /** Set when the bus lives in this database: rounds then publish on the server (relayInDatabase). */
+  private readonly inDatabase: InDatabasePublishing | undefined;
+  /** relayInDatabase's source: the round's rows, marked published. */
+  private readonly takeRows: string;
 
   constructor(private readonly o: OutboxRelayOptions) {
     if (!/^[a-z_][a-z0-9_]*$/.test(o.schema)) throw new Error(`invalid schema name ${o.schema}`);
@@ -132,6 +137,14 @@ export class OutboxRelay {
     // a replica without it reads nothing.
     const lock = `pg_try_advisory_xact_lock(hashtext('secsvc:outbox:${o.schema}'))`;
     this.opening = `BEGIN; SELECT ${lock} AS ok; ${INDEX_ORDER_ONLY}; SELECT unsure_through FROM ${o.schema}.outbox_relay; ${unpublishedQuery(o.schema, this.batchSize, `(SELECT ${lock})`)}`;
+    // The bus's own statement can take the rows on the server when it lives in this database. The rows are
+    // picked by walking `outbox_unpublished` (an array of their seqs, so the UPDATE finds them by primary key)
+    // and only while holding the lock.
+    this.inDatabase = o.bus.inDatabase?.databaseUrl === o.databaseUrl ? o.bus.inDatabase : undefined;
+    this.takeRows = `UPDATE ${o.schema}.outbox SET published_at = now()
+      WHERE seq = ANY (ARRAY(SELECT seq FROM ${o.schema}.outbox WHERE published_at IS NULL AND (SELECT ${lock}) ORDER BY seq LIMIT ${this.batchSize}))
+      RETURNING seq, event_id AS id, event_key AS key, payload::text AS value, traceparent,
+                seq <= (SELECT unsure_through FROM ${o.schema}.outbox_relay) AS may_repeat`;
     if (o.metrics) observeOutboxBacklog(o.metrics, o.pool, o.schema);
   }
 
@@ -194,6 +207,7 @@ export class OutboxRelay {
   /** One round: returns how many events were published (0 when another replica holds the relay lock). */
   async relayOnce(): Promise<number> {
     const client = await this.o.pool.connect();
+    if (this.inDatabase) return this.relayInDatabase(client, this.inDatabase);
     try {
       // One round trip opens the round: the transaction, its advisory lock, the index-order setting and the read
       // (the schema is an identifier checked in the constructor, the batch size a number).
@@ -240,6 +254,27 @@ export class OutboxRelay {
       await client.query('COMMIT');
       if (this.o.metrics && rows.length > 0) relayedCounter(this.o.metrics).inc({ schema: this.o.schema }, rows.length);
       return rows.length;
+    } catch (err) {
+      await client.query('ROLLBACK').catch(() => undefined);
+      throw err;
+    } finally {
+      client.release();
+    }
+  }
+
+  /**
+   * A round on a bus in the outbox's own database (the Postgres bus on the service's database): one statement
+   * marks the oldest unpublished rows published and publishes them, and the transaction commits both or
+   * neither, so no record is ever published twice and none travels to the relay and back. Rows an earlier
+   * round on another bus may have sent (at or below `unsure_through`) still go out flagged.
+   */
+  private async relayInDatabase(client: PoolClient, bus: InDatabasePublishing): Promise<number> {
+    try {
+      const results = (await client.query(`BEGIN; ${INDEX_ORDER_ONLY}; ${bus.statement(this.topic, this.takeRows)}; COMMIT`)) as unknown as pg.QueryResult[];
+      const n = Number((results[2] as pg.QueryResult<{ n: string }>).rows[0]?.n ?? 0);
+      await this.cleanup(client);
+      if (this.o.metrics && n > 0) relayedCounter(this.o.metrics).inc({ schema: this.o.schema }, n);
+      return n;
     } catch (err) {
       await client.query('ROLLBACK').catch(() => undefined);
       throw err;

@@ -1,5 +1,6 @@
 import { createLogger } from '../src/logger';
-import { createPostgresBus } from '../src/bus/postgres';
+import pg from 'pg';
+import { busReadQuery, createPostgresBus, SUBSCRIBER_SESSION_OPTIONS } from '../src/bus/postgres';
 import type { EventBus } from '../src/bus/port';
 import { stopTestPostgres, testDatabase, type TestDatabase } from '@secsvc/dev/testing';
 import { describeBusContract } from './bus-contract';
@@ -108,6 +109,45 @@ describe('Postgres event bus', () => {
     }
   }, 30_000);
 });
+
+test('a backlog in a table without planner statistics is read by walking the primary key, never sorted', async () => {
+  // A fresh database whose records table was never analyzed (as after a burst or a consumer outage, before
+  // autovacuum gets to it): PostgreSQL guesses a few hundred records past the position.
+  const fresh = await testDatabase();
+  const b = await createPostgresBus({ url: fresh.url, logger });
+  const plain = new pg.Client({ connectionString: fresh.url, options: '-c search_path=bus' });
+  const subscriber = new pg.Client({ connectionString: fresh.url, options: SUBSCRIBER_SESSION_OPTIONS });
+  try {
+    await plain.connect();
+    await subscriber.connect();
+    await plain.query('ALTER TABLE bus_records SET (autovacuum_enabled = false)');
+    const records = Array.from({ length: 1000 }, (_, i) => ({ id: `log_${i}`, key: `k${i % 7}`, value: `{"n":${i}}` }));
+    for (let i = 0; i < 20; i++) await b.publish('backlog', records);
+    await plain.query(`INSERT INTO bus_offsets (topic, grp, seq) VALUES ('backlog', 'g', 0)`);
+    const plan = async (c: pg.Client, sql: string, params: unknown[]) =>
+      JSON.stringify((await c.query<{ 'QUERY PLAN': unknown }>(`EXPLAIN (FORMAT JSON) ${sql}`, params)).rows[0]!['QUERY PLAN']);
+    // What the setting prevents: every record past the position taken and sorted to keep one batch.
+    expect(await plan(plain, busReadQuery('after'), ['backlog', '0', 5000])).toContain('"Node Type":"Sort"');
+    for (const [sql, params] of [[busReadQuery('after'), ['backlog', '0', 5000]], [busReadQuery('saved'), ['backlog', 'g', 5000]]] as const) {
+      const walked = await plan(subscriber, sql, [...params]);
+      expect(walked).toContain('"Index Name":"bus_records_pkey"');
+      expect(walked).toContain('"Node Type":"Index Scan"');
+      expect(walked).not.toContain('"Node Type":"Sort"');
+    }
+    // And a subscription reads the backlog in order through that session.
+    const got: string[] = [];
+    const sub = await b.subscribe({ topic: 'backlog', group: 'g', maxBatchSize: 5000, maxWaitMs: 0 }, async (batch) => void got.push(...batch.map((r) => r.value)));
+    await waitFor(() => got.length === 20_000);
+    await sub.stop();
+    expect(got.slice(0, 3)).toEqual(['{"n":0}', '{"n":1}', '{"n":2}']);
+    expect(got.at(-1)).toBe('{"n":999}');
+  } finally {
+    await plain.end();
+    await subscriber.end();
+    await b.close();
+    await fresh.drop();
+  }
+}, 60_000);
 
 async function waitFor(cond: () => boolean, ms = 15_000): Promise<void> {
   const until = Date.now() + ms;

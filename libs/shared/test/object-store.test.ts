@@ -4,10 +4,12 @@
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { mkdtemp, readdir, rm, utimes, writeFile } from 'node:fs/promises';
+import { createServer, request as httpRequest, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import type { Readable } from 'node:stream';
-import { createLocalObjectStore, createObjectStore, createS3ObjectStore, parseByteRange, type ObjectStore } from '../src/object-store';
+import { createLocalObjectStore, createObjectStore, createS3ObjectStore, parseByteRange, unsignedPayload, type ObjectStore, type PayloadSigning } from '../src/object-store';
 import { loadConfig } from '../src/config';
 import { objectStoreConfig } from '../src/object-store/config';
 import { s3SkipReason, startTestS3, type TestS3 } from '@secsvc/dev/testing';
@@ -134,6 +136,53 @@ describeS3('S3 store (versitygw)', () => {
     return { store, partSize: 5 * 1024 * 1024, cleanup: async () => undefined };
   });
 
+  contract('S3 adapter, signed payloads (SigV4 over the SHA-256 of each part)', async () => {
+    const bucket = await s3.createBucket();
+    const store = createS3ObjectStore({ bucket, endpoint: s3.endpoint, region: s3.region, accessKeyId: s3.accessKeyId, secretAccessKey: s3.secretAccessKey, forcePathStyle: true, partSize: 5 * 1024 * 1024, payloadSigning: 'signed' });
+    return { store, partSize: 5 * 1024 * 1024, cleanup: async () => undefined };
+  });
+
+  /** A loopback HTTP proxy in front of versitygw that records each upload's x-amz-content-sha256 (by query). */
+  async function recordingProxy(): Promise<{ endpoint: string; seen: { op: string; sha: string }[]; close: () => Promise<void> }> {
+    const target = new URL(s3.endpoint);
+    const seen: { op: string; sha: string }[] = [];
+    const server: Server = createServer((req, res) => {
+      if (req.method === 'PUT') seen.push({ op: /[?&]partNumber=/.test(req.url ?? '') ? 'UploadPart' : 'PutObject', sha: String(req.headers['x-amz-content-sha256']) });
+      // Headers as received (the signature covers the Host the client addressed: this proxy's).
+      const up = httpRequest({ host: target.hostname, port: target.port, method: req.method, path: req.url, headers: req.headers }, (r) => {
+        res.writeHead(r.statusCode ?? 502, r.headers);
+        r.pipe(res);
+      });
+      up.on('error', () => res.destroy());
+      req.pipe(up);
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const { port } = server.address() as AddressInfo;
+    return { endpoint: `http://127.0.0.1:${port}`, seen, close: () => new Promise<void>((r) => server.close(() => r())) };
+  }
+
+  it.each<[PayloadSigning, 'UNSIGNED-PAYLOAD' | 'sha256']>([
+    ['auto', 'UNSIGNED-PAYLOAD'],
+    ['unsigned', 'UNSIGNED-PAYLOAD'],
+    ['signed', 'sha256'],
+  ])('payloadSigning %s on a loopback http endpoint sends %s bodies, and the server stores the same bytes', async (payloadSigning, expected) => {
+    const bucket = await s3.createBucket();
+    const proxy = await recordingProxy();
+    const store = createS3ObjectStore({ bucket, endpoint: proxy.endpoint, region: s3.region, accessKeyId: s3.accessKeyId, secretAccessKey: s3.secretAccessKey, forcePathStyle: true, partSize: 5 * 1024 * 1024, payloadSigning });
+    try {
+      const big = randomBytes(5 * 1024 * 1024 + 777);
+      expect(await put(store, 'p/big.json', big, 1024 * 1024)).toBe(big.length);
+      await put(store, 'p/small.json', Buffer.from('[]'));
+      expect((await bytes(await store.read('p/big.json'))).equals(big)).toBe(true);
+      expect((await bytes(await store.read('p/small.json'))).toString()).toBe('[]');
+      expect(proxy.seen.map((s) => s.op).sort()).toEqual(['PutObject', 'UploadPart', 'UploadPart']);
+      for (const s of proxy.seen) expect(s.sha).toMatch(expected === 'sha256' ? /^[0-9a-f]{64}$/ : /^UNSIGNED-PAYLOAD$/);
+    } finally {
+      await store.close();
+      await proxy.close();
+    }
+  });
+
   it('is chosen by configuration (S3_BUCKET) and writes through to the server', async () => {
     const bucket = await s3.createBucket();
     const store = createObjectStore(loadConfig(objectStoreConfig, s3.env(bucket)));
@@ -150,6 +199,18 @@ test('configuration: local by default; s3 needs a bucket; credentials come in pa
   expect(() => createObjectStore(loadConfig(objectStoreConfig, { S3_BUCKET: 'exports', S3_ACCESS_KEY_ID: 'a' }))).toThrow('set both or neither');
   expect(() => loadConfig(objectStoreConfig, { S3_PART_SIZE_MB: '4' })).toThrow('S3_PART_SIZE_MB');
   expect(() => loadConfig(objectStoreConfig, { S3_BUCKET: 'Bad_Bucket' })).toThrow('S3_BUCKET');
+  expect(loadConfig(objectStoreConfig, {}).S3_PAYLOAD_SIGNING).toBe('auto');
+  expect(() => loadConfig(objectStoreConfig, { S3_PAYLOAD_SIGNING: 'none' })).toThrow('S3_PAYLOAD_SIGNING');
+});
+
+test('payload signing: auto leaves bodies unsigned only on an http endpoint on this machine', () => {
+  for (const endpoint of ['http://127.0.0.1:7070', 'http://127.1.2.3:7070/', 'http://localhost:7070', 'http://[::1]:7070']) expect(unsignedPayload({ endpoint })).toBe(true);
+  // AWS (no endpoint), TLS, and plain http across a network keep signed bodies unless configured otherwise.
+  for (const endpoint of [undefined, 'https://127.0.0.1:7070', 'https://s3.example.com', 'http://10.0.0.5:7070', 'http://s3.internal:7070', 'http://127.0.0.1.example.com', 'not a url']) {
+    expect(unsignedPayload({ endpoint })).toBe(false);
+    expect(unsignedPayload({ endpoint, payloadSigning: 'unsigned' })).toBe(true);
+  }
+  expect(unsignedPayload({ endpoint: 'http://127.0.0.1:7070', payloadSigning: 'signed' })).toBe(false);
 });
 
 test('HTTP Range header: one range served, others ignored, unsatisfiable ones named', () => {

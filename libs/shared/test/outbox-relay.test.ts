@@ -54,14 +54,23 @@ async function consume(topic: string, group: string, count: number): Promise<Bus
   return got;
 }
 
-test('events written to the outbox reach the bus promptly, as the AuthEvent JSON, keyed by actor', async () => {
-  const relay = new OutboxRelay({ pool, databaseUrl: db.url, schema: 'svc', bus, logger, topic: 'relay-1', pollMs: 60_000 });
+/** The same bus without InDatabasePublishing: the relay reads the rows and publishes them (as on Kafka). */
+const viaRelay = (b: EventBus): EventBus => ({ kind: b.kind, publish: (t, r) => b.publish(t, r), subscribe: (o, h) => b.subscribe(o, h), close: async () => undefined });
+/** Both ways a round publishes: on the server (the Postgres bus in the outbox's database) and through the relay. */
+const BOTH_WAYS: Array<[string, () => EventBus]> = [
+  ['on the server', () => bus],
+  ['through the relay', () => viaRelay(bus)],
+];
+
+test.each(BOTH_WAYS)('events written to the outbox reach the bus promptly, as the AuthEvent JSON, keyed by actor (%s)', async (way, busOf) => {
+  const topic = `relay-1-${way.replace(/ /g, '-')}`;
+  const relay = new OutboxRelay({ pool, databaseUrl: db.url, schema: 'svc', bus: busOf(), logger, topic, pollMs: 60_000 });
   await relay.start();
   try {
     // The relay sleeps up to a minute between polls: only the outbox trigger's notification can wake it.
     await new Promise((r) => setTimeout(r, 200));
     const ids = [await appendEvent(pool, event('key_a')), await appendEvent(pool, event('key_b'))];
-    const got = await consume('relay-1', 'g', 2);
+    const got = await consume(topic, 'g', 2);
     expect(got.map((r) => r.id)).toEqual(ids);
     expect(got.map((r) => r.key)).toEqual(['key_a', 'key_b']);
     const value = JSON.parse(got[0]!.value);
@@ -149,16 +158,17 @@ test('an event committed while the round that took an older one is publishing it
   }
 });
 
-test("an event keeps the traceparent of the span that wrote it (same trace) on the way to the bus; none outside a trace", async () => {
+test.each(BOTH_WAYS)('an event keeps the traceparent of the span that wrote it (same trace) on the way to the bus; none outside a trace (%s)', async (way, busOf) => {
+  const topic = `relay-trace-${way.replace(/ /g, '-')}`;
   const traceId = '0af7651916cd43dd8448eb211c80319c';
   const span = { traceId, spanId: 'b7ad6b7169203331', traceFlags: 1 };
   const inTrace = await requestContext.run({ trace: span }, () => appendEvent(pool, { ...event('key_t'), traceId }));
   // A context of another trace (a queued job replaying an older request's event) is not the event's parent.
   const otherTrace = await requestContext.run({ trace: { ...span, traceId: 'f'.repeat(32) } }, () => appendEvent(pool, { ...event('key_t'), traceId }));
   const outside = await appendEvent(pool, event('key_t'));
-  const relay = new OutboxRelay({ pool, databaseUrl: db.url, schema: 'svc', bus, logger, topic: 'relay-trace' });
+  const relay = new OutboxRelay({ pool, databaseUrl: db.url, schema: 'svc', bus: busOf(), logger, topic });
   await relay.drain();
-  const got = await consume('relay-trace', 'g', 3);
+  const got = await consume(topic, 'g', 3);
   expect(got.map((r) => [r.id, r.traceparent])).toEqual([
     [inTrace, `00-${traceId}-b7ad6b7169203331-01`],
     [otherTrace, undefined],
@@ -195,6 +205,43 @@ test('a crash after the bus acknowledged but before the outbox was marked republ
   expect(got.map((r) => r.mayRepeat === true)).toEqual([false, false, false, true, true, true, false]);
   // Positions: partition 0, the topic's sequence numbers.
   expect(got.map((r) => r.position)).toEqual(got.map((_, i) => ({ partition: 0, offset: i + 1 })));
+});
+
+test('on a bus in its own database a round publishes on the server: no record passes through the relay, and a round marks and publishes all or nothing', async () => {
+  // publish() must not be used: the bus's statement takes the rows on the server.
+  const serverOnly: EventBus = { ...viaRelay(bus), inDatabase: bus.inDatabase, publish: () => Promise.reject(new Error('publish called (test)')) };
+  const relay = new OutboxRelay({ pool, databaseUrl: db.url, schema: 'svc', bus: serverOnly, logger, topic: 'relay-server' });
+  const ids = [await appendEvent(pool, event('key_a')), await appendEvent(pool, event('key_b'))];
+  expect(await relay.relayOnce()).toBe(2);
+  // A round that fails after marking (here: the bus's insert refuses one record) leaves every row of it
+  // unpublished and publishes none of them.
+  await pool.query(`CREATE FUNCTION bus.refuse_boom() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN IF NEW.key = 'key_boom' THEN RAISE EXCEPTION 'refused (test)'; END IF; RETURN NEW; END $$;
+    CREATE TRIGGER refuse_boom BEFORE INSERT ON bus.bus_records FOR EACH ROW EXECUTE FUNCTION bus.refuse_boom()`);
+  let failing: string[];
+  try {
+    failing = [await appendEvent(pool, event('key_c')), await appendEvent(pool, event('key_boom'))];
+    await expect(relay.relayOnce()).rejects.toThrow('refused (test)');
+    expect((await pool.query('SELECT count(*)::int AS n FROM outbox WHERE published_at IS NULL')).rows[0].n).toBe(2);
+    expect((await pool.query("SELECT count(*)::int AS n FROM bus.bus_records WHERE topic = 'relay-server'")).rows[0].n).toBe(2);
+  } finally {
+    await pool.query('DROP TRIGGER refuse_boom ON bus.bus_records; DROP FUNCTION bus.refuse_boom()');
+  }
+  expect(await relay.drain()).toBe(2);
+  // A relay on another database cannot take the rows on the server: it publishes them itself (which fails
+  // here, after its round recorded them as maybe sent). Such rows then go out flagged.
+  const doubtful = await appendEvent(pool, event('key_d'));
+  const elsewhere = new OutboxRelay({ pool, databaseUrl: `${db.url}?application_name=elsewhere`, schema: 'svc', bus: serverOnly, logger, topic: 'relay-server' });
+  await expect(elsewhere.relayOnce()).rejects.toThrow('publish called (test)');
+  const after = await appendEvent(pool, event('key_e'));
+  expect(await relay.drain()).toBe(2);
+  const got = await consume('relay-server', 'g', 6);
+  expect(got.map((r) => r.id)).toEqual([...ids, ...failing, doubtful, after]);
+  expect(got.map((r) => r.mayRepeat === true)).toEqual([false, false, false, false, true, false]);
+  expect(got.map((r) => r.position?.offset)).toEqual([1, 2, 3, 4, 5, 6]);
+  expect(JSON.parse(got[0]!.value)).toMatchObject({ id: ids[0], actor: { id: 'key_a' } });
+  expect((await pool.query('SELECT count(*)::int AS n FROM outbox WHERE published_at IS NULL')).rows[0].n).toBe(0);
+  await pool.query('UPDATE outbox_relay SET unsure_through = 0');
 });
 
 test('events appended together in one statement are rows of their own, in order, relayed like any', async () => {

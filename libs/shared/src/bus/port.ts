@@ -78,10 +78,29 @@ export interface Subscription {
   stop(): Promise<void>;
 }
 
+/**
+ * Publishing inside a PostgreSQL transaction (the Postgres bus, whose records live in a database): a publisher
+ * connected to that same database hands the bus a query of the records instead of the records, and they are
+ * published when its own transaction commits (the outbox relay: read, marked and published in one statement,
+ * without the records travelling to the relay and back).
+ */
+export interface InDatabasePublishing {
+  /** The database the bus's records live in (its connection URL): only a publisher on it can use this. */
+  readonly databaseUrl: string;
+  /**
+   * One statement (no parameters) that publishes to `topic` the rows `source` yields, in `seq` order, and returns
+   * how many as column `n`. `source`: a query (it may modify data, as an UPDATE ... RETURNING does) with
+   * columns seq (bigint), id, key, value, traceparent (text) and may_repeat (boolean).
+   */
+  statement(topic: string, source: string): string;
+}
+
 export interface EventBus {
   readonly kind: 'postgres' | 'kafka';
   /** Resolves once every record is durably accepted by the bus (acknowledged), in order per key. */
   publish(topic: string, records: BusRecord[]): Promise<void>;
+  /** Set when the bus can publish inside a publisher's PostgreSQL transaction (InDatabasePublishing). */
+  readonly inDatabase?: InDatabasePublishing;
   subscribe(options: SubscribeOptions, handler: BatchHandler): Promise<Subscription>;
   /**
    * Records of `topic` that `group` has not consumed yet (its saved position; records fetched but not yet

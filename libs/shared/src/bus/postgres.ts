@@ -12,6 +12,7 @@ import {
   type BatchHandler,
   type BusRecord,
   type EventBus,
+  type InDatabasePublishing,
   type SubscribeOptions,
   type Subscription,
   showReceived,
@@ -125,10 +126,13 @@ class PostgresBus implements EventBus {
                ON CONFLICT (topic) DO UPDATE SET last_seq = bt.last_seq + EXCLUDED.last_seq RETURNING last_seq),
              r AS (
                INSERT INTO bus_records (topic, seq, id, key, value, traceparent, may_repeat)
-               SELECT $1, t.last_seq - $2::bigint + e.ord, e.r->>'id', e.r->>'key', e.r->>'value', e.r->>'traceparent', coalesce((e.r->>'mayRepeat')::boolean, false)
-               FROM t, json_array_elements($3::json) WITH ORDINALITY AS e(r, ord))
+               SELECT $1, t.last_seq - $2::bigint + e.ord, e.id, e.key, e.value, e.traceparent, coalesce(e."mayRepeat", false)
+               FROM t, ROWS FROM (json_to_recordset($3::json) AS (id text, key text, value text, traceparent text, "mayRepeat" boolean))
+                         WITH ORDINALITY AS e(id, key, value, traceparent, "mayRepeat", ord))
              SELECT pg_notify($4, $1)`,
-      // One JSON parameter (serialised natively) rather than three text arrays (escaped element by element).
+      // One JSON parameter (serialised natively) rather than three text arrays (escaped element by element in
+      // JavaScript), parsed once into columns: half the server's CPU of json_array_elements with ->> per field
+      // (which parses each element again per field), about 8 against 15 µs per record.
       values: [topic, records.length, JSON.stringify(records.map(({ id, key, value, traceparent, mayRepeat }) => ({ id, key, value, traceparent, mayRepeat }))), CHANNEL],
     });
   }
@@ -152,6 +156,11 @@ class PostgresBus implements EventBus {
     return sub;
   }
 
+  /** Publishing inside a transaction on this bus's database (the outbox relay's rounds). */
+  get inDatabase(): InDatabasePublishing {
+    return { databaseUrl: this.options.url, statement: inDatabaseStatement };
+  }
+
   /** The topic's last sequence number minus the group's saved position. */
   async lag(topic: string, group: string): Promise<number> {
     const { rows } = await withStatementTimeout(this.pool, GAUGE_STATEMENT_TIMEOUT_MS, (c) =>
@@ -170,6 +179,45 @@ class PostgresBus implements EventBus {
     await this.listener?.stop();
     await this.pool.end();
   }
+}
+
+/**
+ * InDatabasePublishing.statement: publish's statement (the topic's counter moved under its row lock, the
+ * records numbered below the new value, the consumers' wake-up) with the records read on the server from
+ * `source`. The topic is a literal: topics are names from code, checked here.
+ */
+function inDatabaseStatement(topic: string, source: string): string {
+  if (!/^[A-Za-z0-9._-]+$/.test(topic)) throw new Error(`invalid topic name ${topic}`);
+  const t = `'${topic}'`;
+  return `WITH src AS (${source}),
+          n AS (SELECT count(*)::bigint AS c FROM src),
+          t AS (
+            INSERT INTO ${BUS_SCHEMA}.bus_topics AS bt (topic, last_seq) SELECT ${t}, c FROM n WHERE c > 0
+            ON CONFLICT (topic) DO UPDATE SET last_seq = bt.last_seq + EXCLUDED.last_seq RETURNING last_seq),
+          r AS (
+            INSERT INTO ${BUS_SCHEMA}.bus_records (topic, seq, id, key, value, traceparent, may_repeat)
+            SELECT ${t}, t.last_seq - n.c + row_number() OVER (ORDER BY src.seq), src.id, src.key, src.value, src.traceparent, src.may_repeat
+            FROM src, t, n)
+          SELECT n.c AS n, CASE WHEN n.c > 0 THEN pg_notify('${CHANNEL}', ${t}) END AS notified FROM n`;
+}
+
+/**
+ * A subscriber's session: its reads walk the primary key (topic, seq) in order. Without statistics that know
+ * about a backlog (records published faster than they are consumed, as after a consumer outage), PostgreSQL
+ * would rather take every record past the position with a bitmap scan and sort them all (on disk) to keep one
+ * batch: measured with 300,000 records waiting, 427 ms per batch of 5,000 instead of 4, and 43 µs of server
+ * CPU per record consumed. The connection runs nothing that needs a sort.
+ */
+export const SUBSCRIBER_SESSION_OPTIONS = `-c search_path=${BUS_SCHEMA} -c enable_sort=off`;
+
+/**
+ * A subscription's read: up to $3 records of topic $1 after the saved position of group $2 (`saved`) or after
+ * sequence number $2 (`after`), in sequence order.
+ */
+export function busReadQuery(from: 'saved' | 'after'): string {
+  const position = from === 'saved' ? '(SELECT seq FROM bus_offsets WHERE topic = $1 AND grp = $2)' : '$2';
+  return `SELECT r.seq, r.id, r.key, r.value, r.traceparent, r.may_repeat FROM bus_records r
+          WHERE r.topic = $1 AND r.seq > ${position} ORDER BY r.seq LIMIT $3`;
 }
 
 /** A stored record as handed over: its sequence number is its position (one partition per topic). */
@@ -224,7 +272,7 @@ class PgSubscription implements Subscription {
   }
 
   private async connect(): Promise<pg.Client | undefined> {
-    const client = new pg.Client({ connectionString: this.bus.url, options: `-c search_path=${BUS_SCHEMA}` });
+    const client = new pg.Client({ connectionString: this.bus.url, options: SUBSCRIBER_SESSION_OPTIONS });
     client.on('error', () => undefined);
     await client.connect();
     const { rows } = await client.query<{ ok: boolean }>('SELECT pg_try_advisory_lock(hashtext($1)) AS ok', [
@@ -285,15 +333,10 @@ class PgSubscription implements Subscription {
 
   /** Up to a batch of records after sequence number `after` (undefined: after the group's saved position). */
   private async read(client: pg.Client, after?: string): Promise<ReadRecord[]> {
-    const columns = 'r.seq, r.id, r.key, r.value, r.traceparent, r.may_repeat';
     const { rows } =
       after === undefined
-        ? await client.query<StoredRecord>(
-            `SELECT ${columns} FROM bus_records r
-             WHERE r.topic = $1 AND r.seq > (SELECT seq FROM bus_offsets WHERE topic = $1 AND grp = $2) ORDER BY r.seq LIMIT $3`,
-            [this.topic, this.group, this.maxBatch],
-          )
-        : await client.query<StoredRecord>(`SELECT ${columns} FROM bus_records r WHERE r.topic = $1 AND r.seq > $2 ORDER BY r.seq LIMIT $3`, [this.topic, after, this.maxBatch]);
+        ? await client.query<StoredRecord>(busReadQuery('saved'), [this.topic, this.group, this.maxBatch])
+        : await client.query<StoredRecord>(busReadQuery('after'), [this.topic, after, this.maxBatch]);
     return rows.map((r) => {
       const record = toBusRecord(r);
       showReceived(this.onReceived, record);

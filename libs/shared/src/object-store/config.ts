@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { ConfigError, env } from '../config';
 import { createLocalObjectStore } from './local';
 import type { ObjectStore } from './port';
-import { createS3ObjectStore } from './s3';
+import { createS3ObjectStore, type PayloadSigning } from './s3';
 
 /** Variables of a process that reads or writes export files (audit, export-worker). */
 export const objectStoreConfig = {
@@ -23,6 +23,11 @@ export const objectStoreConfig = {
   S3_PREFIX: z.string().regex(/^([A-Za-z0-9._-]+\/)*$/, 'must be empty or end with /').default(''),
   /** Multipart part size (5..512 MiB). */
   S3_PART_SIZE_MB: env.int(8, 5, 512),
+  /**
+   * SigV4 signing of upload bodies: `auto` (unsigned on an http endpoint on this machine, signed otherwise),
+   * `signed` (both ends hash every byte with SHA-256) or `unsigned` (`UNSIGNED-PAYLOAD`: the headers alone).
+   */
+  S3_PAYLOAD_SIGNING: z.enum(['auto', 'signed', 'unsigned']).default('auto'),
 };
 
 export interface ObjectStoreSettings {
@@ -36,6 +41,7 @@ export interface ObjectStoreSettings {
   S3_FORCE_PATH_STYLE: boolean;
   S3_PREFIX: string;
   S3_PART_SIZE_MB: number;
+  S3_PAYLOAD_SIGNING?: PayloadSigning;
 }
 
 /** The adapter the configuration names. */
@@ -53,5 +59,6 @@ export function createObjectStore(c: ObjectStoreSettings): ObjectStore {
     forcePathStyle: c.S3_FORCE_PATH_STYLE,
     prefix: c.S3_PREFIX,
     partSize: c.S3_PART_SIZE_MB * 1024 * 1024,
+    payloadSigning: c.S3_PAYLOAD_SIGNING,
   });
 }

@@ -29,9 +29,41 @@ export interface S3StoreOptions {
   partSize: number;
   /** Parts uploading at once per writer while the next fills (memory: (1 + this) × partSize per writer). */
   concurrency?: number;
+  /**
+   * How the bytes of UploadPart and PutObject are covered by the SigV4 signature. `signed`: the SHA-256 of the
+   * body is signed (the server hashes it again and refuses a mismatch: both ends hash every byte). `unsigned`:
+   * `x-amz-content-sha256: UNSIGNED-PAYLOAD`, the headers alone are signed (over https TLS protects the bytes;
+   * over plain http nothing does). `auto` (default): unsigned only when the endpoint is plain http on a
+   * loopback address (the server on the same machine: no network to protect), signed otherwise (AWS, and any
+   * remote S3-compatible server, as before).
+   */
+  payloadSigning?: PayloadSigning;
 }
 
+export type PayloadSigning = 'auto' | 'signed' | 'unsigned';
+
 const MIN_PART = 5 * 1024 * 1024;
+
+/** An http:// endpoint whose host is this machine (localhost, 127.0.0.0/8, ::1). */
+export function isLoopbackHttp(endpoint: string | undefined): boolean {
+  if (!endpoint) return false;
+  let url: URL;
+  try {
+    url = new URL(endpoint);
+  } catch {
+    return false;
+  }
+  const host = url.hostname.toLowerCase();
+  return url.protocol === 'http:' && (host === 'localhost' || host === '[::1]' || /^127(\.\d{1,3}){3}$/.test(host));
+}
+
+/** Whether UploadPart and PutObject bodies go unsigned (see S3StoreOptions.payloadSigning). */
+export function unsignedPayload(o: Pick<S3StoreOptions, 'endpoint' | 'payloadSigning'>): boolean {
+  const mode = o.payloadSigning ?? 'auto';
+  return mode === 'unsigned' || (mode === 'auto' && isLoopbackHttp(o.endpoint));
+}
+
+const BODY_COMMANDS = new Set(['UploadPartCommand', 'PutObjectCommand']);
 
 function isNotFound(err: unknown): boolean {
   const e = err as { name?: string; $metadata?: { httpStatusCode?: number } };
@@ -42,7 +74,9 @@ function isNotFound(err: unknown): boolean {
  * Objects in an S3 bucket through @aws-sdk/client-s3. A writer fills one part (partSize) and uploads it with
  * multipart upload while the next fills (at most `concurrency` parts in flight, in reused buffers, so memory
  * stays flat whatever the object's size); an object smaller than one part is one PutObject. Nothing is visible under
- * the key before CompleteMultipartUpload; abort() (or sweep() after a crash) drops the uploaded parts.
+ * the key before CompleteMultipartUpload; abort() (or sweep() after a crash) drops the uploaded parts. Bodies are
+ * signed (SigV4 over their SHA-256) except on a loopback http endpoint or when configured otherwise
+ * (payloadSigning).
  */
 export function createS3ObjectStore(o: S3StoreOptions): ObjectStore {
   if (o.partSize < MIN_PART) throw new Error('S3 part size must be at least 5 MiB');
@@ -55,6 +89,18 @@ export function createS3ObjectStore(o: S3StoreOptions): ObjectStore {
     requestChecksumCalculation: 'WHEN_REQUIRED',
     responseChecksumValidation: 'WHEN_REQUIRED',
   });
+  if (unsignedPayload(o)) {
+    // Before signing (finalizeRequest): the signer takes a present x-amz-content-sha256 as the payload hash
+    // instead of hashing the body, and signs the header itself.
+    client.middlewareStack.add(
+      (next, context) => async (args) => {
+        const request = args.request as { headers?: Record<string, string> } | undefined;
+        if (request?.headers && BODY_COMMANDS.has(context.commandName ?? '')) request.headers['x-amz-content-sha256'] = 'UNSIGNED-PAYLOAD';
+        return next(args);
+      },
+      { step: 'build', name: 'secsvcUnsignedPayload' },
+    );
+  }
   const Bucket = o.bucket;
   const keyOf = (key: string) => `${o.prefix ?? ''}${checkKey(key)}`;
   const concurrency = o.concurrency ?? 2;
