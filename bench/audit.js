@@ -392,7 +392,8 @@ async function activeParts(ch) {
  * Search and list over BENCH_ROWS entries through the audit use cases (LogQueries: exactly what
  * `POST /v1/logs/search` and `GET /v1/logs` run, highlights and totalHits included), each query BENCH_RUNS
  * times: first on the quiet, merged table, then with an ingest stream of BENCH_INGEST_RATE entries/s
- * (default 2,000, in BENCH_INGEST_BLOCKS blocks a second, default 4) running, so that chdb merges fresh parts while the queries run; then
+ * (default 2,000, in BENCH_INGEST_BLOCKS blocks a second, default 4; on a chdb connection of its own, as the
+ * audit service inserts, or with BENCH_WRITER=same on the queries' connection) running, so that chdb merges fresh parts while the queries run; then
  * BENCH_CONCURRENCY (default 50) searches at once, BENCH_CONCURRENT_ROUNDS (default 4) times, with the stream
  * still running: searches/s and the latency each caller saw.
  * BENCH_SEARCH_DATA=<dir>: keep the generated, merged table in <dir> and start from a copy of it next time.
@@ -405,7 +406,7 @@ async function search() {
   const concurrency = Number(process.env.BENCH_CONCURRENCY ?? 50);
   const concurrentRounds = Number(process.env.BENCH_CONCURRENT_ROUNDS ?? 4);
   const keep = process.env.BENCH_SEARCH_DATA;
-  console.log(`# bench/audit search, ${machine()}, ${ROWS.toLocaleString('en')} stored entries, ${RUNS} runs each, ingest stream ${ingestRate} entries/s in ${ingestBlocks} blocks a second`);
+  console.log(`# bench/audit search, ${machine()}, ${ROWS.toLocaleString('en')} stored entries, ${RUNS} runs each, ingest stream ${ingestRate} entries/s in ${ingestBlocks} blocks a second${process.env.BENCH_WRITER === 'same' ? ' on the queries\' connection' : ' on a connection of its own'}`);
   const chDir = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-audit-search-'));
   const reuse = keep && fs.existsSync(path.join(keep, 'generated.json')) && JSON.parse(fs.readFileSync(path.join(keep, 'generated.json'), 'utf8')).rows === ROWS;
   if (reuse) fs.cpSync(keep, chDir, { recursive: true });
@@ -497,7 +498,9 @@ async function search() {
     header();
     for (const [name, fn] of cases) await measure(name, fn);
 
-    const stream = ingestStream(store, ROWS, ingestRate, ingestBlocks);
+    // As the audit service stores: on a chdb connection of its own (BENCH_WRITER=same: on the queries' one).
+    const writer = process.env.BENCH_WRITER === 'same' ? undefined : await openClickHouse({ path: chDir });
+    const stream = ingestStream(writer ? new LogStore(ch, undefined, { writer }) : store, ROWS, ingestRate, ingestBlocks);
     await sleep(5000); // fresh parts and their first merges under way
     const before = await mergeCounters(ch);
     const partsBefore = await activeParts(ch);
@@ -532,6 +535,7 @@ async function search() {
 
     const after = await mergeCounters(ch);
     const ingested = await stream.stop();
+    await writer?.close();
     console.log(
       `\ningest stream: ${ingested.stored.toLocaleString('en')} entries in ${ingested.seconds.toFixed(1)} s (${Math.round(ingested.rate)}/s, ${ingested.lagging} batches late); ` +
         `during the measurements chdb ran ${after.Merge - before.Merge} merges of ${(after.MergedRows - before.MergedRows).toLocaleString('en')} rows ` +

@@ -37,7 +37,11 @@ void runGrpcService({
     const chain = new AuditChain(pool, ch, ChainKey.fromSecret(config.SERVER_SECRET));
     chain.onMismatch = (environment, position) =>
       logger.error({ environment, position }, 'audit chain: rows a dead writer left past the head do not hash as stored (GET /v1/logs/verify reports it)');
-    const store = new LogStore(ch, chain);
+    // Embedded chdb runs one statement at a time per connection: the consumer's inserts get a connection of
+    // their own, so a search or an export page never waits for an insert in flight. A server takes both on one
+    // client (its HTTP connections run side by side).
+    const writer = config.CLICKHOUSE_URL ? ch : await openClickHouse({ path: config.CLICKHOUSE_PATH });
+    const store = new LogStore(ch, chain, { writer });
     const bus = await createEventBus(config, logger, 'audit', { metrics, pool: 'bus_consume' });
     const consumer = config.AUDIT_CONSUMER
       ? await startConsumer({ bus, store, geo: await GeoIp.open(), logger, metrics, maxBatchSize: config.AUDIT_BATCH_SIZE, maxWaitMs: config.AUDIT_BATCH_WAIT_MS })
@@ -74,6 +78,7 @@ void runGrpcService({
         { name: 'consumer', close: async () => consumer?.stop() },
         { name: 'object store', close: () => objects.close() },
         { name: 'event bus', close: () => bus.close() },
+        ...(writer === ch ? [] : [{ name: 'clickhouse writer', close: () => writer.close() }]),
         { name: 'clickhouse', close: () => ch.close() },
       ],
       ready: async () => ({ clickhouse: await ch.ping().then((p) => p.success, () => false) }),

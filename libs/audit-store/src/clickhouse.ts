@@ -13,7 +13,10 @@ export type ClickHouseTarget =
 
 /**
  * One `@clickhouse/client` for both profiles: the same SQL runs on embedded chdb and on a ClickHouse server.
- * chdb allows one session per data directory per process, so a process opens a path once and shares it.
+ * chdb binds one data directory per process; each client opened on that path is a connection of its own to the
+ * same embedded engine, and runs one statement at a time (statements with query parameters run one at a time
+ * process-wide), so a process that must not hold its reads behind its inserts opens a second client for them
+ * (LogStore's `writer`).
  */
 export async function openClickHouse(target: ClickHouseTarget, settings?: ClickHouseSettings): Promise<ClickHouseClient> {
   if ('path' in target) {

@@ -91,13 +91,22 @@ const toRow = (r: LogRow): LogRow => ({ ...r, timestamp: isoTime(r.timestamp), l
  */
 export class LogStore {
   /** With a chain, every inserted entry gets its position and hash (tamper evidence); without, none (tests, benchmarks). */
+  /** Where inserts go: `options.writer`, else the client every read uses. */
+  private readonly writer: ClickHouseClient;
+
   constructor(
     private readonly ch: ClickHouseClient,
     private readonly chain?: AuditChain,
-    /** `minIndexedPartRows`: see MIN_INDEXED_PART_ROWS (tests set 0 to count from the text index whenever it can). */
-    options: { minIndexedPartRows?: number } = {},
+    /**
+     * `minIndexedPartRows`: see MIN_INDEXED_PART_ROWS (tests set 0 to count from the text index whenever it can).
+     * `writer`: a second client on the same ClickHouse for inserts. Embedded chdb runs one statement at a time
+     * per connection, so on one connection a search waits for the insert in flight (a batch of 20,000 takes
+     * about 150 ms); on a connection of their own inserts run beside the reads.
+     */
+    options: { minIndexedPartRows?: number; writer?: ClickHouseClient } = {},
   ) {
     this.indexCounter = new TextIndexCounts(ch, { minPartRows: options.minIndexedPartRows });
+    this.writer = options.writer ?? ch;
   }
 
   /** Counts of one-term searches from the text index, and the per-part token counts it keeps. */
@@ -165,7 +174,7 @@ export class LogStore {
    */
   async write(rows: Array<Pick<ChainedRow, 'row' | 'position' | 'link'> & Partial<ChainedRow>>): Promise<void> {
     const body = rows.map(({ row, canonical = canonicalEntry(row), position, link }) => `${canonical.slice(0, -1)},${position},${link}]`).join('\n');
-    const { stream } = await this.ch.exec({
+    const { stream } = await this.writer.exec({
       query: INSERT_CHAINED,
       values: Readable.from([body]),
       // The canonical timestamp is ISO 8601 with a Z ("2026-11-28T10:00:00.000Z").

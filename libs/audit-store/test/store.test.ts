@@ -50,6 +50,32 @@ test('inserting the same events again (redelivery) stores each once', async () =
   expect(await store.count({ environment: 'live' })).toBe(4);
 });
 
+test('inserts go through a connection of their own when given one: reads see what it wrote, without waiting for an insert in flight', async () => {
+  // The audit service's embedded setup: a second client on the same chdb data directory for the consumer.
+  const writer = await openClickHouse({ path: dir });
+  try {
+    const split = new LogStore(ch, undefined, { writer });
+    const rows = Array.from({ length: 50_000 }, () => row());
+    const readDuring = async (s: LogStore) => {
+      const insert = s.write(rows.map((r) => ({ row: r, position: 0, link: 0 }))).then(() => 'insert');
+      // The engine takes a while over 50,000 rows (about half a second): it is inserting when the read starts.
+      await new Promise((r) => setTimeout(r, 100));
+      const read = ch.query({ query: 'SELECT 1 AS x', format: 'JSONEachRow' }).then((r) => r.json()).then(() => 'read');
+      const first = await Promise.race([insert, read]);
+      await Promise.all([insert, read]);
+      return first;
+    };
+    expect(await readDuring(split)).toBe('read');
+    expect(await store.count({ environment: 'live' })).toBe(50_000);
+    // On one connection the read waits for the insert (what the writer avoids).
+    await ch.command({ query: `TRUNCATE TABLE ${LOG_TABLE}` });
+    expect(await readDuring(store)).toBe('insert');
+    expect(await store.count({ environment: 'live' })).toBe(50_000);
+  } finally {
+    await writer.close();
+  }
+}, 60_000);
+
 test('pages are newest first with a keyset position, filtered by events, time, actor and result, per environment', async () => {
   const rows = [
     row({ event: 'user.login' }),
