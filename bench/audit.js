@@ -346,8 +346,9 @@ const generatedRow = (number, total) => {
 };
 
 /**
- * New entries at a steady rate (the consumer's path: LogStore.insert, one block per batch) continuing the
- * generated series, so that fresh parts keep arriving and chdb keeps merging them while queries run.
+ * New entries at a steady rate (the consumer's steady state: one block per batch written by LogStore.write, no
+ * lookup, as the chained store does above its stored bus offsets) continuing the generated series, so that
+ * fresh parts keep arriving and chdb keeps merging them while queries run.
  */
 function ingestStream(store, total, ratePerSecond, batchesPerSecond = 4) {
   let next = total;
@@ -359,7 +360,8 @@ function ingestStream(store, total, ratePerSecond, batchesPerSecond = 4) {
   const done = (async () => {
     for (let batch = 0; !stopped; batch++) {
       const rows = Array.from({ length: perBatch }, () => generatedRow(next++, total));
-      stored += await store.insert(rows);
+      await store.write(rows.map((row) => ({ row, position: 0, link: 0 })));
+      stored += rows.length;
       const wait = started + ((batch + 1) * 1000) / batchesPerSecond - performance.now();
       if (wait > 0) await sleep(wait);
       else lagging++;
