@@ -60,6 +60,23 @@ export function unpublishedQuery(schema: string, limit: number | string = '$1', 
 }
 
 /**
+ * A round's rows on a bus in the outbox's own database (relayInDatabase's source): the oldest unpublished rows,
+ * marked published and returned as the bus's statement takes them. They are picked by walking
+ * `outbox_unpublished` (an array of their seqs, so the UPDATE finds them by primary key), only while holding
+ * the relay lock (`lock`, asked for inside the statement). The UPDATE checks `published_at IS NULL` again:
+ * the statement's snapshot is taken before the lock is granted, so a round of another replica that committed
+ * in between still looks unpublished to the pick, and only the re-check on the rows' newest versions keeps
+ * those rows from going out twice.
+ */
+export function takeRowsQuery(schema: string, limit: number, lock: string): string {
+  return `UPDATE ${schema}.outbox SET published_at = now()
+      WHERE published_at IS NULL
+        AND seq = ANY (ARRAY(SELECT seq FROM ${schema}.outbox WHERE published_at IS NULL AND (SELECT ${lock}) ORDER BY seq LIMIT ${limit}))
+      RETURNING seq, event_id AS id, event_key AS key, payload::text AS value, traceparent,
+                seq <= (SELECT unsure_through FROM ${schema}.outbox_relay) AS may_repeat`;
+}
+
+/**
  * Set in each round's transaction before the read: the rows must come from walking `outbox_unpublished` in
  * order. Planner statistics taken while few rows were unpublished (or none yet, on a freshly filled table)
  * make PostgreSQL pick a bitmap scan of every unpublished row, converting each payload to text, and a sort
@@ -137,14 +154,9 @@ export class OutboxRelay {
     // a replica without it reads nothing.
     const lock = `pg_try_advisory_xact_lock(hashtext('secsvc:outbox:${o.schema}'))`;
     this.opening = `BEGIN; SELECT ${lock} AS ok; ${INDEX_ORDER_ONLY}; SELECT unsure_through FROM ${o.schema}.outbox_relay; ${unpublishedQuery(o.schema, this.batchSize, `(SELECT ${lock})`)}`;
-    // The bus's own statement can take the rows on the server when it lives in this database. The rows are
-    // picked by walking `outbox_unpublished` (an array of their seqs, so the UPDATE finds them by primary key)
-    // and only while holding the lock.
+    // The bus's own statement can take the rows on the server when it lives in this database.
     this.inDatabase = o.bus.inDatabase?.databaseUrl === o.databaseUrl ? o.bus.inDatabase : undefined;
-    this.takeRows = `UPDATE ${o.schema}.outbox SET published_at = now()
-      WHERE seq = ANY (ARRAY(SELECT seq FROM ${o.schema}.outbox WHERE published_at IS NULL AND (SELECT ${lock}) ORDER BY seq LIMIT ${this.batchSize}))
-      RETURNING seq, event_id AS id, event_key AS key, payload::text AS value, traceparent,
-                seq <= (SELECT unsure_through FROM ${o.schema}.outbox_relay) AS may_repeat`;
+    this.takeRows = takeRowsQuery(o.schema, this.batchSize, lock);
     if (o.metrics) observeOutboxBacklog(o.metrics, o.pool, o.schema);
   }
 
@@ -272,7 +284,8 @@ export class OutboxRelay {
     try {
       const results = (await client.query(`BEGIN; ${INDEX_ORDER_ONLY}; ${bus.statement(this.topic, this.takeRows)}; COMMIT`)) as unknown as pg.QueryResult[];
       const n = Number((results[2] as pg.QueryResult<{ n: string }>).rows[0]?.n ?? 0);
-      await this.cleanup(client);
+      // After the commit: a failed clean-up does not make the round (already published) look failed.
+      await this.cleanup(client).catch((err: Error) => this.o.logger.warn({ err: { message: err.message }, schema: this.o.schema }, 'outbox clean-up failed'));
       if (this.o.metrics && n > 0) relayedCounter(this.o.metrics).inc({ schema: this.o.schema }, n);
       return n;
     } catch (err) {

@@ -3,7 +3,7 @@ import { createPool } from '../src/db';
 import { createLogger } from '../src/logger';
 import { appendEvent, appendEvents, outboxDdl } from '../src/outbox';
 import { requestContext } from '../src/context';
-import { INDEX_ORDER_ONLY, OutboxRelay, unpublishedQuery } from '../src/outbox-relay';
+import { INDEX_ORDER_ONLY, OutboxRelay, takeRowsQuery, unpublishedQuery } from '../src/outbox-relay';
 import { createPostgresBus } from '../src/bus/postgres';
 import type { BusRecord, EventBus } from '../src/bus/port';
 import { stopTestPostgres, testDatabase, type TestDatabase } from '@secsvc/dev/testing';
@@ -242,6 +242,30 @@ test('on a bus in its own database a round publishes on the server: no record pa
   expect(JSON.parse(got[0]!.value)).toMatchObject({ id: ids[0], actor: { id: 'key_a' } });
   expect((await pool.query('SELECT count(*)::int AS n FROM outbox WHERE published_at IS NULL')).rows[0].n).toBe(0);
   await pool.query('UPDATE outbox_relay SET unsure_through = 0');
+});
+
+test("a round on the server that gets the lock just after another replica's round committed does not publish that round's rows again", async () => {
+  for (let i = 0; i < 3; i++) await appendEvent(pool, event(`key_${i}`));
+  const a = await pool.connect();
+  const b = await pool.connect();
+  try {
+    // Replica A's round, not committed yet: it holds the relay lock and has marked the rows.
+    await a.query('BEGIN');
+    await a.query("SELECT pg_advisory_xact_lock(hashtext('secsvc:outbox:svc'))");
+    await a.query('UPDATE outbox SET published_at = now() WHERE published_at IS NULL');
+    // Replica B's statement takes its snapshot now, when the rows still look unpublished, and asks for the lock
+    // half a second later, after A committed (the sleep widens what is otherwise a window of microseconds).
+    const lock = "pg_sleep(0.5) IS NOT NULL AND pg_try_advisory_xact_lock(hashtext('secsvc:outbox:svc'))";
+    const racing = b.query(`BEGIN; ${bus.inDatabase!.statement('relay-race', takeRowsQuery('svc', 100, lock))}; COMMIT`);
+    await new Promise((r) => setTimeout(r, 150));
+    await a.query('COMMIT');
+    const results = (await racing) as unknown as Array<pg.QueryResult<{ n: string }>>;
+    expect(Number(results[1]!.rows[0]!.n)).toBe(0);
+    expect((await pool.query("SELECT count(*)::int AS n FROM bus.bus_records WHERE topic = 'relay-race'")).rows[0].n).toBe(0);
+  } finally {
+    a.release();
+    b.release();
+  }
 });
 
 test('events appended together in one statement are rows of their own, in order, relayed like any', async () => {
