@@ -1,7 +1,7 @@
 /** Policies end to end: CRUD and the simulator through the gateway, the policy service and the wasm engine. */
 import type { LocalStack } from '@secsvc/dev/stack';
 import { parseMetricsText } from '@secsvc/shared';
-import { apiClient, pipelined, startTestStack, type Api } from './support';
+import { apiClient, emittedEvents, pipelined, startTestStack, type Api } from './support';
 
 jest.setTimeout(120_000);
 
@@ -300,12 +300,12 @@ describe('enforcement', () => {
     expect(authorizeBatches.reduce((sum, m) => sum + m.value, 0)).toBeGreaterThan(0);
     // API keys act as administrators, whatever the policies say
     expect((await api('GET', '/users')).status).toBe(200);
-    // denials are audit events in the policy service's outbox
+    // denials are audit events the policy service emits
     const pg = (await import('pg')).default;
     const db = new pg.Client({ connectionString: stack.databaseUrl });
     await db.connect();
     try {
-      const { rows } = await db.query(`SELECT payload FROM policy.outbox WHERE event_type = 'authz.denied' AND payload->'actor'->>'id' = $1 ORDER BY seq`, [editor.id]);
+      const { rows } = await db.query(`SELECT payload FROM ${emittedEvents('policy')} WHERE event_type = 'authz.denied' AND payload->'actor'->>'id' = $1 ORDER BY ord`, [editor.id]);
       expect(rows.length).toBeGreaterThanOrEqual(4);
       expect(rows[0].payload.target).toEqual({ id: `/users/${colleague.id}`, type: 'resource' });
       expect(JSON.parse(rows[0].payload.metadataJson)).toMatchObject({ action: 'read', authMethod: 'session', decisionId: expect.stringMatching(/^dec_/) });

@@ -8,7 +8,7 @@ import { chmod, mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
-import { apiClient, type Api } from './support';
+import { apiClient, emittedEvents, type Api } from './support';
 
 jest.setTimeout(120_000);
 
@@ -102,7 +102,7 @@ describeRedis('rate limits and verify cache in Redis, two gateway processes', ()
     await db.connect();
     try {
       const count = async () =>
-        (await db.query(`SELECT count(*)::int AS n FROM identity.outbox WHERE event_type = 'rate_limit.exceeded' AND payload->'target'->>'id' = $1`, [k.id])).rows[0].n as number;
+        (await db.query(`SELECT count(*)::int AS n FROM ${emittedEvents('identity')} WHERE event_type = 'rate_limit.exceeded' AND payload->'target'->>'id' = $1`, [k.id])).rows[0].n as number;
       await waitUntil('rate_limit.exceeded recorded', async () => (await count()) > 0);
       expect(await count()).toBe(1);
     } finally {

@@ -16,7 +16,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { execFileSync } from 'node:child_process';
 import { startTestIdp } from '../../gateway/test/support/saml-idp';
-import { apiClient, certificateBody, findGrpcurl, listServices, metadataCertificates, type Api } from './support';
+import { apiClient, certificateBody, emittedEvents, findGrpcurl, listServices, metadataCertificates, type Api } from './support';
 
 jest.setTimeout(120_000);
 
@@ -526,7 +526,7 @@ describe('sessions over HTTP', () => {
     const db = new pg.Client({ connectionString: stack.databaseUrl });
     await db.connect();
     try {
-      const { rows } = await db.query(`SELECT payload FROM identity.outbox WHERE event_type = 'user.created' AND payload->'target'->>'id' = $1`, [u.id]);
+      const { rows } = await db.query(`SELECT payload FROM ${emittedEvents('identity')} WHERE event_type = 'user.created' AND payload->'target'->>'id' = $1`, [u.id]);
       expect(rows).toHaveLength(1);
       const event = rows[0].payload;
       expect(event.actor).toEqual({ id: expect.stringMatching(/^key_/), type: 'api_key', name: 'bootstrap admin key' });
@@ -670,12 +670,12 @@ describe('JWT access tokens', () => {
     try {
       let reasons: string[] = [];
       for (let i = 0; i < 50 && reasons.length < 2; i++) {
-        const { rows } = await db.query(`SELECT payload FROM identity.outbox WHERE event_type = 'auth.failed'`);
+        const { rows } = await db.query(`SELECT payload FROM ${emittedEvents('identity')} WHERE event_type = 'auth.failed'`);
         reasons = rows.map((r) => JSON.parse(r.payload.metadataJson)).filter((m) => m.credential === 'jwt').map((m) => m.reason);
         if (reasons.length < 2) await new Promise((r) => setTimeout(r, 20));
       }
       expect(reasons).toEqual(expect.arrayContaining(['err_jws_signature_verification_failed', 'revoked_session']));
-      const all = await db.query(`SELECT payload::text AS p FROM identity.outbox`);
+      const all = await db.query(`SELECT payload::text AS p FROM ${emittedEvents('identity')}`);
       expect(all.rows.map((r) => r.p).join('')).not.toContain(sig!.slice(0, 40));
     } finally {
       await db.end();

@@ -164,3 +164,14 @@ export function pipelined(origin: string, requests: { method?: string; path: str
     );
   });
 }
+
+/**
+ * The auth events the services have emitted, published or not, as an SQL table expression (local profile): the
+ * rows still in a service's outbox (`schema`), and those its relay has published, which the Postgres bus took
+ * out of the outbox and keeps in its records. Columns: `event_type`, `payload` (jsonb) and `ord` (emission
+ * order: published ones first, in bus order, then the outbox's). Published events are those of every service.
+ */
+export function emittedEvents(schema: 'identity' | 'policy'): string {
+  return `(SELECT value::jsonb->>'type' AS event_type, value::jsonb AS payload, seq AS ord FROM bus.bus_records WHERE topic = 'auth-events'
+           UNION ALL SELECT event_type, payload, (1::bigint << 62) + seq FROM ${schema}.outbox WHERE published_at IS NULL) AS events`;
+}

@@ -207,13 +207,15 @@ test('a crash after the bus acknowledged but before the outbox was marked republ
   expect(got.map((r) => r.position)).toEqual(got.map((_, i) => ({ partition: 0, offset: i + 1 })));
 });
 
-test('on a bus in its own database a round publishes on the server: no record passes through the relay, and a round marks and publishes all or nothing', async () => {
+test('on a bus in its own database a round publishes on the server: no record passes through the relay, published rows leave the outbox, and a round takes and publishes all or nothing', async () => {
   // publish() must not be used: the bus's statement takes the rows on the server.
   const serverOnly: EventBus = { ...viaRelay(bus), inDatabase: bus.inDatabase, publish: () => Promise.reject(new Error('publish called (test)')) };
   const relay = new OutboxRelay({ pool, databaseUrl: db.url, schema: 'svc', bus: serverOnly, logger, topic: 'relay-server' });
   const ids = [await appendEvent(pool, event('key_a')), await appendEvent(pool, event('key_b'))];
   expect(await relay.relayOnce()).toBe(2);
-  // A round that fails after marking (here: the bus's insert refuses one record) leaves every row of it
+  // The bus's records hold them now: the outbox keeps no copy.
+  expect((await pool.query('SELECT count(*)::int AS n FROM outbox WHERE event_id = ANY($1)', [ids])).rows[0].n).toBe(0);
+  // A round that fails after taking its rows (here: the bus's insert refuses one record) leaves every row of it
   // unpublished and publishes none of them.
   await pool.query(`CREATE FUNCTION bus.refuse_boom() RETURNS trigger LANGUAGE plpgsql AS $$
     BEGIN IF NEW.key = 'key_boom' THEN RAISE EXCEPTION 'refused (test)'; END IF; RETURN NEW; END $$;
@@ -241,18 +243,22 @@ test('on a bus in its own database a round publishes on the server: no record pa
   expect(got.map((r) => r.position?.offset)).toEqual([1, 2, 3, 4, 5, 6]);
   expect(JSON.parse(got[0]!.value)).toMatchObject({ id: ids[0], actor: { id: 'key_a' } });
   expect((await pool.query('SELECT count(*)::int AS n FROM outbox WHERE published_at IS NULL')).rows[0].n).toBe(0);
+  expect((await pool.query('SELECT count(*)::int AS n FROM outbox WHERE event_id = ANY($1)', [got.map((r) => r.id)])).rows[0].n).toBe(0);
   await pool.query('UPDATE outbox_relay SET unsure_through = 0');
 });
 
-test("a round on the server that gets the lock just after another replica's round committed does not publish that round's rows again", async () => {
+test.each([
+  ['on the server (deleted)', 'DELETE FROM outbox WHERE published_at IS NULL'],
+  ['to another bus (marked)', 'UPDATE outbox SET published_at = now() WHERE published_at IS NULL'],
+])("a round on the server that gets the lock just after another replica's round committed does not publish that round's rows again: replica's round %s", async (_, take) => {
   for (let i = 0; i < 3; i++) await appendEvent(pool, event(`key_${i}`));
   const a = await pool.connect();
   const b = await pool.connect();
   try {
-    // Replica A's round, not committed yet: it holds the relay lock and has marked the rows.
+    // Replica A's round, not committed yet: it holds the relay lock and has taken the rows.
     await a.query('BEGIN');
     await a.query("SELECT pg_advisory_xact_lock(hashtext('secsvc:outbox:svc'))");
-    await a.query('UPDATE outbox SET published_at = now() WHERE published_at IS NULL');
+    await a.query(take);
     // Replica B's statement takes its snapshot now, when the rows still look unpublished, and asks for the lock
     // half a second later, after A committed (the sleep widens what is otherwise a window of microseconds).
     const lock = "pg_sleep(0.5) IS NOT NULL AND pg_try_advisory_xact_lock(hashtext('secsvc:outbox:svc'))";
