@@ -12,7 +12,7 @@ module.exports = (projectDir, overrides = {}) => ({
     // turns them into CommonJS.
     '^.+\\.js$': ['@swc/jest', { jsc: { target: 'es2022' }, module: { type: 'commonjs' } }],
   },
-  transformIgnorePatterns: ['/node_modules/(?!(jose|openid-client|oauth4webapi)/)'],
+  transformIgnorePatterns: ['/node_modules/(?!(jose|openid-client|oauth4webapi|@platformatic/kafka)/)'],
   moduleNameMapper: {
     '^@secsvc/shared$': path.join(__dirname, 'libs/shared/src/index.ts'),
     '^@secsvc/shared/(.*)$': path.join(__dirname, 'libs/shared/src/$1/index.ts'),

@@ -1,0 +1,34 @@
+import { randomBytes } from 'node:crypto';
+import { murmur2 } from '@platformatic/kafka';
+import { Partitioners } from 'kafkajs';
+import { keyPartition, producerOptions } from './kafka';
+import { createLogger } from '../logger';
+
+const logger = createLogger('kafka-spec', 'silent');
+
+test('keys land on the partitions kafkajs (and Java clients) put them on, so a key keeps its partition across the change of client', () => {
+  const kafkajs = Partitioners.DefaultPartitioner();
+  const keys = ['', 'a', 'user_1', 'usr_01jb2xk3m4n5p6q7r8s9t0v1w2', 'ключ', '🔑 key', ...Array.from({ length: 2000 }, (_, i) => `${i}:${randomBytes(1 + (i % 40)).toString('base64')}`)];
+  for (const count of [1, 3, 6, 7, 12, 50]) {
+    const partitionMetadata = Array.from({ length: count }, (_, partitionId) => ({ partitionId, leader: 1, replicas: [1], isr: [1], partitionErrorCode: 0, offlineReplicas: [] }));
+    for (const key of keys) {
+      const ours = keyPartition(key) % count;
+      expect([key, ours]).toEqual([key, kafkajs({ topic: 't', partitionMetadata, message: { key, value: 'v' } })]);
+    }
+  }
+  // The keys cover the case that matters: murmur2 sets the sign bit for about half of them, and the client's own
+  // default (the hash read unsigned) would put many of those on another partition.
+  const moved = keys.filter((key) => (murmur2(key) >>> 0) % 6 !== keyPartition(key) % 6);
+  expect(moved.length).toBeGreaterThan(keys.length / 5);
+});
+
+test("the producer is idempotent, waits for every in-sync replica, never creates topics, and takes the bus's TLS and SASL settings", () => {
+  const base = producerOptions({ brokers: ['127.0.0.1:9092'], logger });
+  expect(base).toMatchObject({ clientId: 'secsvc', bootstrapBrokers: ['127.0.0.1:9092'], idempotent: true, acks: -1, autocreateTopics: false });
+  expect(base).not.toHaveProperty('tls');
+  expect(base).not.toHaveProperty('sasl');
+  const secured = producerOptions({ brokers: ['kafka:9093'], logger, clientId: 'identity', ssl: true, sasl: { mechanism: 'scram-sha-512', username: 'identity', password: 'pw' } });
+  expect(secured).toMatchObject({ clientId: 'identity', tls: {}, sasl: { mechanism: 'SCRAM-SHA-512', username: 'identity', password: 'pw' } });
+  expect(producerOptions({ brokers: ['k:1'], logger, sasl: { mechanism: 'plain', username: 'u', password: 'p' } }).sasl).toMatchObject({ mechanism: 'PLAIN' });
+  expect(producerOptions({ brokers: ['k:1'], logger, sasl: { mechanism: 'scram-sha-256', username: 'u', password: 'p' } }).sasl).toMatchObject({ mechanism: 'SCRAM-SHA-256' });
+});
