@@ -29,7 +29,7 @@ const { performance } = require('node:perf_hooks');
 const { setTimeout: sleep } = require('node:timers/promises');
 const pg = require('pg');
 const { events } = require('@secsvc/proto');
-const { AuditChain, ChainKey, cursorAfter, EventRecords, GeoIp, LOG_COLUMNS, LogQueries, LogStore, migrateAuditSchema, migrateClickHouse, openClickHouse, rowFromEvent } = require('@secsvc/audit-store');
+const { AuditChain, ChainKey, cursorAfter, EventRecords, GeoIp, LOG_COLUMNS, LogQueries, LogStore, MIGRATIONS, migrateAuditSchema, migrateClickHouse, openClickHouse, rowFromEvent } = require('@secsvc/audit-store');
 const { createKafkaBus, createLogger, createPool, createPostgresBus, encodeCursor, newId, OutboxRelay, outboxDdl, AUDIT_CONSUMER_GROUP } = require('@secsvc/shared');
 const { kafkaUnavailable, startKafka, testDatabase, stopTestPostgres } = require('@secsvc/dev/testing');
 const { machine } = require('./support');
@@ -398,7 +398,8 @@ async function activeParts(ch) {
  * audit service inserts, or with BENCH_WRITER=same on the queries' connection) running, so that chdb merges fresh parts while the queries run; then
  * BENCH_CONCURRENCY (default 50) searches at once, BENCH_CONCURRENT_ROUNDS (default 4) times, with the stream
  * still running: searches/s and the latency each caller saw.
- * BENCH_SEARCH_DATA=<dir>: keep the generated, merged table in <dir> and start from a copy of it next time.
+ * BENCH_SEARCH_DATA=<dir>: keep the generated, merged table in <dir> and start from a copy of it next time (when made with as many
+ * rows under the same ClickHouse schema).
  */
 async function search() {
   const ingestRate = Number(process.env.BENCH_INGEST_RATE ?? 2000);
@@ -410,7 +411,9 @@ async function search() {
   const keep = process.env.BENCH_SEARCH_DATA;
   console.log(`# bench/audit search, ${machine()}, ${ROWS.toLocaleString('en')} stored entries, ${RUNS} runs each, ingest stream ${ingestRate} entries/s in ${ingestBlocks} blocks a second${process.env.BENCH_WRITER === 'same' ? ' on the queries\' connection' : ' on a connection of its own'}`);
   const chDir = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-audit-search-'));
-  const reuse = keep && fs.existsSync(path.join(keep, 'generated.json')) && JSON.parse(fs.readFileSync(path.join(keep, 'generated.json'), 'utf8')).rows === ROWS;
+  // A kept table is reused only when it has as many rows and was made under the same ClickHouse schema.
+  const made = { rows: ROWS, schema: MIGRATIONS.at(-1).version };
+  const reuse = keep && fs.existsSync(path.join(keep, 'generated.json')) && JSON.stringify(JSON.parse(fs.readFileSync(path.join(keep, 'generated.json'), 'utf8'))) === JSON.stringify(made);
   if (reuse) fs.cpSync(keep, chDir, { recursive: true });
   // ClickHouse's query condition cache would answer every repetition of a WHERE from memory: off, so each run
   // really filters (production keeps it on, which only makes repeated searches faster).
@@ -436,7 +439,7 @@ async function search() {
       if (keep) {
         fs.rmSync(keep, { recursive: true, force: true });
         fs.cpSync(chDir, keep, { recursive: true });
-        fs.writeFileSync(path.join(keep, 'generated.json'), JSON.stringify({ rows: ROWS }));
+        fs.writeFileSync(path.join(keep, 'generated.json'), JSON.stringify(made));
       }
     }
     const queries = new LogQueries(store, SEARCH_SECRET);

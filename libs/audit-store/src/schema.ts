@@ -3,6 +3,8 @@ import type { ClickHouseClient } from './clickhouse';
 import { SEARCH_TEXT_SQL } from './search/tokens';
 
 export const LOG_TABLE = 'audit_logs';
+/** The log table's compression block size (migration 4). */
+export const COMPRESS_BLOCK_BYTES = 16384;
 
 export interface ChMigration {
   version: number;
@@ -72,6 +74,16 @@ export const MIGRATIONS: ChMigration[] = [
     version: 3,
     name: 'audit_logs_actor_name',
     statements: [`ALTER TABLE ${LOG_TABLE} ADD COLUMN IF NOT EXISTS actor_name String DEFAULT ''`],
+  },
+  {
+    // Compression blocks of 16 KB instead of 64 KB to 1 MB: a page of results reads each column's block that
+    // holds its rows, and a search for a rare term reads a block per hit. On 10,000,000 entries (same run,
+    // alternating tables): `rare` p50 26.8 → 20.8 ms, list pages and common terms equal or faster, the table
+    // 10 % larger. Parts written from now on (inserts and merges) use it; see docs/operations.md to rewrite
+    // older ones.
+    version: 4,
+    name: 'audit_logs_small_compression_blocks',
+    statements: [`ALTER TABLE ${LOG_TABLE} MODIFY SETTING min_compress_block_size = ${COMPRESS_BLOCK_BYTES}, max_compress_block_size = ${COMPRESS_BLOCK_BYTES}`],
   },
 ];
 

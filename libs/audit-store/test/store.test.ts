@@ -31,6 +31,20 @@ test('migrations are recorded once and re-running them is a no-op; an edited mig
   await expect(migrateClickHouse(ch, edited)).rejects.toThrow('was edited after it was applied');
 });
 
+test('the log table writes its parts in 16 KB compression blocks (migration 4), also when created before it', async () => {
+  const settings = async (c: ClickHouseClient) => {
+    const rs = await c.query({ query: `SELECT create_table_query AS q FROM system.tables WHERE database = currentDatabase() AND name = '${LOG_TABLE}'`, format: 'JSONEachRow' });
+    return (await rs.json<{ q: string }>())[0]!.q;
+  };
+  expect(await settings(ch)).toMatch(/min_compress_block_size = 16384, max_compress_block_size = 16384/);
+  // A table from before migration 4 (its settings reset, the migration not recorded) gets them on the next start.
+  await ch.command({ query: `ALTER TABLE ${LOG_TABLE} RESET SETTING min_compress_block_size, max_compress_block_size` });
+  await ch.command({ query: 'DELETE FROM schema_migrations WHERE version = 4' });
+  expect(await settings(ch)).not.toMatch(/compress_block_size/);
+  expect(await migrateClickHouse(ch)).toBe(1);
+  expect(await settings(ch)).toMatch(/min_compress_block_size = 16384, max_compress_block_size = 16384/);
+});
+
 test('a row round-trips with millisecond time, location and metadata', async () => {
   const r = row();
   expect(await store.insert([r])).toBe(1);
