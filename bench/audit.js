@@ -95,7 +95,7 @@ function makeBus(spec, url) {
 async function relayChild(url, spec) {
   const pool = createPool(url, 4, logger, 'svc');
   const bus = await makeBus(spec, url);
-  const relay = new OutboxRelay({ pool, databaseUrl: url, schema: 'svc', bus, logger, batchSize: 5000, pollMs: 50 });
+  const relay = new OutboxRelay({ pool, databaseUrl: url, schema: 'svc', bus, logger, pollMs: 50 });
   const cpu0 = process.cpuUsage();
   await relay.start();
   process.send({ started: true });
@@ -124,7 +124,7 @@ async function ingestOnce(name, url, spec, { chained = false, separateRelay = fa
   const geo = await GeoIp.open();
   const pool = separateRelay ? undefined : createPool(url, 4, logger, 'svc');
   const bus = await makeBus(spec, url);
-  const relay = pool ? new OutboxRelay({ pool, databaseUrl: url, schema: 'svc', bus, logger, batchSize: 5000, pollMs: 50 }) : undefined;
+  const relay = pool ? new OutboxRelay({ pool, databaseUrl: url, schema: 'svc', bus, logger, pollMs: 50 }) : undefined;
   let stored = 0;
   const cpu0 = process.cpuUsage();
   const started = performance.now();
