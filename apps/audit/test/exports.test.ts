@@ -16,6 +16,7 @@ import { createExport } from '../src/rpc/create-export';
 import { downloadExport } from '../src/rpc/download-export';
 import { getExport } from '../src/rpc/get-export';
 import { streamLogs } from '../src/rpc/stream-logs';
+import { jsonEntryEnd } from '../../export-worker/src/formats';
 
 const logger = createLogger('audit-exports-test', 'silent');
 const SECRET = 'test-secret-test-secret-test-secret-0123';
@@ -169,10 +170,13 @@ test('StreamLogs sends every row of the window newest first, rendered in the for
   });
   expect(got.map((x) => x.id)).toEqual(newest.map((r) => r.id));
   expect(got.map((x) => x.ms)).toEqual(newest.map((r) => Date.parse(r.timestamp)));
-  expect(got.every((x) => x.seq === 0 && x.meta === '')).toBe(true); // unchained rows; JSON entries hold their metadata
-  expect(got.map((x) => (JSON.parse(x.entry) as { id: string; metadata: unknown }).id)).toEqual(newest.map((r) => r.id));
-  expect(got.every((x) => x.entry.endsWith('}\n'))).toBe(true);
-  expect(JSON.parse(got[0]!.entry)).toMatchObject({ id: newest[0]!.id, event: newest[0]!.event, timestamp: newest[0]!.timestamp, metadata: { authMethod: 'password', mfaUsed: false } });
+  // Unchained rows; each JSON entry up to its metadata, and the metadata text the worker ends it with.
+  expect(got.every((x) => x.seq === 0 && x.entry.endsWith(',"metadata":') && x.meta === '{"authMethod":"password","mfaUsed":false}')).toBe(true);
+  const end = jsonEntryEnd('ndjson');
+  const whole = got.map((x) => x.entry + end(Buffer.from(x.meta), 0, Buffer.byteLength(x.meta)).toString());
+  expect(whole.every((line) => line.endsWith('}\n') && line.indexOf('\n') === line.length - 1)).toBe(true);
+  expect(whole.map((line) => (JSON.parse(line) as { id: string }).id)).toEqual(newest.map((r) => r.id));
+  expect(JSON.parse(whole[0]!)).toMatchObject({ id: newest[0]!.id, event: newest[0]!.event, timestamp: newest[0]!.timestamp, metadata: { authMethod: 'password', mfaUsed: false } });
   // CSV: records up to the metadata cells, and the metadata text for them; a page size the request names
   const csv = (await collect(client.streamLogs(streamRequest({ format: 'csv', pageSize: 400 })))).map((c) => {
     const read = rowsOf(c);

@@ -92,8 +92,8 @@ class FakeQueue implements JobQueue {
 function entryOf(format: ExportFormat, i: number): FakeRendered {
   const id = `log_${i}`;
   if (format === 'csv') return { id, entry: `${id},2026-11-01T12:00:00.000Z,user.login,user_1,,user,,,,10.0.0.1,"jest, ""quoted""",,,,,,success,req,`, meta: i % 2 ? '{"authMethod":"password","mfaUsed":true,"n":1}' : '{}' };
-  const json = JSON.stringify({ id, n: i });
-  return { id, entry: format === 'ndjson' ? json + '\n' : json };
+  // JSON: the entry up to its metadata; the worker ends it with the metadata (or {}) and the closing brace.
+  return { id, entry: `{"id":"${id}","n":${i},"metadata":`, meta: i % 2 ? '{"authMethod":"password"}' : 'not json' };
 }
 
 /** Chain position of row i: 0 (unchained) for every seventh, else out of order around 1000 + i. */
@@ -158,7 +158,7 @@ test('a job is claimed, written with its row count, size and digest, and complet
   expect(records[0]!.slice(-3)).toEqual(['', '', '']);
 });
 
-test('JSON and NDJSON files: the source entries between the frame, in order', async () => {
+test('JSON and NDJSON files: the source entries, each ended with its metadata (or {}) and brace, between the frame, in order', async () => {
   const q = new FakeQueue();
   const json = q.add({ format: 'json' });
   const ndjson = q.add({ format: 'ndjson' });
@@ -177,7 +177,7 @@ test('JSON and NDJSON files: the source entries between the frame, in order', as
   while (await worker.runOnce());
   expect(formats).toEqual(['json', 'ndjson', 'json']);
   const read = async (id: string) => Buffer.concat(await (await objects.read(q.jobs.get(id)!.objectKey!)).toArray()).toString();
-  const want = Array.from({ length: 230 }, (_, i) => ({ id: `log_${i}`, n: i }));
+  const want = Array.from({ length: 230 }, (_, i) => ({ id: `log_${i}`, n: i, metadata: i % 2 ? { authMethod: 'password' } : {} }));
   const j = await read(json);
   expect(JSON.parse(j)).toEqual(want);
   expect(j.startsWith('[\n{"id":"log_0"')).toBe(true);

@@ -4,9 +4,11 @@ import type { ExportFormat } from './export-jobs';
  * Export entries rendered by ClickHouse itself: each row of an export page carries its entry already in the
  * file's format (a CSV record, or the SPEC full form as JSON), so neither the audit service nor the worker
  * decodes or encodes a row; they copy bytes. These SQL expressions and FILE_FRAMES are the one definition of
- * the file formats; the worker adds the file's head, the separators between JSON entries, the tail, and a CSV
- * record's three metadata cells (csvMetadataCells: a handful of distinct metadata texts make up most of a
- * log, so a memo in the worker does them for less than ClickHouse's JSON functions would, row by row).
+ * the file formats; the worker adds the file's head, the separators between JSON entries, the tail, and each
+ * entry's end from its stored metadata: a CSV record's three metadata cells (csvMetadataCells), a JSON entry's
+ * metadata and closing brace (jsonEntryEnd). A handful of distinct metadata texts make up most of a log, so a
+ * memo in the worker does them for less than ClickHouse's JSON functions would, row by row (checking JSON
+ * metadata was a third of ClickHouse's work per JSON entry).
  *
  * Each entry has a plain form (the fields as they are) and an escaped form; the escaped one is computed only
  * for the rows that need it (a cheap byte test over the row's text fields picks them), which keeps ordinary rows at
@@ -70,7 +72,10 @@ const CSV_ENTRY = `if(${CSV_NEEDS_ESCAPE}, ${csvRecordSql(csvCellSql)}, ${csvRec
 const JSON_SPECIAL = [0x22, 0x5c, ...Array.from({ length: 32 }, (_, i) => i)];
 const jsonSpecialSql = `[${JSON_SPECIAL.map((b) => `'\\x${b.toString(16).padStart(2, '0')}'`).join(', ')}]`;
 
-/** One entry in the SPEC full form (GET /logs/{id}) as compact JSON, fields in the SPEC's order. */
+/**
+ * One entry in the SPEC full form (GET /logs/{id}) as compact JSON, fields in the SPEC's order, up to
+ * `"metadata":` (the worker writes the metadata and the closing brace: jsonEntryEnd).
+ */
 function jsonEntrySql(str: (x: string) => string): string {
   const opt = (cond: string, text: string) => `if(${cond}, ${text}, '')`;
   return `concat('{"id":', ${str('id')}, ',"timestamp":"', ${ISO_TIME}, '","event":', ${str('event')},
@@ -79,32 +84,18 @@ function jsonEntrySql(str: (x: string) => string): string {
     ${opt(`target_id != ''`, `concat(',"target":{"id":', ${str('target_id')}, ',"type":', ${str('target_type')}, '}')`)},
     ',"context":{"ip":', ${str('ip')}, ',"userAgent":', ${str('user_agent')},
     ${opt(LOCATED, `concat(',"location":{"city":', ${str('city')}, ',"country":', ${str('country')}, ',"region":', ${str('region')}, ',"coordinates":{"lat":', ${num('lat')}, ',"lng":', ${num('lng')}, '}}')`)},
-    '},"result":', ${str('result')}, ',"traceId":', ${str('trace_id')}, ',"metadata":', ${JSON_METADATA}, '}')`;
+    '},"result":', ${str('result')}, ',"traceId":', ${str('trace_id')}, ',"metadata":')`;
 }
 const JSON_TEXT = ['id', 'event', 'actor_id', 'actor_email', 'actor_type', 'actor_name', 'target_id', 'target_type', 'ip', 'user_agent', 'city', 'country', 'region', 'result', 'trace_id'];
-/**
- * The stored metadata: the JSON object text the event carried (written by JSON.stringify where the event was
- * recorded); anything but a JSON object is {}, the same as JSON.parse has it:
- * - JSON whitespace around the object (a producer's pretty-printing) is allowed; line breaks, which in a valid
- *   JSON text can only lie between tokens, become spaces, so an NDJSON entry stays one line;
- * - a lone surrogate escaped in a string ("\ud83d", as JSON.stringify writes half of an emoji cut by slice())
- *   is allowed: isValidJSON refuses it, so a text it refuses is checked again with each \uD8..\uDF escape made
- *   an ordinary one of the same length (\u00..), which is valid exactly when the text but for them is.
- */
-const JSON_METADATA = `if((startsWith(metadata, '{') OR match(metadata, '^[ \\t\\n\\r]+[{]'))
-    AND (isValidJSON(metadata) OR isValidJSON(replaceRegexpAll(metadata, '\\\\\\\\u[dD][89a-fA-F]', '\\\\\\\\u00'))),
-  if(multiSearchAny(metadata, ['\\n', '\\r']), replaceRegexpAll(metadata, '[\\n\\r]', ' '), metadata), '{}')`;
 const JSON_ENTRY = `if(multiSearchAny(concat(${JSON_TEXT.join(', ')}), ${jsonSpecialSql}), ${jsonEntrySql((x) => `toJSONString(${x})`)}, ${jsonEntrySql((x) => `concat('"', ${x}, '"')`)})`;
 
 /**
  * The start of an export page's query up to FROM: its SELECT list, in this order (RowBinary): chain_seq UInt64,
- * the timestamp in ms (Int64), id, the entry, and the metadata text for a CSV record's last cells (empty for
- * JSON, whose entry holds its metadata).
+ * the timestamp in ms (Int64), id, the entry up to its metadata, and the stored metadata text the worker ends
+ * it with.
  */
 export function renderedSelectSql(format: ExportFormat): string {
-  if (format === 'csv') return `SELECT chain_seq, toUnixTimestamp64Milli(timestamp), id, ${CSV_ENTRY}, metadata`;
-  const entry = format === 'ndjson' ? `concat(${JSON_ENTRY}, '\\n')` : JSON_ENTRY;
-  return `SELECT chain_seq, toUnixTimestamp64Milli(timestamp), id, ${entry}, ''`;
+  return `SELECT chain_seq, toUnixTimestamp64Milli(timestamp), id, ${format === 'csv' ? CSV_ENTRY : JSON_ENTRY}, metadata`;
 }
 
 /** Settings every rendering query runs with: branches evaluated only for the rows that take them. */

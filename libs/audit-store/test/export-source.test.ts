@@ -7,7 +7,7 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { csvCell, csvMetadataCells } from '../../../apps/export-worker/src/formats';
+import { csvCell, csvMetadataCells, jsonEntryEnd } from '../../../apps/export-worker/src/formats';
 import { parseCsv } from '../../../apps/export-worker/test/support/csv';
 import { fullForm } from '../../../apps/export-worker/test/support/full-form';
 import { openClickHouse, type ClickHouseClient } from '../src/clickhouse';
@@ -106,6 +106,13 @@ async function collect(s: typeof spec, format: ExportFormat, pageSize: number, c
   return { out, sizes };
 }
 
+/** An entry as the worker ends it (export-file.ts): with its metadata from the memo. */
+const ends = { json: jsonEntryEnd('json'), ndjson: jsonEntryEnd('ndjson') };
+function whole(format: ExportFormat, x: Rendered): string {
+  const meta = Buffer.from(x.meta);
+  return x.entry + (format === 'csv' ? csvMetadataCells(x.meta) : ends[format](meta, 0, meta.length)).toString();
+}
+
 const newestFirst = (a: LogRow, b: LogRow) => (a.timestamp === b.timestamp ? (a.id < b.id ? 1 : -1) : a.timestamp < b.timestamp ? 1 : -1);
 
 /** Cells a spreadsheet would run as a formula (OWASP): the reference's own copy of the rule. */
@@ -153,8 +160,9 @@ function checkEntry(format: ExportFormat, got: Rendered, r: LogRow) {
     if (located) expect(got.entry).toContain(`,${r.lat},${r.lng},`);
     return;
   }
-  expect(got.meta).toBe('');
-  let json = got.entry;
+  expect(got.meta).toBe(r.metadata);
+  expect(got.entry.endsWith(',"metadata":')).toBe(true);
+  let json = whole(format, got);
   if (format === 'ndjson') {
     // One line per entry: the only line break is the one ending it.
     expect(json.indexOf('\n')).toBe(json.length - 1);
@@ -184,7 +192,7 @@ test('an entry with nothing to escape is written by the plain path byte for byte
   const byId = new Map(rows.map((r) => [r.id, r]));
   const plain = out.filter((x) => !['log_01jd0000000000000000000007', 'log_01jd0000000000000000000008'].includes(x.id));
   expect(plain.length).toBe(out.length - 2);
-  for (const x of plain) expect(x.entry).toBe(JSON.stringify(fullForm(byId.get(x.id)!)));
+  for (const x of plain) expect(whole('json', x)).toBe(JSON.stringify(fullForm(byId.get(x.id)!)));
 });
 
 test('events, the time window and a search query narrow the export', async () => {
@@ -330,7 +338,7 @@ describe('hostile rows', () => {
     for (const [i, r] of stored.entries()) checkEntry(format, out[i]!, r);
     // The whole file as the worker puts it together (FILE_FRAMES around the entries) reads back.
     const frame = FILE_FRAMES[format];
-    const body = frame.head + out.map((x, i) => (i === 0 ? frame.first : frame.between) + x.entry + (format === 'csv' ? csvMetadataCells(x.meta).toString() : '')).join('') + frame.tail;
+    const body = frame.head + out.map((x, i) => (i === 0 ? frame.first : frame.between) + whole(format, x)).join('') + frame.tail;
     if (format === 'csv') {
       const [header, ...records] = parseCsv(body);
       expect(header).toEqual([...CSV_COLUMNS]);

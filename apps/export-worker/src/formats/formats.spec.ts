@@ -1,6 +1,6 @@
 import { CSV_COLUMNS, FILE_FRAMES } from '@secsvc/audit-store';
 import { parseCsv } from '../../test/support/csv';
-import { csvCell, csvMetadataCells, memoByText, metadataOf } from './index';
+import { csvCell, csvMetadataCells, jsonEntryEnd, memoByText, metadataJson, metadataOf } from './index';
 
 /** A CSV line of the three metadata cells (what the worker appends to ClickHouse's part of a record), read back. */
 const metadataRecord = (text: string) => {
@@ -103,5 +103,30 @@ describe('metadataOf and memoByText', () => {
     memo('x');
     memo('x');
     expect(n).toBe(1);
+  });
+});
+
+describe('metadataJson and jsonEntryEnd', () => {
+  it('metadataJson: the stored text when it is a JSON object (line breaks made spaces), {} for anything else', () => {
+    const of = (text: string) => metadataJson(Buffer.from(text));
+    expect(of('{"authMethod":"password","mfaUsed":false}')).toBe('{"authMethod":"password","mfaUsed":false}');
+    expect(of('\t\r\n {"a":\n1}\n')).toBe('\t   {"a": 1} ');
+    expect(of(JSON.stringify({ half: '😀'.slice(0, 1) }))).toBe('{"half":"\\ud83d"}');
+    for (const bad of ['', 'null', '[1]', '"{}"', '42', '{"a":1}x', '{"a":1,}', '{"a":"raw\nbreak"}', '\uFEFF{"a":1}', '{"a":1}{"b":2}']) expect([bad, of(bad)]).toEqual([bad, '{}']);
+    // Bytes that are not UTF-8 (a lone continuation byte, a truncated sequence) make no object either.
+    expect(metadataJson(Buffer.from([0x7b, 0x22, 0x61, 0x22, 0x3a, 0x22, 0x80, 0x22, 0x7d]))).toBe('{}');
+    expect(metadataJson(Buffer.from([0x7b, 0x22, 0x61, 0x22, 0x3a, 0x22, 0xe2, 0x82, 0x22, 0x7d]))).toBe('{}');
+  });
+
+  it("jsonEntryEnd: the metadata, the closing brace and NDJSON's line break, for short and long texts alike", () => {
+    const page = Buffer.from(`xx{"n":1}yy${JSON.stringify({ long: 'x'.repeat(600) })}zz`);
+    const json = jsonEntryEnd('json');
+    const ndjson = jsonEntryEnd('ndjson');
+    expect(json(page, 2, 9).toString()).toBe('{"n":1}}');
+    expect(json(page, 2, 9).toString()).toBe('{"n":1}}'); // from the memo
+    expect(ndjson(page, 2, 9).toString()).toBe('{"n":1}}\n');
+    const long = page.subarray(11, page.length - 2).toString();
+    expect(ndjson(page, 11, page.length - 2).toString()).toBe(`${long}}\n`);
+    expect(json(Buffer.from('not json'), 0, 8).toString()).toBe('{}}');
   });
 });

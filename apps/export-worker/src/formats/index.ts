@@ -1,1 +1,2 @@
 export { csvCell, csvMetadataCells, memoByText, metadataOf } from './csv';
+export { jsonEntryEnd, metadataJson } from './json';
