@@ -16,7 +16,7 @@ import { createExport } from '../src/rpc/create-export';
 import { downloadExport } from '../src/rpc/download-export';
 import { getExport } from '../src/rpc/get-export';
 import { streamLogs } from '../src/rpc/stream-logs';
-import { jsonEntryEnd } from '../../export-worker/src/formats';
+import { entryEnd } from '../../export-worker/src/formats';
 
 const logger = createLogger('audit-exports-test', 'silent');
 const SECRET = 'test-secret-test-secret-test-secret-0123';
@@ -172,7 +172,7 @@ test('StreamLogs sends every row of the window newest first, rendered in the for
   expect(got.map((x) => x.ms)).toEqual(newest.map((r) => Date.parse(r.timestamp)));
   // Unchained rows; each JSON entry up to its metadata, and the metadata text the worker ends it with.
   expect(got.every((x) => x.seq === 0 && x.entry.endsWith(',"metadata":') && x.meta === '{"authMethod":"password","mfaUsed":false}')).toBe(true);
-  const end = jsonEntryEnd('ndjson');
+  const end = entryEnd('ndjson');
   const whole = got.map((x) => x.entry + end(Buffer.from(x.meta), 0, Buffer.byteLength(x.meta)).toString());
   expect(whole.every((line) => line.endsWith('}\n') && line.indexOf('\n') === line.length - 1)).toBe(true);
   expect(whole.map((line) => (JSON.parse(line) as { id: string }).id)).toEqual(newest.map((r) => r.id));

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { FILE_FRAMES, RenderedRows, type ExportFormat, type ExportSpec } from '@secsvc/audit-store';
 import type { ObjectStore } from '@secsvc/shared';
-import { csvMetadataCells, jsonEntryEnd } from './formats';
+import { entryEnd } from './formats';
 import type { LogSource } from './log-source';
 
 /** Output is handed to the object store in pieces of about this size. */
@@ -32,7 +32,7 @@ export async function writeExportFile(o: {
   progress: (rows: number) => void;
 }): Promise<WrittenFile> {
   const frame = FILE_FRAMES[o.format];
-  const jsonEnd = o.format === 'csv' ? undefined : jsonEntryEnd(o.format);
+  const tailOf = entryEnd(o.format);
   const first = Buffer.from(frame.first);
   const between = Buffer.from(frame.between);
   const writer = await o.objects.create(o.key, frame.contentType);
@@ -77,7 +77,7 @@ export async function writeExportFile(o: {
         const sep = rows === 0 ? first : between;
         // The entry's end, from a memo (few distinct metadata texts): a CSV record's metadata cells with its
         // CRLF, a JSON entry's metadata and closing brace.
-        const tail = jsonEnd ? jsonEnd(bytes, r.metaStart, r.metaEnd) : csvMetadataCells(bytes.toString('utf8', r.metaStart, r.metaEnd));
+        const tail = tailOf(bytes, r.metaStart, r.metaEnd);
         const need = sep.length + (r.entryEnd - r.entryStart) + tail.length;
         if (used + need > out.length) await room(need); // awaits only when flushing
         if (sep.length) used += sep.copy(out, used);

@@ -74,7 +74,7 @@ const jsonSpecialSql = `[${JSON_SPECIAL.map((b) => `'\\x${b.toString(16).padStar
 
 /**
  * One entry in the SPEC full form (GET /logs/{id}) as compact JSON, fields in the SPEC's order, up to
- * `"metadata":` (the worker writes the metadata and the closing brace: jsonEntryEnd).
+ * `"metadata":` (the worker writes the metadata and the closing brace: entryEnd in apps/export-worker).
  */
 function jsonEntrySql(str: (x: string) => string): string {
   const opt = (cond: string, text: string) => `if(${cond}, ${text}, '')`;

@@ -7,7 +7,7 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { csvCell, csvMetadataCells, jsonEntryEnd } from '../../../apps/export-worker/src/formats';
+import { csvCell, entryEnd } from '../../../apps/export-worker/src/formats';
 import { parseCsv } from '../../../apps/export-worker/test/support/csv';
 import { fullForm } from '../../../apps/export-worker/test/support/full-form';
 import { openClickHouse, type ClickHouseClient } from '../src/clickhouse';
@@ -107,10 +107,10 @@ async function collect(s: typeof spec, format: ExportFormat, pageSize: number, c
 }
 
 /** An entry as the worker ends it (export-file.ts): with its metadata from the memo. */
-const ends = { json: jsonEntryEnd('json'), ndjson: jsonEntryEnd('ndjson') };
+const ends = { csv: entryEnd('csv'), json: entryEnd('json'), ndjson: entryEnd('ndjson') };
 function whole(format: ExportFormat, x: Rendered): string {
   const meta = Buffer.from(x.meta);
-  return x.entry + (format === 'csv' ? csvMetadataCells(x.meta) : ends[format](meta, 0, meta.length)).toString();
+  return x.entry + ends[format](meta, 0, meta.length).toString();
 }
 
 const newestFirst = (a: LogRow, b: LogRow) => (a.timestamp === b.timestamp ? (a.id < b.id ? 1 : -1) : a.timestamp < b.timestamp ? 1 : -1);
@@ -148,7 +148,7 @@ function checkEntry(format: ExportFormat, got: Rendered, r: LogRow) {
   if (format === 'csv') {
     expect(got.meta).toBe(r.metadata);
     expect(got.entry.endsWith(',')).toBe(true);
-    const records = parseCsv(got.entry + csvMetadataCells(got.meta).toString());
+    const records = parseCsv(whole(format, got));
     expect(records).toHaveLength(1);
     expect(records[0]).toHaveLength(CSV_COLUMNS.length);
     expect(Object.fromEntries(CSV_COLUMNS.map((c, i) => [c, records[0]![i]]))).toEqual(Object.fromEntries(CSV_COLUMNS.map((c, i) => [c, expectedCsvCells(r)[i]])));

@@ -1,10 +1,12 @@
 import { CSV_COLUMNS, FILE_FRAMES } from '@secsvc/audit-store';
 import { parseCsv } from '../../test/support/csv';
-import { csvCell, csvMetadataCells, jsonEntryEnd, memoByText, metadataJson, metadataOf } from './index';
+import { csvCell, csvMetadataCells, entryEnd, memoByBytes, metadataJson, metadataObject } from './index';
+
+const cellsOf = (text: string) => csvMetadataCells(Buffer.from(text));
 
 /** A CSV line of the three metadata cells (what the worker appends to ClickHouse's part of a record), read back. */
 const metadataRecord = (text: string) => {
-  const bytes = csvMetadataCells(text);
+  const bytes = cellsOf(text);
   expect(Buffer.isBuffer(bytes)).toBe(true);
   const s = bytes.toString('utf8');
   expect(s.endsWith('\r\n')).toBe(true);
@@ -37,7 +39,7 @@ describe('csvMetadataCells', () => {
 
   it('are the last three columns: authMethod, mfaUsed, and every other key as one JSON object, then CRLF', () => {
     expect([auth, mfa, other]).toEqual([CSV_COLUMNS.length - 3, CSV_COLUMNS.length - 2, CSV_COLUMNS.length - 1]);
-    expect(csvMetadataCells('{"authMethod":"password","mfaUsed":false}').toString()).toBe('password,false,\r\n');
+    expect(cellsOf('{"authMethod":"password","mfaUsed":false}').toString()).toBe('password,false,\r\n');
     expect(metadataRecord('{"authMethod":"api_key","mfaUsed":true,"note":"x,y","n":1,"nested":{"a":[1,null]}}')).toEqual(['api_key', 'true', '{"note":"x,y","n":1,"nested":{"a":[1,null]}}']);
     expect(metadataRecord('{"reason":"say \\"hi\\"\\nbye"}')).toEqual(['', '', '{"reason":"say \\"hi\\"\\nbye"}']);
     expect(metadataRecord('{"authMethod":"pässwörd😀"}')).toEqual(['pässwörd😀', '', '']);
@@ -52,61 +54,54 @@ describe('csvMetadataCells', () => {
   });
 
   it('writes three empty cells for a metadata text that is not a JSON object', () => {
-    for (const text of ['not json', '', 'null', '42', '"str"', '[1,2]', '{"a":1', '{"a":1}trailing']) expect(csvMetadataCells(text).toString()).toBe(',,\r\n');
-    expect(csvMetadataCells('{}').toString()).toBe(',,\r\n');
+    for (const text of ['not json', '', 'null', '42', '"str"', '[1,2]', '{"a":1', '{"a":1}trailing']) expect(cellsOf(text).toString()).toBe(',,\r\n');
+    expect(cellsOf('{}').toString()).toBe(',,\r\n');
   });
 
-  it('gives the same bytes for the same text (memoized), and what it gives completes a record', () => {
+  it('completes a record', () => {
     const text = '{"authMethod":"password","mfaUsed":true}';
-    expect(csvMetadataCells(text)).toBe(csvMetadataCells(text));
     const entry = 'log_1,2026-11-01T00:00:00.000Z,user.login,user_1,a@example.com,user,,,,10.0.0.1,jest,,,,,,success,req_1,';
-    const [header, rec] = parseCsv(FILE_FRAMES.csv.head + entry + csvMetadataCells(text).toString());
+    const [header, rec] = parseCsv(FILE_FRAMES.csv.head + entry + cellsOf(text).toString());
     expect(header).toEqual([...CSV_COLUMNS]);
     expect(rec).toHaveLength(CSV_COLUMNS.length);
     expect(rec!.slice(-3)).toEqual(['password', 'true', '']);
   });
 });
 
-describe('metadataOf and memoByText', () => {
-  it('metadataOf: the object, or {} for anything else', () => {
-    expect(metadataOf('{"a":{"b":1}}')).toEqual({ a: { b: 1 } });
-    expect(metadataOf(' {"a":1}\n')).toEqual({ a: 1 });
-    for (const text of ['', 'x', '[1]', 'null', 'true', '1', '"s"']) expect(metadataOf(text)).toEqual({});
+describe('metadataObject and memoByBytes', () => {
+  it('metadataObject: the text and the object JSON.parse makes of it, none for anything else', () => {
+    const of = (text: string) => metadataObject(Buffer.from(text));
+    expect(of('{"a":{"b":1}}')).toEqual({ text: '{"a":{"b":1}}', value: { a: { b: 1 } } });
+    expect(of(' {"a":1}\n')).toEqual({ text: ' {"a":1}\n', value: { a: 1 } });
+    for (const text of ['', 'x', '[1]', 'null', 'true', '1', '"s"', '{"a":1', '{"a":1}x', '\uFEFF{"a":1}']) expect([text, of(text)]).toEqual([text, undefined]);
+    // Bytes that are not UTF-8 (a lone continuation byte, a truncated sequence) make none.
+    expect(metadataObject(Buffer.from([0x7b, 0x22, 0x61, 0x22, 0x3a, 0x22, 0x80, 0x22, 0x7d]))).toBeUndefined();
+    expect(metadataObject(Buffer.from([0x7b, 0x22, 0x61, 0x22, 0x3a, 0x22, 0xe2, 0x82, 0x22, 0x7d]))).toBeUndefined();
   });
 
-  it('memoByText calls the function once per distinct text, and empties itself when full', () => {
-    const calls: string[] = [];
-    const memo = memoByText((t: string) => {
-      calls.push(t);
-      return { t };
-    }, 3);
-    const a = memo('a');
-    expect(memo('a')).toBe(a);
-    memo('b');
-    memo('c');
-    expect(calls).toEqual(['a', 'b', 'c']);
-    memo('a');
-    expect(calls).toHaveLength(3); // still held
-    memo('d'); // full: emptied, then d held
-    expect(calls).toEqual(['a', 'b', 'c', 'd']);
-    expect(memo('a')).not.toBe(a);
-    expect(memo('d')).toBe(memo('d'));
-    expect(calls).toEqual(['a', 'b', 'c', 'd', 'a']);
-  });
-
-  it('memoByText remembers falsy results too (not only objects)', () => {
-    let n = 0;
-    const memo = memoByText(() => {
-      n++;
-      return '';
-    });
-    memo('x');
-    memo('x');
-    expect(n).toBe(1);
+  it('memoByBytes makes once per distinct stored text, keyed by its bytes, empties itself when full, and makes long texts each time', () => {
+    const made: string[] = [];
+    const memo = memoByBytes((raw) => {
+      made.push(raw.toString('latin1'));
+      return Buffer.from(`<${raw.length}>`);
+    }, 3, 4);
+    const page = Buffer.from([0x61, 0x62, 0x80, 0x63, 0x61, 0x62, 0x80, 0x78, 0x78, 0x78, 0x78, 0x78]);
+    const ab = memo(page, 0, 3);
+    expect(ab.toString()).toBe('<3>');
+    expect(memo(page, 4, 7)).toBe(ab); // the same bytes elsewhere in the page (a byte that is not UTF-8 included)
+    memo(page, 0, 1);
+    memo(page, 1, 2);
+    expect(made).toEqual(['ab\x80', 'a', 'b']);
+    memo(page, 3, 4); // full: emptied, then 'c' held
+    expect(memo(page, 0, 3)).not.toBe(ab);
+    expect(made).toEqual(['ab\x80', 'a', 'b', 'c', 'ab\x80']);
+    memo(page, 7, 12);
+    memo(page, 7, 12); // longer than maxBytes: made each time
+    expect(made.slice(-2)).toEqual(['xxxxx', 'xxxxx']);
   });
 });
 
-describe('metadataJson and jsonEntryEnd', () => {
+describe('metadataJson and entryEnd', () => {
   it('metadataJson: the stored text when it is a JSON object (line breaks made spaces), {} for anything else', () => {
     const of = (text: string) => metadataJson(Buffer.from(text));
     expect(of('{"authMethod":"password","mfaUsed":false}')).toBe('{"authMethod":"password","mfaUsed":false}');
@@ -118,15 +113,22 @@ describe('metadataJson and jsonEntryEnd', () => {
     expect(metadataJson(Buffer.from([0x7b, 0x22, 0x61, 0x22, 0x3a, 0x22, 0xe2, 0x82, 0x22, 0x7d]))).toBe('{}');
   });
 
-  it("jsonEntryEnd: the metadata, the closing brace and NDJSON's line break, for short and long texts alike", () => {
+  it("entryEnd: the metadata, the closing brace and NDJSON's line break, or CSV's cells, for short and long texts alike", () => {
     const page = Buffer.from(`xx{"n":1}yy${JSON.stringify({ long: 'x'.repeat(600) })}zz`);
-    const json = jsonEntryEnd('json');
-    const ndjson = jsonEntryEnd('ndjson');
+    const json = entryEnd('json');
+    const ndjson = entryEnd('ndjson');
+    const csv = entryEnd('csv');
     expect(json(page, 2, 9).toString()).toBe('{"n":1}}');
     expect(json(page, 2, 9).toString()).toBe('{"n":1}}'); // from the memo
     expect(ndjson(page, 2, 9).toString()).toBe('{"n":1}}\n');
     const long = page.subarray(11, page.length - 2).toString();
     expect(ndjson(page, 11, page.length - 2).toString()).toBe(`${long}}\n`);
     expect(json(Buffer.from('not json'), 0, 8).toString()).toBe('{}}');
+    expect(csv(page, 2, 9).toString()).toBe(`,,"{""n"":1}"\r\n`);
+    expect(csv(page, 11, page.length - 2)).toEqual(cellsOf(long));
+    // The formats share one rule: bytes that are not UTF-8 make no object, in CSV as in JSON.
+    const notUtf8 = Buffer.from([0x7b, 0x22, 0x61, 0x22, 0x3a, 0x22, 0x80, 0x22, 0x7d]);
+    expect(csv(notUtf8, 0, notUtf8.length).toString()).toBe(',,\r\n');
+    expect(json(notUtf8, 0, notUtf8.length).toString()).toBe('{}}');
   });
 });

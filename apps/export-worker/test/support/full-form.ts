@@ -1,5 +1,4 @@
 import type { LogRow } from '@secsvc/audit-store';
-import { memoByText, metadataOf } from '../../src/formats';
 
 /** The SPEC full form of a log entry (GET /logs/{id}), built straight from a stored row. */
 export interface FullEntry {
@@ -14,8 +13,21 @@ export interface FullEntry {
   metadata: Record<string, unknown>;
 }
 
-/** metadataOf, memoized; the objects are shared, so callers only read (serialise) them. */
-const metadataShared = memoByText(metadataOf);
+/** A stored metadata text as the object JSON.parse makes of it, {} when it makes none; memoized, so callers only read it. */
+const metadataMemo = new Map<string, Record<string, unknown>>();
+function metadataShared(text: string): Record<string, unknown> {
+  let v = metadataMemo.get(text);
+  if (v === undefined) {
+    try {
+      const parsed: unknown = JSON.parse(text);
+      v = parsed && typeof parsed === 'object' && !Array.isArray(parsed) ? (parsed as Record<string, unknown>) : {};
+    } catch {
+      v = {};
+    }
+    if (metadataMemo.size < 4096) metadataMemo.set(text, v);
+  }
+  return v;
+}
 
 /**
  * The SPEC full form of a log entry (GET /logs/{id}) built in JavaScript from a stored row: the independent
