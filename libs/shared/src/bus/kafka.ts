@@ -17,6 +17,7 @@ import {
   DEFAULT_MAX_BATCH_SIZE,
   DEFAULT_MAX_WAIT_MS,
   type BatchHandler,
+  type BusPosition,
   type BusRecord,
   type EventBus,
   type SubscribeOptions,
@@ -290,27 +291,28 @@ function chunks(topic: string, records: BusRecord[]): Array<Array<MessageToProdu
   return out;
 }
 
-function toRecord(topic: string, partition: number, m: KafkaMessage): BusRecord {
-  const header = m.headers?.[KAFKA_ID_HEADER];
+/** A fetched message as a record (its position set; offsets are below 2^53 in any log that could exist). */
+function toRecord(topic: string, partition: number, m: KafkaMessage): BusRecord & { position: BusPosition } {
+  const headers = m.headers;
+  const header = headers?.[KAFKA_ID_HEADER];
   const id = Array.isArray(header) ? header[0] : header;
-  const trace = m.headers?.[TRACEPARENT];
-  const traceparent = Array.isArray(trace) ? trace[0] : trace;
-  return {
+  const offset = Number(m.offset);
+  const record: BusRecord & { position: BusPosition } = {
     // A record from a foreign producer without the header still gets a stable id.
-    id: id === undefined ? `${topic}/${partition}/${m.offset}` : id.toString(),
+    id: id === undefined ? `${topic}/${partition}/${offset}` : id.toString(),
     key: m.key?.toString() ?? '',
     value: m.value?.toString() ?? '',
-    ...(traceparent !== undefined && { traceparent: traceparent.toString() }),
-    ...(m.headers?.[MAY_REPEAT] !== undefined && { mayRepeat: true }),
-    position: { partition, offset: Number(m.offset) },
+    position: { partition, offset },
   };
+  const trace = headers?.[TRACEPARENT];
+  const traceparent = Array.isArray(trace) ? trace[0] : trace;
+  if (traceparent !== undefined) record.traceparent = traceparent.toString();
+  if (headers?.[MAY_REPEAT] !== undefined) record.mayRepeat = true;
+  return record;
 }
 
-interface Buffered {
-  partition: number;
-  offset: bigint;
-  record: BusRecord;
-}
+/** A record fetched and not yet handed over: where it was read is always known. */
+type Buffered = BusRecord & { position: BusPosition };
 
 class KafkaSubscription implements Subscription {
   private readonly consumer: Consumer;
@@ -323,7 +325,7 @@ class KafkaSubscription implements Subscription {
   /** Bumped whenever the buffer is dropped (a failed batch, a rebalance): batches being added stop. */
   private epoch = 0;
   /** Per partition, the offset to commit next (last handled + 1), until a commit saved it. */
-  private readonly toCommit = new Map<number, bigint>();
+  private readonly toCommit = new Map<number, number>();
   private assigned = new Set<number>();
   private readonly dispatcher = new Waker();
   /** When the last batch was handed to the handler (ms since the epoch). */
@@ -371,7 +373,7 @@ class KafkaSubscription implements Subscription {
         if (t.topic !== this.topic) continue;
         for (const { partition, offset } of t.partitions) {
           const p = Number(partition);
-          if (this.toCommit.get(p) === BigInt(String(offset))) this.toCommit.delete(p);
+          if (this.toCommit.get(p) === Number(offset)) this.toCommit.delete(p);
         }
       }
     });
@@ -393,25 +395,41 @@ class KafkaSubscription implements Subscription {
     this.loop = this.dispatch();
   }
 
-  /** kafkajs hands over one partition's fetched records: buffer them, moving the fetch position along. */
+  /**
+   * kafkajs hands over one partition's fetched records: buffer them, moving the fetch position along. Whether
+   * the subscription still takes them can change only while this waits, so it is checked then, not per record;
+   * the fetch position is moved to the last record buffered before each wait and at the end.
+   */
   private async receive({ batch, resolveOffset, heartbeat, isRunning, isStale }: EachBatchPayload): Promise<void> {
     const epoch = this.epoch;
     const current = () => epoch === this.epoch && !this.stopping && isRunning() && !isStale();
+    if (!current()) return;
+    let resolved: string | undefined;
+    let last: string | undefined;
+    const moveFetchPosition = () => {
+      if (last !== resolved) resolveOffset((resolved = last)!);
+    };
     for (const message of batch.messages) {
-      while (this.buffer.length >= 2 * this.maxBatch && current()) {
-        // Back-pressure while the handler catches up; the group must still hear from us.
-        await new Promise<void>((resolve) => {
-          const timer = setTimeout(resolve, 1000);
-          this.roomWaiters.push(() => (clearTimeout(timer), resolve()));
-        });
-        await heartbeat();
+      if (this.buffer.length >= 2 * this.maxBatch) {
+        moveFetchPosition();
+        this.dispatcher.wake();
+        do {
+          // Back-pressure while the handler catches up; the group must still hear from us.
+          await new Promise<void>((resolve) => {
+            const timer = setTimeout(resolve, 1000);
+            this.roomWaiters.push(() => (clearTimeout(timer), resolve()));
+          });
+          if (!current()) return;
+          await heartbeat();
+          if (!current()) return;
+        } while (this.buffer.length >= 2 * this.maxBatch);
       }
-      if (!current()) return;
       const record = toRecord(batch.topic, batch.partition, message);
       showReceived(this.onReceived, record);
-      this.buffer.push({ partition: batch.partition, offset: BigInt(message.offset), record });
-      resolveOffset(message.offset);
+      this.buffer.push(record);
+      last = message.offset;
     }
+    moveFetchPosition();
     this.dispatcher.wake();
   }
 
@@ -442,7 +460,7 @@ class KafkaSubscription implements Subscription {
       this.lastHandedAt = Date.now();
       this.freeRoom();
       try {
-        await this.handler(batch.map((b) => b.record));
+        await this.handler(batch);
       } catch (err) {
         failures++;
         this.logger.warn({ topic: this.topic, err: { message: (err as Error).message }, failures }, 'event bus handler failed; the batch comes again');
@@ -451,9 +469,9 @@ class KafkaSubscription implements Subscription {
         continue;
       }
       failures = 0;
-      for (const b of batch) {
-        const next = b.offset + 1n;
-        if ((this.toCommit.get(b.partition) ?? -1n) < next) this.toCommit.set(b.partition, next);
+      for (const { position } of batch) {
+        const next = position.offset + 1;
+        if ((this.toCommit.get(position.partition) ?? -1) < next) this.toCommit.set(position.partition, next);
       }
       await this.commit();
     }
@@ -461,13 +479,13 @@ class KafkaSubscription implements Subscription {
 
   /** Seeks every partition with unhandled fetched records back to the first of them and drops the buffer. */
   private rewind(failed: Buffered[]): void {
-    const first = new Map<number, bigint>();
-    for (const b of [...failed, ...this.buffer]) {
-      const seen = first.get(b.partition);
-      if (seen === undefined || b.offset < seen) first.set(b.partition, b.offset);
+    const first = new Map<number, number>();
+    for (const { position } of [...failed, ...this.buffer]) {
+      const seen = first.get(position.partition);
+      if (seen === undefined || position.offset < seen) first.set(position.partition, position.offset);
     }
     this.dropBuffer();
-    for (const [partition, offset] of first) this.consumer.seek({ topic: this.topic, partition, offset: offset.toString() });
+    for (const [partition, offset] of first) this.consumer.seek({ topic: this.topic, partition, offset: String(offset) });
   }
 
   /** Saves the handled positions; a failed commit is kept and tried again after the next batch or at stop. */
@@ -475,7 +493,7 @@ class KafkaSubscription implements Subscription {
     const entries = [...this.toCommit].filter(([p]) => this.assigned.has(p));
     if (entries.length === 0) return;
     try {
-      await this.consumer.commitOffsets(entries.map(([partition, offset]) => ({ topic: this.topic, partition, offset: offset.toString() })));
+      await this.consumer.commitOffsets(entries.map(([partition, offset]) => ({ topic: this.topic, partition, offset: String(offset) })));
     } catch (err) {
       this.logger.warn({ topic: this.topic, err: { message: (err as Error).message } }, 'event bus commit failed; retried with the next batch');
     }
