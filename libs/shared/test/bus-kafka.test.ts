@@ -1,10 +1,10 @@
-import { randomUUID } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { createKafkaBus } from '../src/bus/kafka';
 import type { BusRecord, EventBus } from '../src/bus/port';
 import { createLogger } from '../src/logger';
-import { KAFKA_VERSION, kafkaUnavailable, startKafka, type KafkaTestBroker } from '@secsvc/dev/testing';
+import { createTestCa, KAFKA_VERSION, kafkaUnavailable, startKafka, type KafkaTestBroker, type TestCa } from '@secsvc/dev/testing';
 import { describeBusContract } from './bus-contract';
 
 const logger = createLogger('bus-kafka-test', 'silent');
@@ -121,4 +121,54 @@ describeKafka('Kafka consumer stopped while its broker is gone', () => {
       if (!stopped) await own.stop();
     }
   }, 150_000);
+});
+
+describeKafka('Kafka event bus over TLS with SCRAM-SHA-512, as production runs it (deploy/k8s/overlays/prod)', () => {
+  let broker: KafkaTestBroker;
+  let ca: TestCa;
+  const user = { username: 'secsvc-app', password: randomBytes(18).toString('base64url') };
+  const secured = (over: { password?: string; ca?: string } = {}) => ({
+    brokers: broker.secureBrokers!,
+    logger,
+    clientId: 'secured',
+    ssl: true,
+    ca: over.ca ?? ca.cert,
+    sasl: { mechanism: 'scram-sha-512' as const, username: user.username, password: over.password ?? user.password },
+  });
+  beforeAll(async () => {
+    ca = await createTestCa('kafka test CA');
+    broker = await startKafka({ secure: { ...(await ca.issue('kafka', { dns: ['localhost'], ips: ['127.0.0.1'] })), ...user } });
+  }, 120_000);
+  afterAll(async () => {
+    await broker?.stop();
+  }, 60_000);
+
+  test('both clients authenticate over TLS: the topic is created, records published and consumed, the lag read', async () => {
+    expect(broker.secureBrokers).toHaveLength(1);
+    const bus = await createKafkaBus(secured());
+    try {
+      const topic = `secured-${randomUUID().slice(0, 8)}`;
+      const sent: BusRecord[] = Array.from({ length: 60 }, (_, i) => ({ id: `log_s${i}`, key: `actor_${i % 5}`, value: JSON.stringify({ i }), traceparent: '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01' }));
+      await bus.publish(topic, sent);
+      const got: BusRecord[] = [];
+      let done!: () => void;
+      const all = new Promise<void>((resolve) => (done = resolve));
+      const sub = await bus.subscribe({ topic, group: 'audit', maxBatchSize: 25, maxWaitMs: 20 }, async (batch) => {
+        got.push(...batch);
+        if (got.length >= sent.length) done();
+      });
+      await all;
+      await sub.stop();
+      expect(got.map(({ position: _p, ...r }) => r).sort((a, b) => a.id.localeCompare(b.id))).toEqual([...sent].sort((a, b) => a.id.localeCompare(b.id)));
+      expect(await bus.lag!(topic, 'audit')).toBe(0);
+    } finally {
+      await bus.close();
+    }
+  }, 90_000);
+
+  test('a wrong password is refused, and so is a broker certificate from another CA: the bus is not created', async () => {
+    // createKafkaBus connects its admin client first, with the settings the producer and consumers use too.
+    await expect(createKafkaBus(secured({ password: 'not-the-password' }))).rejects.toThrow(/SCRAM SHA512 authentication failed/);
+    await expect(createKafkaBus(secured({ ca: (await createTestCa('another CA')).cert }))).rejects.toThrow(/unable to verify|certificate/i);
+  }, 90_000);
 });

@@ -68,6 +68,8 @@ export interface KafkaTestBroker {
   restart(options?: { signal?: 'SIGTERM' | 'SIGKILL' }): Promise<void>;
   /** The broker's process id (while it runs). */
   readonly pid: number | undefined;
+  /** With StartKafkaOptions.secure: the SASL_SSL listener's bootstrap address (TLS and SCRAM-SHA-512, as production). */
+  secureBrokers?: string[];
 }
 
 export interface StartKafkaOptions {
@@ -79,6 +81,12 @@ export interface StartKafkaOptions {
    * the broker's full speed passes false.
    */
   fastStart?: boolean;
+  /**
+   * A second listener as production's (Strimzi's) is: TLS with this certificate (PEM, PKCS#8 key) and SCRAM-SHA-512
+   * for this one user, whose credentials are written when the log dir is formatted. The plain listener stays
+   * (the harness's own probe and the controller use it); `secureBrokers` is the secure one's address.
+   */
+  secure?: { cert: string; key: string; username: string; password: string };
   /** Extra server.properties lines (key → value), e.g. `num.partitions`. */
   properties?: Record<string, string>;
   onUnexpectedExit?: HarnessServerOptions['onUnexpectedExit'];
@@ -110,15 +118,30 @@ export async function startKafka(options: StartKafkaOptions = {}): Promise<Kafka
   const propsFile = path.join(dir, 'server.properties');
   const [brokerPort, controllerPort] = [await freePort(), await freePort()];
   const brokers = [`127.0.0.1:${brokerPort}`];
+  const securePort = options.secure ? await freePort() : undefined;
+  const secureListener = securePort ? `,SASL_SSL://127.0.0.1:${securePort}` : '';
+  let secureProps: Record<string, string> = {};
+  if (options.secure) {
+    // Kafka reads a PEM key store from one file: the private key, then the certificate chain.
+    const keyStore = path.join(dir, 'keystore.pem');
+    await writeFile(keyStore, `${options.secure.key.trim()}\n${options.secure.cert.trim()}\n`, { mode: 0o600 });
+    secureProps = {
+      'ssl.keystore.type': 'PEM',
+      'ssl.keystore.location': keyStore,
+      'listener.name.sasl_ssl.sasl.enabled.mechanisms': 'SCRAM-SHA-512',
+      'listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config': 'org.apache.kafka.common.security.scram.ScramLoginModule required;',
+    };
+  }
   const props: Record<string, string> = {
     'process.roles': 'broker,controller',
     'node.id': '1',
     'controller.quorum.bootstrap.servers': `127.0.0.1:${controllerPort}`,
-    listeners: `PLAINTEXT://127.0.0.1:${brokerPort},CONTROLLER://127.0.0.1:${controllerPort}`,
-    'advertised.listeners': `PLAINTEXT://127.0.0.1:${brokerPort}`,
+    listeners: `PLAINTEXT://127.0.0.1:${brokerPort},CONTROLLER://127.0.0.1:${controllerPort}${secureListener}`,
+    'advertised.listeners': `PLAINTEXT://127.0.0.1:${brokerPort}${secureListener}`,
     'controller.listener.names': 'CONTROLLER',
     'inter.broker.listener.name': 'PLAINTEXT',
-    'listener.security.protocol.map': 'CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT',
+    'listener.security.protocol.map': 'CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,SASL_SSL:SASL_SSL',
+    ...secureProps,
     'log.dirs': path.join(dir, 'data'),
     // One broker: every internal topic with one replica; few offsets partitions, so the first group is fast.
     'offsets.topic.replication.factor': '1',
@@ -160,7 +183,8 @@ export async function startKafka(options: StartKafkaOptions = {}): Promise<Kafka
     }
   };
 
-  const formatter = run(['kafka.tools.StorageTool', 'format', '-t', clusterId(), '-c', propsFile, '--standalone']);
+  const scram = options.secure ? ['--add-scram', `SCRAM-SHA-512=[name=${options.secure.username},password=${options.secure.password}]`] : [];
+  const formatter = run(['kafka.tools.StorageTool', 'format', '-t', clusterId(), '-c', propsFile, '--standalone', ...scram]);
   const formatted = await new Promise<number | null>((resolve) => formatter.once('exit', resolve));
   if (formatted !== 0) {
     await rm(dir, { recursive: true, force: true });
@@ -224,6 +248,7 @@ export async function startKafka(options: StartKafkaOptions = {}): Promise<Kafka
 
   return {
     brokers,
+    ...(securePort && { secureBrokers: [`127.0.0.1:${securePort}`] }),
     logFile,
     get pid() {
       return child?.pid;

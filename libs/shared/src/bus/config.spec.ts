@@ -1,5 +1,6 @@
 import { commonConfig, databaseConfig, loadConfig } from '../config';
-import { assertBusConfig, busConfig, eventBusKind } from './config';
+import { assertBusConfig, busConfig, createEventBus, eventBusKind } from './config';
+import { createLogger } from '../logger';
 
 const shape = { ...commonConfig, ...databaseConfig, ...busConfig };
 const base = { DATABASE_URL: 'postgres://u@127.0.0.1/db', SERVER_SECRET: 'x'.repeat(32) };
@@ -21,6 +22,7 @@ describe('event bus configuration', () => {
     expect(() => load({ EVENT_BUS: 'kafka' })).toThrow(/KAFKA_BROKERS: required with EVENT_BUS=kafka/);
     expect(() => load({ EVENT_BUS: 'kafka', KAFKA_BROKERS: 'k:9092', KAFKA_SASL_MECHANISM: 'scram-sha-512' })).toThrow(/set all three or none/);
     expect(() => load({ EVENT_BUS: 'kafka', KAFKA_BROKERS: 'not a list' })).toThrow(/KAFKA_BROKERS: must be host:port/);
+    expect(() => load({ EVENT_BUS: 'kafka', KAFKA_BROKERS: 'k:9093', KAFKA_CA_FILE: '/etc/kafka/ca.crt' })).toThrow(/KAFKA_CA_FILE: only used with KAFKA_SSL=true/);
   });
 
   it('takes TLS and SASL settings and never shows the password', () => {
@@ -34,5 +36,11 @@ describe('event bus configuration', () => {
     }
     expect(message).toContain('KAFKA_PARTITIONS');
     expect(message).not.toContain('hunter2');
+  });
+
+  it('reads KAFKA_CA_FILE when the bus is created, naming the variable when it cannot', async () => {
+    const config = load({ EVENT_BUS: 'kafka', KAFKA_BROKERS: '127.0.0.1:9', KAFKA_SSL: 'true', KAFKA_CA_FILE: '/nonexistent/kafka-ca.crt' });
+    expect(config.KAFKA_CA_FILE).toBe('/nonexistent/kafka-ca.crt');
+    await expect(createEventBus(config, createLogger('bus-config-spec', 'silent'), 'spec')).rejects.toThrow(/KAFKA_CA_FILE: cannot be read \(ENOENT\)/);
   });
 });

@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { z } from 'zod';
 import { ConfigError, env } from '../config';
 import type { Logger } from '../logger';
@@ -19,6 +20,8 @@ export const busConfig = {
   KAFKA_PARTITIONS: z.coerce.number().int().min(1).max(1000).default(6),
   /** TLS to the brokers. */
   KAFKA_SSL: env.bool(false),
+  /** With KAFKA_SSL: a PEM file of the CA certificates the brokers' must chain to (else the system's and NODE_EXTRA_CA_CERTS). */
+  KAFKA_CA_FILE: z.string().min(1).optional(),
   KAFKA_SASL_MECHANISM: z.enum(['plain', 'scram-sha-256', 'scram-sha-512']).optional(),
   KAFKA_SASL_USERNAME: z.string().min(1).optional(),
   KAFKA_SASL_PASSWORD: z.string().min(1).optional(),
@@ -32,6 +35,7 @@ export interface BusSettings {
   KAFKA_BROKERS?: string;
   KAFKA_PARTITIONS: number;
   KAFKA_SSL: boolean;
+  KAFKA_CA_FILE?: string;
   KAFKA_SASL_MECHANISM?: 'plain' | 'scram-sha-256' | 'scram-sha-512';
   KAFKA_SASL_USERNAME?: string;
   KAFKA_SASL_PASSWORD?: string;
@@ -54,6 +58,7 @@ export function busConfigProblems(config: BusSettings): string[] {
   if (sasl.some(Boolean) && !sasl.every(Boolean)) {
     problems.push('KAFKA_SASL_MECHANISM, KAFKA_SASL_USERNAME, KAFKA_SASL_PASSWORD: set all three or none');
   }
+  if (config.KAFKA_CA_FILE && !config.KAFKA_SSL) problems.push('KAFKA_CA_FILE: only used with KAFKA_SSL=true');
   return problems;
 }
 
@@ -61,6 +66,15 @@ export function busConfigProblems(config: BusSettings): string[] {
 export function assertBusConfig(config: BusSettings): void {
   const problems = busConfigProblems(config);
   if (problems.length > 0) throw new ConfigError(problems);
+}
+
+/** The CA bundle of KAFKA_CA_FILE; a start-up error naming the variable when it cannot be read. */
+function readCaFile(file: string): string {
+  try {
+    return readFileSync(file, 'utf8');
+  } catch (err) {
+    throw new ConfigError([`KAFKA_CA_FILE: cannot be read (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`]);
+  }
 }
 
 /** The adapter the configuration names; `observe` names the Postgres bus's pool in db_pool_* metrics. */
@@ -78,6 +92,7 @@ export async function createEventBus(
       logger,
       partitions: config.KAFKA_PARTITIONS,
       ssl: config.KAFKA_SSL,
+      ca: config.KAFKA_CA_FILE ? readCaFile(config.KAFKA_CA_FILE) : undefined,
       sasl: config.KAFKA_SASL_MECHANISM
         ? { mechanism: config.KAFKA_SASL_MECHANISM, username: config.KAFKA_SASL_USERNAME!, password: config.KAFKA_SASL_PASSWORD! }
         : undefined,

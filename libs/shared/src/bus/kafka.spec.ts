@@ -30,5 +30,8 @@ test("the producer is idempotent, waits for every in-sync replica, never creates
   const secured = producerOptions({ brokers: ['kafka:9093'], logger, clientId: 'identity', ssl: true, sasl: { mechanism: 'scram-sha-512', username: 'identity', password: 'pw' } });
   expect(secured).toMatchObject({ clientId: 'identity', tls: {}, sasl: { mechanism: 'SCRAM-SHA-512', username: 'identity', password: 'pw' } });
   expect(producerOptions({ brokers: ['k:1'], logger, sasl: { mechanism: 'plain', username: 'u', password: 'p' } }).sasl).toMatchObject({ mechanism: 'PLAIN' });
+  // A CA of its own (KAFKA_CA_FILE) replaces the system's; without TLS it is not used.
+  expect(producerOptions({ brokers: ['k:1'], logger, ssl: true, ca: 'PEM' }).tls).toEqual({ ca: 'PEM' });
+  expect(producerOptions({ brokers: ['k:1'], logger, ca: 'PEM' })).not.toHaveProperty('tls');
   expect(producerOptions({ brokers: ['k:1'], logger, sasl: { mechanism: 'scram-sha-256', username: 'u', password: 'p' } }).sasl).toMatchObject({ mechanism: 'SCRAM-SHA-256' });
 });

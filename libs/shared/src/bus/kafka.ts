@@ -62,8 +62,10 @@ export interface KafkaBusOptions {
   partitions?: number;
   /** Replicas of each topic it creates (default: the broker's default.replication.factor). */
   replicationFactor?: number;
-  /** TLS to the brokers (system CAs; a custom CA through NODE_EXTRA_CA_CERTS). */
+  /** TLS to the brokers (system CAs and NODE_EXTRA_CA_CERTS, unless `ca` is given). */
   ssl?: boolean;
+  /** With `ssl`: the CA certificates (PEM) the brokers' certificates must chain to, instead of the system's. */
+  ca?: string;
   /** SASL authentication. */
   sasl?: { mechanism: 'plain' | 'scram-sha-256' | 'scram-sha-512'; username: string; password: string };
   /**
@@ -110,7 +112,7 @@ export async function createKafkaBus(options: KafkaBusOptions): Promise<EventBus
   const kafka = new Kafka({
     clientId: options.clientId ?? 'secsvc',
     brokers: options.brokers,
-    ssl: options.ssl,
+    ssl: options.ssl && options.ca ? { ca: [options.ca] } : options.ssl,
     // One object for the three mechanisms; kafkajs types each mechanism's options separately.
     sasl: options.sasl as SASLOptions | undefined,
     logLevel: logLevel.WARN,
@@ -257,7 +259,7 @@ export function producerOptions(options: KafkaBusOptions): ProducerOptions<strin
   return {
     clientId: options.clientId ?? 'secsvc',
     bootstrapBrokers: options.brokers,
-    ...(options.ssl && { tls: {} }),
+    ...(options.ssl && { tls: options.ca ? { ca: options.ca } : {} }),
     ...(options.sasl && { sasl: { mechanism: SASL_MECHANISMS[options.sasl.mechanism], username: options.sasl.username, password: options.sasl.password } }),
     connectTimeout: 3000,
     retries: PRODUCE_RETRIES,
