@@ -172,3 +172,24 @@ describeKafka('Kafka event bus over TLS with SCRAM-SHA-512, as production runs i
     await expect(createKafkaBus(secured({ ca: (await createTestCa('another CA')).cert }))).rejects.toThrow(/unable to verify|certificate/i);
   }, 90_000);
 });
+
+describeKafka('Kafka publish with its brokers gone', () => {
+  test("fails after publishTimeoutMs instead of waiting out the client's retries", async () => {
+    const own = await startKafka();
+    let up = true;
+    const bus = await createKafkaBus({ brokers: own.brokers, logger, clientId: 'deadline', publishTimeoutMs: 2_000 });
+    try {
+      const topic = `deadline-${randomUUID().slice(0, 8)}`;
+      await bus.publish(topic, [{ id: 'log_d1', key: 'a', value: '{}' }]);
+      await own.stop();
+      up = false;
+      const started = Date.now();
+      await expect(bus.publish(topic, [{ id: 'log_d2', key: 'a', value: '{}' }])).rejects.toThrow('Kafka publish: not acknowledged within 2000 ms');
+      // The client alone retries for about 13 s (26 × 500 ms) before it gives up.
+      expect(Date.now() - started).toBeLessThan(6_000);
+    } finally {
+      await bus.close().catch(() => undefined);
+      if (up) await own.stop();
+    }
+  }, 120_000);
+});

@@ -37,7 +37,8 @@ import {
  *   it), the record id in header `id` (its trace context, if any, in header `traceparent`;
  *   BusRecord.mayRepeat in `secsvc-may-repeat`). A publish goes as requests of at most PUBLISH_CHUNK_BYTES,
  *   one at a time, each retried by the client with its sequence numbers (the broker drops a retry that did
- *   land); publish() resolves once the broker acknowledged every record. After a failed publish the producer
+ *   land); publish() resolves once the broker acknowledged every record, and fails after publishTimeoutMs
+ *   without that. After a failed publish the producer
  *   is replaced: the failed attempt's sequence numbers are never used again, for records that could be
  *   dropped as duplicates of a write that did land.
  * - Topics are created on demand (admin createTopics, `partitions` partitions) before the first publish or
@@ -74,6 +75,12 @@ export interface KafkaBusOptions {
    * member, so its partitions wait this long.
    */
   sessionTimeoutMs?: number;
+  /**
+   * How long a publish may wait for the brokers' acknowledgement before it fails (default 60 s: a broker
+   * restart is retried through, while a client the brokers refuse, e.g. after its SCRAM password changed,
+   * fails the relay's round instead of holding it; the client retries such refusals without end).
+   */
+  publishTimeoutMs?: number;
 }
 
 export const DEFAULT_KAFKA_PARTITIONS = 6;
@@ -93,6 +100,7 @@ const RETRY = { initialRetryTime: 100, maxRetryTime: 2000, retries: 10 };
  */
 const PRODUCE_RETRIES = 26;
 const PRODUCE_RETRY_DELAY_MS = 500;
+const DEFAULT_PUBLISH_TIMEOUT_MS = 60_000;
 
 /**
  * kafkajs logs through our logger, quietly: its WARN and ERROR lines (mostly retried, transient conditions:
@@ -168,13 +176,27 @@ class KafkaBus implements EventBus {
     await this.ensureTopic(topic);
     const run = this.publishing.then(async () => {
       const producer = this.currentProducer();
+      let timer: NodeJS.Timeout | undefined;
+      const timeoutMs = this.options.publishTimeoutMs ?? DEFAULT_PUBLISH_TIMEOUT_MS;
       try {
-        for (const messages of chunks(topic, records)) await producer.send({ messages });
+        const sent = (async () => {
+          for (const messages of chunks(topic, records)) await producer.send({ messages });
+        })();
+        sent.catch(() => undefined); // settled after a timeout: nobody waits for it any more
+        await Promise.race([
+          sent,
+          new Promise<never>((_, reject) => {
+            timer = setTimeout(() => reject(new Error(`Kafka publish: not acknowledged within ${timeoutMs} ms (brokers unreachable, or refusing this client)`)), timeoutMs);
+          }),
+        ]);
       } catch (err) {
-        // A fresh producer id, so no sequence number of the failed attempt is ever reused.
+        // A fresh producer id, so no sequence number of the failed attempt is ever reused. Closing ends the
+        // retries of a send still in flight; it is not waited for long.
         this.producer = undefined;
-        await producer.close().catch(() => undefined);
+        await Promise.race([producer.close().catch(() => undefined), new Promise((r) => setTimeout(r, 1000).unref())]);
         throw err;
+      } finally {
+        clearTimeout(timer);
       }
     });
     this.publishing = run.catch(() => undefined);
