@@ -1,5 +1,6 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
+import { connect, createServer, type AddressInfo } from 'node:net';
 import path from 'node:path';
 import { createKafkaBus } from '../src/bus/kafka';
 import type { BusRecord, EventBus } from '../src/bus/port';
@@ -88,6 +89,60 @@ describeKafka('Kafka event bus against a real broker', () => {
       expect(deliveries).toBeGreaterThanOrEqual(all.length);
     } finally {
       await Promise.all(buses.map((b) => b.close()));
+    }
+  }, 90_000);
+
+  test('a publish outlasts an answer the client cannot read (as from a broker still starting): a new producer sends it again', async () => {
+    // The bus reaches the broker through a relay that, while `garbled`, answers every request with a frame
+    // of the request's correlation id and no body: the client cannot read it, an error it does not retry.
+    let garbled = false;
+    let garbledAnswers = 0;
+    const [host, port] = broker.brokers[0]!.split(':') as [string, string];
+    const relay = createServer((client) => {
+      if (!garbled) {
+        const upstream = connect(Number(port), host);
+        client.pipe(upstream).pipe(client);
+        upstream.on('error', () => client.destroy());
+        client.on('error', () => upstream.destroy());
+        return;
+      }
+      client.on('error', () => undefined);
+      client.once('data', (request: Buffer) => {
+        const frame = Buffer.alloc(8);
+        frame.writeInt32BE(4, 0);
+        frame.writeInt32BE(request.readInt32BE(8), 4); // size, api key, api version, then the correlation id
+        garbledAnswers++;
+        client.end(frame);
+      });
+    });
+    await new Promise<void>((resolve) => relay.listen(0, '127.0.0.1', resolve));
+    const lines: string[] = [];
+    const capture = createLogger('bus-kafka-test', 'warn', { write: (line: string) => void lines.push(line) });
+    const bus = await createKafkaBus({ brokers: [`127.0.0.1:${(relay.address() as AddressInfo).port}`], logger: capture, clientId: 'garbled' });
+    try {
+      const topic = `garbled-${randomUUID().slice(0, 8)}`;
+      await bus.subscribe({ topic, group: 'warm', maxWaitMs: 20 }, async () => undefined).then((s) => s.stop()); // the topic exists
+      // The producer (created on the first publish) bootstraps through the relay, which garbles its first
+      // answer only.
+      garbled = true;
+      const sent = [{ id: 'log_g1', key: 'a', value: '{"n":1}' }, { id: 'log_g2', key: 'b', value: '{"n":2}' }];
+      const publishing = bus.publish(topic, sent);
+      for (const deadline = Date.now() + 10_000; garbledAnswers === 0 && Date.now() < deadline; ) await new Promise((r) => setTimeout(r, 10));
+      garbled = false;
+      await publishing;
+      expect(garbledAnswers).toBe(1);
+      expect(lines.filter((l) => l.includes('kafka publish failed; sending again with a new producer'))).toHaveLength(1);
+
+      const got = new Map<string, string>();
+      const sub = await bus.subscribe({ topic, group: 'audit', maxWaitMs: 20 }, async (batch) => {
+        for (const r of batch) got.set(r.id, r.value);
+      });
+      for (const deadline = Date.now() + 30_000; got.size < 2 && Date.now() < deadline; ) await new Promise((r) => setTimeout(r, 50));
+      await sub.stop();
+      expect(Object.fromEntries(got)).toEqual({ log_g1: '{"n":1}', log_g2: '{"n":2}' });
+    } finally {
+      await bus.close();
+      await new Promise((r) => relay.close(r));
     }
   }, 90_000);
 });
@@ -183,10 +238,9 @@ describeKafka('Kafka publish with its brokers gone', () => {
       await bus.publish(topic, [{ id: 'log_d1', key: 'a', value: '{}' }]);
       await own.stop();
       up = false;
-      const started = Date.now();
+      // The message is the deadline's own: the client alone retries for about 13 s (26 × 500 ms), then fails
+      // with a connection error.
       await expect(bus.publish(topic, [{ id: 'log_d2', key: 'a', value: '{}' }])).rejects.toThrow('Kafka publish: not acknowledged within 2000 ms');
-      // The client alone retries for about 13 s (26 × 500 ms) before it gives up.
-      expect(Date.now() - started).toBeLessThan(6_000);
     } finally {
       await bus.close().catch(() => undefined);
       if (up) await own.stop();

@@ -1,5 +1,5 @@
 import { Producer as KafkaProducer, ProduceAcks, stringSerializers, type MessageToProduce, type ProducerOptions } from '@platformatic/kafka';
-import { backoffDelay } from '../backoff';
+import { Backoff, backoffDelay } from '../backoff';
 import {
   type SASLOptions,
   Kafka,
@@ -37,10 +37,11 @@ import {
  *   it), the record id in header `id` (its trace context, if any, in header `traceparent`;
  *   BusRecord.mayRepeat in `secsvc-may-repeat`). A publish goes as requests of at most PUBLISH_CHUNK_BYTES,
  *   one at a time, each retried by the client with its sequence numbers (the broker drops a retry that did
- *   land); publish() resolves once the broker acknowledged every record, and fails after publishTimeoutMs
- *   without that. After a failed publish the producer
- *   is replaced: the failed attempt's sequence numbers are never used again, for records that could be
- *   dropped as duplicates of a write that did land.
+ *   land). When the client gives up on a request (its retries spent, or an error it does not retry, such as
+ *   a response it cannot read from a broker still starting after a crash), the producer is replaced and the
+ *   request sent again after a backoff: the failed attempt's sequence numbers are never used again, for
+ *   records that could be dropped as duplicates of a write that did land (so a record may land twice). publish()
+ *   resolves once the broker acknowledged every record, and fails after publishTimeoutMs without that.
  * - Topics are created on demand (admin createTopics, `partitions` partitions) before the first publish or
  *   subscribe, so the broker's auto-creation may stay off.
  * - Subscribing: one kafkajs consumer per subscription in the SubscribeOptions.group consumer group, from the
@@ -175,32 +176,66 @@ class KafkaBus implements EventBus {
     if (records.length === 0) return;
     await this.ensureTopic(topic);
     const run = this.publishing.then(async () => {
-      const producer = this.currentProducer();
-      let timer: NodeJS.Timeout | undefined;
       const timeoutMs = this.options.publishTimeoutMs ?? DEFAULT_PUBLISH_TIMEOUT_MS;
+      let expired = false;
+      let timer: NodeJS.Timeout | undefined;
+      const deadline = new Promise<never>((_, reject) => {
+        timer = setTimeout(() => {
+          expired = true;
+          // Closing ends the retries of a send still in flight (the client retries a refused SCRAM handshake
+          // without end); the sending loop then sees the deadline and stops.
+          void this.dropProducer();
+          reject(new Error(`Kafka publish: not acknowledged within ${timeoutMs} ms (brokers unreachable, or refusing this client)`));
+        }, timeoutMs);
+      });
+      const sent = this.sendUntilAcknowledged(topic, records, () => expired);
+      sent.catch(() => undefined); // settled after the deadline: nobody waits for it any more
+      deadline.catch(() => undefined);
       try {
-        const sent = (async () => {
-          for (const messages of chunks(topic, records)) await producer.send({ messages });
-        })();
-        sent.catch(() => undefined); // settled after a timeout: nobody waits for it any more
-        await Promise.race([
-          sent,
-          new Promise<never>((_, reject) => {
-            timer = setTimeout(() => reject(new Error(`Kafka publish: not acknowledged within ${timeoutMs} ms (brokers unreachable, or refusing this client)`)), timeoutMs);
-          }),
-        ]);
-      } catch (err) {
-        // A fresh producer id, so no sequence number of the failed attempt is ever reused. Closing ends the
-        // retries of a send still in flight; it is not waited for long.
-        this.producer = undefined;
-        await Promise.race([producer.close().catch(() => undefined), new Promise((r) => setTimeout(r, 1000).unref())]);
-        throw err;
+        await Promise.race([sent, deadline]);
       } finally {
         clearTimeout(timer);
       }
     });
     this.publishing = run.catch(() => undefined);
     await run;
+  }
+
+  /**
+   * Sends the records' requests in order, each until the broker acknowledges it. The client retries
+   * connection errors and retriable broker errors itself; when it gives up (its retries spent, or an error it
+   * does not retry, such as a response it cannot read from a broker that is still starting), the producer is
+   * replaced and the request not yet acknowledged is sent again after a backoff, until `expired()`.
+   */
+  private async sendUntilAcknowledged(topic: string, records: BusRecord[], expired: () => boolean): Promise<void> {
+    const backoff = new Backoff({ baseMs: 250, maxMs: 2_000 });
+    for (const messages of chunks(topic, records)) {
+      for (;;) {
+        try {
+          await this.currentProducer().send({ messages });
+          backoff.reset();
+          break;
+        } catch (err) {
+          await this.dropProducer();
+          if (expired() || this.closed) throw err;
+          this.options.logger.warn({ topic, err: { message: (err as Error).message }, attempts: backoff.attempts + 1 }, 'kafka publish failed; sending again with a new producer');
+          await new Promise((r) => setTimeout(r, backoff.next()));
+          if (expired() || this.closed) throw err;
+        }
+      }
+    }
+  }
+
+  /**
+   * Replaces the producer: a fresh producer id, so no sequence number of a failed attempt is ever reused
+   * (records that landed in a write whose answer was lost may then come twice: at least once). Closing is not
+   * waited for long.
+   */
+  private async dropProducer(): Promise<void> {
+    const producer = this.producer;
+    if (!producer) return;
+    this.producer = undefined;
+    await Promise.race([producer.close().catch(() => undefined), new Promise((r) => setTimeout(r, 1000).unref())]);
   }
 
   async subscribe(options: SubscribeOptions, handler: BatchHandler): Promise<Subscription> {
