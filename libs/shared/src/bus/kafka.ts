@@ -184,7 +184,7 @@ class KafkaBus implements EventBus {
           expired = true;
           // Closing ends the retries of a send still in flight (the client retries a refused SCRAM handshake
           // without end); the sending loop then sees the deadline and stops.
-          void this.dropProducer();
+          if (this.producer) void this.dropProducer(this.producer);
           reject(new Error(`Kafka publish: not acknowledged within ${timeoutMs} ms (brokers unreachable, or refusing this client)`));
         }, timeoutMs);
       });
@@ -211,16 +211,19 @@ class KafkaBus implements EventBus {
     const backoff = new Backoff({ baseMs: 250, maxMs: 2_000 });
     for (const messages of chunks(topic, records)) {
       for (;;) {
+        // Past the deadline (it also dropped the producer) nothing more is sent: the next publish has the producer.
+        if (expired()) throw new Error('Kafka publish: deadline passed');
+        const producer = this.currentProducer();
         try {
-          await this.currentProducer().send({ messages });
+          await producer.send({ messages });
           backoff.reset();
           break;
         } catch (err) {
-          await this.dropProducer();
+          await this.dropProducer(producer);
           if (expired() || this.closed) throw err;
           this.options.logger.warn({ topic, err: { message: (err as Error).message }, attempts: backoff.attempts + 1 }, 'kafka publish failed; sending again with a new producer');
           await new Promise((r) => setTimeout(r, backoff.next()));
-          if (expired() || this.closed) throw err;
+          if (this.closed) throw err;
         }
       }
     }
@@ -228,13 +231,12 @@ class KafkaBus implements EventBus {
 
   /**
    * Replaces the producer: a fresh producer id, so no sequence number of a failed attempt is ever reused
-   * (records that landed in a write whose answer was lost may then come twice: at least once). Closing is not
-   * waited for long.
+   * (records that landed in a write whose answer was lost may then come twice: at least once). Only `producer`
+   * is dropped (an attempt that ends after its deadline leaves the next publish's producer alone); closing is
+   * not waited for long.
    */
-  private async dropProducer(): Promise<void> {
-    const producer = this.producer;
-    if (!producer) return;
-    this.producer = undefined;
+  private async dropProducer(producer: KafkaProducer<string, string, string, string>): Promise<void> {
+    if (this.producer === producer) this.producer = undefined;
     await Promise.race([producer.close().catch(() => undefined), new Promise((r) => setTimeout(r, 1000).unref())]);
   }
 
