@@ -26,7 +26,7 @@ export * from './sso';
 export * from './pg-listener';
 export * from './bus/port';
 export * from './bus/postgres';
-export * from './bus/kafka';
+export * from './bus/kafka-lazy';
 export * from './outbox-relay';
 export * from './bus/config';
 export * from './object-store';

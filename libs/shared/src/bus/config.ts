@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { ConfigError, env } from '../config';
 import type { Logger } from '../logger';
 import type { Metrics } from '../metrics';
-import { createKafkaBus } from './kafka';
+import { createKafkaBus } from './kafka-lazy';
 import { createPostgresBus } from './postgres';
 import type { EventBus } from './port';
 
