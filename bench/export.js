@@ -2,12 +2,14 @@
 // the local directory store and into S3 (a real versitygw), through the whole local stack (the worker reads
 // rows through audit's StreamLogs, as in the local profile). Also a 100,000-entry export (memory must not
 // grow with size) and, as ceilings measured in the same run: ClickHouse alone reading the same rows (stored
-// columns, and rendered as CSV and JSON, one query each, in the filling child) and StreamLogs read alone by a
-// client that only walks the rows.
+// columns, and rendered as CSV and JSON, one query each, in the filling child), StreamLogs read alone by a
+// client that only walks the rows, and the JSON file's bytes written alone to the same S3 server (after the
+// S3 exports); the S3 server's CPU is reported too, as it shares the machine.
 //
 //   npm run build && npm run bench:export        (BENCH_ROWS=1000000 by default; needs versitygw for S3;
 //                                                 BENCH_PROFILE_DIR=<dir> for CPU profiles of the apps)
 const { spawnSync } = require('node:child_process');
+const { Buffer } = require('node:buffer');
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
@@ -105,7 +107,7 @@ function peakRssMb(pid) {
   return Math.round(Number(m[1]) / 1024);
 }
 
-async function exportOnce(stack, label, format, window, expected) {
+async function exportOnce(stack, label, format, window, expected, s3Pid) {
   // A fresh worker process per run, so its peak RSS is this export's.
   await stack.restart('export-worker', 'SIGTERM');
   await new Promise((r) => setTimeout(r, 1000));
@@ -117,7 +119,7 @@ async function exportOnce(stack, label, format, window, expected) {
   const idle0 = { at: performance.now(), cpu: cpuMicros(auditPid) };
   await new Promise((r) => setTimeout(r, 3000));
   const auditIdlePerMs = (cpuMicros(auditPid) - idle0.cpu) / (performance.now() - idle0.at);
-  const cpu0 = { worker: cpuMicros(pid), audit: cpuMicros(auditPid), at: performance.now() };
+  const cpu0 = { worker: cpuMicros(pid), audit: cpuMicros(auditPid), s3: s3Pid ? cpuMicros(s3Pid) : 0, at: performance.now() };
   const call = api(stack);
   const created = await call('POST', '/logs/export', { ...window, format });
   if (created.status !== 202) throw new Error(`POST /logs/export: ${created.status} ${JSON.stringify(created.body)}`);
@@ -144,9 +146,63 @@ async function exportOnce(stack, label, format, window, expected) {
     auditIdleCpuPercent: Math.round(auditIdlePerMs / 10),
     workerUs: Number(workerUs.toFixed(2)),
     auditUs: Number(auditUs.toFixed(2)),
+    ...(s3Pid && { s3Us: Number(((cpuMicros(s3Pid) - cpu0.s3) / data.totalRecords).toFixed(2)) }),
   };
   console.log(JSON.stringify(result));
   return result;
+}
+
+/**
+ * The S3 ceiling: the bytes of the local JSON export written alone to the same S3 server by the store the
+ * worker uses (same part size and signing), 1 MiB at a time from a file already in the page cache. Reported
+ * per entry of that export, with this process's CPU (the client side) and the S3 server's.
+ */
+async function s3WriteOnly(s3, bucket, file, entries) {
+  const { createObjectStore, loadConfig, objectStoreConfig } = require('@secsvc/shared');
+  const store = createObjectStore(loadConfig(objectStoreConfig, s3.env(bucket)));
+  const buf = Buffer.allocUnsafe(1 << 20);
+  const fd = fs.openSync(file, 'r');
+  const cpu0 = { client: process.cpuUsage(), s3: cpuMicros(s3.pid) };
+  const started = performance.now();
+  let size;
+  let finishMs;
+  try {
+    const writer = await store.create('bench/ceiling.json', 'application/json');
+    for (let n; (n = fs.readSync(fd, buf, 0, buf.length, null)) > 0; ) await writer.write(buf.subarray(0, n));
+    const finishing = performance.now();
+    ({ size } = await writer.finish());
+    finishMs = Math.round(performance.now() - finishing);
+  } finally {
+    fs.closeSync(fd);
+    await store.close();
+  }
+  const seconds = (performance.now() - started) / 1000;
+  const used = process.cpuUsage(cpu0.client);
+  const result = {
+    label: 'ceiling: the JSON file alone written to S3 (versitygw), per entry of it',
+    rows: entries,
+    seconds,
+    rowsPerSecond: Math.round(entries / seconds),
+    mb: Math.round(size / 1048576),
+    workerUs: Number(((used.user + used.system) / entries).toFixed(2)),
+    s3Us: Number(((cpuMicros(s3.pid) - cpu0.s3) / entries).toFixed(2)),
+    // The last parts' uploads and CompleteMultipartUpload (versitygw's posix backend joins the parts into one file).
+    finishMs,
+  };
+  console.log(JSON.stringify(result));
+  return result;
+}
+
+/** The newest file with this extension under a directory (the local store's export files). */
+function newestFile(dir, ext) {
+  let best;
+  for (const entry of fs.readdirSync(dir, { recursive: true })) {
+    const file = path.join(dir, String(entry));
+    if (!file.endsWith(ext)) continue;
+    const st = fs.statSync(file);
+    if (st.isFile() && (!best || st.mtimeMs > best.mtimeMs)) best = { file, mtimeMs: st.mtimeMs };
+  }
+  return best?.file;
 }
 
 /** StreamLogs read alone (rows walked, nothing written): the ceiling of what the worker can receive. */
@@ -215,21 +271,25 @@ async function main() {
       const s3 = await startTestS3();
       try {
         const bucket = await s3.createBucket();
+        const jsonFile = newestFile(path.join(dataDir, 'exports'), '.json');
+        if (!jsonFile) throw new Error('the local JSON export file was not found');
         await withStack(dataDir, s3.env(bucket), async (stack) => {
-          results.push(await exportOnce(stack, 'csv, S3 (versitygw)', 'csv', WINDOW, ROWS));
-          results.push(await exportOnce(stack, 'json, S3 (versitygw)', 'json', WINDOW, ROWS));
+          results.push(await exportOnce(stack, 'csv, S3 (versitygw)', 'csv', WINDOW, ROWS, s3.pid));
+          results.push(await exportOnce(stack, 'json, S3 (versitygw)', 'json', WINDOW, ROWS, s3.pid));
         });
+        // After the exports: the server's writes (and the page cache's flushing of them) would slow what follows.
+        results.push(await s3WriteOnly(s3, bucket, jsonFile, ROWS));
       } finally {
         await s3.stop();
       }
     }
     // Ratios against the raw read of the same rows by ClickHouse alone (the first ceiling).
     const ceiling = ceilings[0].rowsPerSecond;
-    console.log('\n| run | entries | seconds | entries/s | of the raw read | file MB | worker peak RSS MB (idle) | CPU µs/entry: worker / audit (ClickHouse alone) |');
-    console.log('|---|---:|---:|---:|---:|---:|---:|---:|');
+    console.log('\n| run | entries | seconds | entries/s | of the raw read | file MB | worker peak RSS MB (idle) | CPU µs/entry: worker (or S3 client) / audit (ClickHouse alone) | S3 server CPU µs/entry |');
+    console.log('|---|---:|---:|---:|---:|---:|---:|---:|---:|');
     for (const r of [...ceilings, ...results]) {
-      const cpu = r.chUs !== undefined ? `(${r.chUs})` : r.workerUs === undefined ? '' : `${r.workerUs} / ${r.auditUs}`;
-      console.log(`| ${r.label} | ${r.rows.toLocaleString('en')} | ${r.seconds.toFixed(2)} | ${r.rowsPerSecond.toLocaleString('en')} | ${(r.rowsPerSecond / ceiling).toFixed(2)} | ${r.mb ?? ''} | ${r.peakRssMb ? `${r.peakRssMb} (${r.idleRssMb})` : ''} | ${cpu} |`);
+      const cpu = r.chUs !== undefined ? `(${r.chUs})` : r.workerUs === undefined ? '' : `${r.workerUs} / ${r.auditUs ?? ''}`;
+      console.log(`| ${r.label} | ${r.rows.toLocaleString('en')} | ${r.seconds.toFixed(2)} | ${r.rowsPerSecond.toLocaleString('en')} | ${(r.rowsPerSecond / ceiling).toFixed(2)} | ${r.mb ?? ''} | ${r.peakRssMb ? `${r.peakRssMb} (${r.idleRssMb})` : ''} | ${cpu} | ${r.s3Us ?? ''} |`);
     }
   } finally {
     fs.rmSync(tmp, { recursive: true, force: true });
