@@ -94,6 +94,7 @@ function contract(name: string, open: () => Promise<{ store: ObjectStore; partSi
       expect(removed).toBeGreaterThanOrEqual(1);
       expect(await store.sweep(-60_000)).toBe(0);
       expect(await store.stat('live/exp_killed/1.csv')).toBeUndefined();
+      await w.abort(); // releases the writer's file handle (local) once the test is done with the "dead" writer
     });
   });
 }
@@ -116,6 +117,7 @@ test('local store: a fresh partial file survives a sweep with a cutoff in the pa
     expect(await store.sweep(60_000)).toBe(1);
     await writeFile(path.join(dir, 'a', 'b.csv'), 'kept');
     expect(await store.sweep(0)).toBe(0);
+    await w.abort();
   } finally {
     await rm(dir, { recursive: true, force: true });
   }

@@ -35,8 +35,11 @@ export function createLocalObjectStore(dir: string): ObjectStore {
           size += chunk.length;
         },
         async finish() {
-          await fh.sync();
-          await close();
+          try {
+            await fh.sync();
+          } finally {
+            await close();
+          }
           await rename(partial, target);
           return { size };
         },
