@@ -92,9 +92,38 @@ describeKafka('Kafka event bus against a real broker', () => {
     }
   }, 90_000);
 
+  test('a record the broker refuses (larger than its limit) fails the publish at once with the reason, not after the deadline', async () => {
+    const lines: string[] = [];
+    const capture = createLogger('bus-kafka-test', 'warn', { write: (line: string) => void lines.push(line) });
+    const bus = await createKafkaBus({ brokers: broker.brokers, logger: capture, clientId: 'too-large' });
+    try {
+      const topic = `large-${randomUUID().slice(0, 8)}`;
+      // The broker takes at most 1 MiB per record batch (message.max.bytes); publishTimeoutMs stays at 60 s.
+      const started = Date.now();
+      const failure = await bus.publish(topic, [{ id: 'log_big', key: 'a', value: 'x'.repeat(2 * 1024 * 1024) }]).then(
+        () => undefined,
+        (err: Error) => err,
+      );
+      expect(failure).toBeInstanceOf(Error);
+      const reasons = (e: unknown): string[] => {
+        const x = e as { message?: string; apiId?: string; errors?: unknown[]; response?: unknown };
+        return [x.message ?? '', x.apiId ?? '', ...(x.errors ?? []).flatMap(reasons)];
+      };
+      expect(reasons(failure).join(' ')).toMatch(/MESSAGE_TOO_LARGE|larger than the max message size/);
+      expect(Date.now() - started).toBeLessThan(30_000); // failed on the answer, not at the 60 s deadline
+      expect(lines.filter((l) => l.includes('sending again with a new producer'))).toEqual([]);
+      // The bus goes on publishing.
+      await bus.publish(topic, [{ id: 'log_small', key: 'a', value: '{}' }]);
+    } finally {
+      await bus.close();
+    }
+  }, 60_000);
+
   test('a publish outlasts an answer the client cannot read (as from a broker still starting): a new producer sends it again', async () => {
     // The bus reaches the broker through a relay that, while `garbled`, answers every request with a frame
-    // of the request's correlation id and no body: the client cannot read it, an error it does not retry.
+    // of the request's correlation id and no body: the client cannot read it, an error it does not retry. (The
+    // relay carries bootstrap connections only: the broker advertises its own address, so the answer garbled
+    // is the new producer's first one, before its records reach the broker.)
     let garbled = false;
     let garbledAnswers = 0;
     const [host, port] = broker.brokers[0]!.split(':') as [string, string];
@@ -131,7 +160,9 @@ describeKafka('Kafka event bus against a real broker', () => {
       garbled = false;
       await publishing;
       expect(garbledAnswers).toBe(1);
-      expect(lines.filter((l) => l.includes('kafka publish failed; sending again with a new producer'))).toHaveLength(1);
+      const retried = lines.filter((l) => l.includes('kafka publish failed; sending again with a new producer'));
+      expect(retried).toHaveLength(1);
+      expect(retried[0]).toContain('Out of bounds.');
 
       const got = new Map<string, string>();
       const sub = await bus.subscribe({ topic, group: 'audit', maxWaitMs: 20 }, async (batch) => {

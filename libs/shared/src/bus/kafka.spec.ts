@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
-import { murmur2 } from '@platformatic/kafka';
+import { MultipleErrors, murmur2, NetworkError, OutOfBoundsError, ProtocolError, UserError } from '@platformatic/kafka';
 import { Partitioners } from 'kafkajs';
-import { keyPartition, producerOptions } from './kafka';
+import { isPermanentPublishError, keyPartition, producerOptions } from './kafka';
 import { createLogger } from '../logger';
 
 const logger = createLogger('kafka-spec', 'silent');
@@ -34,4 +34,20 @@ test("the producer is idempotent, waits for every in-sync replica, never creates
   expect(producerOptions({ brokers: ['k:1'], logger, ssl: true, ca: 'PEM' }).tls).toEqual({ ca: 'PEM' });
   expect(producerOptions({ brokers: ['k:1'], logger, ca: 'PEM' })).not.toHaveProperty('tls');
   expect(producerOptions({ brokers: ['k:1'], logger, sasl: { mechanism: 'scram-sha-256', username: 'u', password: 'p' } }).sasl).toMatchObject({ mechanism: 'SCRAM-SHA-256' });
+});
+
+test('a send is tried again with a new producer unless the broker refused the records themselves or the client was misused', () => {
+  const afterRetries = (...errors: Error[]) => new MultipleErrors('produce failed 3 times.', errors);
+  // Worth another producer: connections refused, an answer the client could not read, producer-state answers.
+  expect(isPermanentPublishError(afterRetries(new NetworkError('Connection to 127.0.0.1:9092 failed.'), new OutOfBoundsError('Out of bounds.')))).toBe(false);
+  expect(isPermanentPublishError(new ProtocolError('OUT_OF_ORDER_SEQUENCE_NUMBER'))).toBe(false);
+  expect(isPermanentPublishError(new ProtocolError('NOT_LEADER_OR_FOLLOWER'))).toBe(false);
+  expect(isPermanentPublishError(new Error('anything else'))).toBe(false);
+  expect(isPermanentPublishError(undefined)).toBe(false);
+  // Not: records too large or refused, a topic not allowed, a misuse, however deep in the tree.
+  expect(isPermanentPublishError(new ProtocolError('MESSAGE_TOO_LARGE'))).toBe(true);
+  expect(isPermanentPublishError(afterRetries(new NetworkError('Connection failed.'), new ProtocolError('TOPIC_AUTHORIZATION_FAILED')))).toBe(true);
+  expect(isPermanentPublishError(new MultipleErrors('outer', [afterRetries(new ProtocolError('INVALID_RECORD'))]))).toBe(true);
+  expect(isPermanentPublishError(new UserError('Invalid option.'))).toBe(true);
+  expect(isPermanentPublishError(new Error('wrapped', { cause: new ProtocolError('RECORD_LIST_TOO_LARGE') }))).toBe(true);
 });

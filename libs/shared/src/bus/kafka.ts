@@ -41,7 +41,8 @@ import {
  *   a response it cannot read from a broker still starting after a crash), the producer is replaced and the
  *   request sent again after a backoff: the failed attempt's sequence numbers are never used again, for
  *   records that could be dropped as duplicates of a write that did land (so a record may land twice). publish()
- *   resolves once the broker acknowledged every record, and fails after publishTimeoutMs without that.
+ *   resolves once the broker acknowledged every record; it fails at once when the broker refuses the records
+ *   themselves (isPermanentPublishError), and after publishTimeoutMs without every acknowledgement.
  * - Topics are created on demand (admin createTopics, `partitions` partitions) before the first publish or
  *   subscribe, so the broker's auto-creation may stay off.
  * - Subscribing: one kafkajs consumer per subscription in the SubscribeOptions.group consumer group, from the
@@ -102,6 +103,43 @@ const RETRY = { initialRetryTime: 100, maxRetryTime: 2000, retries: 10 };
 const PRODUCE_RETRIES = 26;
 const PRODUCE_RETRY_DELAY_MS = 500;
 const DEFAULT_PUBLISH_TIMEOUT_MS = 60_000;
+
+/** One publish's state, shared by its deadline and its sending loop. */
+interface PublishAttempt {
+  expired: boolean;
+  /** The last error a send failed with (the deadline's error carries it). */
+  lastError?: unknown;
+}
+
+/**
+ * Broker answers no producer would get otherwise for the same records (too large, malformed, not allowed):
+ * sending them again with a new producer cannot help, so the publish fails at once with the broker's reason
+ * (the relay's next round meets it again and logs it). Producer-state answers (sequence numbers, epochs) are
+ * not here: a new producer is their remedy.
+ */
+const PERMANENT_BROKER_ERRORS = new Set([
+  'MESSAGE_TOO_LARGE',
+  'RECORD_LIST_TOO_LARGE',
+  'INVALID_RECORD',
+  'INVALID_TOPIC_EXCEPTION',
+  'INVALID_REQUIRED_ACKS',
+  'TOPIC_AUTHORIZATION_FAILED',
+  'CLUSTER_AUTHORIZATION_FAILED',
+  'POLICY_VIOLATION',
+]);
+
+/**
+ * Whether a failed send of @platformatic/kafka holds, anywhere in its tree of errors (a failure after retries
+ * aggregates each attempt's), a misuse of the client or a broker answer in PERMANENT_BROKER_ERRORS.
+ */
+export function isPermanentPublishError(err: unknown, seen = new Set<unknown>()): boolean {
+  if (!err || typeof err !== 'object' || seen.has(err)) return false;
+  seen.add(err);
+  const e = err as { code?: unknown; apiId?: unknown; errors?: unknown; cause?: unknown };
+  if (e.code === 'PLT_KFK_USER') return true;
+  if (e.code === 'PLT_KFK_PROTOCOL' && typeof e.apiId === 'string' && PERMANENT_BROKER_ERRORS.has(e.apiId)) return true;
+  return (Array.isArray(e.errors) && e.errors.some((x) => isPermanentPublishError(x, seen))) || isPermanentPublishError(e.cause, seen);
+}
 
 /**
  * kafkajs logs through our logger, quietly: its WARN and ERROR lines (mostly retried, transient conditions:
@@ -175,20 +213,22 @@ class KafkaBus implements EventBus {
     if (this.closed) throw new Error('event bus closed');
     if (records.length === 0) return;
     await this.ensureTopic(topic);
+    if (this.closed) throw new Error('event bus closed');
     const run = this.publishing.then(async () => {
       const timeoutMs = this.options.publishTimeoutMs ?? DEFAULT_PUBLISH_TIMEOUT_MS;
-      let expired = false;
+      const attempt: PublishAttempt = { expired: false };
       let timer: NodeJS.Timeout | undefined;
       const deadline = new Promise<never>((_, reject) => {
         timer = setTimeout(() => {
-          expired = true;
+          attempt.expired = true;
           // Closing ends the retries of a send still in flight (the client retries a refused SCRAM handshake
           // without end); the sending loop then sees the deadline and stops.
           if (this.producer) void this.dropProducer(this.producer);
-          reject(new Error(`Kafka publish: not acknowledged within ${timeoutMs} ms (brokers unreachable, or refusing this client)`));
+          const last = attempt.lastError ? `; last error: ${(attempt.lastError as Error).message}` : '';
+          reject(new Error(`Kafka publish: not acknowledged within ${timeoutMs} ms (brokers unreachable, or refusing this client${last})`, { cause: attempt.lastError }));
         }, timeoutMs);
       });
-      const sent = this.sendUntilAcknowledged(topic, records, () => expired);
+      const sent = this.sendUntilAcknowledged(topic, records, attempt);
       sent.catch(() => undefined); // settled after the deadline: nobody waits for it any more
       deadline.catch(() => undefined);
       try {
@@ -205,25 +245,27 @@ class KafkaBus implements EventBus {
    * Sends the records' requests in order, each until the broker acknowledges it. The client retries
    * connection errors and retriable broker errors itself; when it gives up (its retries spent, or an error it
    * does not retry, such as a response it cannot read from a broker that is still starting), the producer is
-   * replaced and the request not yet acknowledged is sent again after a backoff, until `expired()`.
+   * replaced and the request not yet acknowledged is sent again after a backoff, until the deadline. An answer
+   * no producer would get otherwise (isPermanentPublishError) fails the publish at once.
    */
-  private async sendUntilAcknowledged(topic: string, records: BusRecord[], expired: () => boolean): Promise<void> {
+  private async sendUntilAcknowledged(topic: string, records: BusRecord[], attempt: PublishAttempt): Promise<void> {
     const backoff = new Backoff({ baseMs: 250, maxMs: 2_000 });
     for (const messages of chunks(topic, records)) {
       for (;;) {
         // Past the deadline (it also dropped the producer) nothing more is sent: the next publish has the producer.
-        if (expired()) throw new Error('Kafka publish: deadline passed');
+        if (attempt.expired) throw new Error('Kafka publish: deadline passed');
+        if (this.closed) throw new Error('event bus closed');
         const producer = this.currentProducer();
         try {
           await producer.send({ messages });
           backoff.reset();
           break;
         } catch (err) {
+          attempt.lastError = err;
           await this.dropProducer(producer);
-          if (expired() || this.closed) throw err;
+          if (attempt.expired || this.closed || isPermanentPublishError(err)) throw err;
           this.options.logger.warn({ topic, err: { message: (err as Error).message }, attempts: backoff.attempts + 1 }, 'kafka publish failed; sending again with a new producer');
           await new Promise((r) => setTimeout(r, backoff.next()));
-          if (this.closed) throw err;
         }
       }
     }

@@ -37,9 +37,11 @@ export function createLocalObjectStore(dir: string): ObjectStore {
         async finish() {
           try {
             await fh.sync();
-          } finally {
-            await close();
+          } catch (err) {
+            await close().catch(() => undefined); // the fsync error is the one to report
+            throw err;
           }
+          await close();
           await rename(partial, target);
           return { size };
         },
