@@ -254,7 +254,7 @@ class KafkaBus implements EventBus {
       for (;;) {
         // Past the deadline (it also dropped the producer) nothing more is sent: the next publish has the producer.
         if (attempt.expired) throw new Error('Kafka publish: deadline passed');
-        if (this.closed) throw new Error('event bus closed');
+        // (A publish under way when close() is called goes on to its end: close() waits for it.)
         const producer = this.currentProducer();
         try {
           await producer.send({ messages });
