@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { MultipleErrors, murmur2, NetworkError, OutOfBoundsError, ProtocolError, UserError } from '@platformatic/kafka';
 import { Partitioners } from 'kafkajs';
-import { isPermanentPublishError, keyPartition, producerOptions } from './kafka';
+import { isPermanentPublishError, kafkaErrorText, keyPartition, producerOptions } from './kafka';
 import { createLogger } from '../logger';
 
 const logger = createLogger('kafka-spec', 'silent');
@@ -50,4 +50,16 @@ test('a send is tried again with a new producer unless the broker refused the re
   expect(isPermanentPublishError(new MultipleErrors('outer', [afterRetries(new ProtocolError('INVALID_RECORD'))]))).toBe(true);
   expect(isPermanentPublishError(new UserError('Invalid option.'))).toBe(true);
   expect(isPermanentPublishError(new Error('wrapped', { cause: new ProtocolError('RECORD_LIST_TOO_LARGE') }))).toBe(true);
+});
+
+test("a failed send is described by its innermost causes (the client's own message only says that producing failed)", () => {
+  const refused = new NetworkError('Connection to 127.0.0.1:9092 failed.', { cause: new Error('connect ECONNREFUSED 127.0.0.1:9092') });
+  const failed = new MultipleErrors('Producing messages failed.', [new MultipleErrors('produce failed 3 times.', [refused, refused, new OutOfBoundsError('Out of bounds.')])]);
+  expect(kafkaErrorText(failed)).toBe('connect ECONNREFUSED 127.0.0.1:9092; Out of bounds.');
+  expect(kafkaErrorText(new MultipleErrors('Producing messages failed.', [new ProtocolError('MESSAGE_TOO_LARGE')]))).toBe(
+    'The request included a message larger than the max message size the server will accept. (MESSAGE_TOO_LARGE)',
+  );
+  expect(kafkaErrorText(new Error('plain'))).toBe('plain');
+  const many = new MultipleErrors('x', Array.from({ length: 7 }, (_, i) => new Error(`e${i}`)));
+  expect(kafkaErrorText(many)).toBe('e0; e1; e2; e3; e4; …');
 });

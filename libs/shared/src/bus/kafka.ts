@@ -132,6 +132,28 @@ const PERMANENT_BROKER_ERRORS = new Set([
  * Whether a failed send of @platformatic/kafka holds, anywhere in its tree of errors (a failure after retries
  * aggregates each attempt's), a misuse of the client or a broker answer in PERMANENT_BROKER_ERRORS.
  */
+/**
+ * What a failed send says, for logs and errors: @platformatic/kafka aggregates a failure's causes (each
+ * attempt's, each broker answer's) under a message such as "Producing messages failed.", so its innermost
+ * messages are listed instead, each once (with the broker's error name), at most five.
+ */
+export function kafkaErrorText(err: unknown): string {
+  const found: string[] = [];
+  const seen = new Set<unknown>();
+  const walk = (e: unknown): void => {
+    if (!e || typeof e !== 'object' || seen.has(e)) return;
+    seen.add(e);
+    const x = e as { message?: unknown; apiId?: unknown; errors?: unknown; cause?: unknown };
+    const inner = [...(Array.isArray(x.errors) ? x.errors : []), ...(x.cause ? [x.cause] : [])];
+    if (inner.length) return inner.forEach(walk);
+    const text = `${String(x.message ?? e)}${typeof x.apiId === 'string' ? ` (${x.apiId})` : ''}`;
+    if (!found.includes(text)) found.push(text);
+  };
+  walk(err);
+  if (!found.length) return String((err as Error)?.message ?? err);
+  return found.length > 5 ? `${found.slice(0, 5).join('; ')}; …` : found.join('; ');
+}
+
 export function isPermanentPublishError(err: unknown, seen = new Set<unknown>()): boolean {
   if (!err || typeof err !== 'object' || seen.has(err)) return false;
   seen.add(err);
@@ -224,7 +246,7 @@ class KafkaBus implements EventBus {
           // Closing ends the retries of a send still in flight (the client retries a refused SCRAM handshake
           // without end); the sending loop then sees the deadline and stops.
           if (this.producer) void this.dropProducer(this.producer);
-          const last = attempt.lastError ? `; last error: ${(attempt.lastError as Error).message}` : '';
+          const last = attempt.lastError ? `; last error: ${kafkaErrorText(attempt.lastError)}` : '';
           reject(new Error(`Kafka publish: not acknowledged within ${timeoutMs} ms (brokers unreachable, or refusing this client${last})`, { cause: attempt.lastError }));
         }, timeoutMs);
       });
@@ -263,8 +285,8 @@ class KafkaBus implements EventBus {
         } catch (err) {
           attempt.lastError = err;
           await this.dropProducer(producer);
-          if (attempt.expired || this.closed || isPermanentPublishError(err)) throw err;
-          this.options.logger.warn({ topic, err: { message: (err as Error).message }, attempts: backoff.attempts + 1 }, 'kafka publish failed; sending again with a new producer');
+          if (attempt.expired || this.closed || isPermanentPublishError(err)) throw new Error(`Kafka publish failed: ${kafkaErrorText(err)}`, { cause: err });
+          this.options.logger.warn({ topic, err: { message: kafkaErrorText(err) }, attempts: backoff.attempts + 1 }, 'kafka publish failed; sending again with a new producer');
           await new Promise((r) => setTimeout(r, backoff.next()));
         }
       }
