@@ -1,3 +1,6 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { commonConfig, databaseConfig, loadConfig } from '../config';
 import { assertBusConfig, busConfig, createEventBus, eventBusKind } from './config';
 import { createLogger } from '../logger';
@@ -42,5 +45,9 @@ describe('event bus configuration', () => {
     const config = load({ EVENT_BUS: 'kafka', KAFKA_BROKERS: '127.0.0.1:9', KAFKA_SSL: 'true', KAFKA_CA_FILE: '/nonexistent/kafka-ca.crt' });
     expect(config.KAFKA_CA_FILE).toBe('/nonexistent/kafka-ca.crt');
     await expect(createEventBus(config, createLogger('bus-config-spec', 'silent'), 'spec')).rejects.toThrow(/KAFKA_CA_FILE: cannot be read \(ENOENT\)/);
+    // Read and checked as gRPC's CA files are: a file without a PEM certificate is refused at start too.
+    const notPem = path.join(mkdtempSync(path.join(os.tmpdir(), 'kafka-ca-')), 'ca.crt');
+    writeFileSync(notPem, 'not a certificate\n');
+    await expect(createEventBus({ ...config, KAFKA_CA_FILE: notPem }, createLogger('bus-config-spec', 'silent'), 'spec')).rejects.toThrow(/KAFKA_CA_FILE: holds no PEM certificate/);
   });
 });

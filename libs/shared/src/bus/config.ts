@@ -1,6 +1,6 @@
-import { readFileSync } from 'node:fs';
 import { z } from 'zod';
 import { ConfigError, env } from '../config';
+import { CertificateFileError, readCertificateFiles } from '../grpc/tls-files';
 import type { Logger } from '../logger';
 import type { Metrics } from '../metrics';
 import { createKafkaBus } from './kafka-lazy';
@@ -68,12 +68,13 @@ export function assertBusConfig(config: BusSettings): void {
   if (problems.length > 0) throw new ConfigError(problems);
 }
 
-/** The CA bundle of KAFKA_CA_FILE; a start-up error naming the variable when it cannot be read. */
+/** The CA bundle of KAFKA_CA_FILE, read and checked as gRPC's files are; a start-up error naming the variable when it cannot be used. */
 function readCaFile(file: string): string {
   try {
-    return readFileSync(file, 'utf8');
+    return readCertificateFiles({ caFile: file }).ca!.toString('utf8');
   } catch (err) {
-    throw new ConfigError([`KAFKA_CA_FILE: cannot be read (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`]);
+    if (!(err instanceof CertificateFileError)) throw err;
+    throw new ConfigError([`KAFKA_CA_FILE: ${err.message} (got "${file}")`]);
   }
 }
 
