@@ -98,15 +98,14 @@ describeKafka('Kafka event bus against a real broker', () => {
     const bus = await createKafkaBus({ brokers: broker.brokers, logger: capture, clientId: 'too-large' });
     try {
       const topic = `large-${randomUUID().slice(0, 8)}`;
-      // The broker takes at most 1 MiB per record batch (message.max.bytes); publishTimeoutMs stays at 60 s.
-      const started = Date.now();
+      // The broker takes at most 1 MiB per record batch (message.max.bytes); publishTimeoutMs stays at 60 s, so
+      // a publish that retried would end with the deadline's message (and past this test's timeout).
       const failure = await bus.publish(topic, [{ id: 'log_big', key: 'a', value: 'x'.repeat(2 * 1024 * 1024) }]).then(
         () => undefined,
         (err: Error) => err,
       );
       expect(failure).toBeInstanceOf(Error);
       expect(failure!.message).toBe('Kafka publish failed: The request included a message larger than the max message size the server will accept. (MESSAGE_TOO_LARGE)');
-      expect(Date.now() - started).toBeLessThan(30_000); // failed on the answer, not at the 60 s deadline
       expect(lines.filter((l) => l.includes('sending again with a new producer'))).toEqual([]);
       // The bus goes on publishing.
       await bus.publish(topic, [{ id: 'log_small', key: 'a', value: '{}' }]);

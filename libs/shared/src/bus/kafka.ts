@@ -128,39 +128,52 @@ const PERMANENT_BROKER_ERRORS = new Set([
   'POLICY_VIOLATION',
 ]);
 
+/** One error of a failure's tree: its client code, broker error name, message and the errors under it. */
+interface ErrorNode {
+  code?: unknown;
+  apiId?: unknown;
+  message?: unknown;
+  inner: unknown[];
+}
+
 /**
- * Whether a failed send of @platformatic/kafka holds, anywhere in its tree of errors (a failure after retries
- * aggregates each attempt's), a misuse of the client or a broker answer in PERMANENT_BROKER_ERRORS.
+ * Every error in a failure's tree, each once: @platformatic/kafka aggregates a failure's causes (each attempt's
+ * after retries, each broker answer's) in `errors`, Node's errors chain theirs in `cause`.
  */
-/**
- * What a failed send says, for logs and errors: @platformatic/kafka aggregates a failure's causes (each
- * attempt's, each broker answer's) under a message such as "Producing messages failed.", so its innermost
- * messages are listed instead, each once (with the broker's error name), at most five.
- */
-export function kafkaErrorText(err: unknown): string {
-  const found: string[] = [];
+function errorTree(err: unknown): ErrorNode[] {
+  const nodes: ErrorNode[] = [];
   const seen = new Set<unknown>();
   const walk = (e: unknown): void => {
     if (!e || typeof e !== 'object' || seen.has(e)) return;
     seen.add(e);
-    const x = e as { message?: unknown; apiId?: unknown; errors?: unknown; cause?: unknown };
+    const x = e as { code?: unknown; apiId?: unknown; message?: unknown; errors?: unknown; cause?: unknown };
     const inner = [...(Array.isArray(x.errors) ? x.errors : []), ...(x.cause ? [x.cause] : [])];
-    if (inner.length) return inner.forEach(walk);
-    const text = `${String(x.message ?? e)}${typeof x.apiId === 'string' ? ` (${x.apiId})` : ''}`;
-    if (!found.includes(text)) found.push(text);
+    nodes.push({ code: x.code, apiId: x.apiId, message: x.message, inner });
+    inner.forEach(walk);
   };
   walk(err);
+  return nodes;
+}
+
+/**
+ * What a failed send says, for logs and errors: the client's own message is only "Producing messages
+ * failed.", so the innermost messages of its tree are listed instead, each once (with the broker's error
+ * name), at most five.
+ */
+export function kafkaErrorText(err: unknown): string {
+  const found: string[] = [];
+  for (const e of errorTree(err)) {
+    if (e.inner.length) continue;
+    const text = `${String(e.message)}${typeof e.apiId === 'string' ? ` (${e.apiId})` : ''}`;
+    if (!found.includes(text)) found.push(text);
+  }
   if (!found.length) return String((err as Error)?.message ?? err);
   return found.length > 5 ? `${found.slice(0, 5).join('; ')}; …` : found.join('; ');
 }
 
-export function isPermanentPublishError(err: unknown, seen = new Set<unknown>()): boolean {
-  if (!err || typeof err !== 'object' || seen.has(err)) return false;
-  seen.add(err);
-  const e = err as { code?: unknown; apiId?: unknown; errors?: unknown; cause?: unknown };
-  if (e.code === 'PLT_KFK_USER') return true;
-  if (e.code === 'PLT_KFK_PROTOCOL' && typeof e.apiId === 'string' && PERMANENT_BROKER_ERRORS.has(e.apiId)) return true;
-  return (Array.isArray(e.errors) && e.errors.some((x) => isPermanentPublishError(x, seen))) || isPermanentPublishError(e.cause, seen);
+/** Whether a failed send holds, anywhere in its tree, a misuse of the client or a broker answer in PERMANENT_BROKER_ERRORS. */
+export function isPermanentPublishError(err: unknown): boolean {
+  return errorTree(err).some((e) => e.code === 'PLT_KFK_USER' || (e.code === 'PLT_KFK_PROTOCOL' && typeof e.apiId === 'string' && PERMANENT_BROKER_ERRORS.has(e.apiId)));
 }
 
 /**
