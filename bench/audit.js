@@ -6,7 +6,9 @@
 //                                ClickHouse, once with the Postgres bus and once with Kafka (when the broker is
 //                                installed), against a plain bulk insert of the same rows into ClickHouse (the
 //                                ceiling), reported as a ratio. BENCH_BATCH: the consumer's batch (default 20,000, as
-//                                AUDIT_BATCH_SIZE); BENCH_BUSES: postgres,kafka.
+//                                AUDIT_BATCH_SIZE); BENCH_BUSES: postgres,kafka; BENCH_KAFKA_COMPRESSION: the
+//                                codecs the Kafka path runs with, one run each (default lz4,none), with the
+//                                broker's CPU and the bytes each event takes in its log.
 //   node bench/audit.js chain    the cost of tamper evidence: BENCH_EVENTS (default 200,000) events stored by the
 //                                consumer's store in batches of 5,000, with the hash chain (positions, hashes,
 //                                head lock in PostgreSQL, checkpoints) and without, interleaved over
@@ -32,7 +34,7 @@ const { events } = require('@secsvc/proto');
 const { AuditChain, ChainKey, cursorAfter, EventRecords, GeoIp, LOG_COLUMNS, LogQueries, LogStore, MIGRATIONS, migrateAuditSchema, migrateClickHouse, openClickHouse, rowFromEvent } = require('@secsvc/audit-store');
 const { createKafkaBus, createLogger, createPool, createPostgresBus, encodeCursor, newId, OutboxRelay, outboxDdl, AUDIT_CONSUMER_GROUP } = require('@secsvc/shared');
 const { kafkaUnavailable, startKafka, testDatabase, stopTestPostgres } = require('@secsvc/dev/testing');
-const { machine } = require('./support');
+const { cpuMs, machine } = require('./support');
 
 const EVENTS = Number(process.env.BENCH_EVENTS ?? 1_000_000);
 const ROWS = Number(process.env.BENCH_ROWS ?? 10_000_000);
@@ -41,6 +43,8 @@ const RUNS = Number(process.env.BENCH_RUNS ?? 50);
 const CONSUMER_BATCH = Number(process.env.BENCH_BATCH ?? 20000);
 // Which buses the ingest part measures (comma-separated): postgres, kafka.
 const BUSES = (process.env.BENCH_BUSES ?? 'postgres,kafka').split(',');
+// The Kafka path's codecs (KAFKA_COMPRESSION), one run each.
+const KAFKA_CODECS = (process.env.BENCH_KAFKA_COMPRESSION ?? 'lz4,none').split(',');
 // Ingest as production runs it: every entry chained, the relay in a process of its own (BENCH_CHAINED=0 and
 // BENCH_RELAY=same for the earlier single-process, unchained form).
 const INGEST_OPTIONS = { chained: process.env.BENCH_CHAINED !== '0', separateRelay: process.env.BENCH_RELAY !== 'same' };
@@ -83,9 +87,11 @@ async function fillOutbox(url, n) {
   return { seconds: (performance.now() - started) / 1000, t0 };
 }
 
-/** The bus of a spec: { kind: 'postgres' } on the run's database, or { kind: 'kafka', brokers }. */
+/** The bus of a spec: { kind: 'postgres' } on the run's database, or { kind: 'kafka', brokers, compression }. */
 function makeBus(spec, url) {
-  return spec.kind === 'kafka' ? createKafkaBus({ brokers: spec.brokers, logger, clientId: 'bench' }) : createPostgresBus({ url, logger, pollMs: 100 });
+  return spec.kind === 'kafka'
+    ? createKafkaBus({ brokers: spec.brokers, logger, clientId: 'bench', compression: spec.compression })
+    : createPostgresBus({ url, logger, pollMs: 100 });
 }
 
 /**
@@ -204,10 +210,18 @@ async function ingest() {
   else {
     const broker = await startKafka({ fastStart: false });
     try {
-      const db = await testDatabase();
-      t0 = (await fillOutbox(db.url, EVENTS)).t0;
-      results.push(await ingestOnce('Kafka bus', db.url, { kind: 'kafka', brokers: broker.brokers }, INGEST_OPTIONS));
-      await db.drop();
+      for (const compression of KAFKA_CODECS) {
+        const db = await testDatabase();
+        t0 = (await fillOutbox(db.url, EVENTS)).t0;
+        const [cpu0, bytes0] = [cpuMs({ broker: broker.pid }).broker, broker.logBytes('auth-events')];
+        const result = await ingestOnce(`Kafka bus (${compression})`, db.url, { kind: 'kafka', brokers: broker.brokers, compression }, INGEST_OPTIONS);
+        result.broker = {
+          cpu: Number(((cpuMs({ broker: broker.pid }).broker - cpu0) / (EVENTS / 1000)).toFixed(1)),
+          bytes: Math.round((broker.logBytes('auth-events') - bytes0) / EVENTS),
+        };
+        results.push(result);
+        await db.drop();
+      }
     } finally {
       await broker.stop();
     }
@@ -221,6 +235,12 @@ async function ingest() {
     console.log(`| outbox → ${r.name} → ClickHouse | ${EVENTS} | ${r.seconds.toFixed(1)} | ${Math.round(r.rate)} | ${(r.rate / ceil.rate).toFixed(2)} | ${r.count} | ${r.consumerCpu} / ${r.relayCpu ?? '(same process)'} |`);
   }
   console.log(`| plain bulk insert of the same rows (ceiling) | ${EVENTS} | ${ceil.seconds.toFixed(1)} | ${Math.round(ceil.rate)} | 1.00 | ${EVENTS} | ${ceil.cpu} |`);
+  const kafka = results.filter((r) => r.broker);
+  if (kafka.length > 0) {
+    console.log('\n| Kafka path | broker CPU ms per 1,000 events | bytes per event in the broker\'s log |');
+    console.log('|---|---:|---:|');
+    for (const r of kafka) console.log(`| ${r.name} | ${r.broker.cpu} | ${r.broker.bytes} |`);
+  }
 }
 
 /**

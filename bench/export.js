@@ -18,7 +18,7 @@ const { setTimeout } = require('node:timers');
 const grpc = require('@grpc/grpc-js');
 const { startLocalStack } = require('@secsvc/dev/stack');
 const { s3SkipReason, startTestS3 } = require('@secsvc/dev/testing');
-const { KEY, BENCH_LIMITS, machine } = require('./support');
+const { KEY, BENCH_LIMITS, cpuMs, machine } = require('./support');
 
 const ROWS = Number(process.env.BENCH_ROWS ?? 1_000_000);
 // 20 days ago (inside the 365-day retention); the filling child process gets the parent's value.
@@ -95,11 +95,8 @@ const api = (stack) => async (method, p, body) => {
   return { status: res.status, body: await res.json() };
 };
 
-/** CPU time (user + system) a process has used so far, in microseconds (/proc/<pid>/stat, clock ticks). */
-function cpuMicros(pid) {
-  const fields = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
-  return ((Number(fields[11]) + Number(fields[12])) * 1e6) / 100; // utime, stime in USER_HZ (100 on Linux)
-}
+/** CPU time (user + system) a process (and any children) has used so far, in microseconds. */
+const cpuMicros = (pid) => cpuMs({ pid }).pid * 1000;
 
 /** Peak resident set (VmHWM) of a process, in MB. */
 function peakRssMb(pid) {

@@ -92,15 +92,79 @@ describeKafka('Kafka event bus against a real broker', () => {
     }
   }, 90_000);
 
+  test('record batches are compressed as configured (lz4 by default), and a subscription reads every codec on one topic', async () => {
+    const event = (i: number) =>
+      JSON.stringify({
+        id: `log_${String(i).padStart(8, '0')}`,
+        environment: 'live',
+        type: i % 3 === 0 ? 'user.login' : 'api_key.used',
+        timestamp: new Date(1_790_000_000_000 + i * 1000).toISOString(),
+        actor: { type: 'user', id: `usr_${i % 50}`, email: `user${i % 50}@example.com` },
+        context: { ip: `203.0.113.${i % 250}`, userAgent: 'Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0 Safari/537.36' },
+        result: 'success',
+        traceId: randomBytes(16).toString('hex'),
+        metadataJson: JSON.stringify({ authMethod: 'password', mfaUsed: false }),
+      });
+    const codecs = ['none', 'lz4', 'gzip', undefined] as const;
+    const suffix = randomUUID().slice(0, 8);
+    const mixed = `mixed-${suffix}`;
+    const sent: BusRecord[] = [];
+    const bytes = new Map<string, number>();
+    const buses: EventBus[] = [];
+    try {
+      for (const [n, compression] of codecs.entries()) {
+        const bus = await createKafkaBus({ brokers: broker.brokers, logger, clientId: `codec-${compression ?? 'default'}`, ...(compression && { compression }) });
+        buses.push(bus);
+        const records = Array.from({ length: 2000 }, (_, i) => {
+          const id = n * 2000 + i;
+          return { id: `log_${String(id).padStart(8, '0')}`, key: `usr_${id % 50}`, value: event(id), ...(id % 2 === 0 && { traceparent: `00-${randomBytes(16).toString('hex')}-${randomBytes(8).toString('hex')}-01` }) };
+        });
+        const own = `codec-${compression ?? 'default'}-${suffix}`;
+        await bus.publish(own, records);
+        bytes.set(compression ?? 'default', broker.logBytes(own));
+        await bus.publish(mixed, records);
+        sent.push(...records);
+      }
+      // What each codec's 2,000 events take on the broker's disk: lz4 (also the default) and gzip well under
+      // half of the uncompressed batches.
+      const none = bytes.get('none')!;
+      expect(none).toBeGreaterThan(2000 * 400);
+      for (const codec of ['lz4', 'gzip', 'default']) expect(bytes.get(codec)!).toBeLessThan(none / 2);
+      // The default is lz4: the same size within the random trace ids' difference, and unlike gzip's.
+      const [lz4, gzip, byDefault] = [bytes.get('lz4')!, bytes.get('gzip')!, bytes.get('default')!];
+      expect(Math.abs(byDefault - lz4)).toBeLessThan(lz4 * 0.02);
+      expect(Math.abs(byDefault - gzip)).toBeGreaterThan(lz4 * 0.1);
+
+      // One subscription reads the topic where all four producers wrote: every record, intact, in order per key.
+      const got: BusRecord[] = [];
+      const sub = await buses[0]!.subscribe({ topic: mixed, group: `codecs-${suffix}`, maxBatchSize: 1000, maxWaitMs: 20 }, async (batch) => {
+        for (const r of batch) got.push({ id: r.id, key: r.key, value: r.value, ...(r.traceparent && { traceparent: r.traceparent }) });
+      });
+      const deadline = Date.now() + 30_000;
+      while (got.length < sent.length && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+      await sub.stop();
+      expect(got.length).toBe(sent.length);
+      const byKey = (records: BusRecord[]) => {
+        const m = new Map<string, BusRecord[]>();
+        for (const r of records) m.set(r.key, [...(m.get(r.key) ?? []), r]);
+        return m;
+      };
+      expect(byKey(got)).toEqual(byKey(sent));
+    } finally {
+      await Promise.all(buses.map((b) => b.close()));
+    }
+  }, 90_000);
+
   test('a record the broker refuses (larger than its limit) fails the publish at once with the reason, not after the deadline', async () => {
     const lines: string[] = [];
     const capture = createLogger('bus-kafka-test', 'warn', { write: (line: string) => void lines.push(line) });
     const bus = await createKafkaBus({ brokers: broker.brokers, logger: capture, clientId: 'too-large' });
     try {
       const topic = `large-${randomUUID().slice(0, 8)}`;
-      // The broker takes at most 1 MiB per record batch (message.max.bytes); publishTimeoutMs stays at 60 s, so
-      // a publish that retried would end with the deadline's message (and past this test's timeout).
-      const failure = await bus.publish(topic, [{ id: 'log_big', key: 'a', value: 'x'.repeat(2 * 1024 * 1024) }]).then(
+      // The broker takes at most 1 MiB per record batch (message.max.bytes, after compression: the value is
+      // random, so lz4 cannot shrink it below that); publishTimeoutMs stays at 60 s, so a publish that retried
+      // would end with the deadline's message (and past this test's timeout).
+      const failure = await bus.publish(topic, [{ id: 'log_big', key: 'a', value: randomBytes(1536 * 1024).toString('base64') }]).then(
         () => undefined,
         (err: Error) => err,
       );

@@ -1,6 +1,6 @@
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { closeSync, existsSync, openSync, readdirSync, readFileSync } from 'node:fs';
+import { closeSync, existsSync, openSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -68,6 +68,11 @@ export interface KafkaTestBroker {
   restart(options?: { signal?: 'SIGTERM' | 'SIGKILL' }): Promise<void>;
   /** The broker's process id (while it runs). */
   readonly pid: number | undefined;
+  /**
+   * Bytes of `topic`'s log segments on the broker's disk, over its partitions: what its record batches take
+   * as written (compressed batches stay compressed).
+   */
+  logBytes(topic: string): number;
   /** With StartKafkaOptions.secure: the SASL_SSL listener's bootstrap address (TLS and SCRAM-SHA-512, as production). */
   secureBrokers?: string[];
 }
@@ -252,6 +257,16 @@ export async function startKafka(options: StartKafkaOptions = {}): Promise<Kafka
     logFile,
     get pid() {
       return child?.pid;
+    },
+    logBytes(topic: string) {
+      const data = path.join(dir, 'data');
+      let bytes = 0;
+      for (const entry of readdirSync(data)) {
+        // A partition's directory is <topic>-<n>; another topic may share the prefix (orders, orders-eu).
+        if (!entry.startsWith(`${topic}-`) || !/^\d+$/.test(entry.slice(topic.length + 1))) continue;
+        for (const file of readdirSync(path.join(data, entry))) if (file.endsWith('.log')) bytes += statSync(path.join(data, entry, file)).size;
+      }
+      return bytes;
     },
     async stop() {
       await stopProcess('SIGTERM');

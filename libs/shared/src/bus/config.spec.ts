@@ -41,6 +41,13 @@ describe('event bus configuration', () => {
     expect(message).not.toContain('hunter2');
   });
 
+  it('compresses with lz4 unless KAFKA_COMPRESSION names gzip or none, and refuses any other codec', () => {
+    expect(load({ EVENT_BUS: 'kafka', KAFKA_BROKERS: 'k:9092' }).KAFKA_COMPRESSION).toBe('lz4');
+    expect(load({ EVENT_BUS: 'kafka', KAFKA_BROKERS: 'k:9092', KAFKA_COMPRESSION: 'gzip' }).KAFKA_COMPRESSION).toBe('gzip');
+    expect(load({ EVENT_BUS: 'kafka', KAFKA_BROKERS: 'k:9092', KAFKA_COMPRESSION: 'none' }).KAFKA_COMPRESSION).toBe('none');
+    expect(() => load({ EVENT_BUS: 'kafka', KAFKA_BROKERS: 'k:9092', KAFKA_COMPRESSION: 'zstd' })).toThrow(/KAFKA_COMPRESSION/);
+  });
+
   it('reads KAFKA_CA_FILE when the bus is created, naming the variable when it cannot', async () => {
     const config = load({ EVENT_BUS: 'kafka', KAFKA_BROKERS: '127.0.0.1:9', KAFKA_SSL: 'true', KAFKA_CA_FILE: '/nonexistent/kafka-ca.crt' });
     expect(config.KAFKA_CA_FILE).toBe('/nonexistent/kafka-ca.crt');

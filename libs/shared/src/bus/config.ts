@@ -3,7 +3,7 @@ import { ConfigError, env } from '../config';
 import { CertificateFileError, readCertificateFiles } from '../grpc/tls-files';
 import type { Logger } from '../logger';
 import type { Metrics } from '../metrics';
-import { createKafkaBus } from './kafka-lazy';
+import { createKafkaBus, DEFAULT_KAFKA_COMPRESSION, KAFKA_CODECS, type KafkaCompression } from './kafka-lazy';
 import { createPostgresBus } from './postgres';
 import type { EventBus } from './port';
 
@@ -22,6 +22,8 @@ export const busConfig = {
   KAFKA_SSL: env.bool(false),
   /** With KAFKA_SSL: a PEM file of the CA certificates the brokers' must chain to (else the system's and NODE_EXTRA_CA_CERTS). */
   KAFKA_CA_FILE: z.string().min(1).optional(),
+  /** How published record batches are compressed: lz4 (default), gzip or none; consumers read all three. */
+  KAFKA_COMPRESSION: z.enum(KAFKA_CODECS).default(DEFAULT_KAFKA_COMPRESSION),
   KAFKA_SASL_MECHANISM: z.enum(['plain', 'scram-sha-256', 'scram-sha-512']).optional(),
   KAFKA_SASL_USERNAME: z.string().min(1).optional(),
   KAFKA_SASL_PASSWORD: z.string().min(1).optional(),
@@ -36,6 +38,7 @@ export interface BusSettings {
   KAFKA_PARTITIONS: number;
   KAFKA_SSL: boolean;
   KAFKA_CA_FILE?: string;
+  KAFKA_COMPRESSION?: KafkaCompression;
   KAFKA_SASL_MECHANISM?: 'plain' | 'scram-sha-256' | 'scram-sha-512';
   KAFKA_SASL_USERNAME?: string;
   KAFKA_SASL_PASSWORD?: string;
@@ -92,6 +95,7 @@ export async function createEventBus(
       clientId,
       logger,
       partitions: config.KAFKA_PARTITIONS,
+      compression: config.KAFKA_COMPRESSION,
       ssl: config.KAFKA_SSL,
       ca: config.KAFKA_CA_FILE ? readCaFile(config.KAFKA_CA_FILE) : undefined,
       sasl: config.KAFKA_SASL_MECHANISM

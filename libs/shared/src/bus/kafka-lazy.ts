@@ -3,6 +3,17 @@ import type { EventBus } from './port';
 
 export type { KafkaBusOptions } from './kafka';
 
+/** The codecs a Kafka publish may compress with (KAFKA_COMPRESSION); every subscription reads them all. */
+export const KAFKA_CODECS = ['lz4', 'gzip', 'none'] as const;
+export type KafkaCompression = (typeof KAFKA_CODECS)[number];
+/**
+ * lz4: audit events (JSON with repeated field names) shrink about 4 times on the wire and on the brokers' disks
+ * for about a microsecond of CPU per event each way; gzip shrinks them further for several times that CPU
+ * (bench/RESULTS.md, "Kafka compression"). zstd and snappy are not offered: Node 20 (still supported) has no zstd in its zlib, and
+ * Kafka's snappy framing differs between clients.
+ */
+export const DEFAULT_KAFKA_COMPRESSION: KafkaCompression = 'lz4';
+
 /**
  * The Kafka adapter (./kafka), loaded on first use: its two clients take about 50 MB of memory in a process
  * that loads them (@platformatic/kafka alone 42 MB), which a process on the Postgres bus (the local profile) or

@@ -22,9 +22,11 @@ test('keys land on the partitions kafkajs (and Java clients) put them on, so a k
   expect(moved.length).toBeGreaterThan(keys.length / 5);
 });
 
-test("the producer is idempotent, waits for every in-sync replica, never creates topics, and takes the bus's TLS and SASL settings", () => {
+test("the producer is idempotent, waits for every in-sync replica, never creates topics, compresses with lz4 unless told otherwise, and takes the bus's TLS and SASL settings", () => {
   const base = producerOptions({ brokers: ['127.0.0.1:9092'], logger });
-  expect(base).toMatchObject({ clientId: 'secsvc', bootstrapBrokers: ['127.0.0.1:9092'], idempotent: true, acks: -1, autocreateTopics: false });
+  expect(base).toMatchObject({ clientId: 'secsvc', bootstrapBrokers: ['127.0.0.1:9092'], idempotent: true, acks: -1, autocreateTopics: false, compression: 'lz4' });
+  expect(producerOptions({ brokers: ['k:1'], logger, compression: 'none' }).compression).toBe('none');
+  expect(producerOptions({ brokers: ['k:1'], logger, compression: 'gzip' }).compression).toBe('gzip');
   expect(base).not.toHaveProperty('tls');
   expect(base).not.toHaveProperty('sasl');
   const secured = producerOptions({ brokers: ['kafka:9093'], logger, clientId: 'identity', ssl: true, sasl: { mechanism: 'scram-sha-512', username: 'identity', password: 'pw' } });

@@ -1,6 +1,9 @@
 import { Producer as KafkaProducer, ProduceAcks, stringSerializers, type MessageToProduce, type ProducerOptions } from '@platformatic/kafka';
 import { Backoff, backoffDelay } from '../backoff';
+import { compressFrame, decompressFrame } from 'lz4-napi';
 import {
+  CompressionCodecs,
+  CompressionTypes,
   type SASLOptions,
   Kafka,
   logLevel,
@@ -11,6 +14,7 @@ import {
   type logCreator,
 } from 'kafkajs';
 import type { Logger } from '../logger';
+import { DEFAULT_KAFKA_COMPRESSION, type KafkaCompression } from './kafka-lazy';
 import { Waker } from '../waker';
 import { TRACEPARENT } from '../tracing/traceparent';
 import {
@@ -35,7 +39,8 @@ import {
  *   BusRecord.key and placed on partitions as Java clients and kafkajs place them (murmur2 of the key, made
  *   positive, modulo the partition count: one key stays on one partition, in order, whichever client wrote
  *   it), the record id in header `id` (its trace context, if any, in header `traceparent`;
- *   BusRecord.mayRepeat in `secsvc-may-repeat`). A publish goes as requests of at most PUBLISH_CHUNK_BYTES,
+ *   BusRecord.mayRepeat in `secsvc-may-repeat`), each request's record batch compressed (`compression`,
+ *   default lz4: DEFAULT_KAFKA_COMPRESSION). A publish goes as requests of at most PUBLISH_CHUNK_BYTES,
  *   one at a time, each retried by the client with its sequence numbers (the broker drops a retry that did
  *   land). When the client gives up on a request (its retries spent, or an error it does not retry, such as
  *   a response it cannot read from a broker still starting after a crash), the producer is replaced and the
@@ -83,7 +88,26 @@ export interface KafkaBusOptions {
    * fails the relay's round instead of holding it; the client retries such refusals without end).
    */
   publishTimeoutMs?: number;
+  /**
+   * How published record batches are compressed (default lz4). Subscriptions read all three whatever they
+   * publish with, so producers can switch without touching consumers.
+   */
+  compression?: KafkaCompression;
 }
+
+/**
+ * kafkajs reads gzip itself and lz4 through a codec registered here (process-wide, as kafkajs keeps its
+ * codecs): the LZ4 frame format, which Kafka uses for record batches since message format 1.
+ */
+const LZ4_CODEC = {
+  async compress(encoder: { buffer: Buffer }): Promise<Buffer> {
+    return compressFrame(encoder.buffer);
+  },
+  async decompress(buffer: Buffer): Promise<Buffer> {
+    return decompressFrame(buffer);
+  },
+};
+CompressionCodecs[CompressionTypes.LZ4] = () => LZ4_CODEC;
 
 export const DEFAULT_KAFKA_PARTITIONS = 6;
 /** The header carrying BusRecord.id. */
@@ -390,7 +414,10 @@ function murmur2(bytes: Buffer): number {
   return h | 0;
 }
 
-/** The producer's settings: idempotent, acks from all in-sync replicas, string serialisation, Java's partitioning. */
+/**
+ * The producer's settings: idempotent, acks from all in-sync replicas, compressed batches, string serialisation,
+ * Java's partitioning.
+ */
 export function producerOptions(options: KafkaBusOptions): ProducerOptions<string, string, string, string> {
   return {
     clientId: options.clientId ?? 'secsvc',
@@ -402,6 +429,7 @@ export function producerOptions(options: KafkaBusOptions): ProducerOptions<strin
     retryDelay: PRODUCE_RETRY_DELAY_MS,
     idempotent: true,
     acks: ProduceAcks.ALL,
+    compression: options.compression ?? DEFAULT_KAFKA_COMPRESSION,
     autocreateTopics: false,
     serializers: stringSerializers,
     partitioner: (message) => keyPartition(message.key ?? ''),
