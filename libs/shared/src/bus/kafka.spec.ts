@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { MultipleErrors, murmur2, NetworkError, OutOfBoundsError, ProtocolError, UserError } from '@platformatic/kafka';
+import { MultipleErrors, murmur2, Producer, NetworkError, OutOfBoundsError, ProtocolError, UserError } from '@platformatic/kafka';
 import { Partitioners } from 'kafkajs';
 import { isPermanentPublishError, kafkaErrorText, keyPartition, producerOptions } from './kafka';
 import { createLogger } from '../logger';
@@ -36,6 +36,17 @@ test("the producer is idempotent, waits for every in-sync replica, never creates
   expect(producerOptions({ brokers: ['k:1'], logger, ssl: true, ca: 'PEM' }).tls).toEqual({ ca: 'PEM' });
   expect(producerOptions({ brokers: ['k:1'], logger, ca: 'PEM' })).not.toHaveProperty('tls');
   expect(producerOptions({ brokers: ['k:1'], logger, sasl: { mechanism: 'scram-sha-256', username: 'u', password: 'p' } }).sasl).toMatchObject({ mechanism: 'SCRAM-SHA-256' });
+});
+
+test('the client keeps an idempotent producer to one request in flight and retries it without limit (publishTimeoutMs is what bounds a publish)', async () => {
+  const options = producerOptions({ brokers: ['127.0.0.1:9'], logger });
+  const producer = new Producer(options);
+  try {
+    // The client sets these on the options it is given (@platformatic/kafka 1.22.0); the bus's docs rely on both.
+    expect(options).toMatchObject({ maxInflights: 1, retries: Number.MAX_SAFE_INTEGER, retryDelay: 500 });
+  } finally {
+    await producer.close();
+  }
 });
 
 test('a send is tried again with a new producer unless the broker refused the records themselves or the client was misused', () => {

@@ -41,9 +41,11 @@ import {
  *   it), the record id in header `id` (its trace context, if any, in header `traceparent`;
  *   BusRecord.mayRepeat in `secsvc-may-repeat`), each request's record batch compressed (`compression`,
  *   default lz4: DEFAULT_KAFKA_COMPRESSION). A publish goes as requests of at most PUBLISH_CHUNK_BYTES,
- *   one at a time, each retried by the client with its sequence numbers (the broker drops a retry that did
- *   land). When the client gives up on a request (its retries spent, or an error it does not retry, such as
- *   a response it cannot read from a broker still starting after a crash), the producer is replaced and the
+ *   one at a time (the client allows an idempotent producer one request in flight), each retried by the client
+ *   with its sequence numbers (the broker drops a retry that did land) for as long as the error is retriable
+ *   (the client retries an idempotent producer's requests without limit; the publish's deadline ends that).
+ *   When the client gives up on a request (an error it does not retry, such as a response it cannot read from
+ *   a broker still starting after a crash), the producer is replaced and the
  *   request sent again after a backoff: the failed attempt's sequence numbers are never used again, for
  *   records that could be dropped as duplicates of a write that did land (so a record may land twice). publish()
  *   resolves once the broker acknowledged every record; it fails at once when the broker refuses the records
@@ -121,10 +123,10 @@ const FETCH_WAIT_MS = 500;
 const DEFAULT_SESSION_TIMEOUT_MS = 10_000;
 const RETRY = { initialRetryTime: 100, maxRetryTime: 2000, retries: 10 };
 /**
- * The producer's retries of one request (network errors and errors the broker calls retriable), at a fixed
- * delay: as long as kafkajs's RETRY (about 13 s), so a publish outlasts a broker restart.
+ * The delay between the producer's retries of one request (network errors and errors the broker calls
+ * retriable). Their number is not ours to set: @platformatic/kafka retries an idempotent producer's requests
+ * without limit (it overrides `retries`), so publishTimeoutMs is what bounds a publish.
  */
-const PRODUCE_RETRIES = 26;
 const PRODUCE_RETRY_DELAY_MS = 500;
 const DEFAULT_PUBLISH_TIMEOUT_MS = 60_000;
 
@@ -302,8 +304,8 @@ class KafkaBus implements EventBus {
 
   /**
    * Sends the records' requests in order, each until the broker acknowledges it. The client retries
-   * connection errors and retriable broker errors itself; when it gives up (its retries spent, or an error it
-   * does not retry, such as a response it cannot read from a broker that is still starting), the producer is
+   * connection errors and retriable broker errors itself, without limit; when it gives up (an error it does
+   * not retry, such as a response it cannot read from a broker that is still starting), the producer is
    * replaced and the request not yet acknowledged is sent again after a backoff, until the deadline. An answer
    * no producer would get otherwise (isPermanentPublishError) fails the publish at once.
    */
@@ -425,7 +427,6 @@ export function producerOptions(options: KafkaBusOptions): ProducerOptions<strin
     ...(options.ssl && { tls: options.ca ? { ca: options.ca } : {} }),
     ...(options.sasl && { sasl: { mechanism: SASL_MECHANISMS[options.sasl.mechanism], username: options.sasl.username, password: options.sasl.password } }),
     connectTimeout: 3000,
-    retries: PRODUCE_RETRIES,
     retryDelay: PRODUCE_RETRY_DELAY_MS,
     idempotent: true,
     acks: ProduceAcks.ALL,
