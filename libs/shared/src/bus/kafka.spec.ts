@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { MultipleErrors, murmur2, Producer, NetworkError, OutOfBoundsError, ProtocolError, UserError } from '@platformatic/kafka';
 import { Partitioners } from 'kafkajs';
 import { isPermanentPublishError, kafkaErrorText, keyPartition, producerOptions } from './kafka';
+import type * as KafkaAdapter from './kafka';
 import { createLogger } from '../logger';
 
 const logger = createLogger('kafka-spec', 'silent');
@@ -75,4 +76,35 @@ test("a failed send is described by its innermost causes (the client's own messa
   expect(kafkaErrorText(new Error('plain'))).toBe('plain');
   const many = new MultipleErrors('x', Array.from({ length: 7 }, (_, i) => new Error(`e${i}`)));
   expect(kafkaErrorText(many)).toBe('e0; e1; e2; e3; e4; …');
+});
+
+test('a bus that compresses with lz4 is refused at creation, naming the cause, where lz4-napi cannot be loaded; gzip and none still work there', async () => {
+  let adapter: typeof KafkaAdapter | undefined;
+  jest.isolateModules(() => {
+    jest.doMock('lz4-napi', () => {
+      throw new Error('no prebuilt binary for this platform');
+    });
+    // A client that gets as far as connecting says so (and nothing is dialled).
+    jest.doMock('kafkajs', () => ({
+      ...jest.requireActual('kafkajs'),
+      Kafka: class {
+        admin() {
+          return {
+            connect: async () => {
+              throw new Error('connecting');
+            },
+          };
+        }
+      },
+    }));
+    // eslint-disable-next-line @typescript-eslint/no-require-imports -- a fresh copy of the adapter under the mocks above
+    adapter = require('./kafka') as typeof KafkaAdapter;
+  });
+  const options = { brokers: ['127.0.0.1:9'], logger };
+  await expect(adapter!.createKafkaBus(options)).rejects.toThrow(
+    'Kafka event bus: lz4 compression (KAFKA_COMPRESSION, default lz4) needs lz4-napi, which cannot be loaded here (no prebuilt binary for this platform); set KAFKA_COMPRESSION=gzip',
+  );
+  await expect(adapter!.createKafkaBus({ ...options, compression: 'lz4' })).rejects.toThrow(/needs lz4-napi/);
+  await expect(adapter!.createKafkaBus({ ...options, compression: 'gzip' })).rejects.toThrow('connecting');
+  await expect(adapter!.createKafkaBus({ ...options, compression: 'none' })).rejects.toThrow('connecting');
 });

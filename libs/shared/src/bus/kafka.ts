@@ -1,6 +1,6 @@
 import { Producer as KafkaProducer, ProduceAcks, stringSerializers, type MessageToProduce, type ProducerOptions } from '@platformatic/kafka';
 import { Backoff, backoffDelay } from '../backoff';
-import { compressFrame, decompressFrame } from 'lz4-napi';
+import type * as Lz4 from 'lz4-napi';
 import {
   CompressionCodecs,
   CompressionTypes,
@@ -98,15 +98,28 @@ export interface KafkaBusOptions {
 }
 
 /**
+ * lz4-napi (a native module: a prebuilt binary per platform), loaded on first use, so a platform without its
+ * binary can still run the bus with KAFKA_COMPRESSION gzip or none (createKafkaBus refuses lz4 there, naming
+ * the cause); a subscription then fails on an lz4 batch with that cause instead of at start.
+ */
+let lz4: typeof Lz4 | undefined;
+function lz4Module(): typeof Lz4 {
+  // eslint-disable-next-line @typescript-eslint/no-require-imports -- lazy load, see above
+  lz4 ??= require('lz4-napi') as typeof Lz4;
+  return lz4;
+}
+
+/**
  * kafkajs reads gzip itself and lz4 through a codec registered here (process-wide, as kafkajs keeps its
- * codecs): the LZ4 frame format, which Kafka uses for record batches since message format 1.
+ * codecs): the LZ4 frame format, which Kafka uses for record batches since message format 1. Both directions
+ * run on libuv's thread pool, off the JavaScript thread.
  */
 const LZ4_CODEC = {
   async compress(encoder: { buffer: Buffer }): Promise<Buffer> {
-    return compressFrame(encoder.buffer);
+    return lz4Module().compressFrame(encoder.buffer);
   },
   async decompress(buffer: Buffer): Promise<Buffer> {
-    return decompressFrame(buffer);
+    return lz4Module().decompressFrame(buffer);
   },
 };
 CompressionCodecs[CompressionTypes.LZ4] = () => LZ4_CODEC;
@@ -217,6 +230,13 @@ export function kafkaLogCreator(logger: Logger): logCreator {
 
 export async function createKafkaBus(options: KafkaBusOptions): Promise<EventBus> {
   if (options.brokers.length === 0) throw new Error('Kafka event bus: no brokers given');
+  if ((options.compression ?? DEFAULT_KAFKA_COMPRESSION) === 'lz4') {
+    try {
+      lz4Module();
+    } catch (err) {
+      throw new Error(`Kafka event bus: lz4 compression (KAFKA_COMPRESSION, default lz4) needs lz4-napi, which cannot be loaded here (${(err as Error).message}); set KAFKA_COMPRESSION=gzip`, { cause: err });
+    }
+  }
   const kafka = new Kafka({
     clientId: options.clientId ?? 'secsvc',
     brokers: options.brokers,
