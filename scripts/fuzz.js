@@ -4,9 +4,10 @@
 // Builds nothing: run `npm run build` first (the apps start from their dist folders). Needs schemathesis:
 // `bash scripts/install-tools.sh`, or SCHEMATHESIS=<path>.
 //
-//   FUZZ_EXAMPLES  examples per operation and phase (default 2000: about 64 operations x 2000 > 100,000 cases)
+//   FUZZ_EXAMPLES  examples per operation and phase (default 2000: about 85 operations x 2000 > 100,000 cases)
 //   FUZZ_SEED      the seed (default: a random one, printed; the same seed repeats the run)
 //   FUZZ_WORKERS   schemathesis workers (default 2)
+//   FUZZ_OPERATIONS only these operationIds, comma-separated (a finding's operation again; default: all)
 //   FUZZ_REPORT_DIR where the JUnit XML and JSON reports go (default apps/gateway-e2e/test-output/fuzz, gitignored)
 //
 // Exit code 0 only when schemathesis found nothing and no response was a 5xx; 1 otherwise.
@@ -39,6 +40,8 @@ async function main() {
   const examples = int('FUZZ_EXAMPLES', 2000);
   const seed = int('FUZZ_SEED', randomInt(1, 2 ** 31));
   const workers = int('FUZZ_WORKERS', 2);
+  // FUZZ_OPERATIONS: operationIds, comma-separated, to fuzz only those (a finding's operation again).
+  const operations = (process.env.FUZZ_OPERATIONS ?? '').split(',').filter(Boolean);
   const reportDir = path.resolve(process.env.FUZZ_REPORT_DIR || path.join(ROOT, 'apps/gateway-e2e/test-output/fuzz'));
   const binary = findSchemathesis();
   if (!binary) throw new Error('schemathesis is missing: run `bash scripts/install-tools.sh` (or set SCHEMATHESIS)');
@@ -52,7 +55,7 @@ async function main() {
   try {
     const before = await serverErrors(stack.admin.gateway);
     const started = Date.now();
-    const run = await runSchemathesis({ binary, baseUrl: stack.baseUrl, apiKey: KEY, maxExamples: examples, seed, workers, deterministic: false, reportDir, onOutput: (chunk) => process.stdout.write(chunk) });
+    const run = await runSchemathesis({ binary, baseUrl: stack.baseUrl, apiKey: KEY, maxExamples: examples, seed, workers, deterministic: false, reportDir, operations, onOutput: (chunk) => process.stdout.write(chunk) });
     const seconds = Math.round((Date.now() - started) / 1000);
     const fiveXx = (await serverErrors(stack.admin.gateway)) - before;
     console.log(`\n== fuzz summary\n${run.command}`);

@@ -164,6 +164,17 @@ describe('authentication and operational endpoints', () => {
     expect(res.body).toEqual({ error: { code: 'not_found', message: expect.any(String) }, meta: { requestId } });
   });
 
+  it('answers what the HTTP parser refuses in the error shape: a query string over 16 KiB is 431 (schemathesis met a bare 431)', async () => {
+    const res = await api('GET', `/logs?events=${'%C2%BA'.repeat(4000)}`);
+    expect(res.status).toBe(431);
+    expect(res.headers.get('content-type')).toBe('application/json; charset=utf-8');
+    const requestId = res.headers.get('x-request-id');
+    expect(requestId).toMatch(/^req_[0-9a-z]{26}$/);
+    expect(res.body).toEqual({ error: { code: 'request_header_fields_too_large', message: 'The request line and headers are larger than 16 KiB (a query string that long included)' }, meta: { requestId } });
+    // The gateway goes on serving.
+    expect((await api('GET', '/users?limit=1')).status).toBe(200);
+  });
+
   it('serves the OpenAPI 3.1 document', async () => {
     const res = await fetch(`${stack.baseUrl}/openapi.json`);
     const doc = (await res.json()) as { openapi: string; servers: { url: string }[]; paths: Record<string, unknown> };

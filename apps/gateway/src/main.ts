@@ -5,6 +5,7 @@ import { existsSync } from 'node:fs';
 import path from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { createApp } from './app';
+import { answerClientErrors } from './http/client-errors';
 import { AuthCache } from './auth/auth-cache';
 import { JwtVerifier } from './auth/jwt-verifier';
 import { RedisVerifyCache } from './auth/redis-verify-cache';
@@ -95,6 +96,7 @@ async function serve({ config, logger, metrics, draining }: ProcessContext<Gatew
   server.keepAliveTimeout = 65_000;
   server.headersTimeout = 66_000;
   server.requestTimeout = 30_000;
+  answerClientErrors(server, logger);
   if (cluster.isWorker) {
     // Which worker served: one series per slot on the primary's /metrics (never in a response).
     const served = metrics.counter('gateway_worker_requests_total', 'HTTP requests served by each gateway cluster worker (its slot)', ['worker']).labels({ worker: workerSlot() });

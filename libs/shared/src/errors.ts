@@ -10,10 +10,13 @@ export const errorCodes = {
   not_found: { http: 404, grpc: GrpcStatus.NOT_FOUND },
   method_not_allowed: { http: 405, grpc: GrpcStatus.UNIMPLEMENTED },
   conflict: { http: 409, grpc: GrpcStatus.ALREADY_EXISTS },
+  /** The HTTP parser's refusals: a request not received in full in time, a request line and headers over its limit. */
+  request_timeout: { http: 408, grpc: GrpcStatus.DEADLINE_EXCEEDED },
   payload_too_large: { http: 413, grpc: GrpcStatus.INVALID_ARGUMENT },
   unsupported_media_type: { http: 415, grpc: GrpcStatus.INVALID_ARGUMENT },
   range_not_satisfiable: { http: 416, grpc: GrpcStatus.OUT_OF_RANGE },
   rate_limited: { http: 429, grpc: GrpcStatus.RESOURCE_EXHAUSTED },
+  request_header_fields_too_large: { http: 431, grpc: GrpcStatus.INVALID_ARGUMENT },
   internal_error: { http: 500, grpc: GrpcStatus.INTERNAL },
   unavailable: { http: 503, grpc: GrpcStatus.UNAVAILABLE },
 } as const;

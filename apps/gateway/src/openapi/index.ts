@@ -24,12 +24,18 @@ const ERROR_DOCS: Partial<Record<ErrorCode, string>> = {
   forbidden:
     'The credential may not call this operation (key type, OAuth scope or policy); code mfa_required when the policies would allow it after a multi-factor authentication: a session steps up with POST /v1/auth/step-up, an OAuth access token gets WWW-Authenticate insufficient_user_authentication (RFC 9470) with acr_values and max_age',
   not_found: 'No such resource',
+  request_timeout: 'The request did not arrive in full within 30 seconds (answered by the HTTP server, which then closes the connection)',
   payload_too_large: 'The body is larger than 1 MiB',
   unsupported_media_type: 'The body is not application/json',
   rate_limited: 'Rate limit exceeded; retry after Retry-After seconds',
+  request_header_fields_too_large:
+    'The request line and headers are larger than 16 KiB, a query string that long included (answered by the HTTP server, which then closes the connection)',
   internal_error: 'An internal error (never caused by input; no internal detail is shown)',
   unavailable: 'A service or store the operation needs is unavailable; retry after Retry-After seconds when given',
 };
+
+/** What the HTTP server answers itself (http/client-errors.ts), before any route: any operation can meet them. */
+const PARSER_REFUSALS: readonly ErrorCode[] = ['request_timeout', 'request_header_fields_too_large'];
 
 /** Builds the document's shared pieces: headers, error responses, security schemes. */
 function common(o: DocumentOptions, set: SchemaSet) {
@@ -57,7 +63,8 @@ function common(o: DocumentOptions, set: SchemaSet) {
   };
   const errorBody = (code: ErrorCode, description: string): Json => ({
     description,
-    headers: headerRefs(extraHeaders[code]),
+    // The HTTP server's own refusals come before any middleware: the request id only.
+    headers: PARSER_REFUSALS.includes(code) ? { 'X-Request-Id': { $ref: '#/components/headers/X-Request-Id' } } : headerRefs(extraHeaders[code]),
     content: { 'application/json': { schema: set.ref('Error') } },
   });
   // The usual answer of each error code once, referenced; an operation's own wording stays inline.
@@ -156,6 +163,10 @@ export function buildOpenApi(routes: Route[], options: DocumentOptions) {
   for (const [path, item] of Object.entries(surfacePaths(options, set, c))) paths[path] = { ...paths[path], ...item };
   for (const item of Object.values(paths)) {
     for (const op of Object.values(item)) {
+      // The HTTP server's own refusals (http/client-errors.ts) can meet any operation.
+      const responses = (op.responses ??= {}) as Record<string, Json>;
+      for (const code of PARSER_REFUSALS) responses[String(errorCodes[code].http)] ??= c.errorResponse(code);
+      op.responses = Object.fromEntries(Object.entries(responses).sort(([a], [b]) => Number(a) - Number(b)));
       for (const p of (op.parameters as Json[] | undefined) ?? []) p.schema = refuseNul(p.schema);
       const content = (op.requestBody as { content?: Record<string, Json> } | undefined)?.content ?? {};
       for (const media of Object.values(content)) media.schema = boundedJson(refuseNul(media.schema), set);

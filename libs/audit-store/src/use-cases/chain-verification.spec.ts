@@ -44,6 +44,12 @@ test('a range that is not of chain positions is a 400 naming its fields, and not
   expect(await fields({ from: 0 })).toEqual(['from']);
   expect(await fields({ from: 1.5, to: Number.MAX_SAFE_INTEGER + 2 })).toEqual(['from', 'to']);
   expect(await fields({ from: 5, to: 4 })).toEqual(['to']);
+  // 15 digits at most, as the REST API takes them.
+  expect(await fields({ to: 1_000_000_000_000_000 })).toEqual(['to']);
   expect(await fields({ from: 5, to: 5 })).toEqual([]);
-  expect(asked).toEqual([['live', { from: 5, to: 5 }]]);
+  expect(await fields({ from: 999_999_999_999_999 })).toEqual([]);
+  expect(asked).toEqual([
+    ['live', { from: 5, to: 5 }],
+    ['live', { from: 999_999_999_999_999, to: undefined }],
+  ]);
 });

@@ -37,6 +37,8 @@ export interface FuzzOptions {
   reportDir?: string;
   /** Each chunk of schemathesis's console output as it comes (default: collected only). */
   onOutput?: (chunk: string) => void;
+  /** Only these operations (operationId), e.g. to run a finding's operation again (default: all but the excluded). */
+  operations?: string[];
 }
 
 /** schemathesis's JSON run report, as far as it is read here. */
@@ -132,6 +134,7 @@ export async function runSchemathesis(o: FuzzOptions): Promise<FuzzResult> {
     json,
     '--no-color',
     ...FUZZ_EXCLUDED_OPERATIONS.flatMap((id) => ['--exclude-operation-id', id]),
+    ...(o.operations ?? []).flatMap((id) => ['--include-operation-id', id]),
   ];
   const command = ['schemathesis', ...args].map((a) => (a === header ? "'Authorization: Bearer <key>'" : a)).join(' ');
   try {
