@@ -7,8 +7,9 @@
 //                                installed), against a plain bulk insert of the same rows into ClickHouse (the
 //                                ceiling), reported as a ratio. BENCH_BATCH: the consumer's batch (default 20,000, as
 //                                AUDIT_BATCH_SIZE); BENCH_BUSES: postgres,kafka; BENCH_KAFKA_COMPRESSION: the
-//                                codecs the Kafka path runs with, one run each (default lz4,none), with the
-//                                broker's CPU and the bytes each event takes in its log.
+//                                codecs the Kafka path runs with, one run each (default lz4,none). CPU per
+//                                process: consumer + chdb, relay, PostgreSQL (every backend), Kafka broker; and
+//                                the bytes each event takes in the broker's log.
 //   node bench/audit.js chain    the cost of tamper evidence: BENCH_EVENTS (default 200,000) events stored by the
 //                                consumer's store in batches of 5,000, with the hash chain (positions, hashes,
 //                                head lock in PostgreSQL, checkpoints) and without, interleaved over
@@ -119,7 +120,7 @@ async function relayChild(url, spec) {
  * production runs it in the producing services) and consumed into ClickHouse, chained when `chained` (as the audit
  * service stores every entry). CPU ms per 1,000 events of this process (consumer + chdb) and of the relay's.
  */
-async function ingestOnce(name, url, spec, { chained = false, separateRelay = false } = {}) {
+async function ingestOnce(name, url, spec, { chained = false, separateRelay = false } = {}, others = {}) {
   const chDir = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-audit-ch-'));
   const ch = await openClickHouse({ path: chDir });
   await migrateClickHouse(ch);
@@ -133,6 +134,7 @@ async function ingestOnce(name, url, spec, { chained = false, separateRelay = fa
   const relay = pool ? new OutboxRelay({ pool, databaseUrl: url, schema: 'svc', bus, logger, pollMs: 50 }) : undefined;
   let stored = 0;
   const cpu0 = process.cpuUsage();
+  const others0 = cpuMs(others);
   const started = performance.now();
   console.log(`${name}: ingest started`);
   // As the audit service's consumer (apps/audit/src/consumer.ts) takes them.
@@ -152,6 +154,7 @@ async function ingestOnce(name, url, spec, { chained = false, separateRelay = fa
   while (stored < EVENTS) await sleep(100);
   const seconds = (performance.now() - started) / 1000;
   const used = process.cpuUsage(cpu0);
+  const others1 = cpuMs(others);
   let relayCpuMs;
   if (child) {
     const report = new Promise((resolve) => child.on('message', (m) => m.cpuMs !== undefined && resolve(m.cpuMs)));
@@ -167,7 +170,20 @@ async function ingestOnce(name, url, spec, { chained = false, separateRelay = fa
   fs.rmSync(chDir, { recursive: true, force: true });
   const per1000 = (ms) => (ms === undefined ? undefined : Number((ms / (EVENTS / 1000)).toFixed(1)));
   console.log(`${name}: ${Math.round(EVENTS / seconds)} events/s`);
-  return { name, seconds, rate: EVENTS / seconds, count, consumerCpu: per1000((used.user + used.system) / 1000), relayCpu: per1000(relayCpuMs) };
+  const othersCpu = Object.fromEntries(Object.keys(others1).map((k) => [k, per1000(others1[k] - others0[k])]));
+  return { name, seconds, rate: EVENTS / seconds, count, consumerCpu: per1000((used.user + used.system) / 1000), relayCpu: per1000(relayCpuMs), othersCpu };
+}
+
+/** The PostgreSQL server's process (the postmaster: its backends and helpers are its children). */
+async function postgresPid(url) {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    const { rows } = await client.query('SELECT pg_backend_pid() AS pid');
+    return Number(fs.readFileSync(`/proc/${rows[0].pid}/stat`, 'utf8').split(') ')[1].split(' ')[1]);
+  } finally {
+    await client.end();
+  }
 }
 
 async function ceiling(t0) {
@@ -202,7 +218,7 @@ async function ingest() {
     const filled = await fillOutbox(db.url, EVENTS);
     t0 = filled.t0;
     console.log(`outbox filled in ${filled.seconds.toFixed(1)} s`);
-    results.push(await ingestOnce('Postgres bus', db.url, { kind: 'postgres' }, INGEST_OPTIONS));
+    results.push(await ingestOnce('Postgres bus', db.url, { kind: 'postgres' }, INGEST_OPTIONS, { postgres: await postgresPid(db.url) }));
     await db.drop();
   }
   const missing = BUSES.includes('kafka') ? kafkaUnavailable() : 'not asked for (BENCH_BUSES)';
@@ -213,12 +229,10 @@ async function ingest() {
       for (const compression of KAFKA_CODECS) {
         const db = await testDatabase();
         t0 = (await fillOutbox(db.url, EVENTS)).t0;
-        const [cpu0, bytes0] = [cpuMs({ broker: broker.pid }).broker, broker.logBytes('auth-events')];
-        const result = await ingestOnce(`Kafka bus (${compression})`, db.url, { kind: 'kafka', brokers: broker.brokers, compression }, INGEST_OPTIONS);
-        result.broker = {
-          cpu: Number(((cpuMs({ broker: broker.pid }).broker - cpu0) / (EVENTS / 1000)).toFixed(1)),
-          bytes: Math.round((broker.logBytes('auth-events') - bytes0) / EVENTS),
-        };
+        const bytes0 = broker.logBytes('auth-events');
+        const spec = { kind: 'kafka', brokers: broker.brokers, compression };
+        const result = await ingestOnce(`Kafka bus (${compression})`, db.url, spec, INGEST_OPTIONS, { postgres: await postgresPid(db.url), broker: broker.pid });
+        result.logBytes = Math.round((broker.logBytes('auth-events') - bytes0) / EVENTS);
         results.push(result);
         await db.drop();
       }
@@ -229,18 +243,14 @@ async function ingest() {
   await stopTestPostgres();
   const ceil = await ceiling(t0);
   const how = `${INGEST_OPTIONS.chained ? 'chained' : 'unchained'}, relay ${INGEST_OPTIONS.separateRelay ? 'in its own process' : 'in the consumer\'s process'}`;
-  console.log(`\n| path (${how}) | events | seconds | events/s | of the ceiling | stored | CPU ms per 1,000 events: consumer + chdb / relay |`);
-  console.log('|---|---:|---:|---:|---:|---:|---|');
+  console.log(`\n| path (${how}) | events | seconds | events/s | of the ceiling | stored | CPU ms per 1,000 events: consumer + chdb / relay / PostgreSQL / broker / all | bytes per event in the broker's log |`);
+  console.log('|---|---:|---:|---:|---:|---:|---|---:|');
   for (const r of results) {
-    console.log(`| outbox → ${r.name} → ClickHouse | ${EVENTS} | ${r.seconds.toFixed(1)} | ${Math.round(r.rate)} | ${(r.rate / ceil.rate).toFixed(2)} | ${r.count} | ${r.consumerCpu} / ${r.relayCpu ?? '(same process)'} |`);
+    const all = [r.consumerCpu, r.relayCpu, r.othersCpu.postgres, r.othersCpu.broker].reduce((sum, v) => sum + (v ?? 0), 0);
+    const cpu = `${r.consumerCpu} / ${r.relayCpu ?? '(same process)'} / ${r.othersCpu.postgres ?? ''} / ${r.othersCpu.broker ?? ''} / ${all.toFixed(1)}`;
+    console.log(`| outbox → ${r.name} → ClickHouse | ${EVENTS} | ${r.seconds.toFixed(1)} | ${Math.round(r.rate)} | ${(r.rate / ceil.rate).toFixed(2)} | ${r.count} | ${cpu} | ${r.logBytes ?? ''} |`);
   }
-  console.log(`| plain bulk insert of the same rows (ceiling) | ${EVENTS} | ${ceil.seconds.toFixed(1)} | ${Math.round(ceil.rate)} | 1.00 | ${EVENTS} | ${ceil.cpu} |`);
-  const kafka = results.filter((r) => r.broker);
-  if (kafka.length > 0) {
-    console.log('\n| Kafka path | broker CPU ms per 1,000 events | bytes per event in the broker\'s log |');
-    console.log('|---|---:|---:|');
-    for (const r of kafka) console.log(`| ${r.name} | ${r.broker.cpu} | ${r.broker.bytes} |`);
-  }
+  console.log(`| plain bulk insert of the same rows (ceiling) | ${EVENTS} | ${ceil.seconds.toFixed(1)} | ${Math.round(ceil.rate)} | 1.00 | ${EVENTS} | ${ceil.cpu} | |`);
 }
 
 /**
