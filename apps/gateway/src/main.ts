@@ -5,7 +5,7 @@ import { existsSync } from 'node:fs';
 import path from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { createApp } from './app';
-import { answerClientErrors } from './http/client-errors';
+import { answerClientErrors, REQUEST_TIMEOUT_MS } from './http/client-errors';
 import { AuthCache } from './auth/auth-cache';
 import { JwtVerifier } from './auth/jwt-verifier';
 import { RedisVerifyCache } from './auth/redis-verify-cache';
@@ -95,7 +95,7 @@ async function serve({ config, logger, metrics, draining }: ProcessContext<Gatew
   });
   server.keepAliveTimeout = 65_000;
   server.headersTimeout = 66_000;
-  server.requestTimeout = 30_000;
+  server.requestTimeout = REQUEST_TIMEOUT_MS;
   answerClientErrors(server, logger);
   if (cluster.isWorker) {
     // Which worker served: one series per slot on the primary's /metrics (never in a response).

@@ -24,7 +24,11 @@ describe('requests the HTTP parser refuses', () => {
   let server: Server;
   beforeAll(async () => {
     // A short request timeout, checked often, so the 408 case takes a moment.
-    server = createServer({ requestTimeout: 300, connectionsCheckingInterval: 50 }, (_req, res) => res.end('served'));
+    server = createServer({ requestTimeout: 300, connectionsCheckingInterval: 50 }, (req, res) => {
+      if (req.url === '/slow') setTimeout(() => res.end('slow'), 200);
+      else if (req.url === '/read') req.on('data', () => undefined).on('end', () => res.end('read'));
+      else res.end('served');
+    });
     answerClientErrors(server, createLogger('client-errors-test', 'silent'));
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   });
@@ -53,6 +57,34 @@ describe('requests the HTTP parser refuses', () => {
 
   it('a request that does not arrive in full in time: 408 in the error shape', async () => {
     expectError(await raw(server, 'GET / HTTP/1.1\r\nHost: a\r\n'), 408, 'request_timeout', 'The request did not arrive in full in time');
+  });
+
+  it('an error in a body being read ends the connection without an answer (its request is being served: no second answer is safe)', async () => {
+    const res = await raw(server, `POST /read HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n1;${'e'.repeat(20_000)}\r\nx\r\n0\r\n\r\n`);
+    expect(res.status).toBeNaN();
+    expect(res.body).toBe('');
+  });
+
+  it('on a kept-alive connection, bad bytes after a finished exchange get their own answer', async () => {
+    const socket = connect((server.address() as AddressInfo).port, '127.0.0.1');
+    let data = '';
+    socket.on('data', (d) => (data += d.toString()));
+    const closed = new Promise((resolve) => socket.on('close', resolve));
+    socket.write('GET / HTTP/1.1\r\nHost: a\r\n\r\n');
+    while (!data.includes('served')) await new Promise((r) => setTimeout(r, 10));
+    // (The server detaches a response from its socket when it has finished writing it, a moment after the client
+    // may have read it; bytes arriving before that find the response still attached: the case below.)
+    await new Promise((r) => setTimeout(r, 100));
+    socket.write('NOT HTTP AT ALL\r\n\r\n');
+    await closed;
+    expect(data.match(/HTTP\/1\.1 \d+/g)).toEqual(['HTTP/1.1 200', 'HTTP/1.1 400']);
+    expect(data).toContain('"code":"invalid_request"');
+  });
+
+  it('bad bytes pipelined behind a request still being served end the connection: no request gets another one\'s answer', async () => {
+    const res = await raw(server, 'GET /slow HTTP/1.1\r\nHost: a\r\n\r\nNOT HTTP AT ALL\r\n\r\n');
+    expect(res.status).toBeNaN();
+    expect(res.body).toBe('');
   });
 
   it('well-formed requests are served as before', async () => {

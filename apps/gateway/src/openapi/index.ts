@@ -1,4 +1,5 @@
 import { OAUTH_SCOPES, errorCodes, type ErrorCode } from '@secsvc/shared';
+import { MAX_HEADER_KIB, REQUEST_TIMEOUT_MS } from '../http/client-errors';
 import { routes as allRoutes } from '../routes';
 import { DEFAULT_KEY_TYPES, type Route } from '../routes/route';
 import { COMPONENTS, registerComponents } from './components';
@@ -24,12 +25,12 @@ const ERROR_DOCS: Partial<Record<ErrorCode, string>> = {
   forbidden:
     'The credential may not call this operation (key type, OAuth scope or policy); code mfa_required when the policies would allow it after a multi-factor authentication: a session steps up with POST /v1/auth/step-up, an OAuth access token gets WWW-Authenticate insufficient_user_authentication (RFC 9470) with acr_values and max_age',
   not_found: 'No such resource',
-  request_timeout: 'The request did not arrive in full within 30 seconds (answered by the HTTP server, which then closes the connection)',
+  request_timeout: `The request did not arrive in full within ${REQUEST_TIMEOUT_MS / 1000} seconds (answered by the HTTP server, which then closes the connection)`,
   payload_too_large: 'The body is larger than 1 MiB',
   unsupported_media_type: 'The body is not application/json',
   rate_limited: 'Rate limit exceeded; retry after Retry-After seconds',
   request_header_fields_too_large:
-    'The request line and headers are larger than 16 KiB, a query string that long included (answered by the HTTP server, which then closes the connection)',
+    `The request line and headers are larger than ${MAX_HEADER_KIB} KiB, a query string that long included (answered by the HTTP server, which then closes the connection)`,
   internal_error: 'An internal error (never caused by input; no internal detail is shown)',
   unavailable: 'A service or store the operation needs is unavailable; retry after Retry-After seconds when given',
 };

@@ -1,8 +1,6 @@
-import { AppError, type FieldError } from '@secsvc/shared';
+import { AppError, CHAIN_POSITION_MAX, CHAIN_POSITION_MESSAGE, type FieldError } from '@secsvc/shared';
 import type { AuditChain, ChainVerdict, Checkpoint } from '../chain';
 
-/** The highest position a range may name (15 digits, as the REST API takes them: exact in a double). */
-const POSITION_MAX = 999_999_999_999_999;
 
 /**
  * Recomputes the environment's chain over `from`..`to` (positions, inclusive; a faulty range is a 400 naming
@@ -16,7 +14,7 @@ export async function verifyChainRange(
   const errors: FieldError[] = [];
   for (const field of ['from', 'to'] as const) {
     const v = range[field];
-    if (v !== undefined && (!Number.isInteger(v) || v < 1 || v > POSITION_MAX)) errors.push({ field, message: `must be a chain position (an integer from 1 to ${POSITION_MAX})` });
+    if (v !== undefined && (!Number.isInteger(v) || v < 1 || v > CHAIN_POSITION_MAX)) errors.push({ field, message: CHAIN_POSITION_MESSAGE });
   }
   if (!errors.length && range.from !== undefined && range.to !== undefined && range.to < range.from) errors.push({ field: 'to', message: 'must not be before from' });
   if (errors.length) throw new AppError('invalid_request', 'Invalid verification range', errors);

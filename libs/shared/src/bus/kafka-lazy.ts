@@ -7,9 +7,9 @@ export type { KafkaBusOptions } from './kafka';
 export const KAFKA_CODECS = ['lz4', 'gzip', 'none'] as const;
 export type KafkaCompression = (typeof KAFKA_CODECS)[number];
 /**
- * lz4 by default: audit events (JSON with repeated field names) take 5 to 7 times fewer bytes on the wire and on
+ * lz4 by default: audit events (JSON with repeated field names) take about 5 to 7 times fewer bytes on the wire and on
  * the brokers' disks, for about 0.5 to 1 µs of the publisher's CPU per event and 1 to 2 µs of the consumer's;
- * gzip takes 8 to 11 times fewer for about 2.3 µs to publish and 0.8 to consume (bench/RESULTS.md, "Kafka
+ * gzip about 8 to 11 times fewer for about 2.3 µs to publish and 0.8 to consume (bench/RESULTS.md, "Kafka
  * compression"). zstd and snappy are not offered: Node 20 (still supported) has no zstd in its zlib, and Kafka's
  * snappy framing differs between clients.
  */

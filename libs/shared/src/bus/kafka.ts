@@ -111,8 +111,9 @@ function lz4Module(): typeof Lz4 {
 
 /**
  * kafkajs reads gzip itself and lz4 through a codec registered here (process-wide, as kafkajs keeps its
- * codecs): the LZ4 frame format, which Kafka uses for record batches since message format 1. Both directions
- * run on libuv's thread pool, off the JavaScript thread.
+ * codecs): the LZ4 frame format, which Kafka uses for record batches since message format 1. It runs on
+ * libuv's thread pool, off the JavaScript thread; the publishing client (@platformatic/kafka) compresses with
+ * its own synchronous calls, on the JavaScript thread (about 1 µs per event for lz4, 2.3 for gzip).
  */
 const LZ4_CODEC = {
   async compress(encoder: { buffer: Buffer }): Promise<Buffer> {

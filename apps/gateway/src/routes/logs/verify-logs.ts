@@ -1,13 +1,14 @@
+import { CHAIN_POSITION_MAX, CHAIN_POSITION_MESSAGE } from '@secsvc/shared';
 import { z } from 'zod';
 import { dataOf, defineRoute, errorSchema } from '../route';
 
-// At most 15 digits: every such number is exact in a double and in the int64 the audit service decodes into a
-// JavaScript number (16 digits could pass 2^53, which the gRPC message cannot carry: a 500 schemathesis found).
+// At most 15 digits (CHAIN_POSITION_MAX): past 2^53 the audit service could not decode the int64 into a JavaScript
+// number (a 500 schemathesis found with 16).
 const position = z
   .string()
-  .regex(/^[1-9][0-9]{0,14}$/, 'must be a chain position (an integer from 1 to 999999999999999)')
+  .regex(new RegExp(`^[1-9][0-9]{0,${String(CHAIN_POSITION_MAX).length - 1}}$`), CHAIN_POSITION_MESSAGE)
   .transform(Number)
-  .describe('a chain position (an integer from 1 to 999999999999999)');
+  .describe(`a chain position (an integer from 1 to ${CHAIN_POSITION_MAX})`);
 
 const checkpointForm = z.object({
   position: z.number().int(),
