@@ -35,7 +35,7 @@ const { events } = require('@secsvc/proto');
 const { AuditChain, ChainKey, cursorAfter, EventRecords, GeoIp, LOG_COLUMNS, LogQueries, LogStore, MIGRATIONS, migrateAuditSchema, migrateClickHouse, openClickHouse, rowFromEvent } = require('@secsvc/audit-store');
 const { createKafkaBus, createLogger, createPool, createPostgresBus, encodeCursor, newId, OutboxRelay, outboxDdl, AUDIT_CONSUMER_GROUP } = require('@secsvc/shared');
 const { kafkaUnavailable, startKafka, testDatabase, stopTestPostgres } = require('@secsvc/dev/testing');
-const { cpuMs, machine } = require('./support');
+const { cpuMs, machine, processTable } = require('./support');
 
 const EVENTS = Number(process.env.BENCH_EVENTS ?? 1_000_000);
 const ROWS = Number(process.env.BENCH_ROWS ?? 10_000_000);
@@ -174,13 +174,13 @@ async function ingestOnce(name, url, spec, { chained = false, separateRelay = fa
   return { name, seconds, rate: EVENTS / seconds, count, consumerCpu: per1000((used.user + used.system) / 1000), relayCpu: per1000(relayCpuMs), othersCpu };
 }
 
-/** The PostgreSQL server's process (the postmaster: its backends and helpers are its children). */
+/** The PostgreSQL server's process (the postmaster: its backends and helpers are its children); a local server only. */
 async function postgresPid(url) {
   const client = new pg.Client({ connectionString: url });
   await client.connect();
   try {
     const { rows } = await client.query('SELECT pg_backend_pid() AS pid');
-    return Number(fs.readFileSync(`/proc/${rows[0].pid}/stat`, 'utf8').split(') ')[1].split(' ')[1]);
+    return processTable().get(rows[0].pid).ppid;
   } finally {
     await client.end();
   }

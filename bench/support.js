@@ -162,4 +162,4 @@ function machine() {
   return `${new Date().toISOString().slice(0, 10)}: ${os.cpus().length} × ${os.cpus()[0].model}, Node ${process.version}`;
 }
 
-module.exports = { KEY, BENCH_LIMITS, startBenchStack, load, pool, median, OAUTH_REDIRECT, productOAuth, cpuMs, settle, machine };
+module.exports = { KEY, BENCH_LIMITS, startBenchStack, load, pool, median, OAUTH_REDIRECT, productOAuth, cpuMs, processTable, settle, machine };
