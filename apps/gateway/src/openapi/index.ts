@@ -149,7 +149,7 @@ function operation(route: Route, set: SchemaSet, c: Common): Json {
     security: route.anonymous ? [] : [{ bearerAuth: [] }, ...(scope ? [{ oauth2: [scope] }, { openIdConnect: [scope] }] : [])],
     parameters: parameters(route, set),
     ...(route.body ? { requestBody: { required: true, content: { 'application/json': { schema: set.convert(route.body, 'input') } } } } : {}),
-    responses: Object.fromEntries(Object.entries(responses).sort(([a], [b]) => Number(a) - Number(b))),
+    responses, // sorted by status once every path is in (buildOpenApi)
   };
 }
 
